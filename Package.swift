@@ -1,0 +1,71 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Settings applied to every target: strict, explicit, Swift 6 language mode.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "RevSync",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "RevSyncProtocol", targets: ["RevSyncProtocol"]),
+        .library(name: "RevSyncServer", targets: ["RevSyncServer"]),
+        .executable(name: "revsync-server", targets: ["revsync-server"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .target(
+            name: "RevSyncProtocol",
+            dependencies: ["CZlib"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RevSyncServer",
+            dependencies: [
+                "RevSyncProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "revsync-server",
+            dependencies: [
+                "RevSyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RevSyncTestSupport",
+            dependencies: ["RevSyncServer", "RevSyncProtocol"],
+            path: "Tests/RevSyncTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevSyncProtocolTests",
+            dependencies: ["RevSyncProtocol", "RevSyncTestSupport"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevSyncServerTests",
+            dependencies: ["RevSyncServer", "RevSyncProtocol", "RevSyncTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

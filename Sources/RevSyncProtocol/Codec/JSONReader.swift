@@ -1,0 +1,388 @@
+/// A pull parser over UTF-8 JSON bytes, written for the sync wire format.
+///
+/// It reads exactly one value at a time and lets the caller decide what it expects next, so
+/// a decoder built on it never materialises a document tree, never recurses deeper than the
+/// shape it expects, and reports the byte offset of the first thing that is wrong. Strings
+/// are checked for valid UTF-8 and valid escapes; numbers follow the JSON grammar and must
+/// be finite.
+struct JSONReader: ~Copyable {
+    /// A syntax error or an unexpected kind of value, at a byte offset.
+    struct Failure: Error {
+        enum Category {
+            /// Not JSON: bad syntax, truncated input, invalid UTF-8 or escapes.
+            case syntax
+            /// Valid JSON, but not the kind of value expected here.
+            case unexpectedKind
+            /// A number that no 64-bit integer or finite double can hold.
+            case outOfRange
+            /// Nested deeper than the reader allows.
+            case tooDeep
+        }
+
+        var category: Category
+        var message: String
+        var offset: Int
+    }
+
+    enum Kind {
+        case object, array, string, number, bool, null
+
+        var name: String {
+            switch self {
+            case .object: "an object"
+            case .array: "an array"
+            case .string: "a string"
+            case .number: "a number"
+            case .bool: "a boolean"
+            case .null: "null"
+            }
+        }
+    }
+
+    /// A number as written: integers without fraction or exponent stay exact.
+    enum Number {
+        case integer(Int64)
+        case real(Double)
+    }
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private(set) var offset: Int = 0
+    private var depth: Int = 0
+    private let maxDepth: Int
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 64) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
+
+    func failure(_ message: String, _ category: Failure.Category = .syntax) -> Failure {
+        Failure(category: category, message: message, offset: offset)
+    }
+
+    // MARK: Structure
+
+    /// The kind of the next value, without consuming it.
+    mutating func peekKind() throws(Failure) -> Kind {
+        skipWhitespace()
+        guard offset < bytes.count else { throw failure("unexpected end of input") }
+        switch bytes[offset] {
+        case UInt8(ascii: "{"): return .object
+        case UInt8(ascii: "["): return .array
+        case UInt8(ascii: "\""): return .string
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool
+        case UInt8(ascii: "n"): return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number
+        default: throw failure("unexpected character \(describe(bytes[offset]))")
+        }
+    }
+
+    /// Reads an object, calling `body` once per member with the key; `body` must consume
+    /// the member's value.
+    mutating func readObject(_ body: (inout JSONReader, String) throws -> Void) throws {
+        try expect(.object)
+        try enter()
+        offset += 1
+        skipWhitespace()
+        if try consumeIf(UInt8(ascii: "}")) {
+            depth -= 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            guard offset < bytes.count else { throw failure("unexpected end of input") }
+            guard bytes[offset] == UInt8(ascii: "\"") else {
+                throw failure("expected a string key, found \(describe(bytes[offset]))")
+            }
+            let key = try readStringToken()
+            skipWhitespace()
+            guard try consumeIf(UInt8(ascii: ":")) else { throw failure("expected ':' after key \"\(key)\"") }
+            try body(&self, key)
+            skipWhitespace()
+            if try consumeIf(UInt8(ascii: ",")) { continue }
+            if try consumeIf(UInt8(ascii: "}")) { break }
+            throw failure(offset < bytes.count ? "expected ',' or '}', found \(describe(bytes[offset]))" : "unexpected end of input")
+        }
+        depth -= 1
+    }
+
+    /// Reads an array, calling `body` once per element with its index; `body` must consume
+    /// the element.
+    mutating func readArray(_ body: (inout JSONReader, Int) throws -> Void) throws {
+        try expect(.array)
+        try enter()
+        offset += 1
+        skipWhitespace()
+        if try consumeIf(UInt8(ascii: "]")) {
+            depth -= 1
+            return
+        }
+        var index = 0
+        while true {
+            try body(&self, index)
+            index += 1
+            skipWhitespace()
+            if try consumeIf(UInt8(ascii: ",")) { continue }
+            if try consumeIf(UInt8(ascii: "]")) { break }
+            throw failure(offset < bytes.count ? "expected ',' or ']', found \(describe(bytes[offset]))" : "unexpected end of input")
+        }
+        depth -= 1
+    }
+
+    /// Checks that nothing but whitespace follows the document.
+    mutating func expectEnd() throws(Failure) {
+        skipWhitespace()
+        if offset < bytes.count {
+            throw failure("unexpected \(describe(bytes[offset])) after the end of the document")
+        }
+    }
+
+    // MARK: Scalars
+
+    mutating func readString() throws(Failure) -> String {
+        try expect(.string)
+        return try readStringToken()
+    }
+
+    mutating func readBool() throws(Failure) -> Bool {
+        try expect(.bool)
+        if try consumeLiteral("true") { return true }
+        if try consumeLiteral("false") { return false }
+        throw failure("invalid literal")
+    }
+
+    mutating func readNull() throws(Failure) {
+        try expect(.null)
+        guard try consumeLiteral("null") else { throw failure("invalid literal") }
+    }
+
+    mutating func readNumber() throws(Failure) -> Number {
+        try expect(.number)
+        let start = offset
+        var isInteger = true
+        if bytes[offset] == UInt8(ascii: "-") { offset += 1 }
+        guard offset < bytes.count, isDigit(bytes[offset]) else { throw failure("invalid number") }
+        if bytes[offset] == UInt8(ascii: "0") {
+            offset += 1
+            if offset < bytes.count, isDigit(bytes[offset]) { throw failure("invalid number: leading zero") }
+        } else {
+            while offset < bytes.count, isDigit(bytes[offset]) { offset += 1 }
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: ".") {
+            isInteger = false
+            offset += 1
+            guard offset < bytes.count, isDigit(bytes[offset]) else { throw failure("invalid number: digit expected after '.'") }
+            while offset < bytes.count, isDigit(bytes[offset]) { offset += 1 }
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
+            isInteger = false
+            offset += 1
+            if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") { offset += 1 }
+            guard offset < bytes.count, isDigit(bytes[offset]) else { throw failure("invalid number: digit expected in exponent") }
+            while offset < bytes.count, isDigit(bytes[offset]) { offset += 1 }
+        }
+        let token = UnsafeBufferPointer(rebasing: bytes[start..<offset])
+        if isInteger {
+            if let value = Self.parseInteger(token) { return .integer(value) }
+            offset = start
+            throw failure("number out of range: \(String(decoding: token, as: UTF8.self).prefix(40))", .outOfRange)
+        }
+        guard let value = Double(String(decoding: token, as: UTF8.self)), value.isFinite else {
+            offset = start
+            throw failure("number out of range: \(String(decoding: token, as: UTF8.self).prefix(40))", .outOfRange)
+        }
+        return .real(value)
+    }
+
+    /// Reads an integer that fits in 64 bits; fractions and exponents are refused.
+    mutating func readInteger() throws(Failure) -> Int64 {
+        let start = offset
+        switch try readNumber() {
+        case .integer(let value): return value
+        case .real:
+            offset = start
+            throw failure("expected an integer", .unexpectedKind)
+        }
+    }
+
+    /// Skips one value of any kind (bounded by the maximum depth).
+    mutating func skipValue() throws {
+        switch try peekKind() {
+        case .object: try readObject { reader, _ in try reader.skipValue() }
+        case .array: try readArray { reader, _ in try reader.skipValue() }
+        case .string: _ = try readStringToken()
+        case .number: _ = try readNumber()
+        case .bool: _ = try readBool()
+        case .null: try readNull()
+        }
+    }
+
+    // MARK: Internals
+
+    private mutating func expect(_ kind: Kind) throws(Failure) {
+        let found = try peekKind()
+        guard found == kind else { throw failure("expected \(kind.name), found \(found.name)", .unexpectedKind) }
+    }
+
+    private mutating func enter() throws(Failure) {
+        depth += 1
+        if depth > maxDepth { throw failure("nesting deeper than \(maxDepth) levels", .tooDeep) }
+    }
+
+    private mutating func skipWhitespace() {
+        while offset < bytes.count {
+            switch bytes[offset] {
+            case 0x20, 0x0A, 0x0D, 0x09: offset += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func consumeIf(_ byte: UInt8) throws(Failure) -> Bool {
+        if offset < bytes.count, bytes[offset] == byte {
+            offset += 1
+            return true
+        }
+        return false
+    }
+
+    private mutating func consumeLiteral(_ literal: StaticString) throws(Failure) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard offset + count <= bytes.count else { throw failure("unexpected end of input") }
+        let matches = literal.withUTF8Buffer { expected in
+            for index in 0..<count where bytes[offset + index] != expected[index] { return false }
+            return true
+        }
+        if matches { offset += count }
+        return matches
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    private func describe(_ byte: UInt8) -> String {
+        if byte >= 0x21 && byte < 0x7F { return "'\(Character(Unicode.Scalar(byte)))'" }
+        return "byte 0x\(String(byte, radix: 16))"
+    }
+
+    static func parseInteger(_ token: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var index = 0
+        let negative = token.first == UInt8(ascii: "-")
+        if negative { index = 1 }
+        guard index < token.count else { return nil }
+        var value: Int64 = 0
+        while index < token.count {
+            let digit = Int64(token[index] &- UInt8(ascii: "0"))
+            guard digit >= 0 && digit <= 9 else { return nil }
+            let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
+            // Accumulate negatively so that Int64.min is representable.
+            let (next, overflow2) = shifted.subtractingReportingOverflow(digit)
+            if overflow1 || overflow2 { return nil }
+            value = next
+            index += 1
+        }
+        if negative { return value }
+        let (positive, overflow) = Int64(0).subtractingReportingOverflow(value)
+        return overflow ? nil : positive
+    }
+
+    /// Reads a string token starting at the opening quote.
+    private mutating func readStringToken() throws(Failure) -> String {
+        offset += 1  // opening quote
+        let start = offset
+        // Fast path: ASCII without escapes.
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            if byte == UInt8(ascii: "\"") {
+                let token = UnsafeBufferPointer(rebasing: bytes[start..<offset])
+                offset += 1
+                return String(decoding: token, as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
+            offset += 1
+        }
+        return try readStringSlowPath(from: start)
+    }
+
+    private mutating func readStringSlowPath(from start: Int) throws(Failure) -> String {
+        var utf8 = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<offset]))
+        var hasNonASCII = false
+        while true {
+            guard offset < bytes.count else { throw failure("unterminated string") }
+            let byte = bytes[offset]
+            switch byte {
+            case UInt8(ascii: "\""):
+                offset += 1
+                if hasNonASCII {
+                    guard let string = String(validating: utf8, as: UTF8.self) else {
+                        throw failure("string is not valid UTF-8")
+                    }
+                    return string
+                }
+                return String(decoding: utf8, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                offset += 1
+                guard offset < bytes.count else { throw failure("unterminated string") }
+                let escape = bytes[offset]
+                offset += 1
+                switch escape {
+                case UInt8(ascii: "\""): utf8.append(0x22)
+                case UInt8(ascii: "\\"): utf8.append(0x5C)
+                case UInt8(ascii: "/"): utf8.append(0x2F)
+                case UInt8(ascii: "b"): utf8.append(0x08)
+                case UInt8(ascii: "f"): utf8.append(0x0C)
+                case UInt8(ascii: "n"): utf8.append(0x0A)
+                case UInt8(ascii: "r"): utf8.append(0x0D)
+                case UInt8(ascii: "t"): utf8.append(0x09)
+                case UInt8(ascii: "u"):
+                    let scalar = try readUnicodeEscape()
+                    utf8.append(contentsOf: String(Character(scalar)).utf8)
+                default:
+                    offset -= 1
+                    throw failure("invalid escape \\\(describe(escape))")
+                }
+            default:
+                if byte < 0x20 { throw failure("unescaped control character in string") }
+                if byte >= 0x80 { hasNonASCII = true }
+                utf8.append(byte)
+                offset += 1
+            }
+        }
+    }
+
+    /// Reads the four hex digits after `\u`, and a low surrogate after a high one.
+    private mutating func readUnicodeEscape() throws(Failure) -> Unicode.Scalar {
+        let first = try readHex4()
+        if (0xD800...0xDBFF).contains(first) {
+            guard offset + 6 <= bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
+                throw failure("lone high surrogate in \\u escape")
+            }
+            offset += 2
+            let second = try readHex4()
+            guard (0xDC00...0xDFFF).contains(second) else { throw failure("invalid low surrogate in \\u escape") }
+            let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+            guard let scalar = Unicode.Scalar(value) else { throw failure("invalid \\u escape") }
+            return scalar
+        }
+        guard let scalar = Unicode.Scalar(first) else { throw failure("lone low surrogate in \\u escape") }
+        return scalar
+    }
+
+    private mutating func readHex4() throws(Failure) -> UInt32 {
+        guard offset + 4 <= bytes.count else { throw failure("unterminated \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[offset]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw failure("invalid hex digit in \\u escape")
+            }
+            value = value << 4 | digit
+            offset += 1
+        }
+        return value
+    }
+}

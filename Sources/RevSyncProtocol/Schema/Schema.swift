@@ -1,0 +1,207 @@
+/// The data model, declared once and loaded by the server and every client.
+///
+/// A schema names entities, their attributes with types, which attributes are required, and
+/// references with their target entity and delete rule. Each entity becomes a table with an
+/// integer `id`, a `revision` and one column per attribute.
+///
+/// For example, loading the JSON format of `docs/schema.md`:
+///
+/// ```swift
+/// let schema = try Schema(json: Array(data))
+/// let teams = schema.entity("teams")!
+/// for reference in schema.references(to: "teams") {
+///     print(reference.entity, reference.attribute, reference.rule)   // team_players team_id cascade
+/// }
+/// ```
+public struct Schema: Sendable, Hashable {
+    /// Increases with every change to the schema.
+    public let version: Int
+    /// The entities, in declaration order.
+    public let entities: [Entity]
+    private let entityIndex: [String: Int]
+    private let incoming: [String: [IncomingReference]]
+
+    /// Creates a schema, checking every rule of a valid schema.
+    ///
+    /// - Throws: ``SchemaError`` naming the first broken rule and where it is.
+    public init(version: Int, entities: [Entity]) throws(SchemaError) {
+        guard version >= 1 else { throw SchemaError("version must be 1 or more", path: "version") }
+        guard !entities.isEmpty else { throw SchemaError("a schema needs at least one entity", path: "entities") }
+        var index: [String: Int] = [:]
+        for (position, entity) in entities.enumerated() {
+            let path = "entities.\(entity.name)"
+            guard Names.isValid(entity.name) else {
+                throw SchemaError("\"\(entity.name)\" is not a valid entity name (^[a-z][a-z0-9_]{0,62}$)", path: path)
+            }
+            guard !Names.reservedChangeSetKeys.contains(entity.name) else {
+                throw SchemaError("\"\(entity.name)\" is reserved by the wire format", path: path)
+            }
+            guard !entity.name.hasPrefix("sqlite_"), !entity.name.hasPrefix("pg_") else {
+                throw SchemaError("names starting with sqlite_ or pg_ are reserved by the databases", path: path)
+            }
+            guard index.updateValue(position, forKey: entity.name) == nil else {
+                throw SchemaError("entity \"\(entity.name)\" is declared twice", path: path)
+            }
+        }
+        var incoming: [String: [IncomingReference]] = [:]
+        for entity in entities {
+            for (position, attribute) in entity.attributes.enumerated() {
+                guard case .reference(let target, let rule) = attribute.type else { continue }
+                let path = "entities.\(entity.name).attributes.\(attribute.name)"
+                guard index[target] != nil else {
+                    throw SchemaError("reference target \"\(target)\" is not an entity of this schema", path: path)
+                }
+                if rule == .nullify && attribute.isRequired {
+                    throw SchemaError("a required reference cannot use the nullify delete rule", path: path)
+                }
+                incoming[target, default: []].append(
+                    IncomingReference(entity: entity.name, attribute: attribute.name, attributeIndex: position, rule: rule))
+            }
+        }
+        self.version = version
+        self.entities = entities
+        self.entityIndex = index
+        self.incoming = incoming
+    }
+
+    /// The entity named `name`, if the schema has one.
+    public func entity(_ name: String) -> Entity? {
+        entityIndex[name].map { entities[$0] }
+    }
+
+    /// Every reference attribute, in any entity, whose target is `entity`: what a delete of
+    /// one of its records affects.
+    public func references(to entity: String) -> [IncomingReference] {
+        incoming[entity] ?? []
+    }
+}
+
+/// A reference attribute seen from the entity it points to.
+public struct IncomingReference: Sendable, Hashable {
+    /// The entity holding the reference.
+    public let entity: String
+    /// The reference attribute.
+    public let attribute: String
+    /// The attribute's position in its entity.
+    public let attributeIndex: Int
+    /// What a delete of the target does to records holding the reference.
+    public let rule: DeleteRule
+}
+
+/// An entity: one table of records.
+public struct Entity: Sendable, Hashable {
+    public let name: String
+    /// The attributes, in declaration order (the order of columns and of stored values).
+    public let attributes: [Attribute]
+    /// Documentation for people reading the schema.
+    public let summary: String?
+    private let attributeIndex: [String: Int]
+
+    /// Creates an entity, checking its attribute names.
+    public init(name: String, attributes: [Attribute], summary: String? = nil) throws(SchemaError) {
+        var index: [String: Int] = [:]
+        for (position, attribute) in attributes.enumerated() {
+            let path = "entities.\(name).attributes.\(attribute.name)"
+            guard Names.isValid(attribute.name) else {
+                throw SchemaError("\"\(attribute.name)\" is not a valid attribute name (^[a-z][a-z0-9_]{0,62}$)", path: path)
+            }
+            guard attribute.name != "id", attribute.name != "revision" else {
+                throw SchemaError("\"\(attribute.name)\" is reserved: every record has an id and a revision", path: path)
+            }
+            guard index.updateValue(position, forKey: attribute.name) == nil else {
+                throw SchemaError("attribute \"\(attribute.name)\" is declared twice", path: path)
+            }
+        }
+        self.name = name
+        self.attributes = attributes
+        self.summary = summary
+        self.attributeIndex = index
+    }
+
+    public func attribute(_ name: String) -> Attribute? {
+        attributeIndex[name].map { attributes[$0] }
+    }
+
+    /// The position of attribute `name` in ``attributes``.
+    public func index(of name: String) -> Int? {
+        attributeIndex[name]
+    }
+}
+
+/// One attribute of an entity.
+public struct Attribute: Sendable, Hashable {
+    public let name: String
+    public let type: AttributeType
+    /// A required attribute must be given on create and can never be null.
+    public let isRequired: Bool
+    /// Documentation for people reading the schema.
+    public let summary: String?
+
+    public init(name: String, type: AttributeType, isRequired: Bool = false, summary: String? = nil) {
+        self.name = name
+        self.type = type
+        self.isRequired = isRequired
+        self.summary = summary
+    }
+
+    /// The target entity if this is a reference.
+    public var referenceTarget: String? { type.referenceTarget }
+}
+
+/// The type of an attribute.
+public enum AttributeType: Sendable, Hashable {
+    /// A 64-bit integer.
+    case integer
+    /// A double-precision number; integers are accepted and stored as reals.
+    case real
+    /// UTF-8 text without U+0000.
+    case text
+    case boolean
+    /// Text in the form the client sent, such as `2014-02-01 13:15:23.487+01`.
+    case date
+    /// The ID of a record of `target`, and what deleting that record does to this one.
+    case reference(target: String, onDelete: DeleteRule)
+
+    /// The target entity if this is a reference.
+    public var referenceTarget: String? {
+        if case .reference(let target, _) = self { return target }
+        return nil
+    }
+
+    /// The name used in the schema file.
+    public var name: String {
+        switch self {
+        case .integer: "integer"
+        case .real: "real"
+        case .text: "text"
+        case .boolean: "boolean"
+        case .date: "date"
+        case .reference: "reference"
+        }
+    }
+}
+
+/// What deleting a record does to the records that reference it.
+public enum DeleteRule: String, Sendable, Hashable {
+    /// Delete them too (and so on, down the tree).
+    case cascade
+    /// Set their reference to null.
+    case nullify
+    /// Refuse the delete while any exist (a `constraint` conflict).
+    case deny
+}
+
+/// A schema that breaks a rule, with where in the schema file the problem is.
+public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+    public var path: String
+
+    public init(_ message: String, path: String = "") {
+        self.message = message
+        self.path = path
+    }
+
+    public var description: String {
+        path.isEmpty ? "schema error: \(message)" : "schema error at \(path): \(message)"
+    }
+}

@@ -1,0 +1,191 @@
+import CZlib
+
+/// gzip as the wire uses it (`Content-Encoding: gzip` both ways), over the system zlib.
+///
+/// Decompression is bounded: an ``Inflater`` stops with ``GzipError/tooLarge`` as soon as the
+/// output would pass its limit, so a small "gzip bomb" never grows into a large allocation.
+///
+/// For example:
+///
+/// ```swift
+/// let body = Gzip.compress(request.jsonBytes())
+/// let back = try Gzip.decompress(body, limit: 64 << 20)
+/// ```
+public enum Gzip {
+    /// Compresses `bytes` into one gzip member.
+    public static func compress(_ bytes: [UInt8], level: Int32 = 6) -> [UInt8] {
+        let deflater = Deflater(level: level)
+        var output = deflater.compress(bytes)
+        output += deflater.finish()
+        return output
+    }
+
+    /// Decompresses gzip (or zlib) data, refusing to produce more than `limit` bytes.
+    public static func decompress(_ bytes: [UInt8], limit: Int) throws(GzipError) -> [UInt8] {
+        let inflater = Inflater(limit: limit)
+        try inflater.feed(bytes)
+        return try inflater.finish()
+    }
+
+    /// Whether `bytes` starts with the gzip magic number.
+    public static func isGzip(_ bytes: some Collection<UInt8>) -> Bool {
+        var iterator = bytes.makeIterator()
+        return iterator.next() == 0x1F && iterator.next() == 0x8B
+    }
+
+    /// Streaming decompression with an output limit; feed input as it arrives.
+    public final class Inflater {
+        private let stream: UnsafeMutablePointer<z_stream>
+        private let limit: Int
+        private var output: [UInt8] = []
+        private var ended = false
+
+        /// - Parameter limit: the most bytes the decompressed output may hold.
+        public init(limit: Int) {
+            self.limit = limit
+            stream = .allocate(capacity: 1)
+            stream.initialize(to: z_stream())
+            // 15 + 32: a 32 KiB window, and detect gzip or zlib headers.
+            let status = inflateInit2_(stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+            precondition(status == Z_OK, "inflateInit2 failed: \(status)")
+        }
+
+        deinit {
+            inflateEnd(stream)
+            stream.deinitialize(count: 1)
+            stream.deallocate()
+        }
+
+        /// Decompresses the next piece of input.
+        public func feed(_ input: UnsafeRawBufferPointer) throws(GzipError) {
+            guard let base = input.baseAddress, input.count > 0 else { return }
+            try inflate(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: input.count)).get()
+        }
+
+        /// Decompresses the next piece of input.
+        public func feed(_ input: [UInt8]) throws(GzipError) {
+            let result: Result<Void, GzipError> = input.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress, raw.count > 0 else { return .success(()) }
+                return inflate(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: raw.count))
+            }
+            try result.get()
+        }
+
+        /// Ends the stream: fails if it was cut short.
+        public func finish() throws(GzipError) -> [UInt8] {
+            guard ended else { throw .corrupt("the gzip stream is truncated") }
+            return output
+        }
+
+        private func inflate(_ input: UnsafeBufferPointer<UInt8>) -> Result<Void, GzipError> {
+            var position = 0
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            while position < input.count {
+                if ended {
+                    // Several gzip members one after another form one stream (RFC 1952).
+                    guard inflateReset(stream) == Z_OK else { return .failure(.corrupt("cannot continue after a gzip member")) }
+                    ended = false
+                }
+                stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress! + position)
+                stream.pointee.avail_in = UInt32(min(input.count - position, Int(UInt32.max)))
+                let before = Int(stream.pointee.avail_in)
+                var status: Int32 = Z_OK
+                repeat {
+                    status = chunk.withUnsafeMutableBufferPointer { buffer in
+                        stream.pointee.next_out = buffer.baseAddress
+                        stream.pointee.avail_out = UInt32(buffer.count)
+                        return CZlib.inflate(stream, Z_NO_FLUSH)
+                    }
+                    let produced = chunk.count - Int(stream.pointee.avail_out)
+                    if output.count + produced > limit {
+                        return .failure(.tooLarge(limit: limit))
+                    }
+                    output.append(contentsOf: chunk[0..<produced])
+                    switch status {
+                    case Z_OK, Z_BUF_ERROR: break
+                    case Z_STREAM_END: ended = true
+                    case Z_NEED_DICT, Z_DATA_ERROR: return .failure(.corrupt("invalid gzip data"))
+                    case Z_MEM_ERROR: return .failure(.corrupt("out of memory while decompressing"))
+                    default: return .failure(.corrupt("zlib error \(status)"))
+                    }
+                } while stream.pointee.avail_out == 0 && !ended
+                let consumed = before - Int(stream.pointee.avail_in)
+                if consumed == 0 && !ended && status == Z_BUF_ERROR { break }
+                position += consumed
+            }
+            return .success(())
+        }
+    }
+
+    /// Streaming compression into gzip.
+    public final class Deflater {
+        private let stream: UnsafeMutablePointer<z_stream>
+        private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+
+        /// - Parameter level: 1 (fastest) to 9 (smallest); 6 is zlib's default.
+        public init(level: Int32 = 6) {
+            stream = .allocate(capacity: 1)
+            stream.initialize(to: z_stream())
+            // 15 + 16: a 32 KiB window, written with a gzip header.
+            let status = deflateInit2_(stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                                       ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+            precondition(status == Z_OK, "deflateInit2 failed: \(status)")
+        }
+
+        deinit {
+            deflateEnd(stream)
+            stream.deinitialize(count: 1)
+            stream.deallocate()
+        }
+
+        /// Compresses the next piece of input; returns what zlib has ready so far.
+        public func compress(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+            run(input, flush: Z_NO_FLUSH)
+        }
+
+        /// Compresses the next piece of input; returns what zlib has ready so far.
+        public func compress(_ input: [UInt8]) -> [UInt8] {
+            input.withUnsafeBytes { run($0, flush: Z_NO_FLUSH) }
+        }
+
+        /// Ends the stream and returns the rest of the output.
+        public func finish() -> [UInt8] {
+            run(UnsafeRawBufferPointer(start: nil, count: 0), flush: Z_FINISH)
+        }
+
+        private func run(_ input: UnsafeRawBufferPointer, flush: Int32) -> [UInt8] {
+            var output: [UInt8] = []
+            stream.pointee.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: UInt8.self)) }
+            stream.pointee.avail_in = UInt32(input.count)
+            while true {
+                let status = chunk.withUnsafeMutableBufferPointer { buffer in
+                    stream.pointee.next_out = buffer.baseAddress
+                    stream.pointee.avail_out = UInt32(buffer.count)
+                    return deflate(stream, flush)
+                }
+                output.append(contentsOf: chunk[0..<(chunk.count - Int(stream.pointee.avail_out))])
+                if flush == Z_FINISH {
+                    if status == Z_STREAM_END { break }
+                } else if stream.pointee.avail_in == 0 && stream.pointee.avail_out != 0 {
+                    break
+                }
+            }
+            return output
+        }
+    }
+}
+
+/// Why gzip data was refused.
+public enum GzipError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The decompressed data would be larger than the limit.
+    case tooLarge(limit: Int)
+    /// Not gzip, damaged, or cut short.
+    case corrupt(String)
+
+    public var description: String {
+        switch self {
+        case .tooLarge(let limit): "the decompressed body is larger than \(limit) bytes"
+        case .corrupt(let reason): reason
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Crypto
+
+/// Bearer tokens: random secrets shown once, stored only as SHA-256 hashes.
+///
+/// A token is `rs_` followed by 43 base64url characters (32 random bytes from the system's
+/// secure generator). The server keeps `sha256(token)` in hex; a stolen database does not
+/// reveal any token.
+public enum Token {
+    /// A new random token.
+    public static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return "rs_" + base64URL(bytes)
+    }
+
+    /// The hash stored for `token`.
+    public static func hash(_ token: String) -> String {
+        SHA256.hash(data: Array(token.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// Creates a device with a new token; returns the token, which is not stored anywhere.
+    public static func create(name: String, role: Role, in storage: any SyncStorage) async throws -> (device: Device, token: String) {
+        let token = generate()
+        let hash = hash(token)
+        let id = try await storage.withWriter { writer in
+            try writer.transaction { try writer.createDevice(name: name, role: role, tokenHash: hash) }
+        }
+        return (Device(id: id, name: name, role: role), token)
+    }
+
+    private static func base64URL(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var output: [UInt8] = []
+        var index = 0
+        while index + 3 <= bytes.count {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            for shift in [18, 12, 6, 0] { output.append(alphabet[Int(chunk >> UInt32(shift) & 63)]) }
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            var chunk = UInt32(bytes[index]) << 16
+            if rest == 2 { chunk |= UInt32(bytes[index + 1]) << 8 }
+            let characters = rest == 1 ? 2 : 3
+            for shift in [18, 12, 6].prefix(characters) { output.append(alphabet[Int(chunk >> UInt32(shift) & 63)]) }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}

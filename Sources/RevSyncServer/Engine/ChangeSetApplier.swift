@@ -1,0 +1,253 @@
+import RevSyncProtocol
+
+/// A change set the server committed: what goes into the change log, and the temporary IDs
+/// it resolved.
+struct CommittedChangeSet {
+    var revision: Revision
+    /// The committed change set as logged: permanent IDs, `revision`, full attributes of every
+    /// created and updated record, and every deleted ID including cascades.
+    var changeSet: ChangeSet
+    var mappings: [IDMapping]
+}
+
+/// Checks a planned change set against the data and applies it, inside the caller's
+/// transaction (which holds the revision counter) and savepoint.
+///
+/// Every check that can refuse the change set runs before the first write, except those of
+/// deletes, whose effect (cascades, nullified references, `deny` children) is only known once
+/// the creates and updates of the same change set are in place; the caller rolls the
+/// savepoint back when this returns a refusal.
+struct ChangeSetApplier {
+    let schema: Schema
+    let device: Device
+    /// The revision the device had seen when it sent the request: what a cascade is judged against.
+    let requestMaxRevision: Revision
+    let writer: any StorageWriter
+    let resolver: IDResolver
+
+    enum Result {
+        case applied(CommittedChangeSet)
+        case refused(ConflictReason, [ConflictEntry])
+    }
+
+    func apply(_ plan: PlannedChangeSet, at revision: Revision) throws -> Result {
+        var conflicts: [ConflictEntry] = []
+
+        // Permanent IDs for every create, so that creates may reference each other in any order.
+        var created: [RecordID: (entity: String, id: RecordID)] = [:]
+        var mappings: [IDMapping] = []
+        for changes in plan.entities where !changes.creates.isEmpty {
+            let first = try writer.allocateIDs(changes.entity, count: changes.creates.count)
+            for (offset, create) in changes.creates.enumerated() {
+                let id = RecordID(first.rawValue + Int64(offset))
+                created[create.id] = (changes.entity.name, id)
+                mappings.append(IDMapping(temporaryID: create.id, entity: changes.entity.name, permanentID: id, revision: revision))
+            }
+        }
+        func resolve(_ id: RecordID, _ entity: String) throws -> RecordID? {
+            if let own = created[id] { return own.entity == entity ? own.id : nil }
+            return try resolver.resolve(id, entity: entity, reader: writer)
+        }
+
+        // Targets of updates and deletes: they must exist, unchanged by others since the base revision.
+        var targets: [RecordKey: StoredRecord] = [:]
+        var clientIDs: [RecordKey: (id: RecordID, base: Revision)] = [:]
+        func target(_ entity: Entity, _ id: RecordID, _ base: Revision) throws -> StoredRecord? {
+            guard let permanent = try resolve(id, entity.name) else {
+                conflicts.append(ConflictEntry(
+                    type: entity.name, id: id, reason: .missingReference, clientRevision: base,
+                    message: "\(entity.name) \(id) was never created on the server (its create was refused or never sent)"))
+                return nil
+            }
+            guard let record = try writer.records(entity, ids: [permanent]).first else {
+                conflicts.append(ConflictEntry(
+                    type: entity.name, id: id, reason: .deleted, clientRevision: base,
+                    message: "\(entity.name) \(permanent) no longer exists"))
+                return nil
+            }
+            if record.changedByOthers(of: device.id, after: base) {
+                conflicts.append(ConflictEntry(
+                    type: entity.name, id: id, reason: .staleRevision, clientRevision: base, serverRevision: record.revision,
+                    message: "\(entity.name) \(permanent) was changed by another device at revision \(record.revision), after revision \(base) this change was based on"))
+                return nil
+            }
+            targets[RecordKey(entity: entity.name, id: permanent)] = record
+            clientIDs[RecordKey(entity: entity.name, id: permanent)] = (id, base)
+            return record
+        }
+        var updateTargets: [[StoredRecord?]] = []
+        var deleteTargets: [(entity: Entity, record: StoredRecord)] = []
+        for changes in plan.entities {
+            updateTargets.append(try changes.updates.map { try target(changes.entity, $0.id, $0.baseRevision) })
+            for delete in changes.deletes {
+                if let record = try target(changes.entity, delete.id, delete.baseRevision) {
+                    deleteTargets.append((changes.entity, record))
+                }
+            }
+        }
+
+        // References of creates and updates must point at records that exist (or are created here).
+        var existing: Set<RecordKey> = []
+        func reference(_ value: Value, _ attribute: Attribute, of entity: Entity, record id: RecordID, base: Revision?) throws -> Value {
+            guard let targetName = attribute.referenceTarget, case .integer(let raw) = value else { return value }
+            let refused = { (message: String) in
+                conflicts.append(ConflictEntry(
+                    type: entity.name, id: id, reason: .missingReference, clientRevision: base, attribute: attribute.name,
+                    message: message))
+                return value
+            }
+            guard let resolved = try resolve(RecordID(raw), targetName) else {
+                return refused("\(attribute.name) points to \(targetName) \(raw), whose create was refused or never sent")
+            }
+            let key = RecordKey(entity: targetName, id: resolved)
+            if created[RecordID(raw)] == nil && !existing.contains(key) {
+                guard let targetEntity = schema.entity(targetName),
+                      try !writer.records(targetEntity, ids: [resolved]).isEmpty
+                else {
+                    return refused("\(attribute.name) points to \(targetName) \(resolved), which does not exist")
+                }
+                existing.insert(key)
+            }
+            return .integer(resolved.rawValue)
+        }
+        var plan = plan
+        for entityIndex in plan.entities.indices {
+            let entity = plan.entities[entityIndex].entity
+            for createIndex in plan.entities[entityIndex].creates.indices {
+                let create = plan.entities[entityIndex].creates[createIndex]
+                for (index, attribute) in entity.attributes.enumerated() where attribute.referenceTarget != nil {
+                    plan.entities[entityIndex].creates[createIndex].values[index] =
+                        try reference(create.values[index], attribute, of: entity, record: create.id, base: nil)
+                }
+            }
+            for updateIndex in plan.entities[entityIndex].updates.indices {
+                let update = plan.entities[entityIndex].updates[updateIndex]
+                for (position, change) in update.changes.enumerated() {
+                    plan.entities[entityIndex].updates[updateIndex].changes[position].value =
+                        try reference(change.value, entity.attributes[change.index], of: entity, record: update.id, base: update.baseRevision)
+                }
+            }
+        }
+        if let first = conflicts.first { return .refused(first.reason, conflicts) }
+
+        // Apply creates and updates.
+        var log = CommittedLog(revision: revision)
+        for changes in plan.entities {
+            let entity = changes.entity
+            for create in changes.creates {
+                let record = StoredRecord(
+                    id: created[create.id]!.id, revision: revision, writer: device.id, otherRevision: 0, values: create.values)
+                try writer.insert(entity, record)
+                log.created(entity, record)
+            }
+        }
+        for (entityIndex, changes) in plan.entities.enumerated() {
+            for (update, target) in zip(changes.updates, updateTargets[entityIndex]) {
+                guard var record = target else { continue }
+                if let latest = log.record(changes.entity, record.id) { record = latest }
+                for change in update.changes { record.values[change.index] = change.value }
+                record.written(by: device.id, at: revision)
+                try writer.update(changes.entity, record)
+                log.updated(changes.entity, record)
+            }
+        }
+
+        // Deletes, with what they drag along.
+        if !deleteTargets.isEmpty {
+            let deletes = try DeletePlan(schema: schema, deleting: deleteTargets, reader: writer)
+            for denial in deletes.denials {
+                conflicts.append(ConflictEntry(
+                    type: denial.parent.entity, id: clientIDs[denial.parent]?.id ?? denial.parent.id, reason: .constraint,
+                    clientRevision: clientIDs[denial.parent]?.base ?? requestMaxRevision, serverRevision: targets[denial.parent]?.revision,
+                    message: "\(denial.parent.entity) \(denial.parent.id) is still referenced by \(denial.childEntity).\(denial.attribute), whose delete rule is deny"))
+            }
+            for deleted in deletes.deleted where !deleted.explicit {
+                if deleted.record.changedByOthers(of: device.id, after: requestMaxRevision) {
+                    conflicts.append(staleDependent(deleted.entity, deleted.record, "delete"))
+                }
+            }
+            for nullified in deletes.nullified where nullified.record.changedByOthers(of: device.id, after: requestMaxRevision) {
+                conflicts.append(staleDependent(nullified.entity, nullified.record, "change"))
+            }
+            if let first = conflicts.first { return .refused(first.reason, conflicts) }
+            for deleted in deletes.deleted {
+                try writer.delete(deleted.entity, id: deleted.record.id)
+                log.deleted(deleted.entity, deleted.record.id)
+            }
+            for nullified in deletes.nullified {
+                var record = log.record(nullified.entity, nullified.record.id) ?? nullified.record
+                for index in nullified.attributes { record.values[index] = .null }
+                record.written(by: device.id, at: revision)
+                try writer.update(nullified.entity, record)
+                log.updated(nullified.entity, record)
+            }
+        }
+        return .applied(CommittedChangeSet(revision: revision, changeSet: log.changeSet, mappings: mappings))
+    }
+
+    private func staleDependent(_ entity: Entity, _ record: StoredRecord, _ verb: String) -> ConflictEntry {
+        ConflictEntry(
+            type: entity.name, id: record.id, reason: .staleRevision, clientRevision: requestMaxRevision,
+            serverRevision: record.revision,
+            message: "this delete would also \(verb) \(entity.name) \(record.id), which another device changed at revision \(record.revision), after your last sync (revision \(requestMaxRevision))")
+    }
+}
+
+/// Collects the net effect of a change set, in the order the log shows it.
+private struct CommittedLog {
+    let revision: Revision
+    private var order: [String] = []
+    private var entities: [String: Entity] = [:]
+    private var creates: [String: [RecordID]] = [:]
+    private var updates: [String: [RecordID]] = [:]
+    private var deletes: [String: [RecordID]] = [:]
+    private var records: [RecordKey: StoredRecord] = [:]
+
+    init(revision: Revision) {
+        self.revision = revision
+    }
+
+    func record(_ entity: Entity, _ id: RecordID) -> StoredRecord? {
+        records[RecordKey(entity: entity.name, id: id)]
+    }
+
+    mutating func created(_ entity: Entity, _ record: StoredRecord) {
+        touch(entity)
+        creates[entity.name, default: []].append(record.id)
+        records[RecordKey(entity: entity.name, id: record.id)] = record
+    }
+
+    mutating func updated(_ entity: Entity, _ record: StoredRecord) {
+        touch(entity)
+        let key = RecordKey(entity: entity.name, id: record.id)
+        if records.updateValue(record, forKey: key) == nil {
+            updates[entity.name, default: []].append(record.id)
+        }
+    }
+
+    mutating func deleted(_ entity: Entity, _ id: RecordID) {
+        touch(entity)
+        records[RecordKey(entity: entity.name, id: id)] = nil
+        creates[entity.name]?.removeAll { $0 == id }
+        updates[entity.name]?.removeAll { $0 == id }
+        deletes[entity.name, default: []].append(id)
+    }
+
+    private mutating func touch(_ entity: Entity) {
+        if entities.updateValue(entity, forKey: entity.name) == nil { order.append(entity.name) }
+    }
+
+    var changeSet: ChangeSet {
+        var changeSet = ChangeSet(revision: revision)
+        for name in order {
+            let entity = entities[name]!
+            var changes = EntityChanges(
+                entity: name, create: creates[name] ?? [], update: updates[name] ?? [], delete: deletes[name] ?? [])
+            for id in changes.create + changes.update {
+                changes.attributes[id] = records[RecordKey(entity: name, id: id)]!.attributes(of: entity)
+            }
+            changeSet.changes.append(changes)
+        }
+        return changeSet
+    }
+}

@@ -1,0 +1,192 @@
+import RevSyncProtocol
+
+/// Writes the response to a sync request, inside one read transaction.
+///
+/// `changeSets` holds, in revision order, every committed change set the client is missing
+/// (its own with `id`, `conflict: false` and `__oldId__`), each conflict right after the last
+/// change set that existed when it was judged, and finally acknowledgements of repeated
+/// change sets the client already holds the revision of. A client at revision 0, or older than
+/// the change log keeps, gets the outcomes of its change sets followed by one snapshot.
+struct ResponseBuilder {
+    let schema: Schema
+    let device: Device
+    let reader: any StorageReader
+    let resolver: IDResolver
+
+    func build(request: SyncMessage, outcomes: [ChangeSetOutcome]) throws -> SyncResponse {
+        let current = try reader.currentRevision()
+        guard request.maxRevision <= current else { throw SyncError.revisionAhead(client: request.maxRevision, server: current) }
+        var writer = JSONWriter(capacity: 1024)
+        writer.writeRaw("{\"maxRevision\":")
+        writer.writeInteger(current)
+        writer.writeRaw(",\"changeSets\":[")
+        var first = true
+        func next() {
+            if !first { writer.writeByte(UInt8(ascii: ",")) }
+            first = false
+        }
+        let fresh = Dictionary(outcomes.compactMap { outcome -> (Revision, CommittedChangeSet)? in
+            if case .committed(let committed) = outcome { return (committed.revision, committed) }
+            return nil
+        }, uniquingKeysWith: { first, _ in first })
+
+        let floor = try reader.logFloor()
+        let needsSnapshot = (request.maxRevision == 0 && current > 0) || request.maxRevision < floor
+        if needsSnapshot {
+            for outcome in outcomes {
+                next()
+                switch outcome {
+                case .committed(let committed):
+                    annotated(committed.changeSet, id: committed.revision, mappings: committed.mappings, changeSetID: nil)
+                        .encode(into: &writer)
+                case .repeated(let changeSetID, let revision):
+                    try acknowledgement(changeSetID: changeSetID, revision: revision).encode(into: &writer)
+                case .conflict(let conflict, _):
+                    conflict.encode(into: &writer)
+                }
+            }
+            next()
+            try writeSnapshot(at: current, into: &writer)
+        } else {
+            var conflicts = outcomes.compactMap { outcome -> (ChangeSet, Revision)? in
+                if case .conflict(let conflict, let evaluatedAt) = outcome { return (conflict, evaluatedAt) }
+                return nil
+            }[...]
+            for entry in try reader.logEntries(after: request.maxRevision, through: current) {
+                while let (conflict, evaluatedAt) = conflicts.first, evaluatedAt < entry.revision {
+                    next()
+                    conflict.encode(into: &writer)
+                    conflicts.removeFirst()
+                }
+                next()
+                if entry.device != device.id {
+                    writer.writeRaw(entry.body)
+                } else if let committed = fresh[entry.revision] {
+                    annotated(committed.changeSet, id: entry.revision, mappings: committed.mappings, changeSetID: entry.changeSetID)
+                        .encode(into: &writer)
+                } else {
+                    try annotated(entry).encode(into: &writer)
+                }
+            }
+            for (conflict, _) in conflicts {
+                next()
+                conflict.encode(into: &writer)
+            }
+            for outcome in outcomes {
+                guard case .repeated(let changeSetID, let revision) = outcome, revision <= request.maxRevision else { continue }
+                next()
+                try acknowledgement(changeSetID: changeSetID, revision: revision).encode(into: &writer)
+            }
+        }
+        writer.writeRaw("]}")
+        return SyncResponse(maxRevision: current, body: writer.bytes)
+    }
+
+    // MARK: The author's view of its own change sets
+
+    /// A logged change set of this device, with its `id`, `conflict: false` and `__oldId__`.
+    private func annotated(_ entry: LogEntry) throws -> ChangeSet {
+        let changeSet = try decodeLogged(entry)
+        return annotated(changeSet, id: entry.revision, mappings: try reader.mappings(device: device.id, revision: entry.revision),
+                         changeSetID: entry.changeSetID)
+    }
+
+    private func annotated(_ changeSet: ChangeSet, id revision: Revision, mappings: [IDMapping], changeSetID: String?) -> ChangeSet {
+        var changeSet = changeSet
+        changeSet.id = changeSetID ?? changeSet.id
+        changeSet.conflict = false
+        guard !mappings.isEmpty else { return changeSet }
+        var temporary: [RecordKey: RecordID] = [:]
+        for mapping in mappings { temporary[RecordKey(entity: mapping.entity, id: mapping.permanentID)] = mapping.temporaryID }
+        for index in changeSet.changes.indices {
+            let entity = changeSet.changes[index].entity
+            for id in changeSet.changes[index].create {
+                if let oldID = temporary[RecordKey(entity: entity, id: id)] {
+                    changeSet.changes[index].attributes[id]?.oldID = oldID
+                }
+            }
+        }
+        return changeSet
+    }
+
+    /// The outcome of a repeated change set whose revision the client already holds: the
+    /// current state of every record it wrote, so that nothing regresses.
+    private func acknowledgement(changeSetID: String, revision: Revision) throws -> ChangeSet {
+        var acknowledgement = ChangeSet(id: changeSetID, revision: revision, conflict: false)
+        let mappings = try reader.mappings(device: device.id, revision: revision)
+        var oldIDs: [RecordKey: RecordID] = [:]
+        for mapping in mappings { oldIDs[RecordKey(entity: mapping.entity, id: mapping.permanentID)] = mapping.temporaryID }
+        var written: [EntityChanges]
+        if let entry = try reader.logEntry(at: revision) {
+            written = try decodeLogged(entry).changes
+        } else {
+            // Pruned from the log: the ID map still knows what it created.
+            written = Dictionary(grouping: mappings, by: \.entity).map { entity, mappings in
+                EntityChanges(entity: entity, create: mappings.map(\.permanentID))
+            }
+        }
+        for changes in written {
+            guard let entity = schema.entity(changes.entity) else { continue }
+            var current = EntityChanges(entity: entity.name, delete: changes.delete)
+            for (id, record) in try currentRecords(entity, changes.create + changes.update) {
+                guard let record else {
+                    current.delete.append(id)
+                    continue
+                }
+                let oldID = oldIDs[RecordKey(entity: entity.name, id: id)]
+                if oldID != nil { current.create.append(id) } else { current.update.append(id) }
+                current.attributes[id] = record.attributes(of: entity, oldID: oldID)
+            }
+            acknowledgement.changes.append(current)
+        }
+        return acknowledgement
+    }
+
+    private func currentRecords(_ entity: Entity, _ ids: [RecordID]) throws -> [(RecordID, StoredRecord?)] {
+        let found = Dictionary(try reader.records(entity, ids: ids).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return ids.map { ($0, found[$0]) }
+    }
+
+    private func decodeLogged(_ entry: LogEntry) throws -> ChangeSet {
+        do {
+            return try ChangeSet(json: entry.body, sender: .server)
+        } catch {
+            throw StorageError.corrupt("change log entry \(entry.revision) does not decode: \(error)")
+        }
+    }
+
+    // MARK: Snapshot
+
+    /// The whole data set at `revision`, as `create` lists of every entity of the schema.
+    private func writeSnapshot(at revision: Revision, into writer: inout JSONWriter) throws {
+        writer.writeRaw("{\"revision\":")
+        writer.writeInteger(revision)
+        writer.writeRaw(",\"snapshot\":true,\"types\":[")
+        for (index, entity) in schema.entities.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeString(entity.name)
+        }
+        writer.writeByte(UInt8(ascii: "]"))
+        for entity in schema.entities {
+            writer.writeByte(UInt8(ascii: ","))
+            writer.writeKey(entity.name)
+            writer.writeRaw("{\"attributes\":{")
+            var ids: [RecordID] = []
+            try reader.allRecords(entity) { record in
+                if !ids.isEmpty { writer.writeByte(UInt8(ascii: ",")) }
+                ids.append(record.id)
+                writer.writeByte(UInt8(ascii: "\""))
+                writer.writeInteger(record.id.rawValue)
+                writer.writeRaw("\":")
+                record.writeAttributes(of: entity, into: &writer)
+            }
+            writer.writeRaw("},\"create\":[")
+            for (index, id) in ids.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeInteger(id.rawValue)
+            }
+            writer.writeRaw("],\"update\":[],\"delete\":[]}")
+        }
+        writer.writeByte(UInt8(ascii: "}"))
+    }
+}

@@ -1,0 +1,76 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import RevSyncProtocol
+
+/// An error answered as JSON: `{"error": {"code": "...", "message": "...", "path": "..."}}`.
+struct APIError: Error, Sendable {
+    let status: HTTPResponse.Status
+    let code: String
+    let message: String
+    var path: String?
+    var headers: HTTPFields = [:]
+
+    static func unauthorized(_ message: String) -> APIError {
+        APIError(status: .unauthorized, code: "unauthorized", message: message, headers: [.wwwAuthenticate: "Bearer"])
+    }
+
+    static func tooLarge(_ message: String) -> APIError {
+        APIError(status: .contentTooLarge, code: "body_too_large", message: message)
+    }
+
+    /// The response for any error a request may end in; unknown errors are logged and
+    /// answered 500 without details.
+    static func response(for error: any Error, logger: Logger) -> Response {
+        let apiError: APIError
+        switch error {
+        case let error as APIError:
+            apiError = error
+        case let error as ProtocolError:
+            apiError = APIError(status: .badRequest, code: error.code.rawValue, message: error.message, path: error.path)
+        case let error as SyncError:
+            switch error {
+            case .revisionAhead: apiError = APIError(status: .badRequest, code: error.code, message: error.description)
+            case .tooLarge: apiError = APIError(status: .contentTooLarge, code: error.code, message: error.description)
+            }
+        case let error as HTTPError:
+            let code = error.status == .notFound ? "not_found" : error.status.reasonPhrase.lowercased().replacing(" ", with: "_")
+            apiError = APIError(status: error.status, code: code, message: error.body ?? error.status.reasonPhrase)
+        case let error as StorageError:
+            logger.error("storage error: \(error)")
+            if case .unavailable = error {
+                apiError = APIError(status: .serviceUnavailable, code: "unavailable", message: "the database is unavailable; try again later")
+            } else {
+                apiError = APIError(status: .internalServerError, code: "internal", message: "the server failed to process the request")
+            }
+        default:
+            logger.error("request failed: \(String(reflecting: error))")
+            apiError = APIError(status: .internalServerError, code: "internal", message: "the server failed to process the request")
+        }
+        var writer = JSONWriter()
+        writer.writeRaw("{\"error\":{\"code\":")
+        writer.writeString(apiError.code)
+        writer.writeRaw(",\"message\":")
+        writer.writeString(apiError.message)
+        if let path = apiError.path {
+            writer.writeRaw(",\"path\":")
+            writer.writeString(path)
+        }
+        writer.writeRaw("}}")
+        var headers = apiError.headers
+        headers[.contentType] = "application/json"
+        return Response(status: apiError.status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+    }
+}
+
+/// Turns every error into its JSON response.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            return APIError.response(for: error, logger: context.logger)
+        }
+    }
+}

@@ -1,0 +1,15 @@
+/// How the HTTP server listens and what it accepts.
+public struct ServerConfiguration: Sendable {
+    /// The address to listen on; `127.0.0.1` serves this machine only.
+    public var host: String = "127.0.0.1"
+    /// The port to listen on; 0 picks a free one.
+    public var port: Int = 8080
+    /// The most bytes a request body may have, after decompression (and before). Bigger is `413`.
+    public var maxBodySize: Int = 64 * 1024 * 1024
+    /// A connection that sends nothing for this long is closed.
+    public var idleTimeoutSeconds: Int64 = 60
+    /// gzip level of responses: 1 fastest, 9 smallest.
+    public var gzipLevel: Int32 = 6
+
+    public init() {}
+}

@@ -1,0 +1,128 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import RevSyncProtocol
+import ServiceLifecycle
+
+/// The HTTP face of the engine: `POST /sync`, `GET /schema`, `GET /health`.
+///
+/// It only authenticates, reads and decodes bodies, calls the ``SyncEngine`` and encodes;
+/// every failure becomes a JSON error with the status codes of the protocol.
+///
+/// For example:
+///
+/// ```swift
+/// let server = SyncHTTPServer(engine: engine, configuration: configuration, logger: logger)
+/// try await server.makeApplication().runService()
+/// ```
+public struct SyncHTTPServer: Sendable {
+    public let engine: SyncEngine
+    public let configuration: ServerConfiguration
+    public let logger: Logger
+
+    public init(engine: SyncEngine, configuration: ServerConfiguration, logger: Logger = Logger(label: "revsync")) {
+        self.engine = engine
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The application, ready to run.
+    ///
+    /// - Parameter onServerRunning: called with the bound port once the server listens
+    ///   (useful with port 0).
+    public func makeApplication(
+        services: [any Service] = [],
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: JSONErrorMiddleware())
+        router.get("/health") { _, _ in try await self.health() }
+        router.get("/schema") { request, _ in try await self.schema(request) }
+        router.post("/sync") { request, _ in try await self.sync(request) }
+        return Application(
+            router: router,
+            server: .http1(configuration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
+            services: services,
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+    }
+
+    /// Serves until SIGINT or SIGTERM, then finishes the requests in flight.
+    public func run(services: [any Service] = [], onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await makeApplication(services: services, onServerRunning: onServerRunning).runService()
+    }
+
+    // MARK: Endpoints
+
+    func sync(_ request: Request) async throws -> Response {
+        let device = try await authenticate(request)
+        let body = try await request.jsonBody(limit: configuration.maxBodySize)
+        let message = try SyncMessage(json: body, sender: .client)
+        let response = try await engine.sync(message, from: device)
+        return jsonResponse(response.body, for: request)
+    }
+
+    func schema(_ request: Request) async throws -> Response {
+        _ = try await authenticate(request)
+        return jsonResponse(engine.schema.jsonBytes(), for: request)
+    }
+
+    func health() async throws -> Response {
+        var writer = JSONWriter()
+        do {
+            let revision = try await engine.storage.withReader { try $0.currentRevision() }
+            writer.writeRaw("{\"status\":\"ok\",\"maxRevision\":")
+            writer.writeInteger(revision)
+            writer.writeRaw(",\"schemaVersion\":")
+            writer.writeInteger(engine.schema.version)
+            writer.writeRaw("}")
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+        } catch {
+            logger.error("health check failed: \(error)")
+            writer.writeRaw("{\"status\":\"unavailable\"}")
+            return Response(status: .serviceUnavailable, headers: [.contentType: "application/json"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The device of the request's bearer token.
+    func authenticate(_ request: Request) async throws -> Device {
+        guard let header = request.headers[.authorization] else {
+            throw APIError.unauthorized("missing Authorization: Bearer <token>")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw APIError.unauthorized("the Authorization header must be Bearer <token>")
+        }
+        let hash = Token.hash(String(parts[1]).trimmingWhitespace())
+        guard let device = try await engine.storage.withReader({ try $0.device(tokenHash: hash) }) else {
+            throw APIError.unauthorized("unknown or revoked token")
+        }
+        return device
+    }
+
+    private func jsonResponse(_ body: [UInt8], for request: Request) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json", .vary: "Accept-Encoding"]
+        var bytes = body
+        if request.acceptsGzip {
+            bytes = Gzip.compress(body, level: configuration.gzipLevel)
+            headers[.contentEncoding] = "gzip"
+        }
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        var slice = self[...]
+        while slice.first?.isWhitespace == true { slice.removeFirst() }
+        while slice.last?.isWhitespace == true { slice.removeLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,152 @@
+import RevSyncProtocol
+
+/// Where the server keeps the data set, the change log, devices and outcomes.
+///
+/// The engine is plain synchronous Swift over this interface: a storage runs the engine's
+/// closures on its own threads (never on the caller's executor) and hands them a reader or a
+/// writer that is valid only inside the closure. One implementation per database; every
+/// implementation has exactly the same behaviour, which the protocol tests check.
+public protocol SyncStorage: Sendable {
+    /// Runs `body` with the storage's single writer. Transactions are opened by the body
+    /// (``StorageWriter/transaction(_:)``); while the body runs, no other writer does.
+    func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T
+
+    /// Runs `body` in one read transaction: everything it reads is from one consistent state
+    /// of the database, whatever commits meanwhile.
+    func withReader<T: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> T) async throws -> T
+
+    /// Closes connections; the storage cannot be used afterwards.
+    func close() async throws
+}
+
+/// Reads, inside one read transaction.
+public protocol StorageReader: AnyObject {
+    /// The revision of the last committed change set (0 for an empty data set).
+    func currentRevision() throws -> Revision
+    /// Revisions at or below this were removed from the change log; older clients need a snapshot.
+    func logFloor() throws -> Revision
+    /// Change log entries with `after < revision <= through`, in revision order.
+    func logEntries(after: Revision, through: Revision) throws -> [LogEntry]
+    /// The change log entry at `revision`.
+    func logEntry(at revision: Revision) throws -> LogEntry?
+    /// The records of `entity` with these IDs that exist, in no particular order.
+    func records(_ entity: Entity, ids: [RecordID]) throws -> [StoredRecord]
+    /// Every record of `entity`, in ID order.
+    func allRecords(_ entity: Entity, _ body: (StoredRecord) throws -> Void) throws
+    /// The records of `entity` whose attribute at `attributeIndex` is `parent`.
+    func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord]
+    /// The stored outcome of a change set this device already sent.
+    func outcome(device: Int64, changeSetID: String) throws -> StoredOutcome?
+    /// The permanent ID the server gave one of this device's temporary IDs.
+    func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping?
+    /// This device's temporary IDs that the change set at `revision` resolved.
+    func mappings(device: Int64, revision: Revision) throws -> [IDMapping]
+    /// The device a token hash belongs to, unless revoked.
+    func device(tokenHash: String) throws -> Device?
+    /// Every device, revoked ones included.
+    func allDevices() throws -> [DeviceRecord]
+}
+
+/// Writes, by the one writer. Every change to synchronised data happens inside
+/// ``transaction(_:)``; the revision counter is locked by ``lockRevision()``.
+public protocol StorageWriter: StorageReader {
+    /// Runs `body` in a transaction that takes the write lock at once: it commits if `body`
+    /// returns, and rolls back if it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T
+    /// Runs `body` in a savepoint inside the current transaction; rolls the savepoint back
+    /// (and only it) when `body` returns `false` or throws.
+    func savepoint(_ body: () throws -> Bool) throws
+    /// Locks the revision counter until the transaction ends and returns its value.
+    func lockRevision() throws -> Revision
+    /// Sets the revision counter (inside the transaction that locked it).
+    func setRevision(_ revision: Revision) throws
+    /// Reserves `count` new permanent IDs of `entity`; they are never handed out again.
+    func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID
+    func insert(_ entity: Entity, _ record: StoredRecord) throws
+    func update(_ entity: Entity, _ record: StoredRecord) throws
+    func delete(_ entity: Entity, id: RecordID) throws
+    func appendLog(_ entry: LogEntry) throws
+    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome) throws
+    func saveMapping(device: Int64, _ mapping: IDMapping) throws
+    /// Creates a device with a token hash; returns its ID.
+    func createDevice(name: String, role: Role, tokenHash: String) throws -> Int64
+    /// Revokes a device's token; returns whether a device was found.
+    func revokeDevice(id: Int64) throws -> Bool
+    /// Deletes outcomes processed before `date` (seconds since 1970).
+    func purgeOutcomes(processedBefore date: Int64) throws -> Int
+}
+
+/// A record as stored: its values in the order of its entity's attributes, plus what the
+/// engine needs to judge conflicts.
+public struct StoredRecord: Sendable, Hashable {
+    public var id: RecordID
+    public var revision: Revision
+    /// The device that wrote the record last.
+    public var writer: Int64
+    /// The revision of the last write by a device other than ``writer`` (0 if none): with
+    /// ``writer`` it answers "did anyone else change this after revision B?" in O(1).
+    public var otherRevision: Revision
+    public var values: [Value]
+
+    public init(id: RecordID, revision: Revision, writer: Int64, otherRevision: Revision, values: [Value]) {
+        self.id = id
+        self.revision = revision
+        self.writer = writer
+        self.otherRevision = otherRevision
+        self.values = values
+    }
+
+    /// Whether a device other than `device` changed the record after `revision`.
+    public func changedByOthers(of device: Int64, after revision: Revision) -> Bool {
+        writer == device ? otherRevision > revision : self.revision > revision
+    }
+
+    /// Records a write by `device` at `revision`.
+    public mutating func written(by device: Int64, at revision: Revision) {
+        if writer != device {
+            otherRevision = self.revision
+            writer = device
+        }
+        self.revision = revision
+    }
+}
+
+/// One committed change set in the change log.
+public struct LogEntry: Sendable {
+    public var revision: Revision
+    /// The device that authored it.
+    public var device: Int64
+    /// The client's change set `id`, if it sent one.
+    public var changeSetID: String?
+    /// The committed change set (permanent IDs, `revision`, full attributes) as compact JSON.
+    public var body: [UInt8]
+
+    public init(revision: Revision, device: Int64, changeSetID: String?, body: [UInt8]) {
+        self.revision = revision
+        self.device = device
+        self.changeSetID = changeSetID
+        self.body = body
+    }
+}
+
+/// A device's temporary ID and the permanent ID the server gave it.
+public struct IDMapping: Sendable, Hashable {
+    public var temporaryID: RecordID
+    public var entity: String
+    public var permanentID: RecordID
+    /// The revision of the change set that created the record.
+    public var revision: Revision
+
+    public init(temporaryID: RecordID, entity: String, permanentID: RecordID, revision: Revision) {
+        self.temporaryID = temporaryID
+        self.entity = entity
+        self.permanentID = permanentID
+        self.revision = revision
+    }
+}
+
+/// What happened to a change set, kept per device and change set `id` to answer repeats.
+public enum StoredOutcome: Sendable, Hashable {
+    case committed(revision: Revision)
+    case conflict(reason: ConflictReason, entries: [ConflictEntry])
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RevSyncProtocol
+import RevSyncServer
+import ServiceLifecycle
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve /sync until interrupted (the default command).",
+        discussion: "On the first start with an empty database it creates an admin token and prints it once.")
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port: Int = 8080
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "A schema file (JSON); the built-in demo schema if omitted.")
+    var schema: String?
+
+    @Option(help: "The largest request body accepted, in bytes, after decompression.")
+    var maxBodySize: Int = 64 * 1024 * 1024
+
+    @Option(help: "full: commits survive power loss; normal: they survive a crash of the server only.")
+    var durability: String = "full"
+
+    @Option(help: "Forget change set outcomes after this many days (default: keep forever).")
+    var outcomeRetentionDays: Int?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard SQLiteStorage.Durability(rawValue: durability) != nil else {
+            throw ValidationError("--durability must be full or normal")
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "revsync")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let schema: Schema
+        do {
+            schema = try self.schema.map { try Schema(contentsOfFile: $0) } ?? .demo
+        } catch {
+            printError("revsync-server: \(error)")
+            throw ExitCode.failure
+        }
+        let storage: SQLiteStorage
+        do {
+            storage = try SQLiteStorage(
+                path: database.database, schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!)
+        } catch {
+            printError("revsync-server: cannot open \(database.database): \(error)")
+            throw ExitCode.failure
+        }
+        if try await storage.withReader({ try $0.allDevices().isEmpty }) {
+            let (_, token) = try await Token.create(name: "admin", role: .admin, in: storage)
+            printOutput("""
+                Created the first admin token. It is shown only this once; keep it somewhere safe:
+
+                    \(token)
+
+                Create tokens for devices with: revsync-server token create --database \(database.database) --name NAME --role member
+                """)
+        }
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.maxBodySize = maxBodySize
+        let engine = SyncEngine(schema: schema, storage: storage)
+        var services: [any Service] = []
+        if let days = outcomeRetentionDays {
+            services.append(OutcomeRetention(storage: storage, days: days, logger: logger))
+        }
+        let revision = try await storage.withReader { try $0.currentRevision() }
+        let server = SyncHTTPServer(engine: engine, configuration: configuration, logger: logger)
+        try await server.run(services: services) { [host, database] port in
+            printOutput("RevSync server listening on http://\(host):\(port) (database \(database.database), schema version \(schema.version), revision \(revision))")
+        }
+        try await storage.close()
+    }
+}
