@@ -39,6 +39,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -52,14 +53,17 @@ let package = Package(
         ),
         .target(
             name: "RevSyncTestSupport",
-            dependencies: ["RevSyncServer", "RevSyncProtocol"],
+            dependencies: [
+                "RevSyncServer", "RevSyncProtocol",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Tests/RevSyncTestSupport",
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RevSyncProtocolTests",
             dependencies: ["RevSyncProtocol", "RevSyncTestSupport"],
-            resources: [.copy("Fixtures")],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

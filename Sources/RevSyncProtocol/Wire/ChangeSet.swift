@@ -65,6 +65,11 @@ public struct ChangeSet: Sendable, Hashable {
         }
     }
 
+    /// The change object of `entity`, if the change set has one.
+    public func changes(for entity: String) -> EntityChanges? {
+        changes.first { $0.entity == entity }
+    }
+
     /// How many records this change set names in `create`, `update` and `delete`.
     public var recordCount: Int {
         changes.reduce(0) { $0 + $1.create.count + $1.update.count + $1.delete.count }

@@ -4,6 +4,8 @@ import RevSyncProtocol
 /// it resolved.
 struct CommittedChangeSet {
     var revision: Revision
+    /// The `id` the client gave the change set.
+    var changeSetID: String?
     /// The committed change set as logged: permanent IDs, `revision`, full attributes of every
     /// created and updated record, and every deleted ID including cascades.
     var changeSet: ChangeSet
@@ -50,7 +52,6 @@ struct ChangeSetApplier {
         }
 
         // Targets of updates and deletes: they must exist, unchanged by others since the base revision.
-        var targets: [RecordKey: StoredRecord] = [:]
         var clientIDs: [RecordKey: (id: RecordID, base: Revision)] = [:]
         func target(_ entity: Entity, _ id: RecordID, _ base: Revision) throws -> StoredRecord? {
             guard let permanent = try resolve(id, entity.name) else {
@@ -71,7 +72,6 @@ struct ChangeSetApplier {
                     message: "\(entity.name) \(permanent) was changed by another device at revision \(record.revision), after revision \(base) this change was based on"))
                 return nil
             }
-            targets[RecordKey(entity: entity.name, id: permanent)] = record
             clientIDs[RecordKey(entity: entity.name, id: permanent)] = (id, base)
             return record
         }
@@ -158,7 +158,7 @@ struct ChangeSetApplier {
             for denial in deletes.denials {
                 conflicts.append(ConflictEntry(
                     type: denial.parent.entity, id: clientIDs[denial.parent]?.id ?? denial.parent.id, reason: .constraint,
-                    clientRevision: clientIDs[denial.parent]?.base ?? requestMaxRevision, serverRevision: targets[denial.parent]?.revision,
+                    clientRevision: clientIDs[denial.parent]?.base ?? requestMaxRevision, serverRevision: denial.parentRevision,
                     message: "\(denial.parent.entity) \(denial.parent.id) is still referenced by \(denial.childEntity).\(denial.attribute), whose delete rule is deny"))
             }
             for deleted in deletes.deleted where !deleted.explicit {
@@ -182,7 +182,7 @@ struct ChangeSetApplier {
                 log.updated(nullified.entity, record)
             }
         }
-        return .applied(CommittedChangeSet(revision: revision, changeSet: log.changeSet, mappings: mappings))
+        return .applied(CommittedChangeSet(revision: revision, changeSetID: nil, changeSet: log.changeSet, mappings: mappings))
     }
 
     private func staleDependent(_ entity: Entity, _ record: StoredRecord, _ verb: String) -> ConflictEntry {

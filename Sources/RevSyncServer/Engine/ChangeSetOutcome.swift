@@ -52,7 +52,8 @@ struct ChangeSetProcessor {
             switch result! {
             case .refused(let reason, let entries):
                 return try refusal(changeSet, reason, entries, evaluatedAt: current, store: true)
-            case .applied(let committed):
+            case .applied(var committed):
+                committed.changeSetID = changeSet.id
                 try writer.appendLog(LogEntry(
                     revision: committed.revision, device: device.id, changeSetID: changeSet.id,
                     body: committed.changeSet.jsonBytes()))

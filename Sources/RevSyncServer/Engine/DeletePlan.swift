@@ -30,6 +30,7 @@ struct DeletePlan {
 
     struct Denial {
         var parent: RecordKey
+        var parentRevision: Revision
         var childEntity: String
         var attribute: String
     }
@@ -76,7 +77,8 @@ struct DeletePlan {
                         }
                     case .deny:
                         denied.append((
-                            Denial(parent: RecordKey(entity: entity.name, id: record.id), childEntity: childEntity.name,
+                            Denial(parent: RecordKey(entity: entity.name, id: record.id), parentRevision: record.revision,
+                                   childEntity: childEntity.name,
                                    attribute: reference.attribute),
                             key))
                     }

@@ -37,8 +37,7 @@ struct ResponseBuilder {
                 next()
                 switch outcome {
                 case .committed(let committed):
-                    annotated(committed.changeSet, id: committed.revision, mappings: committed.mappings, changeSetID: nil)
-                        .encode(into: &writer)
+                    annotated(committed).encode(into: &writer)
                 case .repeated(let changeSetID, let revision):
                     try acknowledgement(changeSetID: changeSetID, revision: revision).encode(into: &writer)
                 case .conflict(let conflict, _):
@@ -62,8 +61,7 @@ struct ResponseBuilder {
                 if entry.device != device.id {
                     writer.writeRaw(entry.body)
                 } else if let committed = fresh[entry.revision] {
-                    annotated(committed.changeSet, id: entry.revision, mappings: committed.mappings, changeSetID: entry.changeSetID)
-                        .encode(into: &writer)
+                    annotated(committed).encode(into: &writer)
                 } else {
                     try annotated(entry).encode(into: &writer)
                 }
@@ -86,14 +84,18 @@ struct ResponseBuilder {
 
     /// A logged change set of this device, with its `id`, `conflict: false` and `__oldId__`.
     private func annotated(_ entry: LogEntry) throws -> ChangeSet {
-        let changeSet = try decodeLogged(entry)
-        return annotated(changeSet, id: entry.revision, mappings: try reader.mappings(device: device.id, revision: entry.revision),
-                         changeSetID: entry.changeSetID)
+        annotated(try decodeLogged(entry), mappings: try reader.mappings(device: device.id, revision: entry.revision),
+                  changeSetID: entry.changeSetID)
     }
 
-    private func annotated(_ changeSet: ChangeSet, id revision: Revision, mappings: [IDMapping], changeSetID: String?) -> ChangeSet {
+    /// A change set this request committed, as its author sees it.
+    private func annotated(_ committed: CommittedChangeSet) -> ChangeSet {
+        annotated(committed.changeSet, mappings: committed.mappings, changeSetID: committed.changeSetID)
+    }
+
+    private func annotated(_ changeSet: ChangeSet, mappings: [IDMapping], changeSetID: String?) -> ChangeSet {
         var changeSet = changeSet
-        changeSet.id = changeSetID ?? changeSet.id
+        changeSet.id = changeSetID
         changeSet.conflict = false
         guard !mappings.isEmpty else { return changeSet }
         var temporary: [RecordKey: RecordID] = [:]

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import RevSyncProtocol
 import ServiceLifecycle
+import UnixSignals
 
 /// The HTTP face of the engine: `POST /sync`, `GET /schema`, `GET /health`.
 ///
@@ -52,7 +53,21 @@ public struct SyncHTTPServer: Sendable {
 
     /// Serves until SIGINT or SIGTERM, then finishes the requests in flight.
     public func run(services: [any Service] = [], onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        try await makeApplication(services: services, onServerRunning: onServerRunning).runService()
+        try await serviceGroup(services: services, onServerRunning: onServerRunning).run()
+    }
+
+    /// The server and its services as one group: `run()` it, and end it with
+    /// `triggerGracefulShutdown()` (or one of `gracefulShutdownSignals`), which stops accepting
+    /// connections and finishes the requests in flight.
+    public func serviceGroup(
+        services: [any Service] = [],
+        gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> ServiceGroup {
+        ServiceGroup(configuration: .init(
+            services: [makeApplication(services: services, onServerRunning: onServerRunning)],
+            gracefulShutdownSignals: gracefulShutdownSignals,
+            logger: logger))
     }
 
     // MARK: Endpoints

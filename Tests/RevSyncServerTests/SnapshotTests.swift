@@ -1,0 +1,57 @@
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncTestSupport
+import Testing
+
+/// A new device (maxRevision 0) gets the whole data set as one snapshot change set.
+@Suite struct SnapshotTests {
+    @Test func newDeviceGetsTheOutcomesOfItsChangeSetsThenOneSnapshot() async throws {
+        try await withLiveServer { server in
+            let colleague = try await server.device("colleague")
+            let (team, _) = try await colleague.create("teams", ["name": "U12"])
+            let (player, _) = try await colleague.create("players", ["first_name": "A", "last_name": "B"])
+            try await colleague.sync([.new().deleting("players", player, base: 2)])
+            let device = try await server.device("new")
+
+            let own = ChangeSet.new().creating("notes", -1, ["body": "hello", "team_id": .integer(team.rawValue)])
+            let refused = ChangeSet.new().creating("notes", -2, ["team_id": .integer(team.rawValue)])  // no body: invalid
+            let response = try await device.sync([own, refused])
+
+            #expect(response.maxRevision == 4)
+            #expect(response.changeSets.count == 3)
+            let committed = response.changeSets[0]
+            #expect(committed.id == own.id && committed.conflict == false && committed.revision == 4)
+            #expect(response.changeSets[1].id == refused.id && response.changeSets[1].reason == .invalid)
+            let snapshot = response.changeSets[2]
+            #expect(snapshot.snapshot && snapshot.revision == 4)
+            #expect(snapshot.types == Schema.demo.entities.map(\.name))
+            #expect(snapshot.changes(for: "teams")?.create == [team])
+            #expect(snapshot.changes(for: "teams")?.attributes[team]?.values["name"] == "U12")
+            #expect(snapshot.changes(for: "players")?.create == [])  // the deleted player is not there
+            let note = try #require(response.permanentID(of: -1, in: "notes"))
+            #expect(snapshot.changes(for: "notes")?.create == [note])
+            #expect(snapshot.changes(for: "notes")?.attributes[note]?.revision == 4)
+        }
+    }
+
+    @Test func upToDateDeviceThatSendsNothingGetsAnEmptyResponse() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            let empty = try await device.sync()
+            #expect(empty == SyncMessage(maxRevision: 0, changeSets: []))
+            try await device.create("venues", ["name": "A"])
+            let upToDate = try await device.sync()
+            #expect(upToDate == SyncMessage(maxRevision: 1, changeSets: []))
+        }
+    }
+
+    @Test func clientAheadOfTheServerIsRefused() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            let response = try await device.post(SyncMessage(maxRevision: 99, changeSets: [.new().creating("venues", -1, ["name": "A"])]).jsonBytes())
+            #expect(response.status == 400)
+            #expect(response.bodyText.contains("revision_ahead"))
+            #expect(try await server.count("venues") == 0)
+        }
+    }
+}

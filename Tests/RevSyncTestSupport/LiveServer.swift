@@ -1,0 +1,120 @@
+import Foundation
+import Logging
+import RevSyncProtocol
+import RevSyncServer
+import ServiceLifecycle
+
+/// A real sync server on an ephemeral loopback port, over a real SQLite file.
+public struct LiveServer: Sendable {
+    public let port: Int
+    public let storage: SQLiteStorage
+    public let databasePath: String
+    public let schema: Schema
+
+    /// Creates a device with its own token.
+    public func device(_ name: String = "device", role: Role = .member) async throws -> TestDevice {
+        let (device, token) = try await Token.create(name: name, role: role, in: storage)
+        return TestDevice(server: self, token: token, device: device)
+    }
+
+    /// The server's current revision, read from its database.
+    public func revision() async throws -> Revision {
+        try await storage.withReader { try $0.currentRevision() }
+    }
+
+    /// A record as the server stores it, by attribute name; `nil` if it does not exist.
+    public func record(_ entityName: String, _ id: RecordID) async throws -> [String: Value]? {
+        let entity = try entity(entityName)
+        return try await storage.withReader { reader in
+            guard let record = try reader.records(entity, ids: [id]).first else { return nil }
+            var values = Dictionary(uniqueKeysWithValues: zip(entity.attributes.map(\.name), record.values))
+            values["revision"] = .integer(record.revision)
+            return values
+        }
+    }
+
+    /// How many records of an entity the server holds.
+    public func count(_ entityName: String) async throws -> Int {
+        let entity = try entity(entityName)
+        return try await storage.withReader { reader in
+            var count = 0
+            try reader.allRecords(entity) { _ in count += 1 }
+            return count
+        }
+    }
+
+    /// Every record of every entity, with revisions: to prove that a request changed nothing.
+    public func contents() async throws -> [String: [RecordID: [Value]]] {
+        let schema = self.schema
+        return try await storage.withReader { reader in
+            var contents: [String: [RecordID: [Value]]] = [:]
+            for entity in schema.entities {
+                try reader.allRecords(entity) { record in
+                    contents[entity.name, default: [:]][record.id] = [.integer(record.revision)] + record.values
+                }
+            }
+            return contents
+        }
+    }
+
+    /// The whole change log.
+    public func log() async throws -> [LogEntry] {
+        try await storage.withReader { reader in try reader.logEntries(after: 0, through: try reader.currentRevision()) }
+    }
+
+    private func entity(_ name: String) throws -> Entity {
+        guard let entity = schema.entity(name) else { throw RawHTTPClient.Failure(description: "no entity \(name)") }
+        return entity
+    }
+
+    /// Sends a raw request.
+    public func send(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []
+    ) async throws -> RawHTTPResponse {
+        try await RawHTTPClient.send(port: port, method: method, path: path, headers: headers, body: body)
+    }
+}
+
+/// Runs `body` with a live server; stops the server and closes its database afterwards.
+///
+/// - Parameters:
+///   - databasePath: reuse a database file (to test restarts); a new one by default.
+///   - configure: changes to the server configuration (the port is always ephemeral).
+public func withLiveServer<T: Sendable>(
+    databasePath: String? = nil,
+    schema: Schema = .demo,
+    limits: SyncEngine.Limits = .init(),
+    configure: (inout ServerConfiguration) -> Void = { _ in },
+    _ body: (LiveServer) async throws -> T
+) async throws -> T {
+    let directory = try TemporaryDirectory()
+    defer { if databasePath == nil { directory.remove() } }
+    let path = databasePath ?? directory.file("server.sqlite")
+    let storage = try SQLiteStorage(path: path, schema: schema, durability: .normal)
+    var configuration = ServerConfiguration()
+    configure(&configuration)
+    configuration.host = "127.0.0.1"
+    configuration.port = 0
+    var logger = Logger(label: "revsync-test")
+    logger.logLevel = .warning
+    let server = SyncHTTPServer(
+        engine: SyncEngine(schema: schema, storage: storage, limits: limits), configuration: configuration, logger: logger)
+    let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+    let services = server.serviceGroup(gracefulShutdownSignals: []) { port in portContinuation.yield(port) }
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await services.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw RawHTTPClient.Failure(description: "the server did not start") }
+        let live = LiveServer(port: port, storage: storage, databasePath: path, schema: schema)
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(live))
+        } catch {
+            result = .failure(error)
+        }
+        await services.triggerGracefulShutdown()
+        try await group.waitForAll()
+        try await storage.close()
+        return try result.get()
+    }
+}

@@ -1,0 +1,20 @@
+import Foundation
+
+/// A directory under the system's temporary directory, removed by ``remove()``.
+public struct TemporaryDirectory: Sendable {
+    public let path: String
+
+    public init(prefix: String = "revsync-test") throws {
+        path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// The path of `name` inside the directory.
+    public func file(_ name: String) -> String {
+        path + "/" + name
+    }
+
+    public func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
