@@ -1,0 +1,129 @@
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncTestSupport
+import Testing
+
+/// Responses apply in order: they never bring back a deleted record or an older version, and
+/// a device that applies them holds exactly the server's data.
+@Suite struct OrderingTests {
+    @Test func conflictSitsRightAfterTheLastChangeSetThatExistedWhenItWasJudged() async throws {
+        try await withLiveServer { server in
+            let alice = try await server.device("alice")
+            let bob = try await server.device("bob")
+            let (player, created) = try await alice.create("players", ["first_name": "A", "last_name": "B"])
+            try await bob.sync()
+            let bobsRevision = bob.maxRevision
+            try await alice.sync([.new().updating("players", player, base: created, ["position": "keeper"])])
+            try await alice.create("venues", ["name": "V"])
+
+            let stale = ChangeSet.new().updating("players", player, base: created, ["position": "striker"])
+            let fresh = ChangeSet.new().creating("seasons", -1, ["name": "2015"])
+            let response = try await bob.sync([stale, fresh], from: bobsRevision)
+
+            // The two catch-up change sets, then the conflict (judged at their revision), then Bob's commit.
+            #expect(response.changeSets.map(\.revision) == [bobsRevision + 1, bobsRevision + 2, nil, bobsRevision + 3])
+            #expect(response.changeSets[2].id == stale.id && response.changeSets[2].conflict == true)
+            #expect(response.changeSets[2].changes(for: "players")?.attributes[player]?.revision == bobsRevision + 1)
+            #expect(response.changeSets[3].id == fresh.id)
+        }
+    }
+
+    @Test func deletedRecordIsNotBroughtBackByALaterConflict() async throws {
+        try await withLiveServer { server in
+            let alice = try await server.device("alice")
+            let bob = try await server.device("bob")
+            let (team, created) = try await alice.create("teams", ["name": "U12"])
+            try await bob.sync()
+            try await alice.sync([.new().deleting("teams", team, base: created)])
+
+            let refused = ChangeSet.new().updating("teams", team, base: created, ["name": "U12 A"])
+            let response = try await bob.sync([refused], from: created)
+            #expect(response.changeSets.first?.changes(for: "teams")?.delete == [team])
+            #expect(response.changeSets.last?.changes(for: "teams")?.delete == [team])
+            #expect(response.changeSets.allSatisfy { $0.changes(for: "teams")?.update.contains(team) != true })
+        }
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func concurrentDevicesWithConflictingEditsConvergeToTheServersData(seed: UInt64) async throws {
+        try await withLiveServer { server in
+            var replicas: [Replica] = []
+            for index in 0..<4 { replicas.append(Replica(device: try await server.device("device \(index)"))) }
+            // A shared starting point everyone edits.
+            let founder = replicas[0]
+            for name in ["U10", "U12", "U14"] { _ = founder.create("teams", ["name": .text(name)]) }
+            for name in ["Ana", "Ben", "Cai", "Dee"] { _ = founder.create("players", ["first_name": .text(name), "last_name": "X"]) }
+            _ = founder.create("users", ["first_name": "Coach", "last_name": "C"])
+            try await founder.sync()
+
+            let rounds = 25
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, replica) in replicas.enumerated() {
+                    let box = UncheckedBox(replica)
+                    group.addTask {
+                        var random = SeededRandom(seed: seed &* 1_000 &+ UInt64(index))
+                        for _ in 0..<rounds {
+                            for _ in 0..<random.next(in: 1...3) { box.value.randomEdit(&random) }
+                            try await box.value.sync()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+
+            // Everyone online until quiet: each device holds exactly the server's data.
+            for replica in replicas { try await replica.sync() }
+            for replica in replicas { try await replica.sync() }
+            let truth = try await server.contents()
+            for replica in replicas {
+                #expect(replica.outbox.isEmpty)
+                #expect(differences(replica.contents, truth).isEmpty, "device vs server: \(differences(replica.contents, truth))")
+                #expect(replica.maxRevision == (try await server.revision()))
+            }
+            // The log has no gaps: revisions 1...max are each one change set.
+            let log = try await server.log()
+            #expect(log.map(\.revision) == Array(1...Int64(log.count)))
+            // Conflicts did happen (shared records, concurrent edits), and every one had a reason.
+            let conflicts = replicas.flatMap(\.conflictsSeen)
+            #expect(!conflicts.isEmpty)
+            #expect(conflicts.allSatisfy { !$0.reason.rawValue.isEmpty && $0.message?.isEmpty == false })
+        }
+    }
+}
+
+/// Moves a replica into a child task that alone uses it.
+private struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+extension Replica {
+    /// One random local edit on the shared teams, players, team_players, notes and users.
+    func randomEdit(_ random: inout SeededRandom) {
+        let teams = records("teams"), players = records("players"), users = records("users")
+        switch random.next(in: 0...9) {
+        case 0:
+            _ = create("teams", ["name": .text("T\(random.next(in: 0...999))")])
+        case 1:
+            _ = create("players", ["first_name": .text("P\(random.next(in: 0...999))"), "last_name": "Y"])
+        case 2 where !teams.isEmpty && !players.isEmpty:
+            _ = create("team_players", ["team_id": .integer(random.pick(teams).rawValue), "player_id": .integer(random.pick(players).rawValue)])
+        case 3 where !teams.isEmpty:
+            var values: [String: Value] = ["body": .text("note \(random.next(in: 0...999))"), "team_id": .integer(random.pick(teams).rawValue)]
+            if !users.isEmpty { values["author_id"] = .integer(random.pick(users).rawValue) }
+            _ = create("notes", values)
+        case 4...5 where !teams.isEmpty:
+            update("teams", random.pick(teams), ["name": .text("T\(random.next(in: 0...999))")])
+        case 6 where !players.isEmpty:
+            update("players", random.pick(players), ["position": .text(random.pick(["keeper", "striker", "defender"]))])
+        case 7 where teams.count > 2:
+            delete("teams", random.pick(teams))
+        case 8 where players.count > 2:
+            delete("players", random.pick(players))
+        case 9 where !users.isEmpty && random.next(in: 0...3) == 0:
+            delete("users", random.pick(users))
+        default:
+            if let note = records("notes").first { update("notes", note, ["body": .text("edited \(random.next(in: 0...999))")]) }
+        }
+    }
+}

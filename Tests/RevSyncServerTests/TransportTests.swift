@@ -1,0 +1,137 @@
+import Foundation
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncTestSupport
+import Testing
+
+/// Authentication, compression, size limits and the other endpoints.
+@Suite struct TransportTests {
+    static let emptySync = Array(#"{"maxRevision":0,"changeSets":[]}"#.utf8)
+
+    @Test(arguments: [
+        [] as [(String, String)],
+        [("Authorization", "Bearer rs_not-a-real-token")],
+        [("Authorization", "Basic dXNlcjpwYXNz")],
+        [("Authorization", "Bearer")],
+    ])
+    func missingOrWrongTokenIs401(_ headers: [(String, String)]) async throws {
+        try await withLiveServer { server in
+            let response = try await server.send(
+                "POST", "/sync", headers: headers + [("Content-Type", "application/json")],
+                body: SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": "V"])]).jsonBytes())
+            #expect(response.status == 401)
+            #expect(response.header("WWW-Authenticate") == "Bearer")
+            #expect(response.bodyText.contains(#""code":"unauthorized""#))
+            #expect(try await server.count("venues") == 0)
+        }
+    }
+
+    @Test func revokedTokenIs401() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            #expect(try await device.post(Self.emptySync).status == 200)
+            let id = device.device.id
+            let revoked = try await server.storage.withWriter { writer in
+                try writer.transaction { try writer.revokeDevice(id: id) }
+            }
+            #expect(revoked)
+            #expect(try await device.post(Self.emptySync).status == 401)
+        }
+    }
+
+    @Test func tokensAreStoredHashed() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            let raw = try Data(contentsOf: URL(fileURLWithPath: server.databasePath))
+                + ((try? Data(contentsOf: URL(fileURLWithPath: server.databasePath + "-wal"))) ?? Data())
+            #expect(raw.range(of: Data(device.token.utf8)) == nil)
+            #expect(raw.range(of: Data(Token.hash(device.token).utf8)) != nil)
+        }
+    }
+
+    @Test func gzipRequestAndResponse() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            let request = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": .text(String(repeating: "North field ", count: 100))])])
+            let response = try await device.post(
+                Gzip.compress(request.jsonBytes()),
+                headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Accept-Encoding", "br, gzip;q=0.8")])
+            #expect(response.status == 200)
+            #expect(response.header("Content-Encoding") == "gzip")
+            #expect(response.header("Vary") == "Accept-Encoding")
+            #expect(Gzip.isGzip(response.body))
+            let message = try SyncMessage(json: Gzip.decompress(response.body, limit: 1 << 20), sender: .server)
+            #expect(message.permanentID(of: -1, in: "venues") != nil)
+        }
+    }
+
+    @Test func noGzipUnlessAsked() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            for headers in [[("Content-Type", "application/json")], [("Content-Type", "application/json"), ("Accept-Encoding", "gzip;q=0")]] {
+                let response = try await device.post(Self.emptySync, headers: headers)
+                #expect(response.status == 200)
+                #expect(response.header("Content-Encoding") == nil)
+                #expect(response.bodyText == #"{"maxRevision":0,"changeSets":[]}"#)
+            }
+        }
+    }
+
+    @Test func bodyOverTheCapIs413() async throws {
+        try await withLiveServer(configure: { $0.maxBodySize = 10_000 }) { server in
+            let device = try await server.device()
+            let big = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": .text(String(repeating: "x", count: 20_000))])])
+            let response = try await device.post(big.jsonBytes())
+            #expect(response.status == 413)
+            #expect(response.bodyText.contains("body_too_large"))
+            #expect(try await server.count("venues") == 0)
+        }
+    }
+
+    @Test func gzipBombIs413WithoutInflatingIt() async throws {
+        try await withLiveServer(configure: { $0.maxBodySize = 1 << 20 }) { server in
+            let device = try await server.device()
+            // 64 MiB of spaces inside a valid JSON string compress to about 64 KiB.
+            let deflater = Gzip.Deflater(level: 9)
+            var bomb = deflater.compress(Array(#"{"maxRevision":0,"changeSets":[],"x":""#.utf8))
+            let spaces = [UInt8](repeating: 0x20, count: 1 << 20)
+            for _ in 0..<64 { bomb += deflater.compress(spaces) }
+            bomb += deflater.compress(Array("\"}".utf8)) + deflater.finish()
+            #expect(bomb.count < (1 << 20))
+            let response = try await device.post(bomb, headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")])
+            #expect(response.status == 413)
+            // The server still serves others.
+            #expect(try await device.post(Self.emptySync).status == 200)
+        }
+    }
+
+    @Test func healthReportsTheRevisionWithoutAToken() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            try await device.create("venues", ["name": "V"])
+            let response = try await server.send("GET", "/health")
+            #expect(response.status == 200)
+            let health = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+            #expect(health["status"] as? String == "ok")
+            #expect(health["maxRevision"] as? Int == 1)
+        }
+    }
+
+    @Test func schemaIsServedToAuthenticatedDevices() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            #expect(try await server.send("GET", "/schema").status == 401)
+            let response = try await server.send("GET", "/schema", headers: [("Authorization", "Bearer \(device.token)")])
+            #expect(response.status == 200)
+            #expect(try Schema(json: response.body) == Schema.demo)
+        }
+    }
+
+    @Test func unknownRouteIsAJSON404() async throws {
+        try await withLiveServer { server in
+            let response = try await server.send("GET", "/nothing-here")
+            #expect(response.status == 404)
+            #expect(response.bodyText.contains(#""code":"not_found""#))
+        }
+    }
+}
