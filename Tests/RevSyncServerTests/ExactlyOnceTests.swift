@@ -182,3 +182,23 @@ import Testing
         }
     }
 }
+
+@Suite struct TemporaryIDReuseTests {
+    @Test func reusedTemporaryIDIsRefusedAndTheExistingRecordComesBack() async throws {
+        try await withLiveServer { server in
+            let device = try await server.device()
+            let withoutID = ChangeSet(id: nil).creating("venues", -1, ["name": "North"])
+            let first = try await device.sync([withoutID])
+            let venue = try #require(first.permanentID(of: -1, in: "venues"))
+
+            // Resent without an id, the change set cannot be recognised as a repeat, but its
+            // temporary ID can: nothing is created twice, and the device learns the permanent ID.
+            let second = try await device.sync([withoutID])
+            let conflict = try #require(second.conflicts.first)
+            #expect(conflict.reason == .invalid)
+            #expect(conflict.conflicts.first?.message?.contains("never reused") == true)
+            #expect(conflict.changes(for: "venues")?.attributes[venue]?.oldID == -1)
+            #expect(try await server.count("venues") == 1)
+        }
+    }
+}

@@ -69,8 +69,11 @@ struct JSONReader: ~Copyable {
         case UInt8(ascii: "{"): return .object
         case UInt8(ascii: "["): return .array
         case UInt8(ascii: "\""): return .string
-        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool
-        case UInt8(ascii: "n"): return .null
+        case UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
+            for literal in ["true", "false", "null"] as [StaticString] where try literalFollows(literal) {
+                return literal.utf8Start.pointee == UInt8(ascii: "n") ? .null : .bool
+            }
+            throw failure("invalid literal starting with \(describe(bytes[offset]))")
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number
         default: throw failure("unexpected character \(describe(bytes[offset]))")
         }
@@ -243,6 +246,16 @@ struct JSONReader: ~Copyable {
             return true
         }
         return false
+    }
+
+    /// Whether `literal` starts at the current offset (nothing is consumed).
+    private func literalFollows(_ literal: StaticString) throws(Failure) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard offset + count <= bytes.count else { return false }
+        return literal.withUTF8Buffer { expected in
+            for index in 0..<count where bytes[offset + index] != expected[index] { return false }
+            return true
+        }
     }
 
     private mutating func consumeLiteral(_ literal: StaticString) throws(Failure) -> Bool {

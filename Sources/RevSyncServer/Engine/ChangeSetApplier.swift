@@ -35,6 +35,18 @@ struct ChangeSetApplier {
     func apply(_ plan: PlannedChangeSet, at revision: Revision) throws -> Result {
         var conflicts: [ConflictEntry] = []
 
+        // A device never reuses a temporary ID; one already mapped means the create was
+        // committed before (a change set resent without an `id` to recognise it by).
+        for changes in plan.entities {
+            for create in changes.creates {
+                guard let previous = try resolver.mapping(of: create.id, reader: writer) else { continue }
+                conflicts.append(ConflictEntry(
+                    type: changes.entity.name, id: create.id, reason: .invalid,
+                    message: "temporary ID \(create.id) was already used by this device for \(previous.entity) \(previous.permanentID); temporary IDs are never reused"))
+            }
+        }
+        if let first = conflicts.first { return .refused(first.reason, conflicts) }
+
         // Permanent IDs for every create, so that creates may reference each other in any order.
         var created: [RecordID: (entity: String, id: RecordID)] = [:]
         var mappings: [IDMapping] = []
