@@ -33,39 +33,99 @@ struct ChangeSetApplier {
     }
 
     func apply(_ plan: PlannedChangeSet, at revision: Revision) throws -> Result {
+        let application = Application(applier: self, plan: plan, revision: revision)
+        try application.checkTemporaryIDsAreNew()
+        if let refusal = application.refusal { return refusal }
+        try application.reservePermanentIDs()
+        try application.loadTargets()
+        try application.resolveReferences()
+        if let refusal = application.refusal { return refusal }
+        try application.writeCreatesAndUpdates()
+        try application.applyDeletes()
+        if let refusal = application.refusal { return refusal }
+        return .applied(CommittedChangeSet(
+            revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.mappings))
+    }
+}
+
+extension ChangeSetApplier {
+    /// The state of one change set's application, step by step.
+    private final class Application {
+        let applier: ChangeSetApplier
+        var plan: PlannedChangeSet
+        let revision: Revision
         var conflicts: [ConflictEntry] = []
-
-        // A device never reuses a temporary ID; one already mapped means the create was
-        // committed before (a change set resent without an `id` to recognise it by).
-        for changes in plan.entities {
-            for create in changes.creates {
-                guard let previous = try resolver.mapping(of: create.id, reader: writer) else { continue }
-                conflicts.append(ConflictEntry(
-                    type: changes.entity.name, id: create.id, reason: .invalid,
-                    message: "temporary ID \(create.id) was already used by this device for \(previous.entity) \(previous.permanentID); temporary IDs are never reused"))
-            }
-        }
-        if let first = conflicts.first { return .refused(first.reason, conflicts) }
-
-        // Permanent IDs for every create, so that creates may reference each other in any order.
+        /// Temporary ID → permanent ID of the records this change set creates.
         var created: [RecordID: (entity: String, id: RecordID)] = [:]
         var mappings: [IDMapping] = []
-        for changes in plan.entities where !changes.creates.isEmpty {
-            let first = try writer.allocateIDs(changes.entity, count: changes.creates.count)
-            for (offset, create) in changes.creates.enumerated() {
-                let id = RecordID(first.rawValue + Int64(offset))
-                created[create.id] = (changes.entity.name, id)
-                mappings.append(IDMapping(temporaryID: create.id, entity: changes.entity.name, permanentID: id, revision: revision))
-            }
-        }
-        func resolve(_ id: RecordID, _ entity: String) throws -> RecordID? {
-            if let own = created[id] { return own.entity == entity ? own.id : nil }
-            return try resolver.resolve(id, entity: entity, reader: writer)
+        /// Per entity (plan order), per update: the record as it is, or nil if refused.
+        var updateTargets: [[StoredRecord?]] = []
+        var deleteTargets: [(entity: Entity, record: StoredRecord)] = []
+        /// How the client named each record it updates or deletes, and on which base revision.
+        var clientIDs: [RecordKey: (id: RecordID, base: Revision)] = [:]
+        /// Reference targets already known to exist.
+        var existing: Set<RecordKey> = []
+        var log: CommittedLog
+
+        var writer: any StorageWriter { applier.writer }
+        var device: Device { applier.device }
+
+        init(applier: ChangeSetApplier, plan: PlannedChangeSet, revision: Revision) {
+            self.applier = applier
+            self.plan = plan
+            self.revision = revision
+            self.log = CommittedLog(revision: revision)
         }
 
-        // Targets of updates and deletes: they must exist, unchanged by others since the base revision.
-        var clientIDs: [RecordKey: (id: RecordID, base: Revision)] = [:]
-        func target(_ entity: Entity, _ id: RecordID, _ base: Revision) throws -> StoredRecord? {
+        var refusal: Result? {
+            conflicts.first.map { .refused($0.reason, conflicts) }
+        }
+
+        /// A device never reuses a temporary ID; one already mapped means the create was
+        /// committed before (a change set resent without an `id` to recognise it by).
+        func checkTemporaryIDsAreNew() throws {
+            for changes in plan.entities {
+                for create in changes.creates {
+                    guard let previous = try applier.resolver.mapping(of: create.id, reader: writer) else { continue }
+                    conflicts.append(ConflictEntry(
+                        type: changes.entity.name, id: create.id, reason: .invalid,
+                        message: "temporary ID \(create.id) was already used by this device for \(previous.entity) \(previous.permanentID); temporary IDs are never reused"))
+                }
+            }
+        }
+
+        /// Gives every create its permanent ID first, so that creates may reference each other
+        /// in any order.
+        func reservePermanentIDs() throws {
+            for changes in plan.entities where !changes.creates.isEmpty {
+                let first = try writer.allocateIDs(changes.entity, count: changes.creates.count)
+                for (offset, create) in changes.creates.enumerated() {
+                    let id = RecordID(first.rawValue + Int64(offset))
+                    created[create.id] = (changes.entity.name, id)
+                    mappings.append(IDMapping(temporaryID: create.id, entity: changes.entity.name, permanentID: id, revision: revision))
+                }
+            }
+        }
+
+        func resolve(_ id: RecordID, _ entity: String) throws -> RecordID? {
+            if let own = created[id] { return own.entity == entity ? own.id : nil }
+            return try applier.resolver.resolve(id, entity: entity, reader: writer)
+        }
+
+        /// Reads the records updated and deleted: they must exist, unchanged by other devices
+        /// since the base revision.
+        func loadTargets() throws {
+            for changes in plan.entities {
+                updateTargets.append(try changes.updates.map { try target(changes.entity, $0.id, $0.baseRevision) })
+                for delete in changes.deletes {
+                    if let record = try target(changes.entity, delete.id, delete.baseRevision) {
+                        deleteTargets.append((changes.entity, record))
+                    }
+                }
+            }
+        }
+
+        private func target(_ entity: Entity, _ id: RecordID, _ base: Revision) throws -> StoredRecord? {
             guard let permanent = try resolve(id, entity.name) else {
                 conflicts.append(ConflictEntry(
                     type: entity.name, id: id, reason: .missingReference, clientRevision: base,
@@ -87,101 +147,94 @@ struct ChangeSetApplier {
             clientIDs[RecordKey(entity: entity.name, id: permanent)] = (id, base)
             return record
         }
-        var updateTargets: [[StoredRecord?]] = []
-        var deleteTargets: [(entity: Entity, record: StoredRecord)] = []
-        for changes in plan.entities {
-            updateTargets.append(try changes.updates.map { try target(changes.entity, $0.id, $0.baseRevision) })
-            for delete in changes.deletes {
-                if let record = try target(changes.entity, delete.id, delete.baseRevision) {
-                    deleteTargets.append((changes.entity, record))
+
+        /// Rewrites every reference of created and updated records to a permanent ID, checking
+        /// that it points at a record that exists or is created here.
+        func resolveReferences() throws {
+            for entityIndex in plan.entities.indices {
+                let entity = plan.entities[entityIndex].entity
+                for createIndex in plan.entities[entityIndex].creates.indices {
+                    let create = plan.entities[entityIndex].creates[createIndex]
+                    for (index, attribute) in entity.attributes.enumerated() where attribute.referenceTarget != nil {
+                        plan.entities[entityIndex].creates[createIndex].values[index] =
+                            try reference(create.values[index], attribute, of: entity, record: create.id, base: nil)
+                    }
+                }
+                for updateIndex in plan.entities[entityIndex].updates.indices {
+                    let update = plan.entities[entityIndex].updates[updateIndex]
+                    for (position, change) in update.changes.enumerated() {
+                        plan.entities[entityIndex].updates[updateIndex].changes[position].value = try reference(
+                            change.value, entity.attributes[change.index], of: entity, record: update.id, base: update.baseRevision)
+                    }
                 }
             }
         }
 
-        // References of creates and updates must point at records that exist (or are created here).
-        var existing: Set<RecordKey> = []
-        func reference(_ value: Value, _ attribute: Attribute, of entity: Entity, record id: RecordID, base: Revision?) throws -> Value {
+        private func reference(_ value: Value, _ attribute: Attribute, of entity: Entity, record id: RecordID, base: Revision?) throws -> Value {
             guard let targetName = attribute.referenceTarget, case .integer(let raw) = value else { return value }
-            let refused = { (message: String) in
+            func refuse(_ message: String) -> Value {
                 conflicts.append(ConflictEntry(
                     type: entity.name, id: id, reason: .missingReference, clientRevision: base, attribute: attribute.name,
                     message: message))
                 return value
             }
             guard let resolved = try resolve(RecordID(raw), targetName) else {
-                return refused("\(attribute.name) points to \(targetName) \(raw), whose create was refused or never sent")
+                return refuse("\(attribute.name) points to \(targetName) \(raw), whose create was refused or never sent")
             }
             let key = RecordKey(entity: targetName, id: resolved)
             if created[RecordID(raw)] == nil && !existing.contains(key) {
-                guard let targetEntity = schema.entity(targetName),
+                guard let targetEntity = applier.schema.entity(targetName),
                       try !writer.records(targetEntity, ids: [resolved]).isEmpty
                 else {
-                    return refused("\(attribute.name) points to \(targetName) \(resolved), which does not exist")
+                    return refuse("\(attribute.name) points to \(targetName) \(resolved), which does not exist")
                 }
                 existing.insert(key)
             }
             return .integer(resolved.rawValue)
         }
-        var plan = plan
-        for entityIndex in plan.entities.indices {
-            let entity = plan.entities[entityIndex].entity
-            for createIndex in plan.entities[entityIndex].creates.indices {
-                let create = plan.entities[entityIndex].creates[createIndex]
-                for (index, attribute) in entity.attributes.enumerated() where attribute.referenceTarget != nil {
-                    plan.entities[entityIndex].creates[createIndex].values[index] =
-                        try reference(create.values[index], attribute, of: entity, record: create.id, base: nil)
-                }
-            }
-            for updateIndex in plan.entities[entityIndex].updates.indices {
-                let update = plan.entities[entityIndex].updates[updateIndex]
-                for (position, change) in update.changes.enumerated() {
-                    plan.entities[entityIndex].updates[updateIndex].changes[position].value =
-                        try reference(change.value, entity.attributes[change.index], of: entity, record: update.id, base: update.baseRevision)
-                }
-            }
-        }
-        if let first = conflicts.first { return .refused(first.reason, conflicts) }
 
-        // Apply creates and updates.
-        var log = CommittedLog(revision: revision)
-        for changes in plan.entities {
-            let entity = changes.entity
-            for create in changes.creates {
-                let record = StoredRecord(
-                    id: created[create.id]!.id, revision: revision, writer: device.id, otherRevision: 0, values: create.values)
-                try writer.insert(entity, record)
-                log.created(entity, record)
+        func writeCreatesAndUpdates() throws {
+            for changes in plan.entities {
+                for create in changes.creates {
+                    let record = StoredRecord(
+                        id: created[create.id]!.id, revision: revision, writer: device.id, otherRevision: 0, values: create.values)
+                    try writer.insert(changes.entity, record)
+                    log.created(changes.entity, record)
+                }
             }
-        }
-        for (entityIndex, changes) in plan.entities.enumerated() {
-            for (update, target) in zip(changes.updates, updateTargets[entityIndex]) {
-                guard var record = target else { continue }
-                if let latest = log.record(changes.entity, record.id) { record = latest }
-                for change in update.changes { record.values[change.index] = change.value }
-                record.written(by: device.id, at: revision)
-                try writer.update(changes.entity, record)
-                log.updated(changes.entity, record)
+            for (entityIndex, changes) in plan.entities.enumerated() {
+                for (update, target) in zip(changes.updates, updateTargets[entityIndex]) {
+                    guard var record = target else { continue }
+                    if let latest = log.record(changes.entity, record.id) { record = latest }
+                    for change in update.changes { record.values[change.index] = change.value }
+                    record.written(by: device.id, at: revision)
+                    try writer.update(changes.entity, record)
+                    log.updated(changes.entity, record)
+                }
             }
         }
 
-        // Deletes, with what they drag along.
-        if !deleteTargets.isEmpty {
-            let deletes = try DeletePlan(schema: schema, deleting: deleteTargets, reader: writer)
+        /// Plans the deletes under the delete rules, refuses them if a rule or an unseen change
+        /// forbids it, and otherwise writes them.
+        func applyDeletes() throws {
+            guard !deleteTargets.isEmpty else { return }
+            let deletes = try DeletePlan(schema: applier.schema, deleting: deleteTargets, reader: writer)
             for denial in deletes.denials {
+                let client = clientIDs[denial.parent]
                 conflicts.append(ConflictEntry(
-                    type: denial.parent.entity, id: clientIDs[denial.parent]?.id ?? denial.parent.id, reason: .constraint,
-                    clientRevision: clientIDs[denial.parent]?.base ?? requestMaxRevision, serverRevision: denial.parentRevision,
+                    type: denial.parent.entity, id: client?.id ?? denial.parent.id, reason: .constraint,
+                    clientRevision: client?.base ?? applier.requestMaxRevision, serverRevision: denial.parentRevision,
                     message: "\(denial.parent.entity) \(denial.parent.id) is still referenced by \(denial.childEntity).\(denial.attribute), whose delete rule is deny"))
             }
             for deleted in deletes.deleted where !deleted.explicit {
-                if deleted.record.changedByOthers(of: device.id, after: requestMaxRevision) {
+                if deleted.record.changedByOthers(of: device.id, after: applier.requestMaxRevision) {
                     conflicts.append(staleDependent(deleted.entity, deleted.record, "delete"))
                 }
             }
-            for nullified in deletes.nullified where nullified.record.changedByOthers(of: device.id, after: requestMaxRevision) {
+            for nullified in deletes.nullified where nullified.record.changedByOthers(of: device.id, after: applier.requestMaxRevision) {
                 conflicts.append(staleDependent(nullified.entity, nullified.record, "change"))
             }
-            if let first = conflicts.first { return .refused(first.reason, conflicts) }
+            guard conflicts.isEmpty else { return }
             for deleted in deletes.deleted {
                 try writer.delete(deleted.entity, id: deleted.record.id)
                 log.deleted(deleted.entity, deleted.record.id)
@@ -194,72 +247,12 @@ struct ChangeSetApplier {
                 log.updated(nullified.entity, record)
             }
         }
-        return .applied(CommittedChangeSet(revision: revision, changeSetID: nil, changeSet: log.changeSet, mappings: mappings))
-    }
 
-    private func staleDependent(_ entity: Entity, _ record: StoredRecord, _ verb: String) -> ConflictEntry {
-        ConflictEntry(
-            type: entity.name, id: record.id, reason: .staleRevision, clientRevision: requestMaxRevision,
-            serverRevision: record.revision,
-            message: "this delete would also \(verb) \(entity.name) \(record.id), which another device changed at revision \(record.revision), after your last sync (revision \(requestMaxRevision))")
-    }
-}
-
-/// Collects the net effect of a change set, in the order the log shows it.
-private struct CommittedLog {
-    let revision: Revision
-    private var order: [String] = []
-    private var entities: [String: Entity] = [:]
-    private var creates: [String: [RecordID]] = [:]
-    private var updates: [String: [RecordID]] = [:]
-    private var deletes: [String: [RecordID]] = [:]
-    private var records: [RecordKey: StoredRecord] = [:]
-
-    init(revision: Revision) {
-        self.revision = revision
-    }
-
-    func record(_ entity: Entity, _ id: RecordID) -> StoredRecord? {
-        records[RecordKey(entity: entity.name, id: id)]
-    }
-
-    mutating func created(_ entity: Entity, _ record: StoredRecord) {
-        touch(entity)
-        creates[entity.name, default: []].append(record.id)
-        records[RecordKey(entity: entity.name, id: record.id)] = record
-    }
-
-    mutating func updated(_ entity: Entity, _ record: StoredRecord) {
-        touch(entity)
-        let key = RecordKey(entity: entity.name, id: record.id)
-        if records.updateValue(record, forKey: key) == nil {
-            updates[entity.name, default: []].append(record.id)
+        private func staleDependent(_ entity: Entity, _ record: StoredRecord, _ verb: String) -> ConflictEntry {
+            ConflictEntry(
+                type: entity.name, id: record.id, reason: .staleRevision, clientRevision: applier.requestMaxRevision,
+                serverRevision: record.revision,
+                message: "this delete would also \(verb) \(entity.name) \(record.id), which another device changed at revision \(record.revision), after your last sync (revision \(applier.requestMaxRevision))")
         }
-    }
-
-    mutating func deleted(_ entity: Entity, _ id: RecordID) {
-        touch(entity)
-        records[RecordKey(entity: entity.name, id: id)] = nil
-        creates[entity.name]?.removeAll { $0 == id }
-        updates[entity.name]?.removeAll { $0 == id }
-        deletes[entity.name, default: []].append(id)
-    }
-
-    private mutating func touch(_ entity: Entity) {
-        if entities.updateValue(entity, forKey: entity.name) == nil { order.append(entity.name) }
-    }
-
-    var changeSet: ChangeSet {
-        var changeSet = ChangeSet(revision: revision)
-        for name in order {
-            let entity = entities[name]!
-            var changes = EntityChanges(
-                entity: name, create: creates[name] ?? [], update: updates[name] ?? [], delete: deletes[name] ?? [])
-            for id in changes.create + changes.update {
-                changes.attributes[id] = records[RecordKey(entity: name, id: id)]!.attributes(of: entity)
-            }
-            changeSet.changes.append(changes)
-        }
-        return changeSet
     }
 }
