@@ -2,7 +2,7 @@ import RevSyncProtocol
 
 /// A change set the server committed: what goes into the change log, and the temporary IDs
 /// it resolved.
-struct CommittedChangeSet {
+struct CommittedChangeSet: Sendable {
     var revision: Revision
     /// The `id` the client gave the change set.
     var changeSetID: String?

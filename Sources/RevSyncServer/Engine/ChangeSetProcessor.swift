@@ -1,7 +1,7 @@
 import RevSyncProtocol
 
 /// What processing one change set of a request gave.
-enum ChangeSetOutcome {
+enum ChangeSetOutcome: Sendable {
     /// Committed now.
     case committed(CommittedChangeSet)
     /// Committed by an earlier request with the same change set `id` (its response was lost).

@@ -11,7 +11,6 @@ struct ResponseBuilder {
     let schema: Schema
     let device: Device
     let reader: any StorageReader
-    let resolver: IDResolver
 
     func build(request: SyncMessage, outcomes: [ChangeSetOutcome]) throws -> SyncResponse {
         let current = try reader.currentRevision()

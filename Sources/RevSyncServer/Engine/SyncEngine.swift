@@ -47,7 +47,6 @@ public struct SyncEngine: Sendable {
             throw SyncError.tooLarge("the request holds \(request.changeSets.count) change sets; at most \(limits.maxChangeSetsPerRequest) are allowed per request")
         }
         let schema = self.schema
-        let resolver = SendableResolver(IDResolver(device: device.id))
         var outcomes: [ChangeSetOutcome] = []
         if !request.changeSets.isEmpty {
             outcomes = try await storage.withWriter { writer in
@@ -57,14 +56,12 @@ public struct SyncEngine: Sendable {
                 }
                 let processor = ChangeSetProcessor(
                     schema: schema, device: device, requestMaxRevision: request.maxRevision, writer: writer,
-                    resolver: resolver.value)
-                return SendableOutcomes(try request.changeSets.map(processor.process))
-            }.value
+                    resolver: IDResolver(device: device.id))
+                return try request.changeSets.map(processor.process)
+            }
         }
-        let finished = SendableOutcomes(outcomes)
-        return try await storage.withReader { reader in
-            try ResponseBuilder(schema: schema, device: device, reader: reader, resolver: resolver.value)
-                .build(request: request, outcomes: finished.value)
+        return try await storage.withReader { [outcomes] reader in
+            try ResponseBuilder(schema: schema, device: device, reader: reader).build(request: request, outcomes: outcomes)
         }
     }
 }
@@ -99,15 +96,4 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         case .tooLarge(let message): message
         }
     }
-}
-
-/// Carries values that are used by one task at a time across the storage's closures.
-private struct SendableResolver: @unchecked Sendable {
-    let value: IDResolver
-    init(_ value: IDResolver) { self.value = value }
-}
-
-private struct SendableOutcomes: @unchecked Sendable {
-    let value: [ChangeSetOutcome]
-    init(_ value: [ChangeSetOutcome]) { self.value = value }
 }

@@ -77,6 +77,10 @@ public struct SyncHTTPServer: Sendable {
         let body = try await request.jsonBody(limit: configuration.maxBodySize)
         let message = try SyncMessage(json: body, sender: .client)
         let response = try await engine.sync(message, from: device)
+        logger.debug("sync", metadata: [
+            "device": "\(device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
+            "to": "\(response.maxRevision)", "bytes": "\(response.body.count)",
+        ])
         return jsonResponse(response.body, for: request)
     }
 
