@@ -70,7 +70,7 @@ public enum RawHTTPClient {
         guard connected == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
         var sent = 0
         while sent < bytes.count {
-            let written = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let written = bytes[sent...].withUnsafeBytes { socketSend(fd, $0.baseAddress, $0.count) }
             // The server may answer and close before reading everything (413): read what it said.
             if written <= 0 { break }
             sent += written
@@ -124,4 +124,12 @@ public enum RawHTTPClient {
         }
         return (RawHTTPResponse(status: status, headers: headers, body: rest), false)
     }
+}
+
+private func socketSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    Glibc.send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+    #else
+    Darwin.send(fd, buffer, count, 0)
+    #endif
 }
