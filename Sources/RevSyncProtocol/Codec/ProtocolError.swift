@@ -36,7 +36,7 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let emptyChangeSet = Code(rawValue: "empty_change_set")
         /// A key the protocol reserves for the other direction (`conflict`, `__oldId__`, ...).
         public static let reservedKey = Code(rawValue: "reserved_key")
-        /// A change set `id` that is not a UUID.
+        /// A change set `id` that is empty, too long or holds control characters.
         public static let invalidChangeSetID = Code(rawValue: "invalid_change_set_id")
     }
 

@@ -131,8 +131,8 @@ private final class WireDecoder {
             switch key {
             case "id":
                 let id = try reader.readString()
-                guard Names.isUUID(id) else {
-                    throw self.error(.invalidChangeSetID, "change set id must be a UUID, got \"\(id.prefix(80))\"")
+                guard Names.isChangeSetID(id) else {
+                    throw self.error(.invalidChangeSetID, "a change set id has 1 to 200 characters and no control characters (clients send a UUID)")
                 }
                 changeSet.id = id
             case "types":

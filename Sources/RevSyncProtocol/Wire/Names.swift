@@ -13,20 +13,11 @@ public enum Names {
         return utf8.dropFirst().allSatisfy { isLowercaseLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }
     }
 
-    /// Whether `id` has the form of a UUID (`8-4-4-4-12` hexadecimal digits, any case).
-    public static func isUUID(_ id: String) -> Bool {
-        let utf8 = Array(id.utf8)
-        guard utf8.count == 36 else { return false }
-        for (index, byte) in utf8.enumerated() {
-            if index == 8 || index == 13 || index == 18 || index == 23 {
-                guard byte == UInt8(ascii: "-") else { return false }
-            } else {
-                guard isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-                    || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
-                else { return false }
-            }
-        }
-        return true
+    /// Whether `id` can be a change set `id`: 1 to 200 characters, none of them a control
+    /// character. Clients of this project send UUIDs; other clients may send any such key.
+    public static func isChangeSetID(_ id: String) -> Bool {
+        let count = id.unicodeScalars.count
+        return count >= 1 && count <= 200 && !id.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     private static func isLowercaseLetter(_ byte: UInt8) -> Bool {
