@@ -93,7 +93,8 @@ import Testing
         let again = try await ExecutableProcess.run("revsync-server", ["token", "revoke", "--database", database, "--id", "1"])
         #expect(again.status != 0)
         try await withLiveServer(databasePath: database) { server in
-            let response = try await server.send("GET", "/schema", headers: [("Authorization", "Bearer \(token)")])
+            let response = try await server.send(
+                "POST", "/sync", headers: [("Authorization", "Bearer \(token)")], body: Array(#"{"maxRevision":0,"changeSets":[]}"#.utf8))
             #expect(response.status == 401)
         }
     }
