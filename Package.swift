@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "RevSyncProtocol", targets: ["RevSyncProtocol"]),
         .library(name: "RevSyncServer", targets: ["RevSyncServer"]),
         .executable(name: "revsync-server", targets: ["revsync-server"]),
+        .library(name: "RevSyncClient", targets: ["RevSyncClient"]),
+        .executable(name: "revsync", targets: ["revsync"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
@@ -31,9 +33,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RevSyncSQLite",
+            dependencies: [
+                "RevSyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RevSyncServer",
             dependencies: [
                 "RevSyncProtocol",
+                "RevSyncSQLite",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -47,6 +58,23 @@ let package = Package(
             name: "revsync-server",
             dependencies: [
                 "RevSyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RevSyncClient",
+            dependencies: [
+                "RevSyncProtocol",
+                "RevSyncSQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "revsync",
+            dependencies: [
+                "RevSyncClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -69,6 +97,11 @@ let package = Package(
         .testTarget(
             name: "RevSyncServerTests",
             dependencies: ["RevSyncServer", "RevSyncProtocol", "RevSyncTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevSyncClientTests",
+            dependencies: ["RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,0 +1,238 @@
+import Foundation
+import GRDB
+import RevSyncProtocol
+
+/// A device's copy of the whole data set, with everything sync needs: the outbox of change
+/// sets waiting for the server, the temporary-to-permanent ID map, the next temporary ID, the
+/// revision the data reflects, and the conflict journal, all in one SQLite file (WAL).
+///
+/// For example:
+///
+/// ```swift
+/// let store = try LocalStore.create(at: path, schema: schema,
+///                                   server: .init(url: URL(string: "http://127.0.0.1:8080")!, token: token))
+/// let team = try await store.table("teams").insert(["name": "U12"])   // a temporary ID: -1
+/// let report = try await Synchronizer(store: store).sync()             // now it has a permanent one
+/// ```
+public final class LocalStore: Sendable {
+    /// Where the server is and the token this device uses.
+    public struct ServerConnection: Sendable, Hashable {
+        public var url: URL
+        public var token: String
+
+        public init(url: URL, token: String) {
+            self.url = url
+            self.token = token
+        }
+    }
+
+    /// What is waiting and what went wrong, in numbers.
+    public struct Status: Sendable, Hashable {
+        /// The server revision the local data reflects.
+        public let maxRevision: Revision
+        /// Change sets waiting for the server's answer.
+        public let pendingChangeSets: Int
+        /// Conflicts in the journal nobody dismissed yet.
+        public let unresolvedConflicts: Int
+    }
+
+    public let path: String
+    let pool: DatabasePool
+    private let schemaBox: SchemaBox
+
+    /// The schema the local tables follow.
+    public var schema: Schema { schemaBox.value }
+
+    private init(path: String, pool: DatabasePool, schema: Schema) {
+        self.path = path
+        self.pool = pool
+        self.schemaBox = SchemaBox(schema)
+    }
+
+    // MARK: Opening
+
+    /// Creates a new store for `schema`.
+    ///
+    /// - Throws: ``LocalStoreError`` `storeExists` if a file is already there: a store is never
+    ///   overwritten.
+    public static func create(at path: String, schema: Schema, server: ServerConnection? = nil) throws -> LocalStore {
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw LocalStoreError(.storeExists, "\(path) already exists; a store is never overwritten")
+        }
+        let pool = try makePool(path)
+        try LocalMigrations.run(LocalMigrations.all, in: pool)
+        try pool.write { db in
+            for entity in schema.entities {
+                for statement in LocalTables.createStatements(entity) { try db.execute(sql: statement) }
+            }
+            let state = StoreState(db: db)
+            try state.set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
+            try state.setMaxRevision(0)
+            try state.set(.serverURL, server?.url.absoluteString)
+            try state.set(.token, server?.token)
+        }
+        return LocalStore(path: path, pool: pool, schema: schema)
+    }
+
+    /// Opens an existing store, running any migrations it needs first.
+    ///
+    /// - Throws: ``LocalStoreError`` `notAStore`, `migrationFailed` (the store is as it was
+    ///   before the failing migration), `tooNew`.
+    public static func open(at path: String) throws -> LocalStore {
+        try open(at: path, migrations: LocalMigrations.all)
+    }
+
+    static func open(at path: String, migrations: [LocalMigration]) throws -> LocalStore {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw LocalStoreError(.notAStore, "there is no store at \(path)")
+        }
+        let pool: DatabasePool
+        do {
+            pool = try makePool(path)
+        } catch {
+            throw LocalStoreError(.notAStore, "\(path) is not a SQLite database: \(error)")
+        }
+        let isStore: Bool
+        do {
+            isStore = try pool.read { db in try db.tableExists("_rs_state") }
+        } catch {
+            throw LocalStoreError(.notAStore, "\(path) is not a SQLite database: \(error)")
+        }
+        guard isStore else { throw LocalStoreError(.notAStore, "\(path) is not a RevSync store") }
+        try LocalMigrations.run(migrations, in: pool)
+        let schema = try pool.read { db in try StoreState(db: db).schema() }
+        return LocalStore(path: path, pool: pool, schema: schema)
+    }
+
+    private static func makePool(_ path: String) throws -> DatabasePool {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.label = "revsync-client"
+        return try DatabasePool(path: path, configuration: configuration)
+    }
+
+    /// Closes the database; the store cannot be used afterwards.
+    public func close() throws {
+        try pool.close()
+    }
+
+    // MARK: Reading and writing
+
+    /// Reads in one consistent view of the store.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (ReadContext) throws -> T) async throws -> T {
+        let schema = self.schema
+        return try await pool.read { db in try body(ReadContext(db: db, schema: schema)) }
+    }
+
+    /// Writes in one transaction, which becomes one change set in the outbox.
+    ///
+    /// - Throws: what `body` throws; then nothing was written.
+    @discardableResult
+    public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
+        let schema = self.schema
+        return try await pool.write { db in
+            let transaction = WriteTransaction(db: db, schema: schema)
+            let result = try body(transaction)
+            if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet) }
+            return result
+        }
+    }
+
+    /// The single-entity operations of `entity`.
+    public func table(_ entity: String) -> Table {
+        Table(name: entity, store: self)
+    }
+
+    // MARK: State
+
+    /// The server this store syncs with, if it was given one.
+    public func server() async throws -> ServerConnection? {
+        try await pool.read { db in
+            let state = StoreState(db: db)
+            guard let url = try state.string(.serverURL).flatMap(URL.init(string:)), let token = try state.string(.token) else { return nil }
+            return ServerConnection(url: url, token: token)
+        }
+    }
+
+    public func setServer(_ server: ServerConnection?) async throws {
+        try await pool.write { db in
+            let state = StoreState(db: db)
+            try state.set(.serverURL, server?.url.absoluteString)
+            try state.set(.token, server?.token)
+        }
+    }
+
+    public func status() async throws -> Status {
+        try await pool.read { db in
+            Status(
+                maxRevision: try StoreState(db: db).maxRevision, pendingChangeSets: try Outbox(db: db).count(),
+                unresolvedConflicts: try ConflictJournal(db: db).unresolvedCount())
+        }
+    }
+
+    /// The change sets waiting for the server, oldest first.
+    public func pendingChangeSets() async throws -> [ChangeSet] {
+        try await pool.read { db in try Outbox(db: db).entries().map(\.changeSet) }
+    }
+
+    /// The conflict journal, oldest first.
+    public func conflicts(includingDismissed: Bool = false) async throws -> [ConflictRecord] {
+        try await pool.read { db in try ConflictJournal(db: db).all(includingDismissed: includingDismissed) }
+    }
+
+    /// Marks a journal entry as seen; returns whether an undismissed entry had that ID.
+    @discardableResult
+    public func dismissConflict(_ id: Int64) async throws -> Bool {
+        try await pool.write { db in try ConflictJournal(db: db).dismiss(id) }
+    }
+
+    /// The permanent ID the server gave a temporary ID, if known.
+    public func permanentID(of temporaryID: RecordID) async throws -> RecordID? {
+        try await pool.read { db in try IDMap(db: db).permanentID(of: temporaryID)?.id }
+    }
+
+    // MARK: Schema
+
+    /// Follows a newer schema: new entities get tables, new attributes columns (see
+    /// `docs/schema.md` for what is refused).
+    func upgrade(to schema: Schema, in db: Database) throws {
+        let stored = try StoreState(db: db).schema()
+        let upgrade: SchemaUpgrade
+        do {
+            upgrade = try SchemaUpgrade(from: stored, to: schema) { entity in
+                try LocalTables(schema: stored, db: db).count(entity)
+            }
+        } catch let error as SchemaUpgradeError {
+            throw LocalStoreError(.schemaMismatch, error.message)
+        }
+        for step in upgrade.steps {
+            let statements: [String] =
+                switch step {
+                case .createEntity(let entity): LocalTables.createStatements(entity)
+                case .addAttribute(let entity, let attribute): LocalTables.addColumnStatements(entity, attribute)
+                }
+            for statement in statements { try db.execute(sql: statement) }
+        }
+        try StoreState(db: db).set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
+    }
+
+    /// Switches to `schema` after ``upgrade(to:in:)`` committed.
+    func adopt(_ schema: Schema) {
+        schemaBox.value = schema
+    }
+}
+
+/// The schema, replaced when the store follows a newer one.
+private final class SchemaBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var schema: Schema
+
+    init(_ schema: Schema) {
+        self.schema = schema
+    }
+
+    var value: Schema {
+        get { lock.withLock { schema } }
+        set { lock.withLock { schema = newValue } }
+    }
+}

@@ -1,0 +1,38 @@
+/// Why the local store refused an operation. Nothing was changed.
+public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of rule was broken. Extensible: new codes may appear.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let unknownEntity = Code(rawValue: "unknown_entity")
+        public static let unknownAttribute = Code(rawValue: "unknown_attribute")
+        /// A value the schema refuses (wrong type, null in a required attribute, ...).
+        public static let invalidValue = Code(rawValue: "invalid_value")
+        /// A reference to a record the store does not hold.
+        public static let missingReference = Code(rawValue: "missing_reference")
+        public static let notFound = Code(rawValue: "not_found")
+        /// A delete a `deny` rule forbids while other records reference the record.
+        public static let deleteDenied = Code(rawValue: "delete_denied")
+        /// A numbered migration of the store failed; the store is as it was before it.
+        public static let migrationFailed = Code(rawValue: "migration_failed")
+        public static let storeExists = Code(rawValue: "store_exists")
+        public static let notAStore = Code(rawValue: "not_a_store")
+        /// The store was written by a newer version of RevSync.
+        public static let tooNew = Code(rawValue: "too_new")
+        public static let schemaMismatch = Code(rawValue: "schema_mismatch")
+        /// The store holds something it cannot read.
+        public static let corrupt = Code(rawValue: "corrupt")
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,233 @@
+import GRDB
+import RevSyncProtocol
+import RevSyncSQLite
+
+/// The entity tables of a local store, inside one database access.
+///
+/// One table per entity: `id` (negative while only this device has the record), `revision`
+/// (null until the server sent the record), and one column per attribute. Every name comes
+/// from the schema and is quoted; every value is bound.
+struct LocalTables {
+    let schema: Schema
+    let db: Database
+
+    // MARK: Layout
+
+    static func createStatements(_ entity: Entity) -> [String] {
+        let columns = entity.attributes.map { "\(q($0.name)) \(SQLiteValues.columnType($0.type))" }
+        var statements = [
+            "CREATE TABLE IF NOT EXISTS \(q(entity.name)) (id INTEGER PRIMARY KEY, revision INTEGER"
+                + columns.map { ", " + $0 }.joined() + ")"
+        ]
+        for attribute in entity.attributes where attribute.referenceTarget != nil {
+            statements.append(index(entity, attribute))
+        }
+        return statements
+    }
+
+    static func addColumnStatements(_ entity: Entity, _ attribute: Attribute) -> [String] {
+        var statements = ["ALTER TABLE \(q(entity.name)) ADD COLUMN \(q(attribute.name)) \(SQLiteValues.columnType(attribute.type))"]
+        if attribute.referenceTarget != nil { statements.append(index(entity, attribute)) }
+        return statements
+    }
+
+    private static func index(_ entity: Entity, _ attribute: Attribute) -> String {
+        "CREATE INDEX IF NOT EXISTS \(SQLIdentifier.referenceIndex(entity.name, attribute.name)) ON \(q(entity.name)) (\(q(attribute.name)))"
+    }
+
+    // MARK: Reading
+
+    func entity(_ name: String) throws -> Entity {
+        guard let entity = schema.entity(name) else {
+            throw LocalStoreError(.unknownEntity, "\"\(name)\" is not an entity of schema version \(schema.version)")
+        }
+        return entity
+    }
+
+    private func columns(_ entity: Entity) -> String {
+        (["id", "revision"] + entity.attributes.map { q($0.name) }).joined(separator: ", ")
+    }
+
+    func record(_ entity: Entity, id: RecordID) throws -> Record? {
+        let statement = try db.cachedStatement(sql: "SELECT \(columns(entity)) FROM \(q(entity.name)) WHERE id = ?")
+        return try Row.fetchOne(statement, arguments: [id.rawValue]).map { try record(entity, from: $0) }
+    }
+
+    /// Records matching every `filter` (attribute = value; `.null` matches null), sorted by
+    /// `orderBy` attributes (then by ID).
+    func records(_ entity: Entity, where filter: [String: Value] = [:], orderBy: [String] = [], limit: Int? = nil) throws -> [Record] {
+        var sql = "SELECT \(columns(entity)) FROM \(q(entity.name))"
+        let (condition, arguments) = try whereClause(entity, filter)
+        sql += condition
+        let order = try orderBy.map { name -> String in
+            guard name == "id" || name == "revision" || entity.attribute(name) != nil else {
+                throw LocalStoreError(.unknownAttribute, "\(entity.name) has no attribute \"\(name)\" to sort by")
+            }
+            return q(name)
+        } + ["id"]
+        sql += " ORDER BY " + order.joined(separator: ", ")
+        var allArguments = arguments
+        if let limit {
+            sql += " LIMIT ?"
+            allArguments.append(Int64(limit).databaseValue)
+        }
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: StatementArguments(allArguments))
+        var records: [Record] = []
+        while let row = try cursor.next() { records.append(try record(entity, from: row)) }
+        return records
+    }
+
+    func count(_ entity: Entity, where filter: [String: Value] = [:]) throws -> Int {
+        let (condition, arguments) = try whereClause(entity, filter)
+        return try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT count(*) FROM \(q(entity.name))" + condition), arguments: StatementArguments(arguments)) ?? 0
+    }
+
+    private func whereClause(_ entity: Entity, _ filter: [String: Value]) throws -> (String, [DatabaseValue]) {
+        guard !filter.isEmpty else { return ("", []) }
+        var conditions: [String] = []
+        var arguments: [DatabaseValue] = []
+        for (name, value) in filter.sorted(by: { $0.key < $1.key }) {
+            guard name == "id" || name == "revision" || entity.attribute(name) != nil else {
+                throw LocalStoreError(.unknownAttribute, "\(entity.name) has no attribute \"\(name)\"")
+            }
+            if value.isNull {
+                conditions.append("\(q(name)) IS NULL")
+            } else {
+                conditions.append("\(q(name)) = ?")
+                arguments.append(SQLiteValues.databaseValue(value))
+            }
+        }
+        return (" WHERE " + conditions.joined(separator: " AND "), arguments)
+    }
+
+    private func record(_ entity: Entity, from row: Row) throws -> Record {
+        var values: [String: Value] = [:]
+        values.reserveCapacity(entity.attributes.count)
+        for (index, attribute) in entity.attributes.enumerated() {
+            do {
+                values[attribute.name] = try SQLiteValues.value(row[2 + index] as DatabaseValue, attribute, of: entity.name)
+            } catch {
+                throw LocalStoreError(.corrupt, "\(error)")
+            }
+        }
+        let id: Int64 = row[0]
+        let revision: Int64? = row[1]
+        return Record(entity: entity.name, id: RecordID(id), revision: revision, values: values)
+    }
+
+    /// The IDs of the records of `reference.entity` that point to `parent`.
+    func children(of parent: RecordID, via reference: IncomingReference) throws -> [RecordID] {
+        let statement = try db.cachedStatement(
+            sql: "SELECT id FROM \(q(reference.entity)) WHERE \(q(reference.attribute)) = ? ORDER BY id")
+        return try Int64.fetchAll(statement, arguments: [parent.rawValue]).map { RecordID($0) }
+    }
+
+    // MARK: Writing
+
+    /// Inserts or replaces a whole record.
+    func upsert(_ entity: Entity, id: RecordID, revision: Revision?, values: [String: Value]) throws {
+        let names = ["id", "revision"] + entity.attributes.map { q($0.name) }
+        let updates = (["revision"] + entity.attributes.map { q($0.name) }).map { "\($0) = excluded.\($0)" }
+        let sql = "INSERT INTO \(q(entity.name)) (\(names.joined(separator: ", "))) VALUES ("
+            + Array(repeating: "?", count: names.count).joined(separator: ", ")
+            + ") ON CONFLICT (id) DO UPDATE SET " + updates.joined(separator: ", ")
+        var arguments: [DatabaseValue] = [id.rawValue.databaseValue, revision.databaseValue]
+        for attribute in entity.attributes {
+            arguments.append(SQLiteValues.databaseValue(values[attribute.name] ?? .null))
+        }
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
+    }
+
+    /// Sets some attributes of an existing record.
+    func setValues(_ entity: Entity, id: RecordID, _ values: [String: Value]) throws {
+        guard !values.isEmpty else { return }
+        let names = values.keys.sorted()
+        let sql = "UPDATE \(q(entity.name)) SET " + names.map { "\(q($0)) = ?" }.joined(separator: ", ") + " WHERE id = ?"
+        try db.cachedStatement(sql: sql).execute(
+            arguments: StatementArguments(names.map { SQLiteValues.databaseValue(values[$0]!) } + [id.rawValue.databaseValue]))
+    }
+
+    func delete(_ entity: Entity, id: RecordID) throws {
+        try db.cachedStatement(sql: "DELETE FROM \(q(entity.name)) WHERE id = ?").execute(arguments: [id.rawValue])
+    }
+
+    /// Empties every entity table (before a snapshot replaces the data).
+    func deleteAll() throws {
+        for entity in schema.entities { try db.execute(sql: "DELETE FROM \(q(entity.name))") }
+    }
+
+    /// Gives a record its permanent ID and points every reference to it at the new ID.
+    func rename(_ temporaryID: RecordID, to permanentID: RecordID, in entity: Entity) throws {
+        if try record(entity, id: permanentID) != nil {
+            try delete(entity, id: temporaryID)
+        } else {
+            try db.cachedStatement(sql: "UPDATE \(q(entity.name)) SET id = ? WHERE id = ?")
+                .execute(arguments: [permanentID.rawValue, temporaryID.rawValue])
+        }
+        for reference in schema.references(to: entity.name) {
+            try db.cachedStatement(sql: "UPDATE \(q(reference.entity)) SET \(q(reference.attribute)) = ? WHERE \(q(reference.attribute)) = ?")
+                .execute(arguments: [permanentID.rawValue, temporaryID.rawValue])
+        }
+    }
+
+    /// What deleting a record did under the schema's delete rules.
+    struct Deletion {
+        /// Every record removed, the deleted one first, then those its delete cascaded to.
+        var deleted: [RecordReference] = []
+        /// Records that lost a reference (set to null), with the attributes nulled.
+        var nullified: [(record: RecordReference, attributes: [String])] = []
+    }
+
+    /// Deletes a record and applies the delete rules: cascades, nullifies, and refuses when a
+    /// `deny` rule holds.
+    ///
+    /// - Parameter enforcingDeny: `false` to plan a delete that `deny` would refuse: it then
+    ///   returns `nil` and changes nothing.
+    func deleteWithRules(_ entity: Entity, id: RecordID, enforcingDeny: Bool = true) throws -> Deletion? {
+        var deletion = Deletion()
+        var doomed: [(Entity, RecordID)] = [(entity, id)]
+        var seen: Set<RecordReference> = [RecordReference(entity: entity.name, id: id)]
+        var nulled: [RecordReference: [String]] = [:]
+        var order: [RecordReference] = []
+        var denied: [(RecordReference, RecordReference)] = []
+        var next = 0
+        while next < doomed.count {
+            let (parentEntity, parentID) = doomed[next]
+            next += 1
+            for reference in schema.references(to: parentEntity.name) {
+                let childEntity = try self.entity(reference.entity)
+                for child in try children(of: parentID, via: reference) {
+                    let key = RecordReference(entity: childEntity.name, id: child)
+                    switch reference.rule {
+                    case .cascade:
+                        if seen.insert(key).inserted { doomed.append((childEntity, child)) }
+                    case .nullify:
+                        if nulled[key] == nil { order.append(key) }
+                        nulled[key, default: []].append(reference.attribute)
+                    case .deny:
+                        denied.append((RecordReference(entity: parentEntity.name, id: parentID), key))
+                    }
+                }
+            }
+        }
+        if let (parent, child) = denied.first(where: { !seen.contains($0.1) }) {
+            guard enforcingDeny else { return nil }
+            throw LocalStoreError(.deleteDenied, "\(parent) cannot be deleted while \(child) references it (delete rule deny)")
+        }
+        for (doomedEntity, doomedID) in doomed {
+            try delete(doomedEntity, id: doomedID)
+            deletion.deleted.append(RecordReference(entity: doomedEntity.name, id: doomedID))
+        }
+        for key in order where !seen.contains(key) {
+            let attributes = nulled[key]!
+            try setValues(try self.entity(key.entity), id: key.id, Dictionary(uniqueKeysWithValues: attributes.map { ($0, Value.null) }))
+            deletion.nullified.append((key, attributes))
+        }
+        return deletion
+    }
+}
+
+private func q(_ name: String) -> String {
+    SQLIdentifier.quoted(name)
+}

@@ -1,0 +1,105 @@
+import Foundation
+import GRDB
+import RevSyncProtocol
+
+/// A change set waiting for the server's answer.
+struct OutboxEntry: Sendable {
+    let position: Int64
+    let changeSet: ChangeSet
+    /// Whether it was ever put in a request: from then on it is never changed or dropped
+    /// locally, because the server may have committed it.
+    let sent: Bool
+}
+
+/// The queue of local change sets, oldest first, in the store's database.
+struct Outbox {
+    let db: Database
+
+    func append(_ changeSet: ChangeSet) throws {
+        try db.cachedStatement(sql: "INSERT INTO _rs_outbox (change_set_id, body, created_at) VALUES (?, ?, ?)")
+            .execute(arguments: [changeSet.id, Data(changeSet.jsonBytes()), Date().timeIntervalSince1970])
+    }
+
+    func entries() throws -> [OutboxEntry] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT position, body, sent FROM _rs_outbox ORDER BY position")).map { row in
+            let body: Data = row[1]
+            do {
+                return OutboxEntry(position: row[0], changeSet: try ChangeSet(json: [UInt8](body), sender: .client), sent: row[2])
+            } catch {
+                throw LocalStoreError(.corrupt, "outbox entry \(row[0] as Int64) does not decode: \(error)")
+            }
+        }
+    }
+
+    func count() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM _rs_outbox")) ?? 0
+    }
+
+    func markSent(_ ids: [String]) throws {
+        let statement = try db.cachedStatement(sql: "UPDATE _rs_outbox SET sent = 1 WHERE change_set_id = ?")
+        for id in ids { try statement.execute(arguments: [id]) }
+    }
+
+    func remove(_ ids: some Sequence<String>) throws {
+        let statement = try db.cachedStatement(sql: "DELETE FROM _rs_outbox WHERE change_set_id = ?")
+        for id in ids { try statement.execute(arguments: [id]) }
+    }
+
+    func remove(positions: [Int64]) throws {
+        let statement = try db.cachedStatement(sql: "DELETE FROM _rs_outbox WHERE position = ?")
+        for position in positions { try statement.execute(arguments: [position]) }
+    }
+}
+
+extension ChangeSet {
+    /// Every record this change set names in `create`, `update` or `delete`.
+    var listedRecords: Set<RecordReference> {
+        var records: Set<RecordReference> = []
+        for changes in changes {
+            for id in changes.create + changes.update + changes.delete {
+                records.insert(RecordReference(entity: changes.entity, id: id))
+            }
+        }
+        return records
+    }
+
+    /// Whether the change set names one of `records`, in its lists or in a reference value.
+    func mentions(_ records: Set<RecordReference>, schema: Schema) -> Bool {
+        if !listedRecords.isDisjoint(with: records) { return true }
+        for changes in changes {
+            guard let entity = schema.entity(changes.entity) else { continue }
+            for attributes in changes.attributes.values {
+                for (name, value) in attributes.values {
+                    guard let target = entity.attribute(name)?.referenceTarget, case .integer(let raw) = value else { continue }
+                    if records.contains(RecordReference(entity: target, id: RecordID(raw))) { return true }
+                }
+            }
+        }
+        return false
+    }
+
+    /// The change set with every temporary ID the device has a permanent ID for replaced, in
+    /// updates, deletes and reference values (creates keep theirs).
+    func swappingTemporaryIDs(schema: Schema, _ permanentID: (RecordID) throws -> RecordID?) rethrows -> ChangeSet {
+        var swapped = self
+        for index in swapped.changes.indices {
+            var changes = swapped.changes[index]
+            let entity = schema.entity(changes.entity)
+            func swap(_ id: RecordID) throws -> RecordID { try permanentID(id) ?? id }
+            var attributes: [RecordID: RecordAttributes] = [:]
+            let created = Set(changes.create)
+            for (id, var record) in changes.attributes {
+                for (name, value) in record.values {
+                    guard entity?.attribute(name)?.referenceTarget != nil, case .integer(let raw) = value, raw < 0 else { continue }
+                    if let permanent = try permanentID(RecordID(raw)) { record.values[name] = .integer(permanent.rawValue) }
+                }
+                attributes[created.contains(id) ? id : try swap(id)] = record
+            }
+            changes.update = try changes.update.map(swap)
+            changes.delete = try changes.delete.map(swap)
+            changes.attributes = attributes
+            swapped.changes[index] = changes
+        }
+        return swapped
+    }
+}

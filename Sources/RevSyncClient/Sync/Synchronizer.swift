@@ -1,0 +1,190 @@
+import Foundation
+import RevSyncProtocol
+
+/// Syncs a ``LocalStore`` with the server, one request at a time, the way the case study's
+/// client does.
+///
+/// A sync sends the outbox (temporary IDs the server already replaced are swapped first) with
+/// the revision the device holds, gzip both ways, and applies the response in one
+/// transaction. The revision is stored only when all of it applied; a crash at any point
+/// loses nothing, and the retry creates nothing twice (change sets keep their `id`).
+///
+/// For example:
+///
+/// ```swift
+/// let synchronizer = Synchronizer(store: store)
+/// Task { for await event in synchronizer.events() { print(event) } }
+/// let report = try await synchronizer.sync(retrying: RetryPolicy())
+/// print("now at revision \(report.maxRevision), \(report.conflicts.count) conflicts")
+/// ```
+public actor Synchronizer {
+    public struct Configuration: Sendable {
+        /// The most records one request carries; the rest of the outbox goes in the next ones.
+        public var maxRecordsPerRequest: Int = 5_000
+        /// gzip level of request bodies.
+        public var gzipLevel: Int32 = 6
+        /// The largest response accepted, decompressed.
+        public var maxResponseSize: Int = 512 * 1024 * 1024
+
+        public init() {}
+    }
+
+    public let store: LocalStore
+    private let server: LocalStore.ServerConnection?
+    private let transport: any SyncTransport
+    private let configuration: Configuration
+    private let sleep: @Sendable (Duration) async throws -> Void
+    private let stageHook: (@Sendable (SyncStage) -> Void)?
+    private let broadcaster = EventBroadcaster()
+    private var inFlight: Task<SyncReport, any Error>?
+
+    /// - Parameters:
+    ///   - server: where to sync; the server remembered in the store if `nil`.
+    ///   - transport: how requests travel; URLSession by default.
+    ///   - sleep: how to wait between retries (tests pass one that records the waits).
+    public init(
+        store: LocalStore,
+        server: LocalStore.ServerConnection? = nil,
+        transport: any SyncTransport = URLSessionTransport(),
+        configuration: Configuration = Configuration(),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
+        self.init(store: store, server: server, transport: transport, configuration: configuration, sleep: sleep, stageHook: nil)
+    }
+
+    /// A synchronizer that calls `stageHook` between the steps of a sync, for tests that stop
+    /// the process there.
+    @_spi(FaultInjection)
+    public init(
+        store: LocalStore,
+        server: LocalStore.ServerConnection? = nil,
+        transport: any SyncTransport = URLSessionTransport(),
+        configuration: Configuration = Configuration(),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        stageHook: (@Sendable (SyncStage) -> Void)?
+    ) {
+        self.store = store
+        self.server = server
+        self.transport = transport
+        self.configuration = configuration
+        self.sleep = sleep
+        self.stageHook = stageHook
+    }
+
+    /// The events of every sync from now on, in order.
+    public nonisolated func events() -> AsyncStream<SyncEvent> {
+        broadcaster.stream()
+    }
+
+    /// One sync: one request, its response applied.
+    ///
+    /// If a sync is already running, this one starts after it.
+    ///
+    /// - Throws: ``SyncFailure``; nothing local changed (what was sent stays queued).
+    @discardableResult
+    public func sync() async throws -> SyncReport {
+        while let running = inFlight { _ = try? await running.value }
+        let task = Task { try await self.performSync() }
+        inFlight = task
+        defer { inFlight = nil }
+        return try await task.value
+    }
+
+    /// One sync, tried again after network failures and server errors with exponential
+    /// backoff and jitter. A `4xx` is reported at once, not retried.
+    @discardableResult
+    public func sync(retrying policy: RetryPolicy) async throws -> SyncReport {
+        var random = SystemRandomNumberGenerator()
+        var attempt = 1
+        while true {
+            do {
+                return try await sync()
+            } catch let failure as SyncFailure where failure.isRetryable && attempt < policy.maxAttempts {
+                let delay = policy.delay(after: attempt, using: &random)
+                broadcaster.emit(.failed(failure, retryIn: delay))
+                try await sleep(delay)
+                attempt += 1
+            }
+        }
+    }
+
+    /// Whether the outbox holds change sets.
+    public func hasPendingChanges() async throws -> Bool {
+        try await store.status().pendingChangeSets > 0
+    }
+
+    // MARK: The steps
+
+    private func performSync() async throws -> SyncReport {
+        broadcaster.emit(.started)
+        do {
+            let report = try await exchange()
+            broadcaster.emit(.finished(report))
+            return report
+        } catch let failure as SyncFailure {
+            broadcaster.emit(.failed(failure, retryIn: nil))
+            throw failure
+        }
+    }
+
+    private func exchange() async throws -> SyncReport {
+        var server = self.server
+        if server == nil { server = try await store.server() }
+        guard let server else { throw SyncFailure.notConfigured }
+        let request = try await store.prepareRequest(maxRecords: configuration.maxRecordsPerRequest)
+        let body = Gzip.compress(request.message.jsonBytes(), level: configuration.gzipLevel)
+        let response: TransportResponse
+        do {
+            response = try await transport.send(TransportRequest(
+                url: server.url.appendingPathComponent("sync"), method: "POST",
+                headers: [
+                    "Authorization": "Bearer \(server.token)", "Content-Type": "application/json",
+                    "Content-Encoding": "gzip", "Accept-Encoding": "gzip",
+                ],
+                body: Data(body)))
+        } catch {
+            throw SyncFailure.network("\(error)")
+        }
+        let json = try decompressedBody(of: response)
+        guard response.status == 200 else { throw Self.rejection(status: response.status, body: json) }
+        let message: SyncMessage
+        do {
+            message = try SyncMessage(json: json, sender: .server)
+        } catch {
+            throw SyncFailure.invalidResponse("\(error)")
+        }
+        stageHook?(.responseReceived)
+        let overwritten = try await store.pendingRecordsOverwritten(by: message)
+        if !overwritten.isEmpty { broadcaster.emit(.pendingEditsOverwritten(overwritten)) }
+        var report = try await store.apply(message, to: request, stageHook: stageHook)
+        report.bytesSent = body.count
+        report.bytesReceived = response.body.count
+        broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
+        if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
+        return report
+    }
+
+    /// The body, gunzipped if it is gzip (URLSession may already have done it).
+    private func decompressedBody(of response: TransportResponse) throws -> [UInt8] {
+        let bytes = [UInt8](response.body)
+        guard Gzip.isGzip(bytes) else { return bytes }
+        do {
+            return try Gzip.decompress(bytes, limit: configuration.maxResponseSize)
+        } catch {
+            throw SyncFailure.invalidResponse("the gzip body does not decompress: \(error)")
+        }
+    }
+
+    /// The server's JSON error, as a failure.
+    static func rejection(status: Int, body: [UInt8]) -> SyncFailure {
+        var code = "http_\(status)"
+        var message = String(decoding: body.prefix(500), as: UTF8.self)
+        if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+           let error = object["error"] as? [String: Any] {
+            code = error["code"] as? String ?? code
+            message = error["message"] as? String ?? message
+            if let path = error["path"] as? String, !path.isEmpty { message += " (at \(path))" }
+        }
+        return .rejected(status: status, code: code, message: message)
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An HTTP request the synchronizer sends.
+public struct TransportRequest: Sendable {
+    public var url: URL
+    public var method: String
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(url: URL, method: String, headers: [String: String], body: Data) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// The server's answer.
+public struct TransportResponse: Sendable {
+    public var status: Int
+    /// Header names in lower case.
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(status: Int, headers: [String: String], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// How requests reach the server. The default is ``URLSessionTransport``; tests and apps can
+/// put their own in between (to add headers, drop responses, count bytes).
+public protocol SyncTransport: Sendable {
+    /// Sends a request and returns the response, whatever its status.
+    ///
+    /// - Throws: when no response arrived (the network, a timeout): the synchronizer treats
+    ///   that as retryable.
+    func send(_ request: TransportRequest) async throws -> TransportResponse
+}
+
+/// The default transport, over URLSession (FoundationNetworking on Linux), so the library
+/// runs on Apple platforms and Linux alike.
+public struct URLSessionTransport: SyncTransport {
+    private let session: URLSession
+    private let timeout: TimeInterval
+
+    /// - Parameter timeout: how long to wait for a response before giving up (and retrying).
+    public init(session: URLSession = URLSession(configuration: .ephemeral), timeout: TimeInterval = 60) {
+        self.session = session
+        self.timeout = timeout
+    }
+
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        if !request.body.isEmpty { urlRequest.httpBody = request.body }
+        let (data, response) = try await session.data(for: urlRequest)
+        guard let http = response as? HTTPURLResponse else {
+            throw URLError(.badServerResponse)
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        return TransportResponse(status: http.statusCode, headers: headers, body: data)
+    }
+}

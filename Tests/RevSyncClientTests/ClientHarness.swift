@@ -1,0 +1,58 @@
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncTestSupport
+
+/// A device for client tests: a real store file and a synchronizer talking HTTP to a live server.
+struct ClientDevice: Sendable {
+    let store: LocalStore
+    let synchronizer: Synchronizer
+    let connection: LocalStore.ServerConnection
+
+    @discardableResult
+    func sync() async throws -> SyncReport {
+        try await synchronizer.sync()
+    }
+
+    func table(_ name: String) -> Table { store.table(name) }
+}
+
+extension LiveServer {
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// A new device with its own token and store in `directory`.
+    func clientDevice(
+        _ name: String, in directory: TemporaryDirectory, role: Role = .member, transport: (any SyncTransport)? = nil
+    ) async throws -> ClientDevice {
+        let (_, token) = try await Token.create(name: name, role: role, in: storage)
+        let connection = LocalStore.ServerConnection(url: url, token: token)
+        let store = try LocalStore.create(at: directory.file("\(name).sqlite"), schema: schema, server: connection)
+        return ClientDevice(
+            store: store, synchronizer: Synchronizer(store: store, transport: transport ?? URLSessionTransport()), connection: connection)
+    }
+}
+
+extension LocalStore {
+    /// Every record of every entity, with revisions, in the form of ``LiveServer/contents()``.
+    func contents() async throws -> [String: [RecordID: [Value]]] {
+        let schema = self.schema
+        return try await read { reader in
+            var contents: [String: [RecordID: [Value]]] = [:]
+            for entity in schema.entities {
+                for record in try reader.fetch(entity.name) {
+                    contents[entity.name, default: [:]][record.id] =
+                        [.integer(record.revision ?? -1)] + entity.attributes.map { record[$0.name] }
+                }
+            }
+            return contents
+        }
+    }
+}
+
+/// Runs `body` with a temporary directory, removed afterwards.
+func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) async throws -> T) async throws -> T {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    return try await body(directory)
+}
