@@ -101,7 +101,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RevSyncClientTests",
-            dependencies: ["RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncTestSupport"],
+            dependencies: [
+                "RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

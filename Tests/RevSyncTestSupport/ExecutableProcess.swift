@@ -15,13 +15,16 @@ public final class ExecutableProcess: @unchecked Sendable {
     }
 
     /// Starts `executable` (a product name such as `revsync-server`) with `arguments`.
-    public init(_ executable: String, _ arguments: [String], directory: String? = nil) throws {
+    public init(_ executable: String, _ arguments: [String], directory: String? = nil, environment: [String: String] = [:]) throws {
         let url = Self.productsDirectory.appendingPathComponent(executable)
         guard FileManager.default.isExecutableFile(atPath: url.path) else {
             throw RawHTTPClient.Failure(description: "\(url.path) is not built; run `swift build` first")
         }
         process.executableURL = url
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.standardOutput = output
         process.standardError = errors
@@ -39,8 +42,10 @@ public final class ExecutableProcess: @unchecked Sendable {
     }
 
     /// Runs `executable` to completion; returns its exit status and output.
-    public static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = try ExecutableProcess(executable, arguments)
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = try ExecutableProcess(executable, arguments, environment: environment)
         let status = await process.exitStatus()
         return (status, process.standardOutput, process.standardError)
     }
@@ -79,5 +84,10 @@ public final class ExecutableProcess: @unchecked Sendable {
             stderrData.append(restErr)
         }
         return process.terminationStatus
+    }
+
+    /// Whether the process was killed by a signal rather than exiting.
+    public var wasKilled: Bool {
+        process.terminationReason == .uncaughtSignal
     }
 }

@@ -1,0 +1,29 @@
+import Foundation
+import RevSyncProtocol
+
+extension Schema {
+    /// The schema a server serves at `GET /schema`.
+    ///
+    /// For example, setting up a new device:
+    ///
+    /// ```swift
+    /// let schema = try await Schema.fetch(from: serverURL)
+    /// let store = try LocalStore.create(at: path, schema: schema, server: .init(url: serverURL, token: token))
+    /// ```
+    ///
+    /// - Throws: ``SyncFailure`` when the server cannot be reached or answers with an error;
+    ///   ``SchemaError`` when what it serves is not a valid schema.
+    public static func fetch(from server: URL, transport: any SyncTransport = URLSessionTransport()) async throws -> Schema {
+        let response: TransportResponse
+        do {
+            response = try await transport.send(TransportRequest(
+                url: server.appendingPathComponent("schema"), method: "GET", headers: ["Accept-Encoding": "gzip"], body: Data()))
+        } catch {
+            throw SyncFailure.network("\(error)")
+        }
+        var body = [UInt8](response.body)
+        if Gzip.isGzip(body) { body = try Gzip.decompress(body, limit: 64 << 20) }
+        guard response.status == 200 else { throw Synchronizer.rejection(status: response.status, body: body) }
+        return try Schema(json: body)
+    }
+}

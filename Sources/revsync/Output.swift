@@ -1,0 +1,90 @@
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+
+/// How records and reports look on the terminal and as JSON.
+enum Output {
+    static func json(_ build: (inout JSONWriter) -> Void) -> String {
+        var writer = JSONWriter()
+        build(&writer)
+        return writer.string
+    }
+
+    static func write(_ record: Record, into writer: inout JSONWriter, schema: Schema) {
+        writer.writeRaw("{\"entity\":")
+        writer.writeString(record.entity)
+        writer.writeRaw(",\"id\":")
+        writer.writeInteger(record.id.rawValue)
+        writer.writeRaw(",\"revision\":")
+        if let revision = record.revision { writer.writeInteger(revision) } else { writer.writeNull() }
+        writer.writeRaw(",\"values\":{")
+        for (index, name) in attributeNames(record.entity, schema: schema).enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeKey(name)
+            writer.write(record[name])
+        }
+        writer.writeRaw("}}")
+    }
+
+    static func attributeNames(_ entity: String, schema: Schema) -> [String] {
+        schema.entity(entity)?.attributes.map(\.name) ?? []
+    }
+
+    /// A value as a person reads it: text plain, the rest as JSON.
+    static func plain(_ value: Value) -> String {
+        if case .text(let text) = value { return text }
+        return value.description
+    }
+
+    static func lines(for report: SyncReport) -> [String] {
+        var lines = ["Sent \(report.sent) change set\(report.sent == 1 ? "" : "s"), received \(report.received)\(report.snapshot ? " (a snapshot of the whole data set)" : ""); now at revision \(report.maxRevision)."]
+        for (temporary, permanent) in report.permanentIDs.sorted(by: { ($0.key.entity, $0.key.id) < ($1.key.entity, $1.key.id) }) {
+            lines.append("  \(temporary.entity) \(temporary.id) is now \(permanent)")
+        }
+        if !report.conflicts.isEmpty {
+            lines.append("\(report.conflicts.count) change set\(report.conflicts.count == 1 ? " was" : "s were") refused:")
+            for conflict in report.conflicts {
+                lines.append("  \(conflict.reason) (change set \(conflict.changeSetID ?? "without id")):")
+                for entry in conflict.entries {
+                    lines.append("    \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)")
+                }
+            }
+        }
+        return lines
+    }
+
+    static func json(for report: SyncReport) -> String {
+        json { writer in
+            writer.writeRaw("{\"sent\":")
+            writer.writeInteger(report.sent)
+            writer.writeRaw(",\"received\":")
+            writer.writeInteger(report.received)
+            writer.writeRaw(",\"maxRevision\":")
+            writer.writeInteger(report.maxRevision)
+            writer.writeRaw(",\"snapshot\":")
+            writer.writeBool(report.snapshot)
+            writer.writeRaw(",\"committed\":[")
+            for (index, id) in report.committed.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeString(id)
+            }
+            writer.writeRaw("],\"permanentIDs\":[")
+            for (index, (temporary, permanent)) in report.permanentIDs.sorted(by: { $0.key.id > $1.key.id }).enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeRaw("{\"entity\":")
+                writer.writeString(temporary.entity)
+                writer.writeRaw(",\"temporaryID\":")
+                writer.writeInteger(temporary.id.rawValue)
+                writer.writeRaw(",\"id\":")
+                writer.writeInteger(permanent.rawValue)
+                writer.writeByte(UInt8(ascii: "}"))
+            }
+            writer.writeRaw("],\"conflicts\":[")
+            for (index, conflict) in report.conflicts.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                ChangeSet(id: conflict.changeSetID, conflict: true, reason: conflict.reason, conflicts: conflict.entries).encode(into: &writer)
+            }
+            writer.writeRaw("]}")
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import RevSyncClient
+
+@main
+struct RevsyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revsync",
+        abstract: "A RevSync device on the command line: a local copy of the data set that syncs with a server.",
+        subcommands: [
+            Init.self, Create.self, Update.self, Delete.self, Get.self, List.self, Sync.self, Status.self, Conflicts.self,
+            Watch.self,
+        ])
+}
+
+/// The options every command takes.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .long, help: "The device's store file.")
+    var store: String = "./device.sqlite"
+
+    @Flag(name: .long, help: "Machine-readable output (JSON).")
+    var json = false
+
+    func open() throws -> LocalStore {
+        do {
+            return try LocalStore.open(at: store)
+        } catch let error as LocalStoreError where error.code == .notAStore {
+            throw CommandFailure("\(error.message); create one with: revsync init --server URL --token TOKEN --store \(store)")
+        }
+    }
+}
+
+/// A failure shown as one line on standard error, exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Writes one line to standard output at once.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+extension AsyncParsableCommand {
+    /// Runs `body`, turning the library's errors into one clear line and exit status 1.
+    func reportingErrors(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let error as CommandFailure {
+            FileHandle.standardError.write(Data("revsync: \(error.description)\n".utf8))
+            throw ExitCode.failure
+        } catch let error as LocalStoreError {
+            FileHandle.standardError.write(Data("revsync: \(error.message)\n".utf8))
+            throw ExitCode.failure
+        } catch let error as SyncFailure {
+            FileHandle.standardError.write(Data("revsync: sync failed: \(error.description)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the revision, pending change sets and unresolved conflicts.")
+
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let store = try options.open()
+            let status = try await store.status()
+            let server = try await store.server()
+            if options.json {
+                say(Output.json { writer in
+                    writer.writeRaw("{\"maxRevision\":")
+                    writer.writeInteger(status.maxRevision)
+                    writer.writeRaw(",\"pendingChangeSets\":")
+                    writer.writeInteger(status.pendingChangeSets)
+                    writer.writeRaw(",\"unresolvedConflicts\":")
+                    writer.writeInteger(status.unresolvedConflicts)
+                    writer.writeRaw(",\"server\":")
+                    if let server { writer.writeString(server.url.absoluteString) } else { writer.writeNull() }
+                    writer.writeRaw("}")
+                })
+                return
+            }
+            say("maxRevision: \(status.maxRevision)")
+            say("pending change sets: \(status.pendingChangeSets)")
+            say("unresolved conflicts: \(status.unresolvedConflicts)")
+            say("server: \(server?.url.absoluteString ?? "none")")
+        }
+    }
+}
+
+struct Conflicts: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the conflict journal: change sets the server refused, and why.",
+        subcommands: [ListConflicts.self, Dismiss.self],
+        defaultSubcommand: ListConflicts.self)
+
+    struct ListConflicts: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List unresolved conflicts.")
+
+        @OptionGroup var options: StoreOptions
+        @Flag(help: "Include dismissed conflicts.") var all = false
+
+        func run() async throws {
+            try await reportingErrors {
+                let store = try options.open()
+                let conflicts = try await store.conflicts(includingDismissed: all)
+                if options.json {
+                    say(Output.json { writer in
+                        writer.writeByte(UInt8(ascii: "["))
+                        for (index, conflict) in conflicts.enumerated() {
+                            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                            writer.writeRaw("{\"journalID\":")
+                            writer.writeInteger(conflict.id)
+                            writer.writeRaw(",\"dismissed\":")
+                            writer.writeBool(conflict.dismissedAt != nil)
+                            writer.writeRaw(",\"changeSet\":")
+                            ChangeSet(id: conflict.changeSetID, conflict: true, reason: conflict.reason, conflicts: conflict.entries)
+                                .encode(into: &writer)
+                            writer.writeByte(UInt8(ascii: "}"))
+                        }
+                        writer.writeByte(UInt8(ascii: "]"))
+                    })
+                    return
+                }
+                if conflicts.isEmpty { say("No unresolved conflicts.") }
+                for conflict in conflicts {
+                    say("#\(conflict.id) \(conflict.reason) (change set \(conflict.changeSetID ?? "without id"), \(conflict.receivedAt.formatted(.iso8601)))\(conflict.dismissedAt == nil ? "" : " dismissed")")
+                    for entry in conflict.entries {
+                        say("  \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)")
+                    }
+                }
+            }
+        }
+    }
+
+    struct Dismiss: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Mark a conflict as seen.")
+
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "The conflict's number, as `revsync conflicts` shows it.") var id: Int64
+
+        func run() async throws {
+            try await reportingErrors {
+                let store = try options.open()
+                guard try await store.dismissConflict(id) else { throw CommandFailure("no unresolved conflict #\(id)") }
+                say(options.json ? #"{"dismissed":\#(id)}"# : "Dismissed conflict #\(id).")
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+import RevSyncTestSupport
+import Testing
+
+/// `revsync`, run as a person would: the README's "Two devices in five minutes".
+@Suite struct RevsyncCommandLineTests {
+    /// Runs `revsync` and returns its standard output; fails the test on a non-zero exit.
+    @discardableResult
+    func revsync(_ arguments: String..., expectFailure: Bool = false) async throws -> String {
+        let result = try await ExecutableProcess.run("revsync", arguments)
+        if expectFailure {
+            #expect(result.status != 0, "revsync \(arguments.joined(separator: " ")) succeeded")
+            return result.stderr
+        }
+        #expect(result.status == 0, "revsync \(arguments.joined(separator: " ")): \(result.stderr)")
+        return result.stdout
+    }
+
+    @Test func twoDevicesInFiveMinutes() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let database = server.databasePath
+                let tokenA = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "alice"])
+                let tokenB = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "bob"])
+                let alice = directory.file("alice.sqlite"), bob = directory.file("bob.sqlite")
+                let url = "http://127.0.0.1:\(server.port)"
+                try await revsync("init", "--server", url, "--token", tokenA.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", alice)
+                try await revsync("init", "--server", url, "--token", tokenB.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", bob)
+
+                // Alice works offline: a team and a player, linked by their temporary IDs.
+                #expect(try await revsync("create", "teams", "name=U12", "--store", alice) == "-1\n")
+                #expect(try await revsync("create", "players", "first_name=Ana", "last_name=Lopez", "--store", alice) == "-2\n")
+                #expect(try await revsync("create", "team_players", "team_id=-1", "player_id=-2", "jersey_number=7", "--store", alice) == "-3\n")
+                #expect(try await revsync("status", "--store", alice).contains("pending change sets: 3"))
+
+                let synced = try await revsync("sync", "--store", alice)
+                #expect(synced.contains("Sent 3 change sets"))
+                #expect(synced.contains("teams -1 is now 1"))
+                #expect(try await revsync("get", "team_players", "-3", "--store", alice).contains("team_id: 1"))
+                try await revsync("sync", "--store", bob)
+                #expect(try await revsync("list", "players", "--store", bob).contains("1\t2\tAna\tLopez"))
+
+                // Both edit the same player; Alice syncs first.
+                try await revsync("update", "players", "1", "position=keeper", "--store", alice)
+                try await revsync("update", "players", "1", "position=striker", "--store", bob)
+                try await revsync("sync", "--store", alice)
+                let refused = try await revsync("sync", "--store", bob)  // exit 0 even with a conflict
+                #expect(refused.contains("1 change set was refused"))
+                #expect(refused.contains("stale_revision"))
+                #expect(try await revsync("get", "players", "1", "--store", bob).contains(#"position: "keeper""#))
+                let conflicts = try await revsync("conflicts", "--store", bob)
+                #expect(conflicts.contains("#1 stale_revision"))
+                #expect(conflicts.contains("players 1: players 1 was changed by another device"))
+                try await revsync("conflicts", "dismiss", "1", "--store", bob)
+                #expect(try await revsync("conflicts", "--store", bob) == "No unresolved conflicts.\n")
+
+                // JSON for scripts.
+                let status = try JSONSerialization.jsonObject(with: Data(try await revsync("status", "--json", "--store", bob).utf8)) as? [String: Any]
+                #expect(status?["pendingChangeSets"] as? Int == 0)
+                #expect(status?["maxRevision"] as? Int == Int(try await server.revision()))
+                let listed = try JSONSerialization.jsonObject(with: Data(try await revsync("list", "teams", "--json", "--store", bob).utf8)) as? [[String: Any]]
+                #expect((listed?.first?["values"] as? [String: Any])?["name"] as? String == "U12")
+
+                // Bob deletes the team: the cascade reaches Alice.
+                try await revsync("delete", "teams", "1", "--store", bob)
+                try await revsync("sync", "--store", bob)
+                try await revsync("sync", "--store", alice)
+                #expect(try await revsync("list", "team_players", "--store", alice) == "id\trevision\tteam_id\tplayer_id\tjersey_number\tjoined_on\n")
+            }
+        }
+    }
+
+    @Test func mistakesGetOneClearLineAndChangeNothing() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let store = directory.file("device.sqlite")
+                #expect(try await revsync("status", "--store", store, expectFailure: true).contains("revsync init"))
+                #expect(try await revsync("init", "--server", "http://127.0.0.1:1", "--token", "x", "--store", store, expectFailure: true)
+                    .contains("cannot fetch the schema"))
+                try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", "rs_wrong", "--store", store)
+                #expect(try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", "x", "--store", store, expectFailure: true)
+                    .contains("never overwritten"))
+                #expect(try await revsync("create", "teams", "colour=red", "--store", store, expectFailure: true).contains("no attribute \"colour\""))
+                #expect(try await revsync("create", "venues", "name=V", "capacity=lots", "--store", store, expectFailure: true)
+                    .contains("takes an integer"))
+                #expect(try await revsync("create", "players", "first_name=A", "--store", store, expectFailure: true).contains("last_name is required"))
+                #expect(try await revsync("get", "teams", "5", "--store", store, expectFailure: true).contains("does not exist"))
+                #expect(try await revsync("create", "venues", "name=V", "--store", store) == "-1\n")
+                // A wrong token: the sync fails with the server's reason, and the change stays queued.
+                #expect(try await revsync("sync", "--store", store, expectFailure: true).contains("401 unauthorized"))
+                #expect(try await revsync("status", "--store", store).contains("pending change sets: 1"))
+            }
+        }
+    }
+
+    @Test func textThatLooksLikeSomethingElse() async throws {
+        try await withTemporaryDirectory { directory in
+            let schema = directory.file("schema.json")
+            try Schema.demoJSON.write(toFile: schema, atomically: true, encoding: .utf8)
+            let store = directory.file("device.sqlite")
+            try await revsync("init", "--server", "http://127.0.0.1:1", "--token", "x", "--schema", schema, "--store", store)
+            try await revsync("create", "notes", #"body="null""#, "--store", store)
+            try await revsync("create", "notes", "body=", "--store", store)
+            let listed = try await revsync("list", "notes", "--json", "--store", store)
+            #expect(listed.contains(#""body":"null""#))
+            #expect(listed.contains(#""body":"""#))
+        }
+    }
+}
+
+@Suite struct RevsyncWatchTests {
+    @Test func watchSyncsWhatIsQueuedUntilInterrupted() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await server.clientDevice("device", in: directory)
+                let watch = try ExecutableProcess("revsync", ["watch", "--interval", "1", "--store", device.store.path])
+                _ = try await watch.waitForOutput(containing: "Watching", timeout: 30)
+                try await device.table("venues").insert(["name": "North"])  // another process writes the same store
+                _ = try await watch.waitForOutput(containing: "venues -1 is now 1", timeout: 30)
+                #expect(try await server.count("venues") == 1)
+                #expect(try await device.store.status().pendingChangeSets == 0)
+                watch.terminate()
+                #expect(await watch.exitStatus() == 0)
+            }
+        }
+    }
+}

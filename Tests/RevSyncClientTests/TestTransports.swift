@@ -1,0 +1,74 @@
+import Foundation
+import RevSyncClient
+
+/// Forwards requests to the server, and on demand fails before sending (no connection) or
+/// drops a response after the server committed.
+final class LossyTransport: SyncTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private var failuresLeft = 0
+    private var dropNext = false
+    private let real = URLSessionTransport()
+
+    func failNextRequests(_ count: Int) { lock.withLock { failuresLeft = count } }
+    func dropNextResponse() { lock.withLock { dropNext = true } }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let fail = lock.withLock { () -> Bool in
+            guard failuresLeft > 0 else { return false }
+            failuresLeft -= 1
+            return true
+        }
+        if fail { throw URLError(.cannotConnectToHost) }
+        let response = try await real.send(request)
+        let drop = lock.withLock { () -> Bool in
+            defer { dropNext = false }
+            return dropNext
+        }
+        if drop { throw URLError(.networkConnectionLost) }
+        return response
+    }
+}
+
+/// Forwards a request to the server, then holds the first response until released: a sync
+/// "in flight" that a test can act during. Later requests pass straight through.
+actor GatedTransport: SyncTransport {
+    private let real = URLSessionTransport()
+    private var held: CheckedContinuation<Void, Never>?
+    private var heldWaiters: [CheckedContinuation<Void, Never>] = []
+    private var isHeld = false
+    private var holdsLeft = 1
+
+    nonisolated func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let response = try await real.send(request)
+        await hold()
+        return response
+    }
+
+    private func hold() async {
+        guard holdsLeft > 0 else { return }
+        holdsLeft -= 1
+        await withCheckedContinuation { continuation in
+            held = continuation
+            isHeld = true
+            for waiter in heldWaiters { waiter.resume() }
+            heldWaiters = []
+        }
+    }
+
+    func waitUntilHeld() async {
+        if isHeld { return }
+        await withCheckedContinuation { heldWaiters.append($0) }
+    }
+
+    func release() {
+        held?.resume()
+        held = nil
+        isHeld = false
+    }
+}
+
+/// Records the waits a synchronizer asks for instead of sleeping.
+actor WaitRecorder {
+    private(set) var waits: [Duration] = []
+    func record(_ duration: Duration) { waits.append(duration) }
+}
