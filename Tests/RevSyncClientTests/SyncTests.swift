@@ -277,3 +277,38 @@ extension Array {
         return results
     }
 }
+
+@Suite struct SchemaFollowingTests {
+    @Test func aDeviceFollowsTheServersNewerSchemaWithoutLosingValues() async throws {
+        let v2 = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 1,"#, with: #""version": 2,"#)
+            .replacing(#""age_group": { "type": "text" },"#, with: #""age_group": { "type": "text" }, "colour": { "type": "text" },"#)
+            .utf8))
+        try await withTemporaryDirectory { directory in
+            let database = directory.file("server.sqlite")
+            let old = try await withLiveServer(databasePath: database) { server in
+                let device = try await server.clientDevice("old", in: directory)
+                try await device.table("teams").insert(["name": "U12"])
+                try await device.sync()
+                return device.store.path
+            }
+            try await withLiveServer(databasePath: database, schema: v2) { server in
+                let newer = try await server.clientDevice("new", in: directory)
+                try await newer.sync()
+                try await newer.table("teams").update(1, ["colour": "red"])
+                try await newer.sync()
+
+                let store = try LocalStore.open(at: old)
+                #expect(store.schema.version == 1)
+                // The server moved to another port; the device keeps its token.
+                let token = try #require(try await store.server()).token
+                try await Synchronizer(store: store, server: .init(url: server.url, token: token)).sync()
+                #expect(store.schema.version == 2)
+                #expect(try await store.table("teams").find(1)?.text("colour") == "red")
+                #expect(try await store.contents() == server.contents())
+                // The upgrade is in the file.
+                try store.close()
+                #expect(try LocalStore.open(at: old).schema == v2)
+            }
+        }
+    }
+}

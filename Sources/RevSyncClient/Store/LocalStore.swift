@@ -193,31 +193,31 @@ public final class LocalStore: Sendable {
 
     // MARK: Schema
 
-    /// Follows a newer schema: new entities get tables, new attributes columns (see
-    /// `docs/schema.md` for what is refused).
-    func upgrade(to schema: Schema, in db: Database) throws {
-        let stored = try StoreState(db: db).schema()
-        let upgrade: SchemaUpgrade
-        do {
-            upgrade = try SchemaUpgrade(from: stored, to: schema) { entity in
-                try LocalTables(schema: stored, db: db).count(entity)
-            }
-        } catch let error as SchemaUpgradeError {
-            throw LocalStoreError(.schemaMismatch, error.message)
-        }
-        for step in upgrade.steps {
-            let statements: [String] =
-                switch step {
-                case .createEntity(let entity): LocalTables.createStatements(entity)
-                case .addAttribute(let entity, let attribute): LocalTables.addColumnStatements(entity, attribute)
+    /// Follows a newer schema: new entities get tables, new attributes columns; the same
+    /// schema changes nothing. See `docs/schema.md` for what is refused.
+    ///
+    /// - Throws: ``LocalStoreError`` `schemaMismatch` (nothing changed).
+    public func upgrade(to schema: Schema) async throws {
+        try await pool.write { db in
+            let stored = try StoreState(db: db).schema()
+            let upgrade: SchemaUpgrade
+            do {
+                upgrade = try SchemaUpgrade(from: stored, to: schema) { entity in
+                    try LocalTables(schema: stored, db: db).count(entity)
                 }
-            for statement in statements { try db.execute(sql: statement) }
+            } catch let error as SchemaUpgradeError {
+                throw LocalStoreError(.schemaMismatch, error.message)
+            }
+            for step in upgrade.steps {
+                let statements: [String] =
+                    switch step {
+                    case .createEntity(let entity): LocalTables.createStatements(entity)
+                    case .addAttribute(let entity, let attribute): LocalTables.addColumnStatements(entity, attribute)
+                    }
+                for statement in statements { try db.execute(sql: statement) }
+            }
+            try StoreState(db: db).set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
         }
-        try StoreState(db: db).set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
-    }
-
-    /// Switches to `schema` after ``upgrade(to:in:)`` committed.
-    func adopt(_ schema: Schema) {
         schemaBox.value = schema
     }
 }

@@ -154,6 +154,11 @@ public actor Synchronizer {
             throw SyncFailure.invalidResponse("\(error)")
         }
         stageHook?(.responseReceived)
+        if Self.namesUnknownData(message, schema: store.schema) {
+            // The server's schema grew: follow it before applying, so no value is dropped.
+            let newer = try await Schema.fetch(from: server.url, transport: transport)
+            if newer.version > store.schema.version { try await store.upgrade(to: newer) }
+        }
         let overwritten = try await store.pendingRecordsOverwritten(by: message)
         if !overwritten.isEmpty { broadcaster.emit(.pendingEditsOverwritten(overwritten)) }
         var report = try await store.apply(message, to: request, stageHook: stageHook)
@@ -162,6 +167,19 @@ public actor Synchronizer {
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
         if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
         return report
+    }
+
+    /// Whether the response holds entities or attributes the local schema does not know.
+    static func namesUnknownData(_ message: SyncMessage, schema: Schema) -> Bool {
+        for changeSet in message.changeSets {
+            for changes in changeSet.changes {
+                guard let entity = schema.entity(changes.entity) else { return true }
+                for record in changes.attributes.values where record.values.keys.contains(where: { entity.attribute($0) == nil }) {
+                    return true
+                }
+            }
+        }
+        return false
     }
 
     /// The body, gunzipped if it is gzip (URLSession may already have done it).
