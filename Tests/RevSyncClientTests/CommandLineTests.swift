@@ -72,6 +72,36 @@ import Testing
         }
     }
 
+    @Test func theCaseStudysCreateFromTheCommandLine() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let token = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", server.databasePath, "--name", "ipad"])
+                    .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                let store = directory.file("ipad.sqlite")
+                try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", token, "--store", store)
+                #expect(try await revsync("create", "screens", "name=Sprint", "--store", store) == "-1\n")
+                #expect(try await revsync(
+                    "create", "screen_instances", "screen_id=-1", "date=2014-02-01 13:15:23.487+01", "comment=", "--store", store) == "-2\n")
+                #expect(try await revsync("create", "screen_instance_items", "screen_instance_id=-2", "numeric_value=2", "--store", store) == "-3\n")
+                #expect(try await revsync("create", "screen_instance_items", "screen_instance_id=-2", "numeric_value=3.5", "--store", store) == "-4\n")
+
+                let report = try JSONSerialization.jsonObject(with: Data(try await revsync("sync", "--json", "--store", store).utf8)) as? [String: Any]
+                let mapped = (report?["permanentIDs"] as? [[String: Any]] ?? []).map { ($0["entity"] as? String ?? "", $0["temporaryID"] as? Int ?? 0) }
+                #expect(Set(mapped.map(\.0)) == ["screens", "screen_instances", "screen_instance_items"])
+                #expect(mapped.count == 4)
+                // On the device the records are permanent, and the references followed.
+                let items = try JSONSerialization.jsonObject(with: Data(try await revsync("list", "screen_instance_items", "--json", "--store", store).utf8)) as? [[String: Any]]
+                let instance = try #require(try JSONSerialization.jsonObject(
+                    with: Data(try await revsync("get", "screen_instances", "-2", "--json", "--store", store).utf8)) as? [String: Any])
+                let instanceID = try #require(instance["id"] as? Int)
+                #expect(instanceID > 0)
+                #expect(items?.count == 2)
+                #expect(items?.allSatisfy { ($0["id"] as? Int ?? 0) > 0 && ($0["values"] as? [String: Any])?["screen_instance_id"] as? Int == instanceID } == true)
+                #expect(try await server.record("screen_instance_items", 2)?["numeric_value"] == .real(3.5))
+            }
+        }
+    }
+
     @Test func mistakesGetOneClearLineAndChangeNothing() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
