@@ -21,16 +21,18 @@ struct ChangeSetProcessor {
 
     func process(_ changeSet: ChangeSet) throws -> ChangeSetOutcome {
         let outcome: ChangeSetOutcome = try writer.transaction {
+            // The lock comes first: another server instance may be committing this very change
+            // set (a client retrying elsewhere), and its outcome must be seen once it commits.
+            let current = try writer.lockRevision()
             if let id = changeSet.id, let stored = try writer.outcome(device: device.id, changeSetID: id) {
                 switch stored {
                 case .committed(let revision):
                     return .repeated(changeSetID: id, revision: revision)
                 case .conflict(let reason, let entries):
                     // Answered as the first time, with the server's truth as it is now.
-                    return try refusal(changeSet, reason, entries, evaluatedAt: try writer.currentRevision(), store: false)
+                    return try refusal(changeSet, reason, entries, evaluatedAt: current, store: false)
                 }
             }
-            let current = try writer.lockRevision()
             let plan: PlannedChangeSet
             switch ChangeSetValidator(schema: schema).validate(changeSet) {
             case .refused(let entries):

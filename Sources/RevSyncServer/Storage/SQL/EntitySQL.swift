@@ -1,0 +1,90 @@
+import RevSyncProtocol
+import RevSyncSQLite
+
+/// The SQL of one entity's table, written once per schema, for either database.
+///
+/// Every identifier comes from a validated schema name (`^[a-z][a-z0-9_]{0,62}$`) and is
+/// quoted as well; every value is bound.
+struct EntitySQL: Sendable {
+    let entity: Entity
+    let select: String
+    let selectAll: String
+    let insert: String
+    let update: String
+    let delete: String
+    /// Per attribute index, for references: the select of the records pointing at a parent.
+    let children: [Int: String]
+
+    init(_ entity: Entity) {
+        self.entity = entity
+        let table = quoted(entity.name)
+        let columns = (["id", "revision", "_writer", "_other_revision"] + entity.attributes.map { quoted($0.name) })
+            .joined(separator: ", ")
+        select = "SELECT \(columns) FROM \(table) WHERE id = ?"
+        selectAll = "SELECT \(columns) FROM \(table) ORDER BY id"
+        insert = "INSERT INTO \(table) (\(columns)) VALUES (\(Array(repeating: "?", count: 4 + entity.attributes.count).joined(separator: ", ")))"
+        let assignments = (["revision = ?", "_writer = ?", "_other_revision = ?"] + entity.attributes.map { "\(quoted($0.name)) = ?" })
+            .joined(separator: ", ")
+        update = "UPDATE \(table) SET \(assignments) WHERE id = ?"
+        delete = "DELETE FROM \(table) WHERE id = ?"
+        var children: [Int: String] = [:]
+        for (index, attribute) in entity.attributes.enumerated() where attribute.referenceTarget != nil {
+            children[index] = "SELECT \(columns) FROM \(table) WHERE \(quoted(attribute.name)) = ? ORDER BY id"
+        }
+        self.children = children
+    }
+
+    // MARK: Layout
+
+    static func createTable(_ entity: Entity, _ dialect: SQLDialect) -> [String] {
+        let columns = entity.attributes.map { ", \(quoted($0.name)) \(dialect.columnType($0.type))" }.joined()
+        var statements = [
+            "CREATE TABLE \(quoted(entity.name)) (id \(dialect.bigint) PRIMARY KEY, revision \(dialect.bigint) NOT NULL, "
+                + "_writer \(dialect.bigint) NOT NULL, _other_revision \(dialect.bigint) NOT NULL\(columns))",
+            "INSERT INTO _rs_ids (entity, next_id) VALUES (\(SQLIdentifier.literal(entity.name)), 1) ON CONFLICT (entity) DO NOTHING",
+        ]
+        for attribute in entity.attributes where attribute.referenceTarget != nil {
+            statements.append(createIndex(entity, attribute))
+        }
+        return statements
+    }
+
+    static func addColumn(_ entity: Entity, _ attribute: Attribute, _ dialect: SQLDialect) -> [String] {
+        var statements = ["ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(quoted(attribute.name)) \(dialect.columnType(attribute.type))"]
+        if attribute.referenceTarget != nil { statements.append(createIndex(entity, attribute)) }
+        return statements
+    }
+
+    private static func createIndex(_ entity: Entity, _ attribute: Attribute) -> String {
+        "CREATE INDEX \(SQLIdentifier.referenceIndex(entity.name, attribute.name)) ON \(quoted(entity.name)) (\(quoted(attribute.name)))"
+    }
+
+    // MARK: Values
+
+    func insertArguments(_ record: StoredRecord, _ dialect: SQLDialect) -> [SQLValue] {
+        [.integer(record.id.rawValue), .integer(record.revision), .integer(record.writer), .integer(record.otherRevision)]
+            + record.values.map(dialect.bind)
+    }
+
+    func updateArguments(_ record: StoredRecord, _ dialect: SQLDialect) -> [SQLValue] {
+        [.integer(record.revision), .integer(record.writer), .integer(record.otherRevision)]
+            + record.values.map(dialect.bind) + [.integer(record.id.rawValue)]
+    }
+
+    /// Reads a row selected by one of the selects.
+    func record(from row: [SQLValue], _ dialect: SQLDialect) throws -> StoredRecord {
+        guard row.count == 4 + entity.attributes.count, let id = row[0].integerValue, let revision = row[1].integerValue,
+              let writer = row[2].integerValue, let other = row[3].integerValue
+        else { throw StorageError.corrupt("a row of \(entity.name) does not have the expected columns") }
+        var values: [Value] = []
+        values.reserveCapacity(entity.attributes.count)
+        for (index, attribute) in entity.attributes.enumerated() {
+            values.append(try dialect.value(row[4 + index], attribute, of: entity.name))
+        }
+        return StoredRecord(id: RecordID(id), revision: revision, writer: writer, otherRevision: other, values: values)
+    }
+}
+
+func quoted(_ identifier: String) -> String {
+    SQLIdentifier.quoted(identifier)
+}

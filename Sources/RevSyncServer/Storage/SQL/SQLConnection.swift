@@ -1,0 +1,55 @@
+/// A value bound into or read out of SQL.
+enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case boolean(Bool)
+    /// Bytes; a document column (JSON) in either store.
+    case bytes([UInt8])
+
+    var integerValue: Int64? {
+        if case .integer(let value) = self { return value }
+        return nil
+    }
+
+    var textValue: String? {
+        if case .text(let value) = self { return value }
+        return nil
+    }
+
+    var bytesValue: [UInt8]? {
+        switch self {
+        case .bytes(let bytes): bytes
+        case .text(let text): Array(text.utf8)
+        default: nil
+        }
+    }
+}
+
+/// One database connection, used by one thread at a time: what ``SQLStorageAccess`` needs
+/// from a driver.
+///
+/// Statements are written with `?` placeholders; a connection rewrites them for its database.
+protocol SQLConnection: AnyObject {
+    var dialect: SQLDialect { get }
+    /// Runs a statement; returns the number of rows it changed.
+    @discardableResult
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int
+    /// Runs a query, calling `body` with each row, in order.
+    func query(_ sql: String, _ arguments: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws
+}
+
+extension SQLConnection {
+    func rows(_ sql: String, _ arguments: [SQLValue] = []) throws -> [[SQLValue]] {
+        var rows: [[SQLValue]] = []
+        try query(sql, arguments) { rows.append($0) }
+        return rows
+    }
+
+    func firstRow(_ sql: String, _ arguments: [SQLValue] = []) throws -> [SQLValue]? {
+        var first: [SQLValue]?
+        try query(sql, arguments) { row in if first == nil { first = row } }
+        return first
+    }
+}

@@ -1,0 +1,248 @@
+import Foundation
+import RevSyncProtocol
+
+/// The reader and writer of both stores, over one connection: the server's SQL, written once.
+///
+/// Valid only inside the closure it was given to; the connection is used by one thread at a
+/// time.
+final class SQLStorageAccess: StorageWriter {
+    let connection: any SQLConnection
+    private let entities: [String: EntitySQL]
+    private var dialect: SQLDialect { connection.dialect }
+    private var savepoints = 0
+
+    init(_ connection: any SQLConnection, entities: [String: EntitySQL]) {
+        self.connection = connection
+        self.entities = entities
+    }
+
+    private func sql(_ entity: Entity) throws -> EntitySQL {
+        guard let sql = entities[entity.name] else {
+            throw StorageError.schemaMismatch("entity \(entity.name) is not in the schema this store was opened with")
+        }
+        return sql
+    }
+
+    private func records(_ query: String, _ arguments: [SQLValue], _ sql: EntitySQL) throws -> [StoredRecord] {
+        var records: [StoredRecord] = []
+        try connection.query(query, arguments) { records.append(try sql.record(from: $0, dialect)) }
+        return records
+    }
+
+    private static func now() -> Int64 {
+        Int64(Date().timeIntervalSince1970)
+    }
+
+    // MARK: StorageReader
+
+    func currentRevision() throws -> Revision {
+        try connection.firstRow("SELECT revision FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
+    }
+
+    func logFloor() throws -> Revision {
+        try connection.firstRow("SELECT log_floor FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
+    }
+
+    func logEntries(after: Revision, through: Revision) throws -> [LogEntry] {
+        var entries: [LogEntry] = []
+        try connection.query(
+            "SELECT revision, device_id, change_set_id, body FROM _rs_log WHERE revision > ? AND revision <= ? ORDER BY revision",
+            [.integer(after), .integer(through)]
+        ) { entries.append(try Self.logEntry($0)) }
+        return entries
+    }
+
+    func logEntry(at revision: Revision) throws -> LogEntry? {
+        try connection.firstRow("SELECT revision, device_id, change_set_id, body FROM _rs_log WHERE revision = ?", [.integer(revision)])
+            .map(Self.logEntry)
+    }
+
+    private static func logEntry(_ row: [SQLValue]) throws -> LogEntry {
+        guard let revision = row[0].integerValue, let device = row[1].integerValue, let body = row[3].bytesValue else {
+            throw StorageError.corrupt("a change log row does not have the expected columns")
+        }
+        return LogEntry(revision: revision, device: device, changeSetID: row[2].textValue, body: body)
+    }
+
+    func records(_ entity: Entity, ids: [RecordID]) throws -> [StoredRecord] {
+        let sql = try sql(entity)
+        var found: [StoredRecord] = []
+        found.reserveCapacity(ids.count)
+        for id in ids { found.append(contentsOf: try records(sql.select, [.integer(id.rawValue)], sql)) }
+        return found
+    }
+
+    func allRecords(_ entity: Entity, _ body: (StoredRecord) throws -> Void) throws {
+        let sql = try sql(entity)
+        try connection.query(sql.selectAll, []) { try body(try sql.record(from: $0, dialect)) }
+    }
+
+    func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord] {
+        let sql = try sql(entity)
+        guard let select = sql.children[attributeIndex] else {
+            preconditionFailure("\(entity.name) attribute \(attributeIndex) is not a reference")
+        }
+        return try records(select, [.integer(parent.rawValue)], sql)
+    }
+
+    func outcome(device: Int64, changeSetID: String) throws -> StoredOutcome? {
+        guard let row = try connection.firstRow(
+            "SELECT revision, conflict FROM _rs_outcomes WHERE device_id = ? AND change_set_id = ?", [.integer(device), .text(changeSetID)])
+        else { return nil }
+        if let revision = row[0].integerValue { return .committed(revision: revision) }
+        guard let json = row[1].bytesValue else { throw StorageError.corrupt("an outcome has neither a revision nor a conflict") }
+        return try StoredOutcome.decodeConflict(json)
+    }
+
+    func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping? {
+        try connection.firstRow(
+            "SELECT temporary_id, entity, permanent_id, revision FROM _rs_id_map WHERE device_id = ? AND temporary_id = ?",
+            [.integer(device), .integer(temporaryID.rawValue)]
+        ).map(Self.mapping)
+    }
+
+    func mappings(device: Int64, revision: Revision) throws -> [IDMapping] {
+        try connection.rows(
+            "SELECT temporary_id, entity, permanent_id, revision FROM _rs_id_map WHERE device_id = ? AND revision = ?",
+            [.integer(device), .integer(revision)]
+        ).map(Self.mapping)
+    }
+
+    private static func mapping(_ row: [SQLValue]) throws -> IDMapping {
+        guard let temporary = row[0].integerValue, let entity = row[1].textValue, let permanent = row[2].integerValue,
+              let revision = row[3].integerValue
+        else { throw StorageError.corrupt("an ID map row does not have the expected columns") }
+        return IDMapping(temporaryID: RecordID(temporary), entity: entity, permanentID: RecordID(permanent), revision: revision)
+    }
+
+    func device(tokenHash: String) throws -> Device? {
+        guard let row = try connection.firstRow(
+            "SELECT id, name, role FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL", [.text(tokenHash)])
+        else { return nil }
+        return try Self.device(row)
+    }
+
+    func allDevices() throws -> [DeviceRecord] {
+        try connection.rows("SELECT id, name, role, created_at, revoked_at FROM _rs_devices ORDER BY id").map { row in
+            guard let created = row[3].integerValue else { throw StorageError.corrupt("a device has no creation date") }
+            return DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[4].integerValue)
+        }
+    }
+
+    private static func device(_ row: [SQLValue]) throws -> Device {
+        guard let id = row[0].integerValue, let name = row[1].textValue, let role = row[2].textValue.flatMap(Role.init(rawValue:)) else {
+            throw StorageError.corrupt("a device row does not have the expected columns")
+        }
+        return Device(id: id, name: name, role: role)
+    }
+
+    // MARK: StorageWriter
+
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try connection.execute(dialect.beginWrite, [])
+        do {
+            let result = try body()
+            try connection.execute("COMMIT", [])
+            return result
+        } catch {
+            _ = try? connection.execute("ROLLBACK", [])
+            throw error
+        }
+    }
+
+    func savepoint(_ body: () throws -> Bool) throws {
+        savepoints += 1
+        let name = "rs_\(savepoints)"
+        try connection.execute("SAVEPOINT \(name)", [])
+        let keep: Bool
+        do {
+            keep = try body()
+        } catch {
+            _ = try? connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
+            _ = try? connection.execute("RELEASE SAVEPOINT \(name)", [])
+            throw error
+        }
+        if !keep { try connection.execute("ROLLBACK TO SAVEPOINT \(name)", []) }
+        try connection.execute("RELEASE SAVEPOINT \(name)", [])
+    }
+
+    func lockRevision() throws -> Revision {
+        try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
+    }
+
+    func setRevision(_ revision: Revision) throws {
+        try connection.execute("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(revision)])
+    }
+
+    func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
+        guard let first = try connection.firstRow(
+            "UPDATE _rs_ids SET next_id = next_id + ? WHERE entity = ? RETURNING next_id - ?",
+            [.integer(Int64(count)), .text(entity.name), .integer(Int64(count))]
+        )?.first?.integerValue else {
+            throw StorageError.corrupt("no ID counter for \(entity.name)")
+        }
+        return RecordID(first)
+    }
+
+    func insert(_ entity: Entity, _ record: StoredRecord) throws {
+        let sql = try sql(entity)
+        try connection.execute(sql.insert, sql.insertArguments(record, dialect))
+    }
+
+    func update(_ entity: Entity, _ record: StoredRecord) throws {
+        let sql = try sql(entity)
+        try connection.execute(sql.update, sql.updateArguments(record, dialect))
+    }
+
+    func delete(_ entity: Entity, id: RecordID) throws {
+        try connection.execute(try sql(entity).delete, [.integer(id.rawValue)])
+    }
+
+    func appendLog(_ entry: LogEntry) throws {
+        try connection.execute(
+            "INSERT INTO _rs_log (revision, device_id, change_set_id, body, committed_at) VALUES (?, ?, ?, ?, ?)",
+            [.integer(entry.revision), .integer(entry.device), entry.changeSetID.map(SQLValue.text) ?? .null, .bytes(entry.body),
+             .integer(Self.now())])
+    }
+
+    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome) throws {
+        let revision: SQLValue
+        let conflict: SQLValue
+        switch outcome {
+        case .committed(let committed):
+            revision = .integer(committed)
+            conflict = .null
+        case .conflict:
+            revision = .null
+            conflict = .bytes(outcome.encodedConflict())
+        }
+        try connection.execute(
+            "INSERT INTO _rs_outcomes (device_id, change_set_id, revision, conflict, processed_at) VALUES (?, ?, ?, ?, ?)",
+            [.integer(device), .text(changeSetID), revision, conflict, .integer(Self.now())])
+    }
+
+    func saveMapping(device: Int64, _ mapping: IDMapping) throws {
+        try connection.execute(
+            "INSERT INTO _rs_id_map (device_id, temporary_id, entity, permanent_id, revision) VALUES (?, ?, ?, ?, ?)",
+            [.integer(device), .integer(mapping.temporaryID.rawValue), .text(mapping.entity), .integer(mapping.permanentID.rawValue),
+             .integer(mapping.revision)])
+    }
+
+    func createDevice(name: String, role: Role, tokenHash: String) throws -> Int64 {
+        guard let id = try connection.firstRow(
+            "INSERT INTO _rs_devices (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+            [.text(name), .text(role.rawValue), .text(tokenHash), .integer(Self.now())]
+        )?.first?.integerValue else {
+            throw StorageError.corrupt("creating a device returned no ID")
+        }
+        return id
+    }
+
+    func revokeDevice(id: Int64) throws -> Bool {
+        try connection.execute("UPDATE _rs_devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [.integer(Self.now()), .integer(id)]) > 0
+    }
+
+    func purgeOutcomes(processedBefore date: Int64) throws -> Int {
+        try connection.execute("DELETE FROM _rs_outcomes WHERE processed_at < ?", [.integer(date)])
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import RevSyncProtocol
+
+/// The server's own tables, as numbered migrations, and the entity tables of the schema it
+/// serves: the setup every store runs when it opens, in one transaction.
+enum ServerTables {
+    struct Migration: Sendable {
+        let version: Int
+        let name: String
+        let statements: @Sendable (SQLDialect) -> [String]
+    }
+
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "server tables") { dialect in
+            [
+                "CREATE TABLE _rs_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                "CREATE TABLE _rs_counter (id INTEGER PRIMARY KEY CHECK (id = 1), revision \(dialect.bigint) NOT NULL, log_floor \(dialect.bigint) NOT NULL)",
+                "INSERT INTO _rs_counter (id, revision, log_floor) VALUES (1, 0, 0)",
+                "CREATE TABLE _rs_ids (entity TEXT PRIMARY KEY, next_id \(dialect.bigint) NOT NULL)",
+                """
+                CREATE TABLE _rs_log (revision \(dialect.bigint) PRIMARY KEY, device_id \(dialect.bigint) NOT NULL, change_set_id TEXT,
+                    body \(dialect.document) NOT NULL, committed_at \(dialect.bigint) NOT NULL)
+                """,
+                """
+                CREATE TABLE _rs_outcomes (device_id \(dialect.bigint) NOT NULL, change_set_id TEXT NOT NULL, revision \(dialect.bigint),
+                    conflict \(dialect.document), processed_at \(dialect.bigint) NOT NULL, PRIMARY KEY (device_id, change_set_id))
+                """,
+                "CREATE INDEX _rs_outcomes_processed_at ON _rs_outcomes (processed_at)",
+                """
+                CREATE TABLE _rs_id_map (device_id \(dialect.bigint) NOT NULL, temporary_id \(dialect.bigint) NOT NULL, entity TEXT NOT NULL,
+                    permanent_id \(dialect.bigint) NOT NULL, revision \(dialect.bigint) NOT NULL, PRIMARY KEY (device_id, temporary_id))
+                """,
+                "CREATE INDEX _rs_id_map_revision ON _rs_id_map (device_id, revision)",
+                """
+                CREATE TABLE _rs_devices (id \(dialect.identity), name TEXT NOT NULL, role TEXT NOT NULL,
+                    token_hash TEXT NOT NULL UNIQUE, created_at \(dialect.bigint) NOT NULL, revoked_at \(dialect.bigint))
+                """,
+                "INSERT INTO _rs_meta (key, value) VALUES ('dataset_id', '\(UUID().uuidString)')",
+            ]
+        }
+    ]
+
+    /// Brings the server's tables to the newest version and, given a schema, creates or
+    /// upgrades its entity tables, in the caller's write transaction (which `lockSetup`
+    /// serialises against other instances starting at the same moment).
+    static func setUp(_ connection: any SQLConnection, schema: Schema?) throws {
+        let dialect = connection.dialect
+        if let lock = dialect.lockSetup { try connection.query(lock, []) { _ in } }
+        try connection.execute(
+            "CREATE TABLE IF NOT EXISTS _rs_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at \(dialect.bigint) NOT NULL)", [])
+        let applied = Set(try connection.rows("SELECT version FROM _rs_migrations").compactMap { $0.first?.integerValue })
+        for migration in migrations where !applied.contains(Int64(migration.version)) {
+            for statement in migration.statements(dialect) { try connection.execute(statement, []) }
+            try connection.execute(
+                "INSERT INTO _rs_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                [.integer(Int64(migration.version)), .text(migration.name), .integer(Int64(Date().timeIntervalSince1970))])
+        }
+        if let latest = applied.max(), latest > Int64(migrations.last!.version) {
+            throw StorageError.schemaMismatch("the database was set up by a newer RevSync (server tables version \(latest))")
+        }
+        guard let schema else { return }
+        let stored = try storedSchema(connection)
+        let upgrade = try SchemaUpgrade(from: stored, to: schema) { entity in
+            Int(try connection.firstRow("SELECT count(*) FROM \(quoted(entity.name))")?.first?.integerValue ?? 0)
+        }
+        for step in upgrade.steps {
+            let statements: [String] =
+                switch step {
+                case .createEntity(let entity): EntitySQL.createTable(entity, dialect)
+                case .addAttribute(let entity, let attribute): EntitySQL.addColumn(entity, attribute, dialect)
+                }
+            for statement in statements { try connection.execute(statement, []) }
+        }
+        try connection.execute(
+            "INSERT INTO _rs_meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [.text(String(decoding: schema.jsonBytes(), as: UTF8.self))])
+    }
+
+    static func storedSchema(_ connection: any SQLConnection) throws -> Schema? {
+        guard let json = try connection.firstRow("SELECT value FROM _rs_meta WHERE key = 'schema'")?.first?.textValue else { return nil }
+        do {
+            return try Schema(json: Array(json.utf8))
+        } catch {
+            throw StorageError.corrupt("the stored schema does not load: \(error)")
+        }
+    }
+}

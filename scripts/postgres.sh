@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# A private PostgreSQL cluster for tests, on a free loopback port, in a temporary directory.
+#
+#   source scripts/postgres.sh
+#   postgres_start        # sets REVSYNC_POSTGRES_URL (and POSTGRES_DIR); returns 1 without PostgreSQL
+#   postgres_stop
+#
+# initdb refuses to run as root: as root, the cluster runs as the `postgres` user (created by
+# Debian's postgresql package) or, failing that, `nobody`.
+
+postgres_bindir() {
+    local dir
+    for dir in /usr/lib/postgresql/*/bin /usr/local/opt/postgresql*/bin /opt/homebrew/opt/postgresql*/bin; do
+        if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then echo "$dir"; return 0; fi
+    done
+    if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then dirname "$(command -v initdb)"; return 0; fi
+    return 1
+}
+
+postgres_free_port() {
+    local port
+    for _ in $(seq 1 50); do
+        port=$((20000 + RANDOM % 20000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
+    done
+    return 1
+}
+
+postgres_as_owner() {
+    if [ -n "${POSTGRES_OWNER:-}" ]; then
+        runuser -u "$POSTGRES_OWNER" -- "$@"
+    else
+        "$@"
+    fi
+}
+
+postgres_start() {
+    local bindir port
+    bindir=$(postgres_bindir) || { echo "PostgreSQL server binaries not found" >&2; return 1; }
+    port=$(postgres_free_port) || { echo "no free port for PostgreSQL" >&2; return 1; }
+    POSTGRES_DIR=$(mktemp -d "${TMPDIR:-/tmp}/revsync-postgres.XXXXXX")
+    POSTGRES_BINDIR=$bindir
+    POSTGRES_OWNER=""
+    if [ "$(id -u)" -eq 0 ]; then
+        if id postgres >/dev/null 2>&1; then POSTGRES_OWNER=postgres; else POSTGRES_OWNER=nobody; fi
+        chown "$POSTGRES_OWNER" "$POSTGRES_DIR"
+        chmod 755 "$POSTGRES_DIR"
+    fi
+    export POSTGRES_DIR POSTGRES_BINDIR POSTGRES_OWNER
+    postgres_as_owner "$bindir/initdb" -D "$POSTGRES_DIR/data" --auth=trust --username=revsync \
+        --encoding=UTF8 --locale=C -N >"$POSTGRES_DIR/initdb.log" 2>&1 \
+        || { cat "$POSTGRES_DIR/initdb.log" >&2; return 1; }
+    # Tests need speed, not durability: the data directory is thrown away afterwards.
+    postgres_as_owner "$bindir/pg_ctl" -D "$POSTGRES_DIR/data" -l "$POSTGRES_DIR/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $POSTGRES_DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+        start >/dev/null || { cat "$POSTGRES_DIR/server.log" >&2; return 1; }
+    postgres_as_owner "$bindir/createdb" -h 127.0.0.1 -p "$port" -U revsync revsync
+    export REVSYNC_POSTGRES_URL="postgres://revsync@127.0.0.1:$port/revsync"
+    echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') running at $REVSYNC_POSTGRES_URL"
+}
+
+postgres_stop() {
+    if [ -n "${POSTGRES_DIR:-}" ] && [ -d "$POSTGRES_DIR/data" ]; then
+        postgres_as_owner "$POSTGRES_BINDIR/pg_ctl" -D "$POSTGRES_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+        rm -rf "$POSTGRES_DIR"
+    fi
+}
