@@ -27,6 +27,9 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .systemLibrary(
+            name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
         .target(
             name: "RevSyncProtocol",
             dependencies: ["CZlib"],
@@ -45,6 +48,7 @@ let package = Package(
             dependencies: [
                 "RevSyncProtocol",
                 "RevSyncSQLite",
+                "CPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),

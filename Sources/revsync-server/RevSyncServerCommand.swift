@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import RevSyncProtocol
+import RevSyncServer
 
 @main
 struct RevSyncServerCommand: AsyncParsableCommand {
@@ -13,8 +15,23 @@ struct RevSyncServerCommand: AsyncParsableCommand {
 
 /// Options every command that opens the database takes.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .long, help: "The SQLite database file.")
+    @Option(name: .long, help: "A SQLite file, or a PostgreSQL URL (postgres://user:password@host:port/database).")
     var database: String = "./revsync.sqlite"
+
+    @Option(help: "PostgreSQL: the most connections this instance opens.")
+    var poolSize: Int = 10
+
+    var location: StorageLocation { StorageLocation(database) }
+
+    /// Opens the store, or prints why not and exits with 1.
+    func open(schema: Schema?, durability: SQLiteStorage.Durability = .full) async throws -> any SyncStorage {
+        do {
+            return try await location.open(schema: schema, durability: durability, poolSize: poolSize)
+        } catch {
+            printError("revsync-server: cannot open \(location): \(error)")
+            throw ExitCode.failure
+        }
+    }
 }
 
 /// Prints to standard error.

@@ -24,7 +24,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The largest request body accepted, in bytes, after decompression.")
     var maxBodySize: Int = 64 * 1024 * 1024
 
-    @Option(help: "full: commits survive power loss; normal: they survive a crash of the server only.")
+    @Option(help: "SQLite: full: commits survive power loss; normal: they survive a crash of the server only.")
     var durability: String = "full"
 
     @Option(help: "Forget change set outcomes after this many days (default: keep forever).")
@@ -40,6 +40,7 @@ struct Serve: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
+        guard database.poolSize >= 1 else { throw ValidationError("--pool-size must be 1 or more") }
     }
 
     func run() async throws {
@@ -52,14 +53,7 @@ struct Serve: AsyncParsableCommand {
             printError("revsync-server: \(error)")
             throw ExitCode.failure
         }
-        let storage: SQLiteStorage
-        do {
-            storage = try SQLiteStorage(
-                path: database.database, schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!)
-        } catch {
-            printError("revsync-server: cannot open \(database.database): \(error)")
-            throw ExitCode.failure
-        }
+        let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!)
         if try await storage.withReader({ try $0.allDevices().isEmpty }) {
             let (_, token) = try await Token.create(name: "admin", role: .admin, in: storage)
             printOutput("""
@@ -67,7 +61,7 @@ struct Serve: AsyncParsableCommand {
 
                     \(token)
 
-                Create tokens for devices with: revsync-server token create --database \(database.database) --name NAME --role member
+                Create tokens for devices with: revsync-server token create --database \(database.location) --name NAME --role member
                 """)
         }
         var configuration = ServerConfiguration()
@@ -82,7 +76,7 @@ struct Serve: AsyncParsableCommand {
         let revision = try await storage.withReader { try $0.currentRevision() }
         let server = SyncHTTPServer(engine: engine, configuration: configuration, logger: logger)
         try await server.run(services: services) { [host, database] port in
-            printOutput("RevSync server listening on http://\(host):\(port) (database \(database.database), schema version \(schema.version), revision \(revision))")
+            printOutput("RevSync server listening on http://\(host):\(port) (database \(database.location), schema version \(schema.version), revision \(revision))")
         }
         try await storage.close()
     }

@@ -27,7 +27,7 @@ struct TokenCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let storage = try SQLiteStorage(path: database.database, schema: nil)
+            let storage = try await database.open(schema: nil)
             let (_, token) = try await Token.create(name: name, role: Role(rawValue: role)!, in: storage)
             try await storage.close()
             print(token)
@@ -40,7 +40,7 @@ struct TokenCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            let storage = try SQLiteStorage(path: database.database, schema: nil)
+            let storage = try await database.open(schema: nil)
             let devices = try await storage.withReader { try $0.allDevices() }
             try await storage.close()
             print("ID\tROLE\tSTATE\tCREATED\tNAME")
@@ -61,7 +61,7 @@ struct TokenCommand: AsyncParsableCommand {
         var id: Int64
 
         func run() async throws {
-            let storage = try SQLiteStorage(path: database.database, schema: nil)
+            let storage = try await database.open(schema: nil)
             let revoked = try await storage.withWriter { writer in try writer.transaction { try writer.revokeDevice(id: id) } }
             try await storage.close()
             guard revoked else {

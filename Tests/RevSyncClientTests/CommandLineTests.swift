@@ -21,7 +21,7 @@ import Testing
     @Test func twoDevicesInFiveMinutes() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let database = server.databasePath
+                let database = server.database
                 let tokenA = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "alice"])
                 let tokenB = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "bob"])
                 let alice = directory.file("alice.sqlite"), bob = directory.file("bob.sqlite")
@@ -75,7 +75,7 @@ import Testing
     @Test func theCaseStudysCreateFromTheCommandLine() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let token = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", server.databasePath, "--name", "ipad"])
+                let token = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", server.database, "--name", "ipad"])
                     .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
                 let store = directory.file("ipad.sqlite")
                 try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", token, "--store", store)

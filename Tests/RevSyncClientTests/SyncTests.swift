@@ -284,14 +284,14 @@ extension Array {
             .replacing(#""age_group": { "type": "text" },"#, with: #""age_group": { "type": "text" }, "colour": { "type": "text" },"#)
             .utf8))
         try await withTemporaryDirectory { directory in
-            let database = directory.file("server.sqlite")
-            let old = try await withLiveServer(databasePath: database) { server in
+          try await withTestDatabase(.sqlite) { database in
+            let old = try await withLiveServer(database: database) { server in
                 let device = try await server.clientDevice("old", in: directory)
                 try await device.table("teams").insert(["name": "U12"])
                 try await device.sync()
                 return device.store.path
             }
-            try await withLiveServer(databasePath: database, schema: v2) { server in
+            try await withLiveServer(database: database, schema: v2) { server in
                 let newer = try await server.clientDevice("new", in: directory)
                 try await newer.sync()
                 try await newer.table("teams").update(1, ["colour": "red"])
@@ -309,6 +309,7 @@ extension Array {
                 try store.close()
                 #expect(try LocalStore.open(at: old).schema == v2)
             }
+          }
         }
     }
 }

@@ -5,8 +5,9 @@ import Testing
 
 /// The case study's scenarios, over HTTP against a real server and SQLite file.
 @Suite struct CaseStudyTests {
-    @Test func updateOfAUserRecord() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func updateOfAUserRecord(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let created = try await device.sync([
                 .new().creating("users", -1, ["first_name": "Flo", "last_name": "K", "date_of_birth": "1979-09-12 00:00:00.000+00"])
@@ -34,8 +35,9 @@ import Testing
         }
     }
 
-    @Test func createWithTemporaryIDsAndAReferenceBetweenThem() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func createWithTemporaryIDsAndAReferenceBetweenThem(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let screenResponse = try await device.sync([.new().creating("screens", -1, ["name": "Sprint"])])
             let screen = try #require(screenResponse.permanentID(of: -1, in: "screens"))
@@ -71,8 +73,9 @@ import Testing
         }
     }
 
-    @Test func clientBehindBySeveralRevisionsGetsTheMissingChangeSetsPlusItsOwn() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func clientBehindBySeveralRevisionsGetsTheMissingChangeSetsPlusItsOwn(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let colleague = try await server.device("colleague")
             let device = try await server.device("behind")
             try await colleague.sync([.new().creating("seasons", -100, ["name": "2014"])])

@@ -6,33 +6,34 @@ import Testing
 
 /// The `revsync-server` executable, run as a person would.
 @Suite struct CommandLineTests {
-    @Test func tokenCreatePrintsTheTokenAloneAndAViewerIsForbidden() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let database = directory.file("server.sqlite")
-        let result = try await ExecutableProcess.run(
-            "revsync-server", ["token", "create", "--database", database, "--name", "tablet 7", "--role", "viewer"])
-        #expect(result.status == 0, "\(result.stderr)")
-        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines.count == 2 && lines[1].isEmpty)
-        let token = String(lines[0])
-        #expect(token.hasPrefix("rs_") && token.count == 46)
+    @Test(arguments: StoreKind.all)
+    func tokenCreatePrintsTheTokenAloneAndAViewerIsForbidden(store: StoreKind) async throws {
+        try await withTestDatabase(store) { testDatabase in
+            let database = testDatabase.location
+            let result = try await ExecutableProcess.run(
+                "revsync-server", ["token", "create", "--database", database, "--name", "tablet 7", "--role", "viewer"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            #expect(lines.count == 2 && lines[1].isEmpty)
+            let token = String(lines[0])
+            #expect(token.hasPrefix("rs_") && token.count == 46)
 
-        try await withLiveServer(databasePath: database) { server in
-            let response = try await server.send(
-                "POST", "/sync", headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
-                body: SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": "V"])]).jsonBytes())
-            #expect(response.status == 200)
-            let message = try SyncMessage(json: response.body, sender: .server)
-            #expect(message.changeSets.first?.reason == .forbidden)
-            #expect(try await server.count("venues") == 0)
+            try await withLiveServer(database: testDatabase) { server in
+                let response = try await server.send(
+                    "POST", "/sync", headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                    body: SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": "V"])]).jsonBytes())
+                #expect(response.status == 200)
+                let message = try SyncMessage(json: response.body, sender: .server)
+                #expect(message.changeSets.first?.reason == .forbidden)
+                #expect(try await server.count("venues") == 0)
+            }
+
+            let listed = try await ExecutableProcess.run("revsync-server", ["token", "list", "--database", database])
+            #expect(listed.status == 0)
+            #expect(listed.stdout.contains("viewer\tactive"))
+            #expect(listed.stdout.contains("tablet 7"))
+            #expect(!listed.stdout.contains(token))
         }
-
-        let listed = try await ExecutableProcess.run("revsync-server", ["token", "list", "--database", database])
-        #expect(listed.status == 0)
-        #expect(listed.stdout.contains("viewer\tactive"))
-        #expect(listed.stdout.contains("tablet 7"))
-        #expect(!listed.stdout.contains(token))
     }
 
     @Test func tokenCreateRefusesAnUnknownRole() async throws {
@@ -45,29 +46,30 @@ import Testing
         #expect(result.stderr.contains("--role must be admin, member or viewer"))
     }
 
-    @Test func firstStartCreatesAnAdminTokenOnceAndServes() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let database = directory.file("server.sqlite")
+    @Test(arguments: StoreKind.all)
+    func firstStartCreatesAnAdminTokenOnceAndServes(store: StoreKind) async throws {
+        try await withTestDatabase(store) { testDatabase in
+            let database = testDatabase.location
 
-        let first = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database])
-        let output = try await first.waitForOutput(containing: "listening on http://127.0.0.1:")
-        let token = try #require(output.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("rs_") }.map(String.init))
-        let port = try #require(Self.port(in: output))
-        let response = try await RawHTTPClient.send(
-            port: port, method: "POST", path: "/sync",
-            headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
-            body: SyncMessage(maxRevision: 0, changeSets: [.new().creating("screens", -1, ["name": "Sprint"])]).jsonBytes())
-        #expect(response.status == 200)
-        first.terminate()
-        #expect(await first.exitStatus() == 0)
+            let first = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database])
+            let output = try await first.waitForOutput(containing: "listening on http://127.0.0.1:")
+            let token = try #require(output.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("rs_") }.map(String.init))
+            let port = try #require(Self.port(in: output))
+            let response = try await RawHTTPClient.send(
+                port: port, method: "POST", path: "/sync",
+                headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                body: SyncMessage(maxRevision: 0, changeSets: [.new().creating("screens", -1, ["name": "Sprint"])]).jsonBytes())
+            #expect(response.status == 200)
+            first.terminate()
+            #expect(await first.exitStatus() == 0)
 
-        let second = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database])
-        let secondOutput = try await second.waitForOutput(containing: "listening on")
-        #expect(!secondOutput.contains("rs_"))
-        #expect(secondOutput.contains("revision 1"))
-        second.terminate()
-        #expect(await second.exitStatus() == 0)
+            let second = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database])
+            let secondOutput = try await second.waitForOutput(containing: "listening on")
+            #expect(!secondOutput.contains("Created the first admin token"))
+            #expect(secondOutput.contains("revision 1"))
+            second.terminate()
+            #expect(await second.exitStatus() == 0)
+        }
     }
 
     @Test func invalidSchemaFileIsAClearError() async throws {
@@ -82,20 +84,21 @@ import Testing
         #expect(result.stderr.contains("\"coaches\" is not an entity"))
     }
 
-    @Test func revokedTokensStopWorking() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let database = directory.file("server.sqlite")
-        let token = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "a"])
-            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let revoke = try await ExecutableProcess.run("revsync-server", ["token", "revoke", "--database", database, "--id", "1"])
-        #expect(revoke.status == 0)
-        let again = try await ExecutableProcess.run("revsync-server", ["token", "revoke", "--database", database, "--id", "1"])
-        #expect(again.status != 0)
-        try await withLiveServer(databasePath: database) { server in
-            let response = try await server.send(
-                "POST", "/sync", headers: [("Authorization", "Bearer \(token)")], body: Array(#"{"maxRevision":0,"changeSets":[]}"#.utf8))
-            #expect(response.status == 401)
+    @Test(arguments: StoreKind.all)
+    func revokedTokensStopWorking(store: StoreKind) async throws {
+        try await withTestDatabase(store) { testDatabase in
+            let database = testDatabase.location
+            let token = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "a"])
+                .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let revoke = try await ExecutableProcess.run("revsync-server", ["token", "revoke", "--database", database, "--id", "1"])
+            #expect(revoke.status == 0)
+            let again = try await ExecutableProcess.run("revsync-server", ["token", "revoke", "--database", database, "--id", "1"])
+            #expect(again.status != 0)
+            try await withLiveServer(database: testDatabase) { server in
+                let response = try await server.send(
+                    "POST", "/sync", headers: [("Authorization", "Bearer \(token)")], body: Array(#"{"maxRevision":0,"changeSets":[]}"#.utf8))
+                #expect(response.status == 401)
+            }
         }
     }
 

@@ -6,8 +6,9 @@ import Testing
 /// Nobody overwrites or deletes a change they have not seen; a refused change set changes
 /// nothing and brings back the server's truth.
 @Suite struct ConflictTests {
-    @Test func staleUpdateIsRefusedWithTheServersValues() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func staleUpdateIsRefusedWithTheServersValues(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (player, created) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez"])
@@ -31,8 +32,9 @@ import Testing
         }
     }
 
-    @Test func deleteOfARecordSomeoneUpdatedIsRefused() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func deleteOfARecordSomeoneUpdatedIsRefused(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
@@ -54,8 +56,9 @@ import Testing
         }
     }
 
-    @Test func updateOfADeletedRecordIsRefused() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func updateOfADeletedRecordIsRefused(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (venue, created) = try await alice.create("venues", ["name": "North field"])
@@ -76,8 +79,9 @@ import Testing
         }
     }
 
-    @Test func refusedDeleteOfAParentReturnsTheParentAndItsCascadedChildren() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func refusedDeleteOfAParentReturnsTheParentAndItsCascadedChildren(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
@@ -105,8 +109,9 @@ import Testing
         }
     }
 
-    @Test func conflictInTheLastRecordLeavesNoTraceOfTheFirstOnes() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func conflictInTheLastRecordLeavesNoTraceOfTheFirstOnes(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (player, created) = try await alice.create("players", ["first_name": "A", "last_name": "B"])
@@ -132,8 +137,9 @@ import Testing
         }
     }
 
-    @Test func referenceToATemporaryIDWhoseCreateWasRefusedIsAMissingReference() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func referenceToATemporaryIDWhoseCreateWasRefusedIsAMissingReference(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let player = try await device.create("players", ["first_name": "A", "last_name": "B"]).id
             let refusedCreate = ChangeSet.new().creating("teams", -10, ["age_group": "U12"])  // no name: invalid
@@ -153,8 +159,9 @@ import Testing
         }
     }
 
-    @Test func referenceToARecordThatDoesNotExistIsAMissingReference() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func referenceToARecordThatDoesNotExistIsAMissingReference(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let refused = ChangeSet.new().creating("screen_instances", -1, ["screen_id": 749])
             let response = try await device.sync([refused])
@@ -164,8 +171,9 @@ import Testing
         }
     }
 
-    @Test func deleteCascadingToAChildTheClientNeverSawIsStale() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func deleteCascadingToAChildTheClientNeverSawIsStale(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
@@ -193,8 +201,9 @@ import Testing
         }
     }
 
-    @Test func nullifyingARecordSomeoneChangedSinceIsStale() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func nullifyingARecordSomeoneChangedSinceIsStale(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (coach, created) = try await alice.create("users", ["first_name": "C", "last_name": "D"])
@@ -209,8 +218,9 @@ import Testing
         }
     }
 
-    @Test func denyRuleRefusesADeleteWhileChildrenExist() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func denyRuleRefusesADeleteWhileChildrenExist(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let (screen, created) = try await device.create("screens", ["name": "Sprint"])
             let item = try await device.create("screen_items", ["screen_id": .integer(screen.rawValue), "label": "10 m"]).id
@@ -230,8 +240,9 @@ import Testing
         }
     }
 
-    @Test func viewerChangesAreForbidden() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func viewerChangesAreForbidden(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let member = try await server.device("member")
             let viewer = try await server.device("viewer", role: .viewer)
             let (team, created) = try await member.create("teams", ["name": "U12"])

@@ -6,8 +6,9 @@ import Testing
 /// Deletes follow the schema's rules, and the committed change set tells every device what
 /// they did.
 @Suite struct DeleteRuleTests {
-    @Test func cascadesAreListedInTheCommittedChangeSet() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func cascadesAreListedInTheCommittedChangeSet(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let other = try await server.device("other")
             let (team, created) = try await device.create("teams", ["name": "U12"])
@@ -37,8 +38,9 @@ import Testing
         }
     }
 
-    @Test func nullifiedRecordsAreListedAsUpdatesWithFullAttributes() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func nullifiedRecordsAreListedAsUpdatesWithFullAttributes(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let (coach, created) = try await device.create("users", ["first_name": "C", "last_name": "D"])
             let team = try await device.create("teams", ["name": "U12", "coach_id": .integer(coach.rawValue), "age_group": "U12"]).id
@@ -57,8 +59,9 @@ import Testing
         }
     }
 
-    @Test func denyAllowsADeleteThatAlsoRemovesTheChildren() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func denyAllowsADeleteThatAlsoRemovesTheChildren(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let (screen, created) = try await device.create("screens", ["name": "Sprint"])
             let (instance, instanceRevision) = try await device.create("screen_instances", ["screen_id": .integer(screen.rawValue)])
@@ -71,8 +74,9 @@ import Testing
         }
     }
 
-    @Test func childCreatedAndParentDeletedInOneChangeSetFollowTheRules() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func childCreatedAndParentDeletedInOneChangeSetFollowTheRules(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let (team, created) = try await device.create("teams", ["name": "U12"])
             let changeSet = ChangeSet.new()
@@ -87,8 +91,9 @@ import Testing
         }
     }
 
-    @Test func deletedIDsAreNeverReused() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func deletedIDsAreNeverReused(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let (venue, created) = try await device.create("venues", ["name": "A"])
             try await device.sync([.new().deleting("venues", venue, base: created)])

@@ -6,8 +6,9 @@ import Testing
 /// A response lost after the server committed: the retry creates nothing twice, and
 /// temporary IDs stay resolvable for the device.
 @Suite struct ExactlyOnceTests {
-    @Test func sameRequestTwiceCreatesNothingTwice() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func sameRequestTwiceCreatesNothingTwice(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let player = try await device.create("players", ["first_name": "A", "last_name": "B"]).id
             let request = SyncMessage(maxRevision: device.maxRevision, changeSets: [
@@ -37,8 +38,9 @@ import Testing
         }
     }
 
-    @Test func updateNamingAnAlreadyMappedTemporaryIDReachesTheRightRecord() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func updateNamingAnAlreadyMappedTemporaryIDReachesTheRightRecord(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             try await device.create("seasons", ["name": "2014"])
             let start = device.maxRevision
@@ -66,8 +68,9 @@ import Testing
         }
     }
 
-    @Test func anotherDeviceCannotUseMyTemporaryIDs() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func anotherDeviceCannotUseMyTemporaryIDs(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             try await alice.sync([.new().creating("teams", -1, ["name": "Alice's"])])
@@ -77,8 +80,9 @@ import Testing
         }
     }
 
-    @Test func twoChangeSetsOfOneDeviceEditingTheSameRecordInOneRequestBothCommit() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func twoChangeSetsOfOneDeviceEditingTheSameRecordInOneRequestBothCommit(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let (player, created) = try await device.create("players", ["first_name": "A", "last_name": "B"])
             let first = ChangeSet.new().updating("players", player, base: created, ["position": "keeper"])
@@ -92,8 +96,9 @@ import Testing
         }
     }
 
-    @Test func editQueuedWhileTheAnswerToAnEarlierEditWasLostCommitsOnTheRetry() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func editQueuedWhileTheAnswerToAnEarlierEditWasLostCommitsOnTheRetry(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let (player, created) = try await device.create("players", ["first_name": "A", "last_name": "B"])
             let first = ChangeSet.new().updating("players", player, base: created, ["position": "keeper"])
@@ -108,8 +113,9 @@ import Testing
         }
     }
 
-    @Test func editBasedOnAnOlderRevisionIsStaleWhenAnotherDeviceWroteInBetween() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func editBasedOnAnOlderRevisionIsStaleWhenAnotherDeviceWroteInBetween(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device("device")
             let other = try await server.device("other")
             let (player, created) = try await device.create("players", ["first_name": "A", "last_name": "B"])
@@ -126,8 +132,9 @@ import Testing
         }
     }
 
-    @Test func repeatOutsideTheCatchUpWindowIsAcknowledgedWithTheCurrentState() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func repeatOutsideTheCatchUpWindowIsAcknowledgedWithTheCurrentState(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device("device")
             let other = try await server.device("other")
             try await device.create("seasons", ["name": "2014"])
@@ -159,8 +166,9 @@ import Testing
         }
     }
 
-    @Test func repeatedConflictIsAnsweredTheSameWay() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func repeatedConflictIsAnsweredTheSameWay(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (player, created) = try await alice.create("players", ["first_name": "A", "last_name": "B"])
@@ -184,8 +192,9 @@ import Testing
 }
 
 @Suite struct TemporaryIDReuseTests {
-    @Test func reusedTemporaryIDIsRefusedAndTheExistingRecordComesBack() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func reusedTemporaryIDIsRefusedAndTheExistingRecordComesBack(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let withoutID = ChangeSet(id: nil).creating("venues", -1, ["name": "North"])
             let first = try await device.sync([withoutID])

@@ -44,9 +44,9 @@ import Testing
              headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], status: 400, code: "invalid_gzip"),
     ]
 
-    @Test(arguments: cases)
-    func refusedWithTheRightStatusAndNothingChanges(_ testCase: Case) async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all, cases)
+    func refusedWithTheRightStatusAndNothingChanges(store: StoreKind, _ testCase: Case) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             try await device.create("seasons", ["name": "2014"])
             let before = try await server.contents()
@@ -63,8 +63,9 @@ import Testing
         }
     }
 
-    @Test func anyContentTypeIsReadAsJSONAndAnyIDStringIsAKey() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func anyContentTypeIsReadAsJSONAndAnyIDStringIsAKey(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let body = #"{"maxRevision":0,"changeSets":[{"id":"cs-1; DROP TABLE venues","types":["venues"],"venues":{"create":[-1],"attributes":{"-1":{"name":"V"}}}}]}"#
             for _ in 0..<2 {
@@ -76,8 +77,9 @@ import Testing
         }
     }
 
-    @Test func errorsNameTheJSONPath() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func errorsNameTheJSONPath(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let response = try await device.post(
                 #"{"maxRevision":0,"changeSets":[{"types":["players"],"players":{"create":[-3],"attributes":{"-3":{"age":[1]}}}}]}"#)
@@ -86,10 +88,11 @@ import Testing
         }
     }
 
-    @Test func tooManyRecordsIsRefusedWhole() async throws {
+    @Test(arguments: StoreKind.all)
+    func tooManyRecordsIsRefusedWhole(store: StoreKind) async throws {
         var limits = SyncEngine.Limits()
         limits.maxRecordsPerRequest = 100
-        try await withLiveServer(limits: limits) { server in
+        try await withLiveServer(store: store, limits: limits) { server in
             let device = try await server.device()
             var changeSet = ChangeSet.new()
             for index in 1...101 { changeSet = changeSet.creating("venues", RecordID(-Int64(index)), ["name": "V"]) }

@@ -6,8 +6,9 @@ import Testing
 /// Responses apply in order: they never bring back a deleted record or an older version, and
 /// a device that applies them holds exactly the server's data.
 @Suite struct OrderingTests {
-    @Test func conflictSitsRightAfterTheLastChangeSetThatExistedWhenItWasJudged() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func conflictSitsRightAfterTheLastChangeSetThatExistedWhenItWasJudged(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (player, created) = try await alice.create("players", ["first_name": "A", "last_name": "B"])
@@ -28,8 +29,9 @@ import Testing
         }
     }
 
-    @Test func deletedRecordIsNotBroughtBackByALaterConflict() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func deletedRecordIsNotBroughtBackByALaterConflict(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
@@ -44,9 +46,9 @@ import Testing
         }
     }
 
-    @Test(arguments: [1, 2, 3])
-    func concurrentDevicesWithConflictingEditsConvergeToTheServersData(seed: UInt64) async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all, [1, 2, 3] as [UInt64])
+    func concurrentDevicesWithConflictingEditsConvergeToTheServersData(store: StoreKind, seed: UInt64) async throws {
+        try await withLiveServer(store: store) { server in
             var replicas: [Replica] = []
             for index in 0..<4 { replicas.append(Replica(device: try await server.device("device \(index)"))) }
             // A shared starting point everyone edits.

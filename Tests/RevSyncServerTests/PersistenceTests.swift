@@ -5,18 +5,20 @@ import Testing
 
 /// Stop the server and start it again on the same file: everything is there.
 @Suite struct PersistenceTests {
-    @Test func dataRevisionTokensAndIdempotencyRecordsSurviveARestart() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let database = directory.file("server.sqlite")
+    @Test(arguments: StoreKind.all)
+    func dataRevisionTokensAndIdempotencyRecordsSurviveARestart(store: StoreKind) async throws {
+        try await withTestDatabase(store) { database in try await restart(database) }
+    }
+
+    func restart(_ database: TestDatabase) async throws {
         let create = ChangeSet.new().creating("teams", -1, ["name": "U12"]).creating("notes", -2, ["body": "hi", "team_id": -1])
-        let (token, firstIDs, revision, contents) = try await withLiveServer(databasePath: database) { server in
+        let (token, firstIDs, revision, contents) = try await withLiveServer(database: database) { server in
             let device = try await server.device()
             let response = try await device.sync([create])
             return (device.token, response.permanentID(of: -1, in: "teams"), try await server.revision(), try await server.contents())
         }
 
-        try await withLiveServer(databasePath: database) { server in
+        try await withLiveServer(database: database) { server in
             #expect(try await server.revision() == revision)
             #expect(try await server.contents() == contents)
             #expect(try await server.log().count == Int(revision))

@@ -28,9 +28,9 @@ import Testing
              type: "venues", attribute: "capacity"),
     ]
 
-    @Test(arguments: cases)
-    func refusedAloneWhileAValidChangeSetCommits(_ testCase: Case) async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all, cases)
+    func refusedAloneWhileAValidChangeSetCommits(store: StoreKind, _ testCase: Case) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let valid = ChangeSet.new().creating("seasons", -100, ["name": "2014"])
             let response = try await device.sync([testCase.changeSet, valid])
@@ -50,8 +50,9 @@ import Testing
         }
     }
 
-    @Test func invalidUpdateRestoresTheRecord() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func invalidUpdateRestoresTheRecord(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let (venue, created) = try await device.create("venues", ["name": "North", "capacity": 10])
             let refused = ChangeSet.new().updating("venues", venue, base: created, ["capacity": "ten", "name": nil])
@@ -63,8 +64,9 @@ import Testing
         }
     }
 
-    @Test func outdatedChangeSetDoesNotBlockLaterOnes() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func outdatedChangeSetDoesNotBlockLaterOnes(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let outdated = ChangeSet.new().creating("teams", -1, ["name": "X", "mascot": "lion"])
             let first = try await device.sync([outdated])

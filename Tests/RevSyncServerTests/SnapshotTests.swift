@@ -5,8 +5,9 @@ import Testing
 
 /// A new device (maxRevision 0) gets the whole data set as one snapshot change set.
 @Suite struct SnapshotTests {
-    @Test func newDeviceGetsTheOutcomesOfItsChangeSetsThenOneSnapshot() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func newDeviceGetsTheOutcomesOfItsChangeSetsThenOneSnapshot(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let colleague = try await server.device("colleague")
             let (team, _) = try await colleague.create("teams", ["name": "U12"])
             let (player, _) = try await colleague.create("players", ["first_name": "A", "last_name": "B"])
@@ -34,8 +35,9 @@ import Testing
         }
     }
 
-    @Test func upToDateDeviceThatSendsNothingGetsAnEmptyResponse() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func upToDateDeviceThatSendsNothingGetsAnEmptyResponse(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let empty = try await device.sync()
             #expect(empty == SyncMessage(maxRevision: 0, changeSets: []))
@@ -45,8 +47,9 @@ import Testing
         }
     }
 
-    @Test func clientAheadOfTheServerIsRefused() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func clientAheadOfTheServerIsRefused(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let response = try await device.post(SyncMessage(maxRevision: 99, changeSets: [.new().creating("venues", -1, ["name": "A"])]).jsonBytes())
             #expect(response.status == 400)

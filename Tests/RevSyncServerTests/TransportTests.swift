@@ -8,14 +8,12 @@ import Testing
 @Suite struct TransportTests {
     static let emptySync = Array(#"{"maxRevision":0,"changeSets":[]}"#.utf8)
 
-    @Test(arguments: [
-        [] as [(String, String)],
-        [("Authorization", "Bearer rs_not-a-real-token")],
-        [("Authorization", "Basic dXNlcjpwYXNz")],
-        [("Authorization", "Bearer")],
-    ])
-    func missingOrWrongTokenIs401(_ headers: [(String, String)]) async throws {
-        try await withLiveServer { server in
+    static let badAuthorizations: [[String]] = [[], ["Bearer rs_not-a-real-token"], ["Basic dXNlcjpwYXNz"], ["Bearer"]]
+
+    @Test(arguments: StoreKind.all, badAuthorizations)
+    func missingOrWrongTokenIs401(store: StoreKind, authorization: [String]) async throws {
+        let headers = authorization.map { ("Authorization", $0) }
+        try await withLiveServer(store: store) { server in
             let response = try await server.send(
                 "POST", "/sync", headers: headers + [("Content-Type", "application/json")],
                 body: SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": "V"])]).jsonBytes())
@@ -26,8 +24,9 @@ import Testing
         }
     }
 
-    @Test func revokedTokenIs401() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func revokedTokenIs401(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             #expect(try await device.post(Self.emptySync).status == 200)
             let id = device.device.id
@@ -39,18 +38,20 @@ import Testing
         }
     }
 
+    /// Looks into the SQLite file itself; the SQL that stores tokens is the same for both stores.
     @Test func tokensAreStoredHashed() async throws {
-        try await withLiveServer { server in
+        try await withLiveServer(store: .sqlite) { server in
             let device = try await server.device()
-            let raw = try Data(contentsOf: URL(fileURLWithPath: server.databasePath))
-                + ((try? Data(contentsOf: URL(fileURLWithPath: server.databasePath + "-wal"))) ?? Data())
+            let raw = try Data(contentsOf: URL(fileURLWithPath: server.database))
+                + ((try? Data(contentsOf: URL(fileURLWithPath: server.database + "-wal"))) ?? Data())
             #expect(raw.range(of: Data(device.token.utf8)) == nil)
             #expect(raw.range(of: Data(Token.hash(device.token).utf8)) != nil)
         }
     }
 
-    @Test func gzipRequestAndResponse() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func gzipRequestAndResponse(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             let request = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": .text(String(repeating: "North field ", count: 100))])])
             let response = try await device.post(
@@ -65,8 +66,9 @@ import Testing
         }
     }
 
-    @Test func noGzipUnlessAsked() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func noGzipUnlessAsked(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             for headers in [[("Content-Type", "application/json")], [("Content-Type", "application/json"), ("Accept-Encoding", "gzip;q=0")]] {
                 let response = try await device.post(Self.emptySync, headers: headers)
@@ -77,8 +79,9 @@ import Testing
         }
     }
 
-    @Test func bodyOverTheCapIs413() async throws {
-        try await withLiveServer(configure: { $0.maxBodySize = 10_000 }) { server in
+    @Test(arguments: StoreKind.all)
+    func bodyOverTheCapIs413(store: StoreKind) async throws {
+        try await withLiveServer(store: store, configure: { $0.maxBodySize = 10_000 }) { server in
             let device = try await server.device()
             let big = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": .text(String(repeating: "x", count: 20_000))])])
             let response = try await device.post(big.jsonBytes())
@@ -88,8 +91,9 @@ import Testing
         }
     }
 
-    @Test func gzipBombIs413WithoutInflatingIt() async throws {
-        try await withLiveServer(configure: { $0.maxBodySize = 1 << 20 }) { server in
+    @Test(arguments: StoreKind.all)
+    func gzipBombIs413WithoutInflatingIt(store: StoreKind) async throws {
+        try await withLiveServer(store: store, configure: { $0.maxBodySize = 1 << 20 }) { server in
             let device = try await server.device()
             // 64 MiB of spaces inside a valid JSON string compress to about 64 KiB.
             let deflater = Gzip.Deflater(level: 9)
@@ -105,8 +109,9 @@ import Testing
         }
     }
 
-    @Test func healthReportsTheRevisionWithoutAToken() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func healthReportsTheRevisionWithoutAToken(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let device = try await server.device()
             try await device.create("venues", ["name": "V"])
             let response = try await server.send("GET", "/health")
@@ -117,8 +122,9 @@ import Testing
         }
     }
 
-    @Test func schemaIsServed() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func schemaIsServed(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let response = try await server.send("GET", "/schema", headers: [("Accept-Encoding", "gzip")])
             #expect(response.status == 200)
             #expect(response.header("Content-Encoding") == "gzip")
@@ -126,8 +132,9 @@ import Testing
         }
     }
 
-    @Test func unknownRouteIsAJSON404() async throws {
-        try await withLiveServer { server in
+    @Test(arguments: StoreKind.all)
+    func unknownRouteIsAJSON404(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
             let response = try await server.send("GET", "/nothing-here")
             #expect(response.status == 404)
             #expect(response.bodyText.contains(#""code":"not_found""#))

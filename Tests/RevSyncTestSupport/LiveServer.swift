@@ -4,11 +4,13 @@ import RevSyncProtocol
 import RevSyncServer
 import ServiceLifecycle
 
-/// A real sync server on an ephemeral loopback port, over a real SQLite file.
+/// A real sync server on an ephemeral loopback port, over a real SQLite file or PostgreSQL
+/// database.
 public struct LiveServer: Sendable {
     public let port: Int
-    public let storage: SQLiteStorage
-    public let databasePath: String
+    public let storage: any SyncStorage
+    /// The database, as `--database` takes it: a file path or a PostgreSQL URL.
+    public let database: String
     public let schema: Schema
 
     /// Creates a device with its own token.
@@ -75,22 +77,32 @@ public struct LiveServer: Sendable {
     }
 }
 
-/// Runs `body` with a live server; stops the server and closes its database afterwards.
-///
-/// - Parameters:
-///   - databasePath: reuse a database file (to test restarts); a new one by default.
-///   - configure: changes to the server configuration (the port is always ephemeral).
+/// Runs `body` with a live server on a new database of `store`; stops the server and removes
+/// the database afterwards.
 public func withLiveServer<T: Sendable>(
-    databasePath: String? = nil,
+    store: StoreKind = .sqlite,
     schema: Schema = .demo,
     limits: SyncEngine.Limits = .init(),
     configure: (inout ServerConfiguration) -> Void = { _ in },
     _ body: (LiveServer) async throws -> T
 ) async throws -> T {
-    let directory = try TemporaryDirectory()
-    defer { if databasePath == nil { directory.remove() } }
-    let path = databasePath ?? directory.file("server.sqlite")
-    let storage = try SQLiteStorage(path: path, schema: schema, durability: .normal)
+    try await withTestDatabase(store) { database in
+        try await withLiveServer(database: database, schema: schema, limits: limits, configure: configure, body)
+    }
+}
+
+/// Runs `body` with a live server on `database` (to test restarts on the same data), which
+/// stays; stops the server afterwards.
+///
+/// - Parameter configure: changes to the server configuration (the port is always ephemeral).
+public func withLiveServer<T: Sendable>(
+    database: TestDatabase,
+    schema: Schema = .demo,
+    limits: SyncEngine.Limits = .init(),
+    configure: (inout ServerConfiguration) -> Void = { _ in },
+    _ body: (LiveServer) async throws -> T
+) async throws -> T {
+    let storage = try await database.open(schema: schema)
     var configuration = ServerConfiguration()
     configure(&configuration)
     configuration.host = "127.0.0.1"
@@ -105,7 +117,7 @@ public func withLiveServer<T: Sendable>(
         group.addTask { try await services.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw RawHTTPClient.Failure(description: "the server did not start") }
-        let live = LiveServer(port: port, storage: storage, databasePath: path, schema: schema)
+        let live = LiveServer(port: port, storage: storage, database: database.location, schema: schema)
         let result: Result<T, any Error>
         do {
             result = .success(try await body(live))

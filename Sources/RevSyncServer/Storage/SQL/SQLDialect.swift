@@ -24,7 +24,7 @@ struct SQLDialect: Sendable {
 
     /// Serialises schema setup between instances starting at once (PostgreSQL); SQLite's
     /// write transaction does that already.
-    var lockSetup: String? { database == .sqlite ? nil : "SELECT pg_advisory_xact_lock(72657673796e63)" }
+    var lockSetup: String? { database == .sqlite ? nil : "SELECT pg_advisory_xact_lock(7265767379)" }
 
     /// A 64-bit integer primary key given by the server's own counters.
     var bigint: String { database == .sqlite ? "INTEGER" : "BIGINT" }

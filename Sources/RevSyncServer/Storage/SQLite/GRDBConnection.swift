@@ -10,6 +10,7 @@ final class GRDBConnection: SQLConnection {
         self.db = db
     }
 
+    @discardableResult
     func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
         try db.cachedStatement(sql: sql).execute(arguments: Self.arguments(arguments))
         return db.changesCount

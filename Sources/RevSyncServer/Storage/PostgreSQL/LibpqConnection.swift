@@ -1,0 +1,170 @@
+import CPostgres
+import Foundation
+
+/// A ``SQLConnection`` over one libpq connection (PostgreSQL's own C client).
+///
+/// Statements with arguments are prepared once per connection and then executed by name;
+/// values travel in PostgreSQL's text format. Blocking: it is used by one thread at a time,
+/// never on Swift's cooperative pool (see ``PostgresConnectionPool``).
+final class LibpqConnection: SQLConnection {
+    let dialect = SQLDialect.postgres
+    private let connection: OpaquePointer
+    /// SQL with `?` placeholders → the name it was prepared under.
+    private var prepared: [String: String] = [:]
+
+    /// Connects to `url` (`postgres://user:password@host:port/database`).
+    ///
+    /// - Throws: ``StorageError/unavailable(_:)`` when PostgreSQL cannot be reached.
+    init(url: String) throws {
+        guard let connection = PQconnectdb(url) else { throw StorageError.unavailable("libpq could not allocate a connection") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(connection)
+            throw StorageError.unavailable("cannot connect to PostgreSQL: \(message)")
+        }
+        self.connection = connection
+        let result = PQexec(connection, "SET client_min_messages = warning")
+        PQclear(result)
+    }
+
+    deinit {
+        PQfinish(connection)
+    }
+
+    /// Whether the connection still works: a server that restarted closed it.
+    var isHealthy: Bool {
+        _ = PQconsumeInput(connection)
+        return PQstatus(connection) == CONNECTION_OK
+    }
+
+    @discardableResult
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
+        let result = try run(sql, arguments)
+        defer { PQclear(result) }
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    func query(_ sql: String, _ arguments: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
+        let result = try run(sql, arguments)
+        defer { PQclear(result) }
+        let rows = PQntuples(result), columns = PQnfields(result)
+        let types = (0..<columns).map { PQftype(result, $0) }
+        var row = [SQLValue](repeating: .null, count: Int(columns))
+        for rowIndex in 0..<rows {
+            for column in 0..<columns {
+                if PQgetisnull(result, rowIndex, column) == 1 {
+                    row[Int(column)] = .null
+                    continue
+                }
+                let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, rowIndex, column), count: Int(PQgetlength(result, rowIndex, column)))
+                row[Int(column)] = try Self.value(bytes, type: types[Int(column)])
+            }
+            try body(row)
+        }
+    }
+
+    // MARK: Internals
+
+    private func run(_ sql: String, _ arguments: [SQLValue]) throws -> OpaquePointer {
+        let result: OpaquePointer?
+        if arguments.isEmpty {
+            result = PQexec(connection, sql)
+        } else {
+            let name = try statementName(sql)
+            let texts = arguments.map(Self.text)
+            result = withCStrings(texts) { pointers in
+                PQexecPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0)
+            }
+        }
+        return try check(result, sql)
+    }
+
+    private func statementName(_ sql: String) throws -> String {
+        if let name = prepared[sql] { return name }
+        let name = "rs\(prepared.count + 1)"
+        let result = PQprepare(connection, name, Self.numberedPlaceholders(sql), 0, nil)
+        PQclear(try check(result, sql))
+        prepared[sql] = name
+        return name
+    }
+
+    private func check(_ result: OpaquePointer?, _ sql: String) throws -> OpaquePointer {
+        guard let result else { throw error(message: String(cString: PQerrorMessage(connection)), sqlState: nil, sql: sql) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+            return result
+        default:
+            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            PQclear(result)
+            throw error(message: message, sqlState: sqlState, sql: sql)
+        }
+    }
+
+    private func error(message: String, sqlState: String?, sql: String) -> any Error {
+        // Class 08 (connection exception) and 57P (operator intervention: the server shuts
+        // down) mean PostgreSQL is not there: the request may succeed later.
+        if PQstatus(connection) != CONNECTION_OK || sqlState?.hasPrefix("08") == true || sqlState?.hasPrefix("57P") == true {
+            return StorageError.unavailable("PostgreSQL: \(message)")
+        }
+        return PostgresError(sqlState: sqlState ?? "?????", message: message, statement: sql)
+    }
+
+    /// `?` placeholders become `$1`, `$2`, ...; the server's SQL has no `?` anywhere else.
+    static func numberedPlaceholders(_ sql: String) -> String {
+        var result = ""
+        var number = 0
+        for character in sql {
+            if character == "?" {
+                number += 1
+                result += "$\(number)"
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    private static func text(_ value: SQLValue) -> String? {
+        switch value {
+        case .null: nil
+        case .integer(let integer): String(integer)
+        case .real(let real): real.description
+        case .text(let text): text
+        case .boolean(let bool): bool ? "t" : "f"
+        case .bytes(let bytes): String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    private static func value(_ bytes: UnsafeRawBufferPointer, type: Oid) throws -> SQLValue {
+        switch type {
+        case 20, 21, 23, 26:  // int8, int2, int4, oid
+            guard let integer = Int64(String(decoding: bytes, as: UTF8.self)) else { throw StorageError.corrupt("not an integer from PostgreSQL") }
+            return .integer(integer)
+        case 700, 701, 1700:  // float4, float8, numeric
+            guard let real = Double(String(decoding: bytes, as: UTF8.self)) else { throw StorageError.corrupt("not a number from PostgreSQL") }
+            return .real(real)
+        case 16:  // bool
+            return .boolean(bytes.first == UInt8(ascii: "t"))
+        default:
+            return .text(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+}
+
+/// Calls `body` with C strings for `strings` (null pointers for `nil`), valid during the call.
+private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies = strings.map { $0.flatMap { strdup($0) } }
+    defer { for copy in copies { free(copy) } }
+    return body(copies.map { $0.map { UnsafePointer($0) } })
+}
+
+/// An error PostgreSQL reported for a statement.
+public struct PostgresError: Error, CustomStringConvertible {
+    /// The SQLSTATE code, such as `23505` (unique violation).
+    public let sqlState: String
+    public let message: String
+    let statement: String
+
+    public var description: String { "PostgreSQL error \(sqlState): \(message)" }
+}

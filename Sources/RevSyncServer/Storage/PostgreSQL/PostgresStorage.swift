@@ -1,0 +1,103 @@
+import Foundation
+import RevSyncProtocol
+
+/// The production store: PostgreSQL, shared by any number of server instances.
+///
+/// Every instance is stateless. Commits are serialised by the revision counter row, locked
+/// (`SELECT … FOR UPDATE`) inside each change set's transaction and held until it commits, so
+/// revisions are gap-free, unique and become visible in revision order however many
+/// instances write. Reads run in `REPEATABLE READ` transactions: one consistent state each.
+///
+/// For example:
+///
+/// ```swift
+/// let storage = try await PostgresStorage(url: "postgres://revsync@127.0.0.1:5432/revsync", schema: .demo)
+/// ```
+public final class PostgresStorage: SyncStorage {
+    private let pool: PostgresConnectionPool
+    private let entities: [String: EntitySQL]
+    /// Within one instance, one change set commits at a time (the counter row would make
+    /// the others wait inside PostgreSQL anyway, each holding a connection readers need).
+    private let writerLock = AsyncLock()
+
+    /// Connects and sets up the tables (in one transaction, under an advisory lock, so
+    /// instances starting at once do it one after the other).
+    ///
+    /// - Parameters:
+    ///   - url: `postgres://user:password@host:port/database` (any libpq connection string).
+    ///   - schema: the schema to serve; `nil` for the server's own tables only.
+    ///   - poolSize: the most connections this instance opens.
+    /// - Throws: ``StorageError/unavailable(_:)`` when PostgreSQL cannot be reached,
+    ///   ``SchemaUpgradeError`` when the schema cannot be served from this database.
+    public init(url: String, schema: Schema?, poolSize: Int = 10) async throws {
+        pool = PostgresConnectionPool(url: url, size: poolSize)
+        entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
+        try await pool.withConnection { connection in
+            try SQLStorageAccess(connection, entities: [:]).transaction { try ServerTables.setUp(connection, schema: schema) }
+        }
+    }
+
+    public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
+        let entities = self.entities
+        return try await writerLock.withLock {
+            try await pool.withConnection { connection in try body(SQLStorageAccess(connection, entities: entities)) }
+        }
+    }
+
+    public func withReader<T: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> T) async throws -> T {
+        let entities = self.entities
+        return try await pool.withConnection { connection in
+            try connection.execute(connection.dialect.beginRead, [])
+            do {
+                let result = try body(SQLStorageAccess(connection, entities: entities))
+                try connection.execute("COMMIT", [])
+                return result
+            } catch {
+                _ = try? connection.execute("ROLLBACK", [])
+                throw error
+            }
+        }
+    }
+
+    public func close() async throws {
+        pool.close()
+    }
+}
+
+/// A lock for async code: one holder at a time, in arrival order.
+final class AsyncLock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var locked = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        await acquire()
+        defer { release() }
+        return try await body()
+    }
+
+    private func acquire() async {
+        await withCheckedContinuation { continuation in
+            let acquired = lock.withLock { () -> Bool in
+                if locked {
+                    waiting.append(continuation)
+                    return false
+                }
+                locked = true
+                return true
+            }
+            if acquired { continuation.resume() }
+        }
+    }
+
+    private func release() {
+        let next = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            if waiting.isEmpty {
+                locked = false
+                return nil
+            }
+            return waiting.removeFirst()
+        }
+        next?.resume()
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import RevSyncProtocol
+
+/// Where the data set lives: a SQLite file, or a PostgreSQL database.
+///
+/// For example, `./revsync.sqlite` or `postgres://revsync:secret@db.internal:5432/revsync`.
+public enum StorageLocation: Sendable, Hashable, CustomStringConvertible {
+    case sqlite(path: String)
+    case postgres(url: String)
+
+    /// Reads a `--database` argument: a `postgres://` or `postgresql://` URL, otherwise a file path.
+    public init(_ argument: String) {
+        let lowered = argument.lowercased()
+        if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
+            self = .postgres(url: argument)
+        } else {
+            self = .sqlite(path: argument)
+        }
+    }
+
+    /// Opens the store.
+    ///
+    /// - Parameters:
+    ///   - schema: the schema to serve, or `nil` for the server's own tables only.
+    ///   - durability: SQLite only.
+    ///   - poolSize: PostgreSQL only: the most connections this instance opens.
+    public func open(schema: Schema?, durability: SQLiteStorage.Durability = .full, poolSize: Int = 10) async throws -> any SyncStorage {
+        switch self {
+        case .sqlite(let path): try SQLiteStorage(path: path, schema: schema, durability: durability)
+        case .postgres(let url): try await PostgresStorage(url: url, schema: schema, poolSize: poolSize)
+        }
+    }
+
+    /// The location for messages, without a password.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): return path
+        case .postgres(let url):
+            guard let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://") else { return url }
+            let credentials = url[scheme.upperBound..<at]
+            guard let colon = credentials.firstIndex(of: ":") else { return url }
+            return url[..<scheme.upperBound] + credentials[..<colon] + ":***" + url[at...]
+        }
+    }
+}
