@@ -93,11 +93,6 @@ import Testing
     }
 }
 
-/// Moves a replica into a child task that alone uses it.
-private struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
 
 extension Replica {
     /// One random local edit on the shared teams, players, team_players, notes and users.

@@ -13,6 +13,20 @@ public struct LiveServer: Sendable {
     public let database: String
     public let schema: Schema
 
+    /// A server running elsewhere (another process), reached on `port`, whose data `storage`
+    /// reads.
+    public init(port: Int, storage: any SyncStorage, database: String, schema: Schema) {
+        self.port = port
+        self.storage = storage
+        self.database = database
+        self.schema = schema
+    }
+
+    /// The same data, served by the instance on `port`.
+    public func instance(on port: Int) -> LiveServer {
+        LiveServer(port: port, storage: storage, database: database, schema: schema)
+    }
+
     /// Creates a device with its own token.
     public func device(_ name: String = "device", role: Role = .member) async throws -> TestDevice {
         let (device, token) = try await Token.create(name: name, role: role, in: storage)

@@ -21,6 +21,8 @@ public final class Replica {
     public private(set) var outbox: [ChangeSet] = []
     private var temporaryToPermanent: [RecordID: RecordID] = [:]
     public private(set) var conflictsSeen: [ConflictEntry] = []
+    /// Every change set `id` sent, and whether the server refused it.
+    public private(set) var outcomes: [String: Bool] = [:]
 
     public init(device: TestDevice) {
         self.device = device
@@ -134,6 +136,7 @@ public final class Replica {
         var deletedByCommits: Set<String> = []
         for changeSet in response.changeSets {
             if changeSet.conflict == true { conflictsSeen += changeSet.conflicts }
+            if let id = changeSet.id, let conflict = changeSet.conflict { outcomes[id] = conflict }
             if changeSet.snapshot { data = [:] }
             for changes in changeSet.changes {
                 guard let entity = schema.entity(changes.entity) else { continue }

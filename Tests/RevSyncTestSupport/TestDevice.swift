@@ -33,6 +33,14 @@ public final class TestDevice {
         return message
     }
 
+    /// The same device (token, revision, temporary IDs) talking to another server instance.
+    public func rebound(to server: LiveServer) -> TestDevice {
+        let device = TestDevice(server: server, token: token, device: self.device)
+        device.maxRevision = maxRevision
+        device.lastTemporaryID = lastTemporaryID
+        return device
+    }
+
     /// The next temporary ID of this device: -1, -2, ...
     public func temporaryID() -> RecordID {
         lastTemporaryID -= 1

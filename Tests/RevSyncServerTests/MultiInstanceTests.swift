@@ -1,0 +1,112 @@
+import Foundation
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncTestSupport
+import Testing
+
+/// Several stateless server processes on one PostgreSQL database.
+@Suite struct MultiInstanceTests {
+    @Test(.enabled(if: StoreKind.all.contains(.postgres)), arguments: [7, 8] as [UInt64])
+    func threeInstancesKeepEveryPromise(seed: UInt64) async throws {
+        try await withTestDatabase(.postgres) { database in
+            // The schema and the devices first, so that no instance creates an admin token.
+            let storage = try await database.open(schema: .demo)
+            let server = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
+            var editors: [Replica] = []
+            for index in 0..<6 { editors.append(Replica(device: try await server.device("editor \(index)"))) }
+            var readers: [Replica] = []
+            for index in 0..<3 { readers.append(Replica(device: try await server.device("reader \(index)"))) }
+
+            var instances: [ExecutableProcess] = []
+            var ports: [Int] = []
+            defer { for instance in instances { instance.terminate() } }
+            for _ in 0..<3 {
+                let instance = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
+                instances.append(instance)
+                let output = try await instance.waitForOutput(containing: "listening on http://127.0.0.1:")
+                ports.append(try #require(CommandLineTests.port(in: output)))
+            }
+            // Devices spread across the instances.
+            func rebind(_ replica: Replica, _ index: Int) -> Replica {
+                Replica(device: replica.device.rebound(to: server.instance(on: ports[index % ports.count])))
+            }
+            editors = editors.enumerated().map { rebind($1, $0) }
+            readers = readers.enumerated().map { rebind($1, $0 + 1) }
+
+            // A shared starting point.
+            for name in ["U10", "U12", "U14"] { _ = editors[0].create("teams", ["name": .text(name)]) }
+            for name in ["Ana", "Ben", "Cai", "Dee", "Eve"] { _ = editors[0].create("players", ["first_name": .text(name), "last_name": "X"]) }
+            try await editors[0].sync()
+
+            // Editors edit the same records at once; readers keep catching up meanwhile.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, editor) in editors.enumerated() {
+                    let box = UncheckedBox(editor)
+                    group.addTask {
+                        var random = SeededRandom(seed: seed &* 100 &+ UInt64(index))
+                        for _ in 0..<15 {
+                            for _ in 0..<random.next(in: 1...3) { box.value.randomEdit(&random) }
+                            try await box.value.sync()
+                        }
+                    }
+                }
+                for reader in readers {
+                    let box = UncheckedBox(reader)
+                    group.addTask { for _ in 0..<25 { try await box.value.sync() } }
+                }
+                try await group.waitForAll()
+            }
+            for replica in editors + readers { try await replica.sync() }
+            for replica in editors + readers { try await replica.sync() }
+
+            // Every device holds exactly the server's data.
+            let truth = try await server.contents()
+            let maxRevision = try await server.revision()
+            for replica in editors + readers {
+                let diff = differences(replica.contents, truth)
+                #expect(diff.isEmpty, "\(replica.device.device.name): \(diff)")
+                #expect(replica.maxRevision == maxRevision)
+                #expect(replica.outbox.isEmpty)
+            }
+            // Revisions 1...max are each exactly one change set.
+            let log = try await server.log()
+            #expect(log.map(\.revision) == Array(1...maxRevision))
+            // Every refused change set was reported to its device as a conflict, and every
+            // committed one as committed: the device's view matches the server's record.
+            var refusals = 0
+            for replica in editors {
+                let device = replica.device.device.id
+                for (id, refused) in replica.outcomes {
+                    let stored = try await storage.withReader { try $0.outcome(device: device, changeSetID: id) }
+                    switch stored {
+                    case .conflict: #expect(refused, "\(id) was refused but reported committed")
+                    case .committed: #expect(!refused, "\(id) was committed but reported refused")
+                    case nil: Issue.record("no outcome stored for \(id)")
+                    }
+                    if refused { refusals += 1 }
+                }
+            }
+            #expect(refusals > 0)
+            // Nothing was created twice: every created ID appears in exactly one change set.
+            var created: [String: Set<RecordID>] = [:]
+            for entry in log {
+                let changeSet = try ChangeSet(json: entry.body, sender: .server)
+                for changes in changeSet.changes {
+                    for id in changes.create {
+                        #expect(created[changes.entity, default: []].insert(id).inserted, "\(changes.entity) \(id) created twice")
+                    }
+                }
+            }
+            for instance in instances { instance.terminate() }
+            for instance in instances { #expect(await instance.exitStatus() == 0) }
+            instances = []
+            try await storage.close()
+        }
+    }
+}
+
+/// Moves a value into a child task that alone uses it.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
