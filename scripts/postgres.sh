@@ -51,12 +51,24 @@ postgres_start() {
         --encoding=UTF8 --locale=C -N >"$POSTGRES_DIR/initdb.log" 2>&1 \
         || { cat "$POSTGRES_DIR/initdb.log" >&2; return 1; }
     # Tests need speed, not durability: the data directory is thrown away afterwards.
-    postgres_as_owner "$bindir/pg_ctl" -D "$POSTGRES_DIR/data" -l "$POSTGRES_DIR/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $POSTGRES_DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
-        start >/dev/null || { cat "$POSTGRES_DIR/server.log" >&2; return 1; }
+    echo "-c listen_addresses=127.0.0.1 -p $port -k $POSTGRES_DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+        >"$POSTGRES_DIR/options"
+    echo "$bindir" >"$POSTGRES_DIR/bindir"
+    echo "$POSTGRES_OWNER" >"$POSTGRES_DIR/owner"
+    postgres_server start || { cat "$POSTGRES_DIR/server.log" >&2; return 1; }
     postgres_as_owner "$bindir/createdb" -h 127.0.0.1 -p "$port" -U revsync revsync
     export REVSYNC_POSTGRES_URL="postgres://revsync@127.0.0.1:$port/revsync"
     echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') running at $REVSYNC_POSTGRES_URL"
+}
+
+# Starts or stops the server of the cluster in $POSTGRES_DIR, keeping its data.
+postgres_server() {
+    if [ "$1" = start ]; then
+        postgres_as_owner "$POSTGRES_BINDIR/pg_ctl" -D "$POSTGRES_DIR/data" -l "$POSTGRES_DIR/server.log" -w -t 60 \
+            -o "$(cat "$POSTGRES_DIR/options")" start >/dev/null
+    else
+        postgres_as_owner "$POSTGRES_BINDIR/pg_ctl" -D "$POSTGRES_DIR/data" -m fast -w stop >/dev/null
+    fi
 }
 
 postgres_stop() {
@@ -65,3 +77,40 @@ postgres_stop() {
         rm -rf "$POSTGRES_DIR"
     fi
 }
+
+# Run as a command, for tests that need a cluster of their own:
+#   scripts/postgres.sh start           prints the URL, then the directory
+#   scripts/postgres.sh pause DIR       stops the server, keeps the data
+#   scripts/postgres.sh resume DIR      starts it again on the same port
+#   scripts/postgres.sh stop DIR        stops it and removes everything
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    postgres_load() {
+        POSTGRES_DIR=$1
+        POSTGRES_BINDIR=$(cat "$POSTGRES_DIR/bindir")
+        POSTGRES_OWNER=$(cat "$POSTGRES_DIR/owner")
+    }
+    case "${1:-}" in
+        start)
+            postgres_start >/dev/null
+            echo "$REVSYNC_POSTGRES_URL"
+            echo "$POSTGRES_DIR"
+            ;;
+        pause)
+            postgres_load "$2"
+            postgres_server stop
+            ;;
+        resume)
+            postgres_load "$2"
+            postgres_server start
+            ;;
+        stop)
+            postgres_load "$2"
+            postgres_stop
+            ;;
+        *)
+            echo "usage: scripts/postgres.sh start | pause DIR | resume DIR | stop DIR" >&2
+            exit 2
+            ;;
+    esac
+fi

@@ -54,8 +54,7 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!)
-        if try await storage.withReader({ try $0.allDevices().isEmpty }) {
-            let (_, token) = try await Token.create(name: "admin", role: .admin, in: storage)
+        if let token = try await Token.createFirstAdmin(in: storage) {
             printOutput("""
                 Created the first admin token. It is shown only this once; keep it somewhere safe:
 

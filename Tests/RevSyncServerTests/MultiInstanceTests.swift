@@ -105,6 +105,34 @@ import Testing
     }
 }
 
+@Suite struct ConcurrentStartTests {
+    @Test(.enabled(if: StoreKind.all.contains(.postgres)))
+    func instancesStartingAtOnceSetUpOnceAndCreateOneAdminToken() async throws {
+        try await withTestDatabase(.postgres) { database in
+            var instances: [ExecutableProcess] = []
+            for _ in 0..<3 {
+                instances.append(try ExecutableProcess("revsync-server", ["--port", "0", "--database", database.location]))
+            }
+            var outputs: [String] = []
+            for instance in instances { outputs.append(try await instance.waitForOutput(containing: "listening on")) }
+            #expect(outputs.filter { $0.contains("Created the first admin token") }.count == 1)
+            for instance in instances { instance.terminate() }
+            for instance in instances { #expect(await instance.exitStatus() == 0) }
+
+            // A newer schema, taken up by several instances at once: upgraded once.
+            let v2 = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 1,"#, with: #""version": 2,"#)
+                .replacing(#""unit": { "type": "text" },"#, with: #""unit": { "type": "text" }, "decimals": { "type": "integer" },"#).utf8))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 { group.addTask { try await database.open(schema: v2).close() } }
+                try await group.waitForAll()
+            }
+            let storage = try await database.open(schema: v2)
+            #expect(try await storage.withReader { try $0.allDevices().count } == 1)
+            try await storage.close()
+        }
+    }
+}
+
 /// Moves a value into a child task that alone uses it.
 struct UncheckedBox<Value>: @unchecked Sendable {
     let value: Value

@@ -71,18 +71,15 @@ public final class ExecutableProcess: @unchecked Sendable {
     }
 
     /// Waits for the process to exit and returns its status.
+    ///
+    /// It does not wait for the end of the output streams: a process the child started (a
+    /// daemon) may hold them open long after the child exited.
     public func exitStatus() async -> Int32 {
         while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
-        // Let the readability handlers drain what is left in the pipes.
-        try? await Task.sleep(for: .milliseconds(50))
+        // Let the readability handlers take in what the child wrote before it exited.
+        try? await Task.sleep(for: .milliseconds(100))
         output.fileHandleForReading.readabilityHandler = nil
         errors.fileHandleForReading.readabilityHandler = nil
-        let restOut = output.fileHandleForReading.readDataToEndOfFile()
-        let restErr = errors.fileHandleForReading.readDataToEndOfFile()
-        lock.withLock {
-            stdoutData.append(restOut)
-            stderrData.append(restErr)
-        }
         return process.terminationStatus
     }
 

@@ -133,3 +133,60 @@ private func socketSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) 
     Darwin.send(fd, buffer, count, 0)
     #endif
 }
+
+/// One HTTP/1.1 connection driven step by step: send part of a request, do something, send
+/// the rest, read the response. Every call blocks; call them through ``RawHTTPConnection/run(_:)``.
+public final class RawHTTPConnection: @unchecked Sendable {
+    private let fd: Int32
+
+    public init(port: Int) throws {
+        #if canImport(Glibc)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw RawHTTPClient.Failure(description: "cannot connect to 127.0.0.1:\(port)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    public func send(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let written = bytes[sent...].withUnsafeBytes { socketSend(fd, $0.baseAddress, $0.count) }
+            guard written > 0 else { throw RawHTTPClient.Failure(description: "the connection closed while sending") }
+            sent += written
+        }
+    }
+
+    /// Reads until the server closes the connection and returns what it sent.
+    public func receiveAll() throws -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            received.append(contentsOf: buffer[0..<count])
+        }
+        return received
+    }
+
+    /// Runs blocking work on a thread of its own.
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+}

@@ -48,6 +48,12 @@ public struct TestDatabase: Sendable {
         }
     }
 
+    /// A database that already exists (such as one of a ``PrivatePostgres``); ``remove()``
+    /// leaves it alone.
+    public static func existing(_ kind: StoreKind, location: String) -> TestDatabase {
+        TestDatabase(kind: kind, location: location, directory: nil, postgres: nil)
+    }
+
     /// Opens the store at this location.
     public func open(schema: Schema?) async throws -> any SyncStorage {
         try await StorageLocation(location).open(schema: schema, durability: .normal, poolSize: 8)

@@ -31,6 +31,23 @@ public enum Token {
         return (Device(id: id, name: name, role: role), token)
     }
 
+    /// Creates an admin token if the store has no device at all; returns it, or `nil` if
+    /// devices exist. Safe when several server instances start at once: the check and the
+    /// creation hold the revision lock, so only one of them creates it.
+    public static func createFirstAdmin(in storage: any SyncStorage) async throws -> String? {
+        let token = generate()
+        let hash = hash(token)
+        let created = try await storage.withWriter { writer in
+            try writer.transaction { () -> Bool in
+                _ = try writer.lockRevision()
+                guard try writer.allDevices().isEmpty else { return false }
+                _ = try writer.createDevice(name: "admin", role: .admin, tokenHash: hash)
+                return true
+            }
+        }
+        return created ? token : nil
+    }
+
     private static func base64URL(_ bytes: [UInt8]) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         var output: [UInt8] = []
