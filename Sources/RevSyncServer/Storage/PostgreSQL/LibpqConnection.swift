@@ -31,10 +31,11 @@ final class LibpqConnection: SQLConnection {
         PQfinish(connection)
     }
 
-    /// Whether the connection still works: a server that restarted closed it.
+    /// Whether the connection can be handed out again: PostgreSQL has not closed it (as a
+    /// restart does), and it is not inside a transaction someone left open.
     var isHealthy: Bool {
         _ = PQconsumeInput(connection)
-        return PQstatus(connection) == CONNECTION_OK
+        return PQstatus(connection) == CONNECTION_OK && PQtransactionStatus(connection) == PQTRANS_IDLE
     }
 
     @discardableResult

@@ -38,7 +38,7 @@ final class PostgresConnectionPool: @unchecked Sendable {
             let result: T = try await withCheckedThrowingContinuation { continuation in
                 slot.queue.async { continuation.resume(with: Result { try body(slot.connection) }) }
             }
-            release(slot, broken: false)
+            release(slot, broken: !slot.connection.isHealthy)
             return result
         } catch {
             release(slot, broken: !slot.connection.isHealthy)
