@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "revsync-server", targets: ["revsync-server"]),
         .library(name: "RevSyncClient", targets: ["RevSyncClient"]),
         .executable(name: "revsync", targets: ["revsync"]),
+        .executable(name: "revsync-bench", targets: ["revsync-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
@@ -24,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
@@ -79,6 +81,23 @@ let package = Package(
             name: "revsync",
             dependencies: [
                 "RevSyncClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RevSyncSimulation",
+            dependencies: [
+                "RevSyncClient", "RevSyncServer", "RevSyncProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "revsync-bench",
+            dependencies: [
+                "RevSyncSimulation", "RevSyncClient", "RevSyncServer", "RevSyncProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

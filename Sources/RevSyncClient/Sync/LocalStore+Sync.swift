@@ -91,6 +91,7 @@ extension LocalStore {
                             changeSetID: id, reason: changeSet.reason ?? ConflictReason(rawValue: "unknown"), entries: changeSet.conflicts))
                     } else if request.changeSetIDs.contains(id) && !report.committed.contains(id) {
                         report.committed.append(id)
+                        if let revision = changeSet.revision { report.committedRevisions[id] = revision }
                     }
                 }
                 for changes in changeSet.changes {

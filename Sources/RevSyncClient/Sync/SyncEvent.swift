@@ -9,6 +9,8 @@ public struct SyncReport: Sendable, Hashable {
     public var received: Int = 0
     /// The `id`s of sent change sets the server committed.
     public var committed: [String] = []
+    /// The revision of each committed change set, by `id`.
+    public var committedRevisions: [String: Revision] = [:]
     /// The sent change sets the server refused, as they went into the journal.
     public var conflicts: [SyncConflict] = []
     /// Records written or deleted locally from server data.

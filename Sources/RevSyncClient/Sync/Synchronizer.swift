@@ -45,7 +45,7 @@ public actor Synchronizer {
     public init(
         store: LocalStore,
         server: LocalStore.ServerConnection? = nil,
-        transport: any SyncTransport = URLSessionTransport(),
+        transport: any SyncTransport = DefaultTransport(),
         configuration: Configuration = Configuration(),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
@@ -58,7 +58,7 @@ public actor Synchronizer {
     public init(
         store: LocalStore,
         server: LocalStore.ServerConnection? = nil,
-        transport: any SyncTransport = URLSessionTransport(),
+        transport: any SyncTransport = DefaultTransport(),
         configuration: Configuration = Configuration(),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         stageHook: (@Sendable (SyncStage) -> Void)?

@@ -13,7 +13,7 @@ extension Schema {
     ///
     /// - Throws: ``SyncFailure`` when the server cannot be reached or answers with an error;
     ///   ``SchemaError`` when what it serves is not a valid schema.
-    public static func fetch(from server: URL, transport: any SyncTransport = URLSessionTransport()) async throws -> Schema {
+    public static func fetch(from server: URL, transport: any SyncTransport = DefaultTransport()) async throws -> Schema {
         let response: TransportResponse
         do {
             response = try await transport.send(TransportRequest(

@@ -37,6 +37,8 @@ public protocol StorageReader: AnyObject {
     func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord]
     /// The stored outcome of a change set this device already sent.
     func outcome(device: Int64, changeSetID: String) throws -> StoredOutcome?
+    /// Every stored outcome of this device's change sets, by change set `id`.
+    func outcomes(device: Int64) throws -> [String: StoredOutcome]
     /// The permanent ID the server gave one of this device's temporary IDs.
     func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping?
     /// This device's temporary IDs that the change set at `revision` resolved.

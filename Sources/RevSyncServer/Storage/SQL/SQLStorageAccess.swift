@@ -94,6 +94,19 @@ final class SQLStorageAccess: StorageWriter {
         return try StoredOutcome.decodeConflict(json)
     }
 
+    func outcomes(device: Int64) throws -> [String: StoredOutcome] {
+        var outcomes: [String: StoredOutcome] = [:]
+        try connection.query("SELECT change_set_id, revision, conflict FROM _rs_outcomes WHERE device_id = ?", [.integer(device)]) { row in
+            guard let id = row[0].textValue else { return }
+            if let revision = row[1].integerValue {
+                outcomes[id] = .committed(revision: revision)
+            } else if let json = row[2].bytesValue {
+                outcomes[id] = try StoredOutcome.decodeConflict(json)
+            }
+        }
+        return outcomes
+    }
+
     func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping? {
         try connection.firstRow(
             "SELECT temporary_id, entity, permanent_id, revision FROM _rs_id_map WHERE device_id = ? AND temporary_id = ?",

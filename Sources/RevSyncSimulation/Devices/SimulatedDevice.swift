@@ -1,0 +1,219 @@
+import Foundation
+@_spi(FaultInjection) import RevSyncClient
+import RevSyncProtocol
+
+/// One device of the simulation: a real store file and synchronizer, working offline in
+/// bursts of edits and then syncing, through a faulty network.
+///
+/// Used by one task at a time.
+final class SimulatedDevice: @unchecked Sendable {
+    let name: String
+    /// The server's ID for this device (from its token).
+    let deviceID: Int64
+    let store: LocalStore
+    let synchronizer: Synchronizer
+    private let revsync: String
+    private var random: SimulationRandom
+    private let sharedShare: Double
+    private let shared: [RecordReference]
+
+    /// What the server told this device about its change sets.
+    private(set) var committed: [String: Revision] = [:]
+    private(set) var refused: [String: ConflictReason] = [:]
+    private(set) var edits = 0
+    private(set) var localRefusals = 0
+    private(set) var syncs = 0
+    private(set) var failedAttempts = 0
+    private(set) var crashes = 0
+
+    init(
+        name: String, deviceID: Int64, store: LocalStore, revsync: String, seed: UInt64, sharedShare: Double, shared: [RecordReference],
+        timeout: TimeInterval, knownOutcomes: SimulatedDevice? = nil
+    ) {
+        self.name = name
+        self.deviceID = deviceID
+        self.store = store
+        self.revsync = revsync
+        self.random = SimulationRandom(seed: seed)
+        self.sharedShare = sharedShare
+        self.shared = shared
+        self.synchronizer = Synchronizer(store: store, transport: DefaultTransport(timeout: timeout))
+        if let knownOutcomes {
+            committed = knownOutcomes.committed
+            refused = knownOutcomes.refused
+            syncs = knownOutcomes.syncs
+        }
+    }
+
+    // MARK: Syncing
+
+    /// Syncs until it succeeds, backing off after each failure.
+    func sync(maxAttempts: Int = 200) async throws {
+        let policy = RetryPolicy(maxAttempts: maxAttempts, initialDelay: .milliseconds(20), maxDelay: .milliseconds(500))
+        var last: SyncFailure?
+        for attempt in 1...maxAttempts {
+            do {
+                record(try await synchronizer.sync())
+                return
+            } catch let failure as SyncFailure where failure.isRetryable {
+                failedAttempts += 1
+                last = failure
+                try await Task.sleep(for: policy.delay(after: attempt, using: &random))
+            }
+        }
+        throw SimulationError("\(name) could not sync in \(maxAttempts) attempts; the last failure: \(last.map { "\($0)" } ?? "none")")
+    }
+
+    /// Runs one sync in a `revsync` process that is killed (SIGKILL) at a step of the sync.
+    func crashDuringSync() async throws {
+        let stage = random.chance(0.5) ? "response-received" : "before-revision"
+        let child = try ChildProcess(
+            revsync, ["sync", "--store", store.path], log: store.path + ".crashes.log", environment: ["REVSYNC_CRASH_AT": stage])
+        _ = await child.waitForExit()
+        crashes += 1
+    }
+
+    /// Syncs until the server has nothing more for this device and its outbox is empty.
+    func syncUntilQuiet() async throws -> Bool {
+        try await sync()
+        let report = lastReport
+        return report.map { $0.received == 0 && $0.sent == 0 } ?? false
+    }
+
+    private var lastReport: SyncReport?
+
+    private func record(_ report: SyncReport) {
+        syncs += 1
+        lastReport = report
+        committed.merge(report.committedRevisions) { _, new in new }
+        for conflict in report.conflicts {
+            if let id = conflict.changeSetID { refused[id] = conflict.reason }
+        }
+    }
+
+    // MARK: Working offline
+
+    /// One edit: one write transaction, so one change set (unless the store refuses it).
+    func randomEdit() async {
+        do {
+            switch random.number(in: 0...11) {
+            case 0...2: try await newSquad()
+            case 3: try await screening()
+            case 4: try await note()
+            case 5...7: try await update()
+            case 8: try await delete("teams")
+            case 9: try await delete("players")
+            case 10: try await delete("users")
+            default: try await delete("team_players")
+            }
+            edits += 1
+        } catch is LocalStoreError {
+            localRefusals += 1  // a delete a `deny` rule forbids, a record deleted meanwhile: normal work
+        } catch {
+            localRefusals += 1
+        }
+    }
+
+    /// A team with new players linked to it, a training session and its attendances: creates
+    /// that reference each other by temporary IDs.
+    private func newSquad() async throws {
+        let season = try await pick("seasons")
+        let coach = try await pick("users")
+        let venue = try await pick("venues")
+        let size = random.number(in: 2...4)
+        let names = (0..<size).map { _ in "P\(random.number(in: 0...9999))" }
+        let teamName = "Team \(random.number(in: 0...9999))"
+        try await store.write { transaction in
+            var team: [String: Value] = ["name": .text(teamName)]
+            if let season { team["season_id"] = .integer(season.rawValue) }
+            if let coach { team["coach_id"] = .integer(coach.rawValue) }
+            let teamID = try transaction.insert(into: "teams", team)
+            var session: [String: Value] = ["team_id": .integer(teamID.rawValue), "starts_at": "2014-03-01 17:00"]
+            if let venue { session["venue_id"] = .integer(venue.rawValue) }
+            let sessionID = try transaction.insert(into: "training_sessions", session)
+            for name in names {
+                let player = try transaction.insert(into: "players", ["first_name": .text(name), "last_name": "Sim"])
+                try transaction.insert(into: "team_players", ["team_id": .integer(teamID.rawValue), "player_id": .integer(player.rawValue)])
+                try transaction.insert(
+                    into: "attendances",
+                    ["training_session_id": .integer(sessionID.rawValue), "player_id": .integer(player.rawValue), "present": true])
+            }
+        }
+    }
+
+    /// A screening of a player, with its measured items.
+    private func screening() async throws {
+        guard let screen = try await pick("screens"), let player = try await pick("players") else { return }
+        let items = try await store.read { try $0.fetch("screen_items", where: ["screen_id": .integer(screen.rawValue)]) }.map(\.id)
+        let values = (0..<items.count).map { _ in Double(random.number(in: 0...1000)) / 10 }
+        try await store.write { transaction in
+            let instance = try transaction.insert(
+                into: "screen_instances", ["screen_id": .integer(screen.rawValue), "player_id": .integer(player.rawValue), "date": "2014-02-01"])
+            for (item, value) in zip(items, values) {
+                try transaction.insert(
+                    into: "screen_instance_items",
+                    ["screen_instance_id": .integer(instance.rawValue), "screen_item_id": .integer(item.rawValue), "numeric_value": .real(value)])
+            }
+        }
+    }
+
+    private func note() async throws {
+        guard let team = try await pick("teams") else { return }
+        let author = try await pick("users")
+        var values: [String: Value] = ["body": .text("note \(random.number(in: 0...9999))"), "team_id": .integer(team.rawValue)]
+        if let author { values["author_id"] = .integer(author.rawValue) }
+        try await store.table("notes").insert(values)
+    }
+
+    /// Changes a record, often one that every device edits.
+    private func update() async throws {
+        let target: RecordReference?
+        if random.chance(sharedShare), let record = random.pick(shared) {
+            target = record
+        } else {
+            let entity = random.pick(["teams", "players", "venues", "training_sessions"])!
+            target = try await pick(entity).map { RecordReference(entity: entity, id: $0) }
+        }
+        guard let target else { return }
+        let value = random.number(in: 0...9999)
+        let values: [String: Value] =
+            switch target.entity {
+            case "teams": ["age_group": .text("U\(value % 18)")]
+            case "players": ["position": .text(random.pick(["keeper", "defender", "striker"])!), "height_cm": .real(Double(value % 200))]
+            case "venues": ["capacity": .integer(Int64(value))]
+            case "seasons": ["name": .text("Season \(value)")]
+            case "users": ["role": .text("coach \(value)")]
+            default: ["duration_minutes": .integer(Int64(value % 120))]
+            }
+        guard let record = try await store.read({ try $0.find(target.entity, id: target.id) }) else { return }
+        let entity = try store.schema.entity(target.entity).orThrow()
+        try await store.table(target.entity).update(record.id, values.filter { entity.attribute($0.key) != nil })
+    }
+
+    private func delete(_ entity: String) async throws {
+        let candidate: RecordID?
+        if random.chance(sharedShare), let record = random.pick(shared.filter { $0.entity == entity }) {
+            candidate = record.id
+        } else {
+            candidate = try await pick(entity)
+        }
+        guard let candidate else { return }
+        try await store.table(entity).delete(candidate)
+    }
+
+    /// A random record of `entity` that this device holds.
+    private func pick(_ entity: String) async throws -> RecordID? {
+        let count = try await store.table(entity).count()
+        guard count > 0 else { return nil }
+        let offset = random.number(in: 0...(count - 1))
+        let ids = try await store.read { reader in try reader.fetch(entity, limit: offset + 1).map(\.id) }
+        return ids.last
+    }
+}
+
+extension Optional {
+    func orThrow() throws -> Wrapped {
+        guard let self else { throw SimulationError("missing value") }
+        return self
+    }
+}

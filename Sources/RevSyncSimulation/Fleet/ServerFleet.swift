@@ -1,0 +1,110 @@
+import Foundation
+import RevSyncServer
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `revsync-server` processes serving one database, each on a port of its own that it keeps
+/// across crashes and restarts.
+public final class ServerFleet: @unchecked Sendable {
+    public let database: String
+    public let ports: [Int]
+    private let executable: String
+    private let logDirectory: String
+    private let extraArguments: [String]
+    private let lock = NSLock()
+    private var processes: [ChildProcess?]
+    public private(set) var kills = 0
+
+    /// Starts `count` instances of `binaries/revsync-server` on `database`.
+    public static func start(
+        count: Int, database: String, binaries: URL, logDirectory: String, arguments: [String] = []
+    ) async throws -> ServerFleet {
+        let ports = try (0..<count).map { _ in try freePort() }
+        let fleet = ServerFleet(
+            database: database, ports: ports, executable: binaries.appendingPathComponent("revsync-server").path,
+            logDirectory: logDirectory, arguments: arguments)
+        for index in 0..<count { try await fleet.start(index) }
+        return fleet
+    }
+
+    private init(database: String, ports: [Int], executable: String, logDirectory: String, arguments: [String]) {
+        self.database = database
+        self.ports = ports
+        self.executable = executable
+        self.logDirectory = logDirectory
+        self.extraArguments = arguments
+        self.processes = Array(repeating: nil, count: ports.count)
+    }
+
+    /// Starts instance `index` (again) and waits until it answers `/health`.
+    public func start(_ index: Int) async throws {
+        let process = try ChildProcess(
+            executable, ["--port", String(ports[index]), "--database", database, "--log-level", "error"] + extraArguments,
+            log: logDirectory + "/server-\(index).log")
+        lock.withLock { processes[index] = process }
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if try await Self.isHealthy(port: ports[index]) { return }
+            guard process.isRunning else { throw SimulationError("revsync-server \(index) exited; see \(logDirectory)/server-\(index).log") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw SimulationError("revsync-server \(index) did not answer /health within 60 s")
+    }
+
+    /// Kills instance `index` with SIGKILL, as a crash would.
+    public func crash(_ index: Int) async {
+        guard let process = lock.withLock({ processes[index] }) else { return }
+        process.send(SIGKILL)
+        _ = await process.waitForExit()
+        lock.withLock { kills += 1 }
+    }
+
+    /// Stops every instance gracefully.
+    public func stop() async {
+        let all = lock.withLock { processes.compactMap { $0 } }
+        for process in all { process.send(SIGTERM) }
+        for process in all { _ = await process.waitForExit() }
+    }
+
+    static func isHealthy(port: Int) async throws -> Bool {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/health")!)
+        request.timeoutInterval = 2
+        do {
+            let (_, response) = try await URLSession.shared.data(for: request)
+            return (response as? HTTPURLResponse)?.statusCode == 200
+        } catch {
+            return false
+        }
+    }
+
+    /// A TCP port nothing listens on right now.
+    static func freePort() throws -> Int {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw SimulationError("cannot find a free port") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,172 @@
+import RevSyncClient
+import RevSyncProtocol
+import RevSyncServer
+
+/// One invariant, as the report prints it: what it promises, how many cases held, and the
+/// first violations.
+public struct InvariantCheck: Sendable {
+    public let promise: String
+    public var held = 0
+    public var total = 0
+    public var violations: [String] = []
+
+    public var passed: Bool { violations.isEmpty }
+
+    mutating func check(_ condition: Bool, _ violation: @autoclosure () -> String) {
+        total += 1
+        if condition {
+            held += 1
+        } else if violations.count < 10 {
+            violations.append(violation())
+        } else if violations.count == 10 {
+            violations.append("…")
+        }
+    }
+}
+
+/// The server's data: entity → ID → revision and values (in attribute order).
+typealias DataSet = [String: [RecordID: [Value]]]
+
+/// Checks what the protocol promises, once every device synced until quiet.
+struct InvariantChecker {
+    let schema: Schema
+    let storage: any SyncStorage
+    let devices: [SimulatedDevice]
+
+    func run() async throws -> [InvariantCheck] {
+        let schema = self.schema
+        let (server, log, maxRevision) = try await storage.withReader { reader -> (DataSet, [LogEntry], Revision) in
+            var data: DataSet = [:]
+            for entity in schema.entities {
+                try reader.allRecords(entity) { record in data[entity.name, default: [:]][record.id] = [.integer(record.revision)] + record.values }
+            }
+            let current = try reader.currentRevision()
+            return (data, try reader.logEntries(after: 0, through: current), current)
+        }
+        var checks: [InvariantCheck] = []
+
+        var equal = InvariantCheck(promise: "every device's data equals the server's")
+        for device in devices {
+            let local = try await contents(of: device.store)
+            equal.check(local == server, "\(device.name) differs from the server: \(firstDifference(local, server))")
+        }
+        checks.append(equal)
+
+        var gapless = InvariantCheck(promise: "revisions 1...max form the log without gaps")
+        for (index, entry) in log.enumerated() {
+            gapless.check(entry.revision == Int64(index + 1), "log position \(index + 1) holds revision \(entry.revision)")
+        }
+        gapless.check(Int64(log.count) == maxRevision, "the log has \(log.count) entries for revision \(maxRevision)")
+        checks.append(gapless)
+
+        var confirmed = InvariantCheck(promise: "every change set the server confirmed is in the log at its revision")
+        var outcomesByDevice: [Int64: [String: StoredOutcome]] = [:]
+        for device in devices {
+            let id = device.deviceID
+            outcomesByDevice[id] = try await storage.withReader { try $0.outcomes(device: id) }
+            for (changeSetID, revision) in device.committed {
+                let entry = revision >= 1 && revision <= Int64(log.count) ? log[Int(revision) - 1] : nil
+                confirmed.check(
+                    entry?.changeSetID == changeSetID && entry?.device == id,
+                    "\(device.name)'s change set \(changeSetID), confirmed at revision \(revision), is not there")
+            }
+        }
+        checks.append(confirmed)
+
+        var replayed = InvariantCheck(promise: "replaying the log gives the server's data (nothing confirmed was lost)")
+        replayed.check(try replay(log) == server, "replaying the log gives other data than the server holds")
+        checks.append(replayed)
+
+        var reported = InvariantCheck(promise: "every refused change set was reported to its device as a conflict with a reason")
+        var agreed = InvariantCheck(promise: "every change set's outcome on the device matches the server's")
+        for device in devices {
+            let journal = try await device.store.conflicts(includingDismissed: true)
+            let journalled = Dictionary(journal.compactMap { entry in entry.changeSetID.map { ($0, entry) } }, uniquingKeysWith: { first, _ in first })
+            for (changeSetID, outcome) in outcomesByDevice[device.deviceID] ?? [:] {
+                switch outcome {
+                case .conflict(let reason, let entries):
+                    let entry = journalled[changeSetID]
+                    reported.check(
+                        device.refused[changeSetID] == reason && entry?.reason == reason && !entries.isEmpty
+                            && entries.allSatisfy { $0.message?.isEmpty == false },
+                        "\(device.name)'s change set \(changeSetID) was refused (\(reason)) but the device has \(String(describing: device.refused[changeSetID]))")
+                case .committed(let revision):
+                    agreed.check(device.committed[changeSetID] == revision, "\(device.name)'s change set \(changeSetID) committed at \(revision), device says \(String(describing: device.committed[changeSetID]))")
+                }
+            }
+            agreed.check(try await device.store.status().pendingChangeSets == 0, "\(device.name) still has change sets queued")
+        }
+        checks.append(reported)
+        checks.append(agreed)
+
+        var once = InvariantCheck(promise: "no change set was applied twice, no record created twice")
+        var seenChangeSets: Set<String> = []
+        var created: Set<RecordReference> = []
+        for entry in log {
+            if let id = entry.changeSetID {
+                once.check(seenChangeSets.insert("\(entry.device)/\(id)").inserted, "change set \(id) is in the log twice")
+            }
+            let changeSet = try ChangeSet(json: entry.body, sender: .server)
+            for changes in changeSet.changes {
+                for id in changes.create {
+                    once.check(created.insert(RecordReference(entity: changes.entity, id: id)).inserted, "\(changes.entity) \(id) created twice")
+                }
+            }
+        }
+        checks.append(once)
+
+        var references = InvariantCheck(promise: "every reference points to an existing record")
+        for entity in schema.entities {
+            for (index, attribute) in entity.attributes.enumerated() {
+                guard let target = attribute.referenceTarget else { continue }
+                for (id, values) in server[entity.name] ?? [:] {
+                    guard case .integer(let raw) = values[1 + index] else { continue }
+                    references.check(server[target]?[RecordID(raw)] != nil, "\(entity.name) \(id).\(attribute.name) points to missing \(target) \(raw)")
+                }
+            }
+        }
+        checks.append(references)
+        return checks
+    }
+
+    private func contents(of store: LocalStore) async throws -> DataSet {
+        let schema = self.schema
+        return try await store.read { reader in
+            var data: DataSet = [:]
+            for entity in schema.entities {
+                for record in try reader.fetch(entity.name) {
+                    data[entity.name, default: [:]][record.id] = [.integer(record.revision ?? -1)] + entity.attributes.map { record[$0.name] }
+                }
+            }
+            return data
+        }
+    }
+
+    /// The data set the log describes, applied from revision 1.
+    private func replay(_ log: [LogEntry]) throws -> DataSet {
+        var data: DataSet = [:]
+        for entry in log {
+            let changeSet = try ChangeSet(json: entry.body, sender: .server)
+            for changes in changeSet.changes {
+                guard let entity = schema.entity(changes.entity) else { continue }
+                for id in changes.create + changes.update {
+                    guard let attributes = changes.attributes[id] else { continue }
+                    data[entity.name, default: [:]][id] =
+                        [.integer(attributes.revision ?? -1)] + entity.attributes.map { attributes.values[$0.name] ?? .null }
+                }
+                for id in changes.delete { data[entity.name]?[id] = nil }
+            }
+        }
+        return data.filter { !$0.value.isEmpty }
+    }
+
+    private func firstDifference(_ lhs: DataSet, _ rhs: DataSet) -> String {
+        for entity in Set(lhs.keys).union(rhs.keys).sorted() {
+            let left = lhs[entity] ?? [:], right = rhs[entity] ?? [:]
+            for id in Set(left.keys).union(right.keys).sorted() where left[id] != right[id] {
+                return "\(entity) \(id): \(left[id].map { "\($0)" } ?? "missing") vs \(right[id].map { "\($0)" } ?? "missing")"
+            }
+        }
+        return "none"
+    }
+}

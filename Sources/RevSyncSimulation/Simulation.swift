@@ -1,0 +1,260 @@
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+import RevSyncServer
+
+/// What to simulate.
+public struct SimulationConfiguration: Sendable {
+    public enum Store: Sendable, Hashable {
+        case sqlite
+        /// A new database on the PostgreSQL server of this URL, dropped afterwards.
+        case postgres(serverURL: String)
+    }
+
+    public var devices = 50
+    /// Change sets each device makes (edits; some are refused locally, by `deny` rules).
+    public var editsPerDevice = 40
+    public var seed: UInt64 = 1
+    public var store: Store = .sqlite
+    public var instances = 1
+    public var faults: FaultRates = .none
+    /// Share of updates and deletes aimed at the records every device edits.
+    public var sharedShare = 0.3
+    /// How many times a server instance is killed (SIGKILL) during the run, and restarted.
+    public var serverCrashes = 0
+    /// Share of syncs run in a `revsync` process killed (SIGKILL) between two steps of the sync.
+    public var deviceCrashRate = 0.0
+    /// How long a device waits for a response before giving up on it (and retrying).
+    public var requestTimeout: TimeInterval = 4
+    /// Where `revsync-server` and `revsync` are.
+    public var binaries: URL
+    /// Where the stores and logs go; a new temporary directory (removed after a success) if `nil`.
+    public var workDirectory: String?
+
+    public init(binaries: URL) {
+        self.binaries = binaries
+    }
+}
+
+/// What happened, and whether every invariant held.
+public struct SimulationReport: Sendable {
+    public var configuration: SimulationConfiguration
+    public var faults = FaultCounts()
+    public var serverCrashes = 0
+    public var deviceCrashes = 0
+    public var edits = 0
+    public var localRefusals = 0
+    public var syncs = 0
+    public var failedAttempts = 0
+    public var conflicts: [String: Int] = [:]
+    public var maxRevision: Revision = 0
+    public var records = 0
+    public var seconds: Double = 0
+    public var checks: [InvariantCheck] = []
+
+    public var passed: Bool { checks.allSatisfy(\.passed) && !checks.isEmpty }
+
+    /// The report as people read it.
+    public var text: String {
+        let configuration = self.configuration
+        let store: String =
+            switch configuration.store {
+            case .sqlite: "SQLite"
+            case .postgres: "PostgreSQL"
+            }
+        var lines = [
+            "RevSync simulation: \(configuration.devices) devices × \(configuration.editsPerDevice) edits, seed \(configuration.seed), \(store), \(configuration.instances) server instance\(configuration.instances == 1 ? "" : "s"), \(String(format: "%.1f", seconds)) s",
+            "Faults: \(faults.requests) requests through the proxy; \(faults.responsesDropped) responses dropped after the server got them, \(faults.refused) connections refused, \(faults.resets) reset mid-body, \(faults.stalls) stalled; \(serverCrashes) server crashes (kill -9); \(deviceCrashes) device crashes (kill -9 mid-sync)",
+            "Work: \(edits) change sets made (\(localRefusals) edits refused locally), \(syncs) syncs (\(failedAttempts) failed attempts, retried), \(conflicts.values.reduce(0, +)) conflicts (\(conflicts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))",
+            "Result: revision \(maxRevision), \(records) records",
+            "Invariants:",
+        ]
+        for check in checks {
+            lines.append("  \(check.passed ? "ok  " : "FAIL") \(check.promise): \(check.held)/\(check.total)")
+            for violation in check.violations { lines.append("         \(violation)") }
+        }
+        lines.append(passed ? "All invariants held." : "INVARIANTS VIOLATED.")
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Many devices using `RevSyncClient` against real server processes through a faulty network.
+public enum Simulation {
+    public static func run(_ configuration: SimulationConfiguration, progress: @Sendable (String) -> Void = { _ in }) async throws -> SimulationReport {
+        let started = Date()
+        var report = SimulationReport(configuration: configuration)
+        let work = try configuration.workDirectory ?? makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        var random = SimulationRandom(seed: configuration.seed)
+
+        // The database, with a token per device.
+        let location: String
+        var postgresDatabase: (name: String, server: String)?
+        switch configuration.store {
+        case .sqlite:
+            location = work + "/server.sqlite"
+        case .postgres(let server):
+            let name = "rs_sim_\(configuration.seed)_\(UInt32.random(in: 0...UInt32.max))"
+            try await PostgresStorage.createDatabase(name, server: server)
+            postgresDatabase = (name, server)
+            location = PostgresStorage.url(server, database: name)
+        }
+        let storage = try await StorageLocation(location).open(schema: .demo, durability: .full, poolSize: 4)
+        var tokens: [(id: Int64, token: String)] = []
+        for index in 0..<configuration.devices {
+            let (device, token) = try await Token.create(name: "device \(index)", role: .member, in: storage)
+            tokens.append((device.id, token))
+        }
+
+        progress("starting \(configuration.instances) server instance(s) on \(StorageLocation(location))")
+        let fleet = try await ServerFleet.start(count: configuration.instances, database: location, binaries: configuration.binaries, logDirectory: work)
+        var proxies: [FaultProxy] = []
+        for (index, port) in fleet.ports.enumerated() {
+            proxies.append(try await FaultProxy.start(upstreamPort: port, rates: .none, seed: configuration.seed &+ UInt64(index)))
+        }
+
+        do {
+            // Devices, spread over the instances, and the records every device edits.
+            var stores: [LocalStore] = []
+            for (index, (_, token)) in tokens.enumerated() {
+                let url = URL(string: "http://127.0.0.1:\(proxies[index % proxies.count].port)")!
+                stores.append(try LocalStore.create(at: work + "/device-\(index).sqlite", schema: .demo, server: .init(url: url, token: token)))
+            }
+            try await createSharedRecords(in: stores[0])
+            let founder = SimulatedDevice(
+                name: "device 0", deviceID: tokens[0].id, store: stores[0], revsync: "", seed: 0, sharedShare: 0, shared: [],
+                timeout: configuration.requestTimeout)
+            try await founder.sync()
+            let shared = try await sharedReferences(stores[0])
+            let revsync = configuration.binaries.appendingPathComponent("revsync").path
+            let devices = stores.enumerated().map { index, store in
+                SimulatedDevice(
+                    name: "device \(index)", deviceID: tokens[index].id, store: store, revsync: revsync,
+                    seed: random.next(), sharedShare: configuration.sharedShare, shared: shared, timeout: configuration.requestTimeout,
+                    knownOutcomes: index == 0 ? founder : nil)
+            }
+            progress("\(devices.count) devices syncing the starting data")
+            try await forEachDevice(devices) { try await $0.sync() }
+
+            // The work, through a faulty network, with crashes.
+            for proxy in proxies { proxy.setRates(configuration.faults) }
+            progress("working: \(configuration.editsPerDevice) edits per device")
+            let chaos = Task { try await crashServers(fleet, times: configuration.serverCrashes, seed: random.next()) }
+            try await forEachDevice(devices) { device in
+                var local = SimulationRandom(seed: UInt64(device.deviceID) &* 7919 &+ configuration.seed)
+                var made = 0
+                while made < configuration.editsPerDevice {
+                    let burst = min(local.number(in: 1...5), configuration.editsPerDevice - made)
+                    for _ in 0..<burst { await device.randomEdit() }
+                    made += burst
+                    if local.chance(configuration.deviceCrashRate) { try await device.crashDuringSync() }
+                    try await device.sync()
+                }
+            }
+            try await chaos.value
+            report.serverCrashes = fleet.kills
+
+            // Everyone online on a good network, until nothing moves.
+            for proxy in proxies { proxy.setRates(.none) }
+            progress("syncing until quiet")
+            for round in 1...30 {
+                var quiet = true
+                for device in devices where !(try await device.syncUntilQuiet()) { quiet = false }
+                if quiet { break }
+                if round == 30 { throw SimulationError("the devices did not become quiet in 30 rounds") }
+            }
+
+            progress("checking invariants")
+            report.checks = try await InvariantChecker(schema: .demo, storage: storage, devices: devices).run()
+            for proxy in proxies {
+                let counts = proxy.counts
+                report.faults.requests += counts.requests
+                report.faults.refused += counts.refused
+                report.faults.responsesDropped += counts.responsesDropped
+                report.faults.resets += counts.resets
+                report.faults.stalls += counts.stalls
+            }
+            for device in devices {
+                report.edits += device.edits
+                report.localRefusals += device.localRefusals
+                report.syncs += device.syncs
+                report.failedAttempts += device.failedAttempts
+                report.deviceCrashes += device.crashes
+                for reason in device.refused.values { report.conflicts[reason.rawValue, default: 0] += 1 }
+            }
+            (report.maxRevision, report.records) = try await storage.withReader { reader in
+                var records = 0
+                for entity in Schema.demo.entities { try reader.allRecords(entity) { _ in records += 1 } }
+                return (try reader.currentRevision(), records)
+            }
+            for store in stores { try store.close() }
+        } catch {
+            await shutDown(fleet: fleet, proxies: proxies, storage: storage)
+            throw error
+        }
+        await shutDown(fleet: fleet, proxies: proxies, storage: storage)
+        if let postgresDatabase { try? await PostgresStorage.dropDatabase(postgresDatabase.name, server: postgresDatabase.server) }
+        if report.passed && configuration.workDirectory == nil { try? FileManager.default.removeItem(atPath: work) }
+        report.seconds = Date().timeIntervalSince(started)
+        return report
+    }
+
+    private static func shutDown(fleet: ServerFleet, proxies: [FaultProxy], storage: any SyncStorage) async {
+        for proxy in proxies { try? await proxy.stop() }
+        await fleet.stop()
+        try? await storage.close()
+    }
+
+    /// Runs `body` for every device at once.
+    private static func forEachDevice(_ devices: [SimulatedDevice], _ body: @escaping @Sendable (SimulatedDevice) async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for device in devices { group.addTask { try await body(device) } }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Kills (SIGKILL) and restarts server instances at random moments.
+    private static func crashServers(_ fleet: ServerFleet, times: Int, seed: UInt64) async throws {
+        var random = SimulationRandom(seed: seed)
+        for _ in 0..<times {
+            try await Task.sleep(for: .milliseconds(random.number(in: 300...1500)))
+            let index = random.number(in: 0...(fleet.ports.count - 1))
+            await fleet.crash(index)
+            try await Task.sleep(for: .milliseconds(random.number(in: 100...600)))
+            try await fleet.start(index)
+        }
+    }
+
+    /// Seasons, staff, venues, screens with items, teams and players: what everyone edits.
+    private static func createSharedRecords(in store: LocalStore) async throws {
+        try await store.write { transaction in
+            for name in ["2014", "2015"] { try transaction.insert(into: "seasons", ["name": .text(name)]) }
+            for name in ["Avery", "Blake", "Casey"] { try transaction.insert(into: "users", ["first_name": .text(name), "last_name": "Staff"]) }
+            for name in ["North field", "Hall"] { try transaction.insert(into: "venues", ["name": .text(name)]) }
+            for name in ["Sprint", "Agility"] {
+                let screen = try transaction.insert(into: "screens", ["name": .text(name)])
+                for label in ["first", "second", "third"] {
+                    try transaction.insert(into: "screen_items", ["screen_id": .integer(screen.rawValue), "label": .text(label)])
+                }
+            }
+            for name in ["U10", "U12", "U14"] { try transaction.insert(into: "teams", ["name": .text(name)]) }
+            for name in ["Ana", "Ben", "Cai", "Dee", "Eve", "Fay"] {
+                try transaction.insert(into: "players", ["first_name": .text(name), "last_name": "Shared"])
+            }
+        }
+    }
+
+    private static func sharedReferences(_ store: LocalStore) async throws -> [RecordReference] {
+        try await store.read { reader in
+            try ["teams", "players", "venues", "users", "seasons"].flatMap { entity in
+                try reader.fetch(entity).map { RecordReference(entity: entity, id: $0.id) }
+            }
+        }
+    }
+
+    private static func makeTemporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "revsync-simulation-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}

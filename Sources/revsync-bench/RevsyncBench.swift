@@ -1,0 +1,20 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct RevsyncBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revsync-bench",
+        abstract: "Benchmarks and the many-device simulator. Build with -c release for figures.",
+        subcommands: [Simulate.self])
+}
+
+/// Writes one line to standard output at once.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// The directory of this executable, where the other products are.
+var productsDirectory: URL {
+    URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import RevSyncSimulation
+
+struct Simulate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Many devices on a faulty network against real server processes; checks every invariant at the end.",
+        discussion: "Exits with 0 when every invariant held, 1 when one was violated.")
+
+    @Option(help: "Devices.") var devices = 50
+    @Option(help: "Change sets each device makes.") var edits = 40
+    @Option(help: "Seed: the same seed makes the same edits and the same faults.") var seed: UInt64 = 1
+    @Option(help: "sqlite or postgres.") var store = "sqlite"
+    @Option(help: "PostgreSQL server to create the database on (default: $REVSYNC_POSTGRES_URL).") var postgresURL: String?
+    @Option(help: "Server instances (PostgreSQL for more than one).") var instances = 1
+    @Option(help: "Share of updates and deletes aimed at records every device edits.") var shared = 0.3
+
+    @Option(help: "Network faults: none, harsh (30% of responses lost, and more), or custom (the options below).")
+    var faults = "harsh"
+    @Option(help: "Latency added to each request and response, in milliseconds.") var latency = 5
+    @Option(help: "Share of requests refused before reaching the server.") var refuse = 0.1
+    @Option(help: "Share of responses dropped after the server got the request.") var dropResponses = 0.3
+    @Option(help: "Share of requests reset mid-body.") var reset = 0.05
+    @Option(help: "Share of requests that stall.") var stall = 0.02
+
+    @Option(help: "Times a server instance is killed (SIGKILL) and restarted during the run.") var serverCrashes = 2
+    @Option(help: "Share of syncs run in a revsync process killed mid-sync.") var deviceCrashes = 0.05
+    @Option(help: "Keep the stores and logs here (they are removed after a successful run otherwise).") var workDirectory: String?
+
+    func validate() throws {
+        guard devices >= 1, edits >= 0, instances >= 1 else { throw ValidationError("--devices and --instances must be 1 or more") }
+        guard ["sqlite", "postgres"].contains(store) else { throw ValidationError("--store must be sqlite or postgres") }
+        if store == "sqlite" && instances > 1 { throw ValidationError("several instances need --store postgres") }
+        guard ["none", "harsh", "custom"].contains(faults) else { throw ValidationError("--faults must be none, harsh or custom") }
+    }
+
+    func run() async throws {
+        var configuration = SimulationConfiguration(binaries: productsDirectory)
+        configuration.devices = devices
+        configuration.editsPerDevice = edits
+        configuration.seed = seed
+        configuration.instances = instances
+        configuration.sharedShare = shared
+        configuration.serverCrashes = serverCrashes
+        configuration.deviceCrashRate = deviceCrashes
+        configuration.workDirectory = workDirectory
+        if store == "postgres" {
+            guard let url = postgresURL ?? ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"] else {
+                throw ValidationError("--store postgres needs --postgres-url or REVSYNC_POSTGRES_URL")
+            }
+            configuration.store = .postgres(serverURL: url)
+        }
+        switch faults {
+        case "none": configuration.faults = .none
+        case "harsh": configuration.faults = .harsh(latency: .milliseconds(latency))
+        default:
+            var rates = FaultRates()
+            rates.latency = .milliseconds(latency)
+            rates.refuse = refuse
+            rates.dropResponse = dropResponses
+            rates.resetMidBody = reset
+            rates.stall = stall
+            rates.stallDuration = .seconds(3)
+            configuration.faults = rates
+        }
+        let report = try await Simulation.run(configuration) { say("… \($0)") }
+        say(report.text)
+        if !report.passed { throw ExitCode.failure }
+    }
+}
