@@ -123,6 +123,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RevSyncSimulationTests",
+            dependencies: ["RevSyncSimulation", "RevSyncTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RevSyncClientTests",
             dependencies: [
                 "RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncTestSupport",

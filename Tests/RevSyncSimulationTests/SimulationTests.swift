@@ -1,0 +1,40 @@
+import Foundation
+import RevSyncSimulation
+import RevSyncTestSupport
+import Testing
+
+/// A bounded run of the simulator, faults and crashes on: every invariant must hold.
+@Suite struct SimulationTests {
+    @Test(arguments: StoreKind.all)
+    func aFewDevicesOnAHarshNetworkKeepEveryPromise(store: StoreKind) async throws {
+        var configuration = SimulationConfiguration(binaries: ExecutableProcess.productsDirectory)
+        configuration.devices = 6
+        configuration.editsPerDevice = 30
+        configuration.seed = 42
+        configuration.faults = .harsh()
+        configuration.serverCrashes = 1
+        configuration.deviceCrashRate = 0.1
+        if store == .postgres {
+            configuration.store = .postgres(serverURL: try #require(ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"]))
+            configuration.instances = 2
+        }
+        let report = try await Simulation.run(configuration)
+        #expect(report.passed, "\(report.text)")
+        // The run did meet the faults it is meant to survive.
+        #expect(report.faults.responsesDropped > 0)
+        #expect(report.serverCrashes == 1)
+        #expect(report.edits > 100)
+        #expect(report.checks.count == 8)
+    }
+
+    @Test func theProxyBreaksRequestsAtTheRatesAsked() async throws {
+        // Every request refused: a client sees its connection closed, nothing reaches the server.
+        var rates = FaultRates()
+        rates.refuse = 1
+        let proxy = try await FaultProxy.start(upstreamPort: 9, rates: rates, seed: 1)
+        let response = try? await RawHTTPClient.send(port: proxy.port, method: "GET", path: "/health")
+        #expect(response == nil)
+        #expect(proxy.counts.refused == 1 && proxy.counts.requests == 1)
+        try await proxy.stop()
+    }
+}
