@@ -12,6 +12,14 @@ struct APIError: Error, Sendable {
     var path: String?
     var headers: HTTPFields = [:]
 
+    init(status: HTTPResponse.Status, code: String, message: String, path: String? = nil, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.path = path
+        self.headers = headers
+    }
+
     static func unauthorized(_ message: String) -> APIError {
         APIError(status: .unauthorized, code: "unauthorized", message: message, headers: [.wwwAuthenticate: "Bearer"])
     }

@@ -8,6 +8,12 @@ public struct ServerConfiguration: Sendable {
     public var maxBodySize: Int = 64 * 1024 * 1024
     /// A connection that sends nothing for this long is closed.
     public var idleTimeoutSeconds: Int64 = 60
+    /// A request head must arrive within this many seconds of the connection opening (or of
+    /// the previous response); otherwise the connection is closed (slow-loris on headers).
+    public var headerTimeoutSeconds: Int64 = 20
+    /// A request body must arrive in full within this many seconds; otherwise `408`
+    /// (slow-loris on bodies: a byte now and then would keep an idle timeout from firing).
+    public var bodyTimeoutSeconds: Double = 60
     /// gzip level of responses: 1 fastest, 9 smallest.
     public var gzipLevel: Int32 = 6
 

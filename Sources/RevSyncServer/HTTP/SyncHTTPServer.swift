@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTPTypes
 import RevSyncProtocol
 import ServiceLifecycle
 import UnixSignals
@@ -43,7 +44,9 @@ public struct SyncHTTPServer: Sendable {
         router.post("/sync") { request, _ in try await self.sync(request) }
         return Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [RequestHeadDeadline(timeout: .seconds(configuration.headerTimeoutSeconds))],
+                idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
             services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
@@ -74,7 +77,7 @@ public struct SyncHTTPServer: Sendable {
 
     func sync(_ request: Request) async throws -> Response {
         let device = try await authenticate(request)
-        let body = try await request.jsonBody(limit: configuration.maxBodySize)
+        let body = try await request.jsonBody(limit: configuration.maxBodySize, timeout: .seconds(configuration.bodyTimeoutSeconds))
         let message = try SyncMessage(json: body, sender: .client)
         let response = try await engine.sync(message, from: device)
         logger.debug("sync", metadata: [

@@ -27,106 +27,127 @@ public struct InvariantCheck: Sendable {
 /// The server's data: entity → ID → revision and values (in attribute order).
 typealias DataSet = [String: [RecordID: [Value]]]
 
+/// The invariants of the server's data alone: the log has no gaps, replays to the data, creates
+/// every record once, and every reference resolves.
+public enum ServerInvariants {
+    public static func check(schema: Schema, storage: any SyncStorage) async throws -> [InvariantCheck] {
+        let checker = InvariantChecker(schema: schema, storage: storage, devices: [])
+        return checker.serverChecks(try await checker.serverState())
+    }
+}
+
 /// Checks what the protocol promises, once every device synced until quiet.
 struct InvariantChecker {
     let schema: Schema
     let storage: any SyncStorage
     let devices: [SimulatedDevice]
 
-    func run() async throws -> [InvariantCheck] {
+    /// The server's data, its log and its revision, read at once.
+    struct ServerState {
+        let data: DataSet
+        let log: [LogEntry]
+        let maxRevision: Revision
+    }
+
+    func serverState() async throws -> ServerState {
         let schema = self.schema
-        let (server, log, maxRevision) = try await storage.withReader { reader -> (DataSet, [LogEntry], Revision) in
+        return try await storage.withReader { reader in
             var data: DataSet = [:]
             for entity in schema.entities {
                 try reader.allRecords(entity) { record in data[entity.name, default: [:]][record.id] = [.integer(record.revision)] + record.values }
             }
             let current = try reader.currentRevision()
-            return (data, try reader.logEntries(after: 0, through: current), current)
+            return ServerState(data: data, log: try reader.logEntries(after: 0, through: current), maxRevision: current)
         }
-        var checks: [InvariantCheck] = []
+    }
 
-        var equal = InvariantCheck(promise: "every device's data equals the server's")
-        for device in devices {
-            let local = try await contents(of: device.store)
-            equal.check(local == server, "\(device.name) differs from the server: \(firstDifference(local, server))")
-        }
-        checks.append(equal)
+    func run() async throws -> [InvariantCheck] {
+        let state = try await serverState()
+        return try await deviceChecks(state) + serverChecks(state)
+    }
 
+    /// What only the server's data can tell.
+    func serverChecks(_ state: ServerState) -> [InvariantCheck] {
         var gapless = InvariantCheck(promise: "revisions 1...max form the log without gaps")
-        for (index, entry) in log.enumerated() {
+        for (index, entry) in state.log.enumerated() {
             gapless.check(entry.revision == Int64(index + 1), "log position \(index + 1) holds revision \(entry.revision)")
         }
-        gapless.check(Int64(log.count) == maxRevision, "the log has \(log.count) entries for revision \(maxRevision)")
-        checks.append(gapless)
-
-        var confirmed = InvariantCheck(promise: "every change set the server confirmed is in the log at its revision")
-        var outcomesByDevice: [Int64: [String: StoredOutcome]] = [:]
-        for device in devices {
-            let id = device.deviceID
-            outcomesByDevice[id] = try await storage.withReader { try $0.outcomes(device: id) }
-            for (changeSetID, revision) in device.committed {
-                let entry = revision >= 1 && revision <= Int64(log.count) ? log[Int(revision) - 1] : nil
-                confirmed.check(
-                    entry?.changeSetID == changeSetID && entry?.device == id,
-                    "\(device.name)'s change set \(changeSetID), confirmed at revision \(revision), is not there")
-            }
-        }
-        checks.append(confirmed)
+        gapless.check(Int64(state.log.count) == state.maxRevision, "the log has \(state.log.count) entries for revision \(state.maxRevision)")
 
         var replayed = InvariantCheck(promise: "replaying the log gives the server's data (nothing confirmed was lost)")
-        replayed.check(try replay(log) == server, "replaying the log gives other data than the server holds")
-        checks.append(replayed)
-
-        var reported = InvariantCheck(promise: "every refused change set was reported to its device as a conflict with a reason")
-        var agreed = InvariantCheck(promise: "every change set's outcome on the device matches the server's")
-        for device in devices {
-            let journal = try await device.store.conflicts(includingDismissed: true)
-            let journalled = Dictionary(journal.compactMap { entry in entry.changeSetID.map { ($0, entry) } }, uniquingKeysWith: { first, _ in first })
-            for (changeSetID, outcome) in outcomesByDevice[device.deviceID] ?? [:] {
-                switch outcome {
-                case .conflict(let reason, let entries):
-                    let entry = journalled[changeSetID]
-                    reported.check(
-                        device.refused[changeSetID] == reason && entry?.reason == reason && !entries.isEmpty
-                            && entries.allSatisfy { $0.message?.isEmpty == false },
-                        "\(device.name)'s change set \(changeSetID) was refused (\(reason)) but the device has \(String(describing: device.refused[changeSetID]))")
-                case .committed(let revision):
-                    agreed.check(device.committed[changeSetID] == revision, "\(device.name)'s change set \(changeSetID) committed at \(revision), device says \(String(describing: device.committed[changeSetID]))")
-                }
-            }
-            agreed.check(try await device.store.status().pendingChangeSets == 0, "\(device.name) still has change sets queued")
-        }
-        checks.append(reported)
-        checks.append(agreed)
+        let replay = Result { try self.replay(state.log) }
+        replayed.check((try? replay.get()) == state.data, "replaying the log gives other data than the server holds")
 
         var once = InvariantCheck(promise: "no change set was applied twice, no record created twice")
         var seenChangeSets: Set<String> = []
         var created: Set<RecordReference> = []
-        for entry in log {
+        for entry in state.log {
             if let id = entry.changeSetID {
                 once.check(seenChangeSets.insert("\(entry.device)/\(id)").inserted, "change set \(id) is in the log twice")
             }
-            let changeSet = try ChangeSet(json: entry.body, sender: .server)
+            guard let changeSet = try? ChangeSet(json: entry.body, sender: .server) else {
+                once.check(false, "log entry \(entry.revision) does not decode")
+                continue
+            }
             for changes in changeSet.changes {
                 for id in changes.create {
                     once.check(created.insert(RecordReference(entity: changes.entity, id: id)).inserted, "\(changes.entity) \(id) created twice")
                 }
             }
         }
-        checks.append(once)
 
         var references = InvariantCheck(promise: "every reference points to an existing record")
         for entity in schema.entities {
             for (index, attribute) in entity.attributes.enumerated() {
                 guard let target = attribute.referenceTarget else { continue }
-                for (id, values) in server[entity.name] ?? [:] {
+                for (id, values) in state.data[entity.name] ?? [:] {
                     guard case .integer(let raw) = values[1 + index] else { continue }
-                    references.check(server[target]?[RecordID(raw)] != nil, "\(entity.name) \(id).\(attribute.name) points to missing \(target) \(raw)")
+                    references.check(
+                        state.data[target]?[RecordID(raw)] != nil, "\(entity.name) \(id).\(attribute.name) points to missing \(target) \(raw)")
                 }
             }
         }
-        checks.append(references)
-        return checks
+        return [gapless, replayed, once, references]
+    }
+
+    /// What the devices know, against the server.
+    func deviceChecks(_ state: ServerState) async throws -> [InvariantCheck] {
+        var equal = InvariantCheck(promise: "every device's data equals the server's")
+        for device in devices {
+            let local = try await contents(of: device.store)
+            equal.check(local == state.data, "\(device.name) differs from the server: \(firstDifference(local, state.data))")
+        }
+
+        var confirmed = InvariantCheck(promise: "every change set the server confirmed is in the log at its revision")
+        var reported = InvariantCheck(promise: "every refused change set was reported to its device as a conflict with a reason")
+        var agreed = InvariantCheck(promise: "every change set's outcome on the device matches the server's")
+        for device in devices {
+            let id = device.deviceID
+            for (changeSetID, revision) in device.committed {
+                let entry = revision >= 1 && revision <= Int64(state.log.count) ? state.log[Int(revision) - 1] : nil
+                confirmed.check(
+                    entry?.changeSetID == changeSetID && entry?.device == id,
+                    "\(device.name)'s change set \(changeSetID), confirmed at revision \(revision), is not there")
+            }
+            let outcomes = try await storage.withReader { try $0.outcomes(device: id) }
+            let journal = try await device.store.conflicts(includingDismissed: true)
+            let journalled = Dictionary(journal.compactMap { entry in entry.changeSetID.map { ($0, entry) } }, uniquingKeysWith: { first, _ in first })
+            for (changeSetID, outcome) in outcomes {
+                switch outcome {
+                case .conflict(let reason, let entries):
+                    reported.check(
+                        device.refused[changeSetID] == reason && journalled[changeSetID]?.reason == reason && !entries.isEmpty
+                            && entries.allSatisfy { $0.message?.isEmpty == false },
+                        "\(device.name)'s change set \(changeSetID) was refused (\(reason)) but the device has \(String(describing: device.refused[changeSetID]))")
+                case .committed(let revision):
+                    agreed.check(
+                        device.committed[changeSetID] == revision,
+                        "\(device.name)'s change set \(changeSetID) committed at \(revision), device says \(String(describing: device.committed[changeSetID]))")
+                }
+            }
+            agreed.check(try await device.store.status().pendingChangeSets == 0, "\(device.name) still has change sets queued")
+        }
+        return [equal, confirmed, reported, agreed]
     }
 
     private func contents(of store: LocalStore) async throws -> DataSet {
