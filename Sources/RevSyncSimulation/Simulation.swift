@@ -14,6 +14,8 @@ public struct SimulationConfiguration: Sendable {
     public var devices = 50
     /// Change sets each device makes (edits; some are refused locally, by `deny` rules).
     public var editsPerDevice = 40
+    /// If set, devices keep working until this much time passed, however many edits that is.
+    public var duration: Duration?
     public var seed: UInt64 = 1
     public var store: Store = .sqlite
     public var instances = 1
@@ -63,7 +65,7 @@ public struct SimulationReport: Sendable {
             case .postgres: "PostgreSQL"
             }
         var lines = [
-            "RevSync simulation: \(configuration.devices) devices × \(configuration.editsPerDevice) edits, seed \(configuration.seed), \(store), \(configuration.instances) server instance\(configuration.instances == 1 ? "" : "s"), \(String(format: "%.1f", seconds)) s",
+            "RevSync simulation: \(configuration.devices) devices × \(configuration.duration.map { "\($0) of" } ?? "\(configuration.editsPerDevice)") edits, seed \(configuration.seed), \(store), \(configuration.instances) server instance\(configuration.instances == 1 ? "" : "s"), \(String(format: "%.1f", seconds)) s",
             "Faults: \(faults.requests) requests through the proxy; \(faults.responsesDropped) responses dropped after the server got them, \(faults.refused) connections refused, \(faults.resets) reset mid-body, \(faults.stalls) stalled; \(serverCrashes) server crashes (kill -9); \(deviceCrashes) device crashes (kill -9 mid-sync)",
             "Work: \(edits) change sets made (\(localRefusals) edits refused locally), \(syncs) syncs (\(failedAttempts) failed attempts, retried), \(conflicts.values.reduce(0, +)) conflicts (\(conflicts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))",
             "Result: revision \(maxRevision), \(records) records",
@@ -138,13 +140,18 @@ public enum Simulation {
 
             // The work, through a faulty network, with crashes.
             for proxy in proxies { proxy.setRates(configuration.faults) }
-            progress("working: \(configuration.editsPerDevice) edits per device")
+            progress(configuration.duration.map { "working for \($0)" } ?? "working: \(configuration.editsPerDevice) edits per device")
+            let deadline = configuration.duration.map { ContinuousClock.now + $0 }
             let chaos = Task { try await crashServers(fleet, times: configuration.serverCrashes, seed: random.next()) }
             try await forEachDevice(devices) { device in
                 var local = SimulationRandom(seed: UInt64(device.deviceID) &* 7919 &+ configuration.seed)
                 var made = 0
-                while made < configuration.editsPerDevice {
-                    let burst = min(local.number(in: 1...5), configuration.editsPerDevice - made)
+                func working() -> Bool {
+                    if let deadline { return ContinuousClock.now < deadline }
+                    return made < configuration.editsPerDevice
+                }
+                while working() {
+                    let burst = deadline == nil ? min(local.number(in: 1...5), configuration.editsPerDevice - made) : local.number(in: 1...5)
                     for _ in 0..<burst { await device.randomEdit() }
                     made += burst
                     if local.chance(configuration.deviceCrashRate) { try await device.crashDuringSync() }

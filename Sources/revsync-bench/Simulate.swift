@@ -9,6 +9,7 @@ struct Simulate: AsyncParsableCommand {
 
     @Option(help: "Devices.") var devices = 50
     @Option(help: "Change sets each device makes.") var edits = 40
+    @Option(help: "Work for this many seconds instead of a number of edits.") var duration: Double?
     @Option(help: "Seed: the same seed makes the same edits and the same faults.") var seed: UInt64 = 1
     @Option(help: "sqlite or postgres.") var store = "sqlite"
     @Option(help: "PostgreSQL server to create the database on (default: $REVSYNC_POSTGRES_URL).") var postgresURL: String?
@@ -38,6 +39,7 @@ struct Simulate: AsyncParsableCommand {
         var configuration = SimulationConfiguration(binaries: productsDirectory)
         configuration.devices = devices
         configuration.editsPerDevice = edits
+        configuration.duration = duration.map { .milliseconds(Int64($0 * 1000)) }
         configuration.seed = seed
         configuration.instances = instances
         configuration.sharedShare = shared
