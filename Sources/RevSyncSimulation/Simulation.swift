@@ -87,7 +87,7 @@ public enum Simulation {
         var report = SimulationReport(configuration: configuration)
         let work = try configuration.workDirectory ?? makeTemporaryDirectory()
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        var random = SimulationRandom(seed: configuration.seed)
+        var random = SeededRandom(seed: configuration.seed)
 
         // The database, with a token per device.
         let location: String
@@ -144,7 +144,7 @@ public enum Simulation {
             let deadline = configuration.duration.map { ContinuousClock.now + $0 }
             let chaos = Task { try await crashServers(fleet, times: configuration.serverCrashes, seed: random.next()) }
             try await forEachDevice(devices) { device in
-                var local = SimulationRandom(seed: UInt64(device.deviceID) &* 7919 &+ configuration.seed)
+                var local = SeededRandom(seed: UInt64(device.deviceID) &* 7919 &+ configuration.seed)
                 var made = 0
                 func working() -> Bool {
                     if let deadline { return ContinuousClock.now < deadline }
@@ -222,7 +222,7 @@ public enum Simulation {
 
     /// Kills (SIGKILL) and restarts server instances at random moments.
     private static func crashServers(_ fleet: ServerFleet, times: Int, seed: UInt64) async throws {
-        var random = SimulationRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         for _ in 0..<times {
             try await Task.sleep(for: .milliseconds(random.number(in: 300...1500)))
             let index = random.number(in: 0...(fleet.ports.count - 1))

@@ -45,7 +45,7 @@ import Testing
                     group.addTask {
                         var random = SeededRandom(seed: seed &* 100 &+ UInt64(index))
                         for _ in 0..<15 {
-                            for _ in 0..<random.next(in: 1...3) { box.value.randomEdit(&random) }
+                            for _ in 0..<random.number(in: 1...3) { box.value.randomEdit(&random) }
                             try await box.value.sync()
                         }
                     }

@@ -14,7 +14,7 @@ import Testing
         try await withLiveServer(store: store) { server in
             var devices: [TestDevice] = []
             for index in 0..<3 { devices.append(try await server.device("device \(index)")) }
-            var random = SimulationRandom(seed: seed)
+            var random = SeededRandom(seed: seed)
             var statuses: [Int: Int] = [:]
             for _ in 0..<120 {
                 let device = devices[Int(random.next() % 3)]
@@ -51,7 +51,7 @@ struct RequestGenerator {
     let contents: [String: [RecordID: [Value]]]
     let device: TestDevice
 
-    func request(_ random: inout SimulationRandom) -> SyncMessage {
+    func request(_ random: inout SeededRandom) -> SyncMessage {
         var changeSets: [ChangeSet] = []
         for _ in 0..<random.number(in: 1...3) {
             var changeSet = ChangeSet.new(id: random.chance(0.9) ? UUID().uuidString : nil)
@@ -80,7 +80,7 @@ struct RequestGenerator {
         return SyncMessage(maxRevision: device.maxRevision, changeSets: changeSets)
     }
 
-    private func values(for entityName: String, _ random: inout SimulationRandom, changeSet: ChangeSet, partial: Bool = false) -> [String: Value] {
+    private func values(for entityName: String, _ random: inout SeededRandom, changeSet: ChangeSet, partial: Bool = false) -> [String: Value] {
         guard let entity = schema.entity(entityName) else { return ["name": "ghost"] }
         var values: [String: Value] = [:]
         for attribute in entity.attributes where attribute.isRequired || random.chance(partial ? 0.3 : 0.6) {
@@ -90,7 +90,7 @@ struct RequestGenerator {
         return values
     }
 
-    private func value(for attribute: Attribute, _ random: inout SimulationRandom, changeSet: ChangeSet) -> Value {
+    private func value(for attribute: Attribute, _ random: inout SeededRandom, changeSet: ChangeSet) -> Value {
         if random.chance(0.04) { return random.pick([.null, .bool(true), .integer(7), .real(2.5), .text("wrong")])! }
         switch attribute.type {
         case .integer: return .integer(Int64(random.number(in: -5...500)))
@@ -113,7 +113,7 @@ struct RequestGenerator {
 
 /// Byte-level damage to a valid request.
 enum Mutator {
-    static func mutate(_ bytes: [UInt8], _ random: inout SimulationRandom) -> [UInt8] {
+    static func mutate(_ bytes: [UInt8], _ random: inout SeededRandom) -> [UInt8] {
         var bytes = bytes
         for _ in 0..<random.number(in: 1...4) {
             guard !bytes.isEmpty else { break }

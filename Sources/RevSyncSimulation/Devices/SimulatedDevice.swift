@@ -13,7 +13,7 @@ final class SimulatedDevice: @unchecked Sendable {
     let store: LocalStore
     let synchronizer: Synchronizer
     private let revsync: String
-    private var random: SimulationRandom
+    private var random: SeededRandom
     private let sharedShare: Double
     private let shared: [RecordReference]
 
@@ -34,7 +34,7 @@ final class SimulatedDevice: @unchecked Sendable {
         self.deviceID = deviceID
         self.store = store
         self.revsync = revsync
-        self.random = SimulationRandom(seed: seed)
+        self.random = SeededRandom(seed: seed)
         self.sharedShare = sharedShare
         self.shared = shared
         self.synchronizer = Synchronizer(store: store, transport: DefaultTransport(timeout: timeout))

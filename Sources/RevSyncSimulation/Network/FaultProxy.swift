@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import RevSyncProtocol
 
 /// How often the proxy breaks a request, and how.
 public struct FaultRates: Sendable, Hashable {
@@ -60,12 +61,12 @@ public final class FaultProxy: @unchecked Sendable {
     final class SharedState: @unchecked Sendable {
         let lock = NSLock()
         var rates: FaultRates
-        var random: SimulationRandom
+        var random: SeededRandom
         var counts = FaultCounts()
 
         init(rates: FaultRates, seed: UInt64) {
             self.rates = rates
-            self.random = SimulationRandom(seed: seed)
+            self.random = SeededRandom(seed: seed)
         }
 
         /// The fault of a new request (or `nil`), counted.

@@ -1,5 +1,6 @@
-/// A reproducible random generator (SplitMix64): the same seed gives the same simulation.
-public struct SimulationRandom: RandomNumberGenerator, Sendable {
+/// A reproducible random generator (SplitMix64): the same seed gives the same data, the same
+/// simulation, the same test run.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
     public init(seed: UInt64) {
