@@ -7,8 +7,8 @@ import RevSyncServer
 struct RevSyncServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync-server",
-        abstract: "The RevSync sync server: one POST /sync endpoint over SQLite.",
-        subcommands: [Serve.self, TokenCommand.self],
+        abstract: "The RevSync sync server: one POST /sync endpoint over SQLite or PostgreSQL.",
+        subcommands: [Serve.self, TokenCommand.self, SeedCommand.self],
         defaultSubcommand: Serve.self
     )
 }

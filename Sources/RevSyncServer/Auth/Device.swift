@@ -22,6 +22,10 @@ public struct Device: Sendable, Hashable {
         self.name = name
         self.role = role
     }
+
+    /// The author of records the server writes itself (`revsync-server seed`): never a
+    /// device's ID, so every device sees those records as changed by someone else.
+    public static let server = Device(id: 0, name: "server", role: .admin)
 }
 
 /// A device as the operator sees it in `revsync-server token list`.

@@ -65,9 +65,14 @@ public protocol StorageWriter: StorageReader {
     /// Reserves `count` new permanent IDs of `entity`; they are never handed out again.
     func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID
     func insert(_ entity: Entity, _ record: StoredRecord) throws
+    /// Inserts many records of one entity, a few hundred per statement (seeding).
+    func insert(_ entity: Entity, _ records: [StoredRecord]) throws
     func update(_ entity: Entity, _ record: StoredRecord) throws
     func delete(_ entity: Entity, id: RecordID) throws
     func appendLog(_ entry: LogEntry) throws
+    /// Raises the change log's floor (inside the transaction that locked the revision): a
+    /// client older than it gets a snapshot instead of the log.
+    func setLogFloor(_ revision: Revision) throws
     func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome) throws
     func saveMapping(device: Int64, _ mapping: IDMapping) throws
     /// Creates a device with a token hash; returns its ID.

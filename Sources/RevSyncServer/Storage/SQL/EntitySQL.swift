@@ -10,10 +10,16 @@ struct EntitySQL: Sendable {
     let select: String
     let selectAll: String
     let insert: String
+    /// The insert of ``insertBatchSize`` rows at once.
+    let insertBatch: String
+    let insertBatchSize: Int
+    let columnCount: Int
     let update: String
     let delete: String
     /// Per attribute index, for references: the select of the records pointing at a parent.
     let children: [Int: String]
+    private let insertPrefix: String
+    private let rowPlaceholders: String
 
     init(_ entity: Entity) {
         self.entity = entity
@@ -22,7 +28,13 @@ struct EntitySQL: Sendable {
             .joined(separator: ", ")
         select = "SELECT \(columns) FROM \(table) WHERE id = ?"
         selectAll = "SELECT \(columns) FROM \(table) ORDER BY id"
-        insert = "INSERT INTO \(table) (\(columns)) VALUES (\(Array(repeating: "?", count: 4 + entity.attributes.count).joined(separator: ", ")))"
+        columnCount = 4 + entity.attributes.count
+        insertPrefix = "INSERT INTO \(table) (\(columns)) VALUES "
+        rowPlaceholders = "(" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"
+        insert = insertPrefix + rowPlaceholders
+        // Well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
+        insertBatchSize = max(1, min(500, 8_000 / columnCount))
+        insertBatch = insertPrefix + Array(repeating: rowPlaceholders, count: insertBatchSize).joined(separator: ", ")
         let assignments = (["revision = ?", "_writer = ?", "_other_revision = ?"] + entity.attributes.map { "\(quoted($0.name)) = ?" })
             .joined(separator: ", ")
         update = "UPDATE \(table) SET \(assignments) WHERE id = ?"
@@ -32,6 +44,11 @@ struct EntitySQL: Sendable {
             children[index] = "SELECT \(columns) FROM \(table) WHERE \(quoted(attribute.name)) = ? ORDER BY id"
         }
         self.children = children
+    }
+
+    /// The insert of `rows` rows at once.
+    func insert(rows: Int) -> String {
+        insertPrefix + Array(repeating: rowPlaceholders, count: rows).joined(separator: ", ")
     }
 
     // MARK: Layout

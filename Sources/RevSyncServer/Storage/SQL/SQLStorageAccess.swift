@@ -202,6 +202,19 @@ final class SQLStorageAccess: StorageWriter {
         try connection.execute(sql.insert, sql.insertArguments(record, dialect))
     }
 
+    func insert(_ entity: Entity, _ records: [StoredRecord]) throws {
+        let sql = try sql(entity)
+        var start = 0
+        while start < records.count {
+            let batch = records[start..<min(start + sql.insertBatchSize, records.count)]
+            var arguments: [SQLValue] = []
+            arguments.reserveCapacity(batch.count * sql.columnCount)
+            for record in batch { arguments += sql.insertArguments(record, dialect) }
+            try connection.execute(batch.count == sql.insertBatchSize ? sql.insertBatch : sql.insert(rows: batch.count), arguments)
+            start += batch.count
+        }
+    }
+
     func update(_ entity: Entity, _ record: StoredRecord) throws {
         let sql = try sql(entity)
         try connection.execute(sql.update, sql.updateArguments(record, dialect))
@@ -209,6 +222,10 @@ final class SQLStorageAccess: StorageWriter {
 
     func delete(_ entity: Entity, id: RecordID) throws {
         try connection.execute(try sql(entity).delete, [.integer(id.rawValue)])
+    }
+
+    func setLogFloor(_ revision: Revision) throws {
+        try connection.execute("UPDATE _rs_counter SET log_floor = ? WHERE id = 1", [.integer(revision)])
     }
 
     func appendLog(_ entry: LogEntry) throws {
