@@ -29,7 +29,7 @@ extension LiveServer {
         let connection = LocalStore.ServerConnection(url: url, token: token)
         let store = try LocalStore.create(at: directory.file("\(name).sqlite"), schema: schema, server: connection)
         return ClientDevice(
-            store: store, synchronizer: Synchronizer(store: store, transport: transport ?? URLSessionTransport()), connection: connection)
+            store: store, synchronizer: Synchronizer(store: store, transport: transport ?? DefaultTransport()), connection: connection)
     }
 }
 

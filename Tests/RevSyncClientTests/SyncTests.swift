@@ -7,10 +7,12 @@ import Testing
 
 /// Devices syncing with a real server over HTTP.
 @Suite struct SyncTests {
+    /// Over URLSession, the transport of Apple platforms and of `https://` (the other tests use
+    /// the default transport, which on Linux speaks `http://` over a plain socket).
     @Test func theCaseStudysCreateEndToEnd() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let device = try await server.clientDevice("ipad", in: directory)
+                let device = try await server.clientDevice("ipad", in: directory, transport: URLSessionTransport())
                 let screen = try await device.table("screens").insert(["name": "Sprint"])
                 let (instance, items) = try await device.store.write { transaction in
                     let instance = try transaction.insert(

@@ -7,7 +7,7 @@ final class LossyTransport: SyncTransport, @unchecked Sendable {
     private let lock = NSLock()
     private var failuresLeft = 0
     private var dropNext = false
-    private let real = URLSessionTransport()
+    private let real = DefaultTransport()
 
     func failNextRequests(_ count: Int) { lock.withLock { failuresLeft = count } }
     func dropNextResponse() { lock.withLock { dropNext = true } }
@@ -32,7 +32,7 @@ final class LossyTransport: SyncTransport, @unchecked Sendable {
 /// Forwards a request to the server, then holds the first response until released: a sync
 /// "in flight" that a test can act during. Later requests pass straight through.
 actor GatedTransport: SyncTransport {
-    private let real = URLSessionTransport()
+    private let real = DefaultTransport()
     private var held: CheckedContinuation<Void, Never>?
     private var heldWaiters: [CheckedContinuation<Void, Never>] = []
     private var isHeld = false

@@ -138,6 +138,11 @@ private func socketSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) 
 /// the rest, read the response. Every call blocks; call them through ``RawHTTPConnection/run(_:)``.
 public final class RawHTTPConnection: @unchecked Sendable {
     private let fd: Int32
+    private let lock = NSLock()
+    private var sent = 0
+
+    /// How many bytes ``send(_:)`` has written so far.
+    public var bytesSent: Int { lock.withLock { sent } }
 
     public init(port: Int) throws {
         #if canImport(Glibc)
@@ -168,6 +173,7 @@ public final class RawHTTPConnection: @unchecked Sendable {
             let written = bytes[sent...].withUnsafeBytes { socketSend(fd, $0.baseAddress, $0.count) }
             guard written > 0 else { throw RawHTTPClient.Failure(description: "the connection closed while sending") }
             sent += written
+            lock.withLock { self.sent += written }
         }
     }
 
