@@ -1,13 +1,22 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One of the package's executables, run as a child process with its output captured.
+///
+/// Started with `posix_spawn`, not Foundation's `Process`: on Linux, `Process.run()` crashes
+/// now and then while it scans `/proc/self/fd` (swift-corelibs-foundation#5472), which a suite
+/// that starts hundreds of processes meets. The output goes to files that are read on demand.
 public final class ExecutableProcess: @unchecked Sendable {
-    private let process = Process()
-    private let output = Pipe()
-    private let errors = Pipe()
+    private let pid: pid_t
+    private let outputPath: String
+    private let errorPath: String
     private let lock = NSLock()
-    private var stdoutData = Data()
-    private var stderrData = Data()
+    private var status: Int32?
 
     /// The directory holding the built products (next to the test bundle).
     public static var productsDirectory: URL {
@@ -15,30 +24,40 @@ public final class ExecutableProcess: @unchecked Sendable {
     }
 
     /// Starts `executable` (a product name such as `revsync-server`) with `arguments`.
-    public init(_ executable: String, _ arguments: [String], directory: String? = nil, environment: [String: String] = [:]) throws {
-        let url = Self.productsDirectory.appendingPathComponent(executable)
-        guard FileManager.default.isExecutableFile(atPath: url.path) else {
-            throw RawHTTPClient.Failure(description: "\(url.path) is not built; run `swift build` first")
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        let path = Self.productsDirectory.appendingPathComponent(executable).path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw RawHTTPClient.Failure(description: "\(path) is not built; run `swift build` first")
         }
-        process.executableURL = url
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        process.standardOutput = output
-        process.standardError = errors
-        output.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self else { return }
-            lock.withLock { stdoutData.append(data) }
-        }
-        errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self else { return }
-            lock.withLock { stderrData.append(data) }
-        }
-        try process.run()
+        let base = NSTemporaryDirectory() + "revsync-process-\(UUID().uuidString)"
+        outputPath = base + ".out"
+        errorPath = base + ".err"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }.map { "\($0.key)=\($0.value)" }
+        let envp = variables.map { strdup($0) } + [nil]
+        defer { for variable in envp { free(variable) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        guard spawned == 0 else { throw RawHTTPClient.Failure(description: "cannot start \(path): error \(spawned)") }
+        self.pid = pid
+        let child = pid
+        Thread { [self] in
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+            lock.withLock { self.status = status }
+        }.start()
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: outputPath)
+        try? FileManager.default.removeItem(atPath: errorPath)
     }
 
     /// Runs `executable` to completion; returns its exit status and output.
@@ -50,8 +69,10 @@ public final class ExecutableProcess: @unchecked Sendable {
         return (status, process.standardOutput, process.standardError)
     }
 
-    public var standardOutput: String { lock.withLock { String(decoding: stdoutData, as: UTF8.self) } }
-    public var standardError: String { lock.withLock { String(decoding: stderrData, as: UTF8.self) } }
+    public var standardOutput: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+    public var standardError: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
+    private var isRunning: Bool { lock.withLock { status == nil } }
 
     /// Waits until standard output contains `text` (or fails after `timeout` seconds).
     public func waitForOutput(containing text: String, timeout: Double = 30) async throws -> String {
@@ -59,7 +80,7 @@ public final class ExecutableProcess: @unchecked Sendable {
         while Date() < deadline {
             let current = standardOutput
             if current.contains(text) { return current }
-            if !process.isRunning { break }
+            if !isRunning { break }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw RawHTTPClient.Failure(description: "no \"\(text)\" in the output: \(standardOutput) \(standardError)")
@@ -67,24 +88,24 @@ public final class ExecutableProcess: @unchecked Sendable {
 
     /// Sends SIGTERM.
     public func terminate() {
-        process.terminate()
+        if isRunning { kill(pid, SIGTERM) }
     }
 
-    /// Waits for the process to exit and returns its status.
-    ///
-    /// It does not wait for the end of the output streams: a process the child started (a
-    /// daemon) may hold them open long after the child exited.
+    /// Waits for the process to end; returns its exit status, or the number of the signal that
+    /// ended it.
     public func exitStatus() async -> Int32 {
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
-        // Let the readability handlers take in what the child wrote before it exited.
-        try? await Task.sleep(for: .milliseconds(100))
-        output.fileHandleForReading.readabilityHandler = nil
-        errors.fileHandleForReading.readabilityHandler = nil
-        return process.terminationStatus
+        while isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        let status = lock.withLock { self.status ?? 0 }
+        return wasSignalled(status) ? status & 0x7f : (status >> 8) & 0xff
     }
 
     /// Whether the process was killed by a signal rather than exiting.
     public var wasKilled: Bool {
-        process.terminationReason == .uncaughtSignal
+        lock.withLock { status.map(wasSignalled) ?? false }
+    }
+
+    private func wasSignalled(_ status: Int32) -> Bool {
+        let signal = status & 0x7f
+        return signal != 0 && signal != 0x7f
     }
 }
