@@ -85,22 +85,18 @@ public enum Simulation {
     public static func run(_ configuration: SimulationConfiguration, progress: @Sendable (String) -> Void = { _ in }) async throws -> SimulationReport {
         let started = Date()
         var report = SimulationReport(configuration: configuration)
-        let work = try configuration.workDirectory ?? makeTemporaryDirectory()
+        let work = try configuration.workDirectory ?? ScratchDatabase.temporaryDirectory("simulation")
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         var random = SeededRandom(seed: configuration.seed)
 
         // The database, with a token per device.
-        let location: String
-        var postgresDatabase: (name: String, server: String)?
-        switch configuration.store {
-        case .sqlite:
-            location = work + "/server.sqlite"
-        case .postgres(let server):
-            let name = "rs_sim_\(configuration.seed)_\(UInt32.random(in: 0...UInt32.max))"
-            try await PostgresStorage.createDatabase(name, server: server)
-            postgresDatabase = (name, server)
-            location = PostgresStorage.url(server, database: name)
-        }
+        let postgresServer: String? =
+            switch configuration.store {
+            case .sqlite: nil
+            case .postgres(let server): server
+            }
+        let database = try await ScratchDatabase.create(in: work, postgresServer: postgresServer, label: "sim_\(configuration.seed)")
+        let location = database.location
         let storage = try await StorageLocation(location).open(schema: .demo, durability: .full, poolSize: 4)
         var tokens: [(id: Int64, token: String)] = []
         for index in 0..<configuration.devices {
@@ -200,7 +196,7 @@ public enum Simulation {
             throw error
         }
         await shutDown(fleet: fleet, proxies: proxies, storage: storage)
-        if let postgresDatabase { try? await PostgresStorage.dropDatabase(postgresDatabase.name, server: postgresDatabase.server) }
+        await database.remove()
         if report.passed && configuration.workDirectory == nil { try? FileManager.default.removeItem(atPath: work) }
         report.seconds = Date().timeIntervalSince(started)
         return report
@@ -257,11 +253,5 @@ public enum Simulation {
                 try reader.fetch(entity).map { RecordReference(entity: entity, id: $0.id) }
             }
         }
-    }
-
-    private static func makeTemporaryDirectory() throws -> String {
-        let path = NSTemporaryDirectory() + "revsync-simulation-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
     }
 }

@@ -7,15 +7,17 @@ import Darwin
 #endif
 
 /// A child process with its output in a log file, started with `posix_spawn` and reaped with
-/// `waitpid` on a thread of its own, so that it can be killed (`SIGKILL`) at any moment.
-final class ChildProcess: @unchecked Sendable {
-    let pid: pid_t
+/// `wait4` on a thread of its own, so that it can be killed (`SIGKILL`) at any moment and its
+/// resource usage (peak memory) is known once it ended.
+package final class ChildProcess: @unchecked Sendable {
+    package let pid: pid_t
     private let lock = NSLock()
     private var status: Int32?
+    private var usage = rusage()
     private var waiters: [CheckedContinuation<Int32, Never>] = []
 
     /// Starts `executable` with `arguments`, appending its output to `log`.
-    init(_ executable: String, _ arguments: [String], log: String, environment: [String: String] = [:]) throws {
+    package init(_ executable: String, _ arguments: [String], log: String, environment: [String: String] = [:]) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -33,9 +35,11 @@ final class ChildProcess: @unchecked Sendable {
         let child = pid
         Thread { [self] in
             var status: Int32 = 0
-            while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+            var usage = rusage()
+            while wait4(child, &status, 0, &usage) == -1 && errno == EINTR {}
             let waiting = lock.withLock { () -> [CheckedContinuation<Int32, Never>] in
                 self.status = status
+                self.usage = usage
                 defer { waiters = [] }
                 return waiters
             }
@@ -43,15 +47,20 @@ final class ChildProcess: @unchecked Sendable {
         }.start()
     }
 
-    var isRunning: Bool { lock.withLock { status == nil } }
+    package var isRunning: Bool { lock.withLock { status == nil } }
+
+    /// The largest resident set the process had, in bytes, once it ended (0 before).
+    package var peakMemory: Int {
+        lock.withLock { status == nil ? 0 : Int(usage.ru_maxrss) * 1024 }
+    }
 
     /// Sends `signal` (SIGKILL: a crash; SIGTERM: a graceful stop).
-    func send(_ signal: Int32) {
+    package func send(_ signal: Int32) {
         if isRunning { kill(pid, signal) }
     }
 
     /// Waits for the process to end; returns its raw wait status.
-    func waitForExit() async -> Int32 {
+    package func waitForExit() async -> Int32 {
         await withCheckedContinuation { continuation in
             let done = lock.withLock { () -> Int32? in
                 if let status { return status }

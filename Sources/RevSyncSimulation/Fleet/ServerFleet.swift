@@ -59,6 +59,11 @@ public final class ServerFleet: @unchecked Sendable {
         throw SimulationError("revsync-server \(index) did not answer /health within 60 s")
     }
 
+    /// The process ID of instance `index`, while it runs.
+    package func pid(of index: Int) -> pid_t? {
+        lock.withLock { processes[index].flatMap { $0.isRunning ? $0.pid : nil } }
+    }
+
     /// Kills instance `index` with SIGKILL, as a crash would.
     public func crash(_ index: Int) async {
         guard let process = lock.withLock({ processes[index] }) else { return }
