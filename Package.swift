@@ -97,10 +97,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "RevSyncBenchmarks",
+            dependencies: ["RevSyncSimulation", "RevSyncClient", "RevSyncServer", "RevSyncProtocol"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "revsync-bench",
             dependencies: [
-                "RevSyncSimulation", "RevSyncClient", "RevSyncServer", "RevSyncProtocol",
+                "RevSyncBenchmarks", "RevSyncSimulation", "RevSyncClient", "RevSyncServer", "RevSyncProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -128,6 +133,11 @@ let package = Package(
         .testTarget(
             name: "RevSyncSimulationTests",
             dependencies: ["RevSyncSimulation", "RevSyncTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevSyncBenchmarkTests",
+            dependencies: ["RevSyncBenchmarks", "RevSyncTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -63,6 +63,14 @@ enum Output {
             writer.writeInteger(report.maxRevision)
             writer.writeRaw(",\"snapshot\":")
             writer.writeBool(report.snapshot)
+            writer.writeRaw(",\"recordsApplied\":")
+            writer.writeInteger(report.recordsApplied)
+            writer.writeRaw(",\"bytesSent\":")
+            writer.writeInteger(report.bytesSent)
+            writer.writeRaw(",\"bytesReceived\":")
+            writer.writeInteger(report.bytesReceived)
+            writer.writeRaw(",\"responseBytes\":")
+            writer.writeInteger(report.responseBytes)
             writer.writeRaw(",\"committed\":[")
             for (index, id) in report.committed.enumerated() {
                 if index > 0 { writer.writeByte(UInt8(ascii: ",")) }

@@ -21,8 +21,12 @@ public struct SyncReport: Sendable, Hashable {
     public var snapshot: Bool = false
     /// Temporary IDs that became permanent: temporary → permanent.
     public var permanentIDs: [RecordReference: RecordID] = [:]
+    /// The request body's size on the wire (gzip).
     public var bytesSent: Int = 0
+    /// The response body's size on the wire (gzip when the server compressed it).
     public var bytesReceived: Int = 0
+    /// The response body's size decompressed: the JSON.
+    public var responseBytes: Int = 0
 }
 
 /// A change set the server refused, with the reasons for each record.

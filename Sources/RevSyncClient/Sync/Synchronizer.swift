@@ -164,6 +164,7 @@ public actor Synchronizer {
         var report = try await store.apply(message, to: request, stageHook: stageHook)
         report.bytesSent = body.count
         report.bytesReceived = response.body.count
+        report.responseBytes = json.count
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
         if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
         return report

@@ -80,14 +80,14 @@ public struct DefaultTransport: SyncTransport {
 }
 
 /// A connected TCP socket with deadlines on every operation.
-final class Socket {
+package final class Socket {
     private let fd: Int32
 
     private init(fd: Int32) {
         self.fd = fd
     }
 
-    func close() {
+    package func close() {
         #if canImport(Glibc)
         _ = Glibc.close(fd)
         #else
@@ -95,7 +95,7 @@ final class Socket {
         #endif
     }
 
-    static func connect(host: String, port: Int, deadline: Date) throws -> Socket {
+    package static func connect(host: String, port: Int, deadline: Date) throws -> Socket {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
@@ -156,7 +156,7 @@ final class Socket {
         }
     }
 
-    func send(_ bytes: [UInt8], deadline: Date) throws {
+    package func send(_ bytes: [UInt8], deadline: Date) throws {
         var sent = 0
         while sent < bytes.count {
             guard try wait(for: Int16(POLLOUT), deadline: deadline) else { throw TransportError("timed out while sending") }
@@ -177,7 +177,7 @@ final class Socket {
 
     /// Reads what is there (at least one byte), or returns an empty array at the end of the
     /// connection.
-    func receive(deadline: Date) throws -> [UInt8] {
+    package func receive(deadline: Date) throws -> [UInt8] {
         guard try wait(for: Int16(POLLIN), deadline: deadline) else { throw TransportError("timed out waiting for the response") }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -198,10 +198,12 @@ private func Darwin_or_Glibc_connect(_ fd: Int32, _ address: UnsafeMutablePointe
 }
 
 /// Reads one HTTP/1.1 response.
-struct HTTPResponseReader {
+package struct HTTPResponseReader {
     let maxSize: Int
 
-    func read(from socket: Socket, deadline: Date) throws -> TransportResponse {
+    package init(maxSize: Int) { self.maxSize = maxSize }
+
+    package func read(from socket: Socket, deadline: Date) throws -> TransportResponse {
         var data: [UInt8] = []
         var headerEnd: Int?
         while headerEnd == nil {

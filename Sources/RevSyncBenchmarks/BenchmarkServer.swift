@@ -1,0 +1,96 @@
+import Foundation
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncSimulation
+
+/// Which store the server runs on.
+public enum BenchmarkStore: Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres(serverURL: String)
+
+    public var description: String {
+        switch self {
+        case .sqlite: "SQLite"
+        case .postgres: "PostgreSQL"
+        }
+    }
+
+    var postgresServer: String? {
+        if case .postgres(let url) = self { return url }
+        return nil
+    }
+}
+
+/// A `revsync-server` process on a scratch database seeded with realistic data, with tokens for
+/// the devices of a benchmark.
+final class BenchmarkServer: Sendable {
+    let work: String
+    let database: ScratchDatabase
+    let fleet: ServerFleet
+    let tokens: [String]
+    /// The revision of the seeded data.
+    let seedRevision: Revision
+    /// Seeded records a device may edit without meeting another device: one player each.
+    let players: [RecordID]
+    let teams: [RecordID]
+
+    var port: Int { fleet.ports[0] }
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Seeds `records` records, creates `devices` tokens, lets `prepare` write through the
+    /// engine (before the server starts), then starts the server.
+    static func start(
+        store: BenchmarkStore, records: Int, devices: Int, binaries: URL, label: String,
+        prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
+    ) async throws -> BenchmarkServer {
+        let work = try ScratchDatabase.temporaryDirectory("bench")
+        let database = try await ScratchDatabase.create(in: work, postgresServer: store.postgresServer, label: label)
+        let storage = try await StorageLocation(database.location).open(schema: .demo, durability: .normal, poolSize: 2)
+        let summary = try await DataSeeder(schema: .demo).seed(records: records, into: storage)
+        var tokens: [String] = []
+        var owners: [Device] = []
+        for index in 0..<devices {
+            let (device, token) = try await Token.create(name: "bench device \(index)", role: .member, in: storage)
+            tokens.append(token)
+            owners.append(device)
+        }
+        let (players, teams) = try await storage.withReader { reader in
+            var players: [RecordID] = []
+            var teams: [RecordID] = []
+            try reader.allRecords(Schema.demo.entity("players")!) { if players.count < devices { players.append($0.id) } }
+            try reader.allRecords(Schema.demo.entity("teams")!) { if teams.count < 10 { teams.append($0.id) } }
+            return (players, teams)
+        }
+        if let prepare { try await prepare(SyncEngine(schema: .demo, storage: storage), owners) }
+        try await storage.close()
+        let fleet = try await ServerFleet.start(count: 1, database: database.location, binaries: binaries, logDirectory: work)
+        return BenchmarkServer(
+            work: work, database: database, fleet: fleet, tokens: tokens, seedRevision: summary.revision,
+            players: players, teams: teams)
+    }
+
+    private init(
+        work: String, database: ScratchDatabase, fleet: ServerFleet, tokens: [String], seedRevision: Revision,
+        players: [RecordID], teams: [RecordID]
+    ) {
+        self.work = work
+        self.database = database
+        self.fleet = fleet
+        self.tokens = tokens
+        self.seedRevision = seedRevision
+        self.players = players
+        self.teams = teams
+    }
+
+    /// The server's peak resident memory so far.
+    var peakMemory: Int {
+        fleet.pid(of: 0).map { residentPeak(ofProcess: $0) } ?? 0
+    }
+
+    /// Stops the server and removes the data.
+    func stop() async {
+        await fleet.stop()
+        await database.remove()
+        try? FileManager.default.removeItem(atPath: work)
+    }
+}

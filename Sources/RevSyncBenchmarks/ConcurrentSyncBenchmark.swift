@@ -1,0 +1,190 @@
+import Foundation
+import RevSyncProtocol
+
+/// Scenario 2: many devices syncing small change sets at once.
+///
+/// Each device is a thread with a keep-alive connection that sends, per sync, what a person's
+/// edit makes: a new note and a change to a player only this device edits, at the revision it
+/// holds, gzip. Every response is read whole and decompressed; the device then holds the
+/// response's revision, so each response also carries what the other devices committed since
+/// (about one change set per other device).
+///
+/// Closed loop (no `rate`): every device syncs again as soon as it has its answer, which
+/// measures the most syncs per second the server sustains. Open loop (`rate`): the devices
+/// together start `rate` syncs per second on a fixed schedule, and latency counts from the
+/// scheduled start, so a late server cannot hide its queue.
+public struct ConcurrentSyncBenchmark: Sendable {
+    public var devices = 50
+    public var seconds = 10.0
+    public var warmUp = 2.0
+    /// Syncs per second over all devices; as fast as possible if `nil`.
+    public var rate: Double?
+    public var records = 10_000
+    public var store: BenchmarkStore = .sqlite
+    public var binaries: URL
+
+    public init(binaries: URL) {
+        self.binaries = binaries
+    }
+
+    public struct Result: Sendable {
+        public var syncs = 0
+        public var seconds = 0.0
+        public var p50 = 0.0
+        public var p95 = 0.0
+        public var p99 = 0.0
+        public var max = 0.0
+        public var conflicts = 0
+        public var failures: [String] = []
+        public var serverPeakMemory = 0
+        public var syncsPerSecond: Double { Double(syncs) / Swift.max(seconds, 0.001) }
+    }
+
+    public func run() async throws -> Result {
+        let server = try await BenchmarkServer.start(store: store, records: records, devices: devices, binaries: binaries, label: "load")
+        let result = await load(server)
+        await server.stop()
+        if let failure = result.failures.first { throw BenchmarkError("\(result.failures.count) syncs failed; the first: \(failure)") }
+        return result
+    }
+
+    private func load(_ server: BenchmarkServer) async -> Result {
+        let start = Date().addingTimeInterval(0.2)
+        let measureFrom = start.addingTimeInterval(warmUp)
+        let end = measureFrom.addingTimeInterval(seconds)
+        let perDevice = rate.map { $0 / Double(devices) }
+        let outcomes = OutcomeBox()
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<devices {
+                let device = LoadDevice(
+                    index: index, port: server.port, token: server.tokens[index], revision: server.seedRevision,
+                    player: server.players[index % server.players.count], team: server.teams[index % server.teams.count])
+                group.addTask {
+                    await withCheckedContinuation { continuation in
+                        let thread = Thread {
+                            outcomes.add(device.run(start: start, measureFrom: measureFrom, end: end, rate: perDevice))
+                            continuation.resume()
+                        }
+                        thread.stackSize = 1 << 20
+                        thread.start()
+                    }
+                }
+            }
+        }
+        var result = Result()
+        let all = outcomes.all
+        var latencies = Latencies()
+        for outcome in all {
+            latencies.add(outcome.latencies)
+            result.conflicts += outcome.conflicts
+            result.failures += outcome.failures
+        }
+        result.syncs = latencies.count
+        result.seconds = seconds
+        result.p50 = latencies.percentile(50)
+        result.p95 = latencies.percentile(95)
+        result.p99 = latencies.percentile(99)
+        result.max = latencies.percentile(100)
+        result.serverPeakMemory = server.peakMemory
+        return result
+    }
+
+    public func row(_ result: Result, command: String) -> BenchmarkRow {
+        BenchmarkRow(
+            scenario: "\(devices) devices syncing small change sets, \(rate.map { "\(Format.rate($0)) syncs/s offered" } ?? "as fast as they can"), \(store)",
+            figures: [
+                ("syncs per second", Format.rate(result.syncsPerSecond)),
+                ("p50", Format.milliseconds(result.p50)),
+                ("p95", Format.milliseconds(result.p95)),
+                ("p99", Format.milliseconds(result.p99)),
+                ("max", Format.milliseconds(result.max)),
+                ("syncs measured", "\(Format.count(result.syncs)) in \(Format.seconds(result.seconds)), \(result.conflicts) conflicts"),
+                ("server peak memory", Format.bytes(result.serverPeakMemory)),
+            ],
+            command: command)
+    }
+}
+
+/// What one device saw.
+private struct LoadOutcome: Sendable {
+    var latencies = Latencies()
+    var conflicts = 0
+    var failures: [String] = []
+}
+
+
+private final class OutcomeBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outcomes: [LoadOutcome] = []
+
+    func add(_ outcome: LoadOutcome) { lock.withLock { outcomes.append(outcome) } }
+    var all: [LoadOutcome] { lock.withLock { outcomes } }
+}
+
+/// One device of the load: its connection, the revision it holds, its temporary IDs.
+private struct LoadDevice: Sendable {
+    let index: Int
+    let port: Int
+    let token: String
+    var revision: Revision
+    let player: RecordID
+    let team: RecordID
+
+    func run(start: Date, measureFrom: Date, end: Date, rate: Double?) -> LoadOutcome {
+        var outcome = LoadOutcome()
+        let connection = SyncConnection(port: port, token: token)
+        var revision = self.revision
+        var nextTemporaryID: Int64 = -1
+        var sequence = 0
+        // Spread the devices' schedules over one interval, so that they do not all start at once.
+        let interval = rate.map { 1 / $0 }
+        var scheduled = start.addingTimeInterval((interval ?? 0.001) * Double(index) / 50)
+        while true {
+            if interval != nil {
+                let wait = scheduled.timeIntervalSinceNow
+                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+            } else {
+                scheduled = Date()
+            }
+            if scheduled >= end { break }
+            sequence += 1
+            let message = SyncMessage(maxRevision: revision, changeSets: [edit(sequence: sequence, temporaryID: RecordID(nextTemporaryID), base: revision)])
+            nextTemporaryID -= 1
+            do {
+                let reply = try connection.sync(message)
+                let latency = Date().timeIntervalSince(scheduled)
+                guard reply.status == 200, let newRevision = reply.maxRevision else {
+                    outcome.failures.append("HTTP \(reply.status): \(String(decoding: reply.body.prefix(300), as: UTF8.self))")
+                    break
+                }
+                revision = newRevision
+                if scheduled >= measureFrom {
+                    outcome.latencies.add(latency)
+                    if reply.hasConflict { outcome.conflicts += 1 }
+                }
+            } catch {
+                outcome.failures.append("\(error)")
+                break
+            }
+            if let interval { scheduled = scheduled.addingTimeInterval(interval) }
+        }
+        return outcome
+    }
+
+    /// A person's small edit: a new note about the team, and the player's position changed.
+    private func edit(sequence: Int, temporaryID: RecordID, base: Revision) -> ChangeSet {
+        ChangeSet(
+            id: "bench-\(index)-\(sequence)-\(token.suffix(6))",
+            changes: [
+                EntityChanges(
+                    entity: "players", update: [player],
+                    attributes: [player: RecordAttributes(revision: base, values: ["position": .text(["Goalkeeper", "Defender", "Midfielder", "Forward"][sequence % 4])])]),
+                EntityChanges(
+                    entity: "notes", create: [temporaryID],
+                    attributes: [temporaryID: RecordAttributes(values: [
+                        "body": .text("Session \(sequence): good progress on passing under pressure."),
+                        "team_id": .integer(team.rawValue), "created_at": .text("2026-11-22"),
+                    ])]),
+            ])
+    }
+}

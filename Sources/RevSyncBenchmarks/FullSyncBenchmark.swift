@@ -1,0 +1,90 @@
+import Foundation
+import RevSyncSimulation
+
+/// Scenario 1: a fresh device gets the whole data set in one sync over HTTP.
+///
+/// The server is a `revsync-server` process on a seeded store; the device is a `revsync`
+/// process (`init`, then the timed `sync`), so that each side's peak memory is its own.
+public struct FullSyncBenchmark: Sendable {
+    public var records = 100_000
+    public var store: BenchmarkStore = .sqlite
+    /// Where `revsync-server` and `revsync` are.
+    public var binaries: URL
+
+    public init(binaries: URL) {
+        self.binaries = binaries
+    }
+
+    public struct Result: Sendable {
+        public var records = 0
+        public var seconds = 0.0
+        public var initSeconds = 0.0
+        public var wireBytes = 0
+        public var rawBytes = 0
+        public var requests = 1
+        public var clientPeakMemory = 0
+        public var serverPeakMemory = 0
+    }
+
+    public func run() async throws -> Result {
+        let server = try await BenchmarkServer.start(store: store, records: records, devices: 1, binaries: binaries, label: "full")
+        do {
+            let result = try await measure(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    private func measure(_ server: BenchmarkServer) async throws -> Result {
+        let revsync = binaries.appendingPathComponent("revsync").path
+        let device = server.work + "/device.sqlite"
+        var result = Result()
+
+        let initStart = ContinuousClock.now
+        let initProcess = try ChildProcess(
+            revsync, ["init", "--server", server.url, "--token", server.tokens[0], "--store", device], log: server.work + "/init.log")
+        guard await initProcess.waitForExit() == 0 else { throw BenchmarkError("revsync init failed: \(log(server.work + "/init.log"))") }
+        result.initSeconds = seconds(since: initStart)
+
+        let start = ContinuousClock.now
+        let sync = try ChildProcess(revsync, ["sync", "--json", "--store", device], log: server.work + "/sync.log")
+        guard await sync.waitForExit() == 0 else { throw BenchmarkError("revsync sync failed: \(log(server.work + "/sync.log"))") }
+        result.seconds = seconds(since: start)
+        result.clientPeakMemory = sync.peakMemory
+        result.serverPeakMemory = server.peakMemory
+
+        let output = log(server.work + "/sync.log")
+        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
+              let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { throw BenchmarkError("revsync sync printed no report: \(output)") }
+        result.records = report["recordsApplied"] as? Int ?? 0
+        result.wireBytes = report["bytesReceived"] as? Int ?? 0
+        result.rawBytes = report["responseBytes"] as? Int ?? 0
+        guard report["snapshot"] as? Bool == true, result.records == records else {
+            throw BenchmarkError("the device got \(result.records) records of \(records): \(line)")
+        }
+        return result
+    }
+
+    public func row(_ result: Result, command: String) -> BenchmarkRow {
+        BenchmarkRow(
+            scenario: "Full sync of \(Format.count(records)) records, fresh device, \(store)",
+            figures: [
+                ("wall time", Format.seconds(result.seconds)),
+                ("on the wire (gzip)", Format.bytes(result.wireBytes)),
+                ("raw JSON", Format.bytes(result.rawBytes)),
+                ("gzip ratio", String(format: "%.1f×", Double(result.rawBytes) / Double(max(result.wireBytes, 1)))),
+                ("requests", "\(result.requests) sync (+1 GET /schema at init, \(Format.seconds(result.initSeconds)))"),
+                ("client peak memory", Format.bytes(result.clientPeakMemory)),
+                ("server peak memory", Format.bytes(result.serverPeakMemory)),
+            ],
+            command: command)
+    }
+}
+
+func log(_ path: String) -> String {
+    (try? String(contentsOfFile: path, encoding: .utf8)) ?? "(no log at \(path))"
+}

@@ -1,0 +1,83 @@
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+
+/// A device's keep-alive HTTP connection to `POST /sync`, for load generators: blocking, one
+/// request at a time, gzip both ways like the client library.
+final class SyncConnection {
+    private let host = "127.0.0.1"
+    private let port: Int
+    private let token: String
+    private var socket: Socket?
+
+    init(port: Int, token: String) {
+        self.port = port
+        self.token = token
+    }
+
+    deinit { socket?.close() }
+
+    /// What one sync returned.
+    struct Reply {
+        let status: Int
+        /// The decompressed body.
+        let body: [UInt8]
+        /// The body's size on the wire.
+        let wireBytes: Int
+
+        /// The response's `maxRevision` (the first member the server writes).
+        var maxRevision: Revision? {
+            let prefix = Array("{\"maxRevision\":".utf8)
+            guard body.starts(with: prefix) else { return nil }
+            var value: Int64 = 0
+            for byte in body.dropFirst(prefix.count) {
+                guard byte >= 48 && byte <= 57 else { break }
+                value = value * 10 + Int64(byte - 48)
+            }
+            return value
+        }
+
+        /// Whether a change set of the response was refused.
+        var hasConflict: Bool {
+            let needle = Array("\"conflict\":true".utf8)
+            return body.withUnsafeBufferPointer { buffer in
+                guard buffer.count >= needle.count else { return false }
+                for start in 0...(buffer.count - needle.count) where buffer[start] == needle[0] {
+                    if buffer[start..<start + needle.count].elementsEqual(needle) { return true }
+                }
+                return false
+            }
+        }
+    }
+
+    /// Sends `message` (gzip) and reads the whole response.
+    func sync(_ message: SyncMessage, timeout: TimeInterval = 30) throws -> Reply {
+        let body = Gzip.compress(message.jsonBytes(), level: 6)
+        let head =
+            "POST /sync HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+            + "Content-Encoding: gzip\r\nAccept-Encoding: gzip\r\nContent-Length: \(body.count)\r\n\r\n"
+        let deadline = Date().addingTimeInterval(timeout)
+        for attempt in 1...2 {
+            do {
+                let socket = try self.socket ?? Socket.connect(host: host, port: port, deadline: deadline)
+                self.socket = socket
+                try socket.send(Array(head.utf8) + body, deadline: deadline)
+                let response = try HTTPResponseReader(maxSize: 1 << 30).read(from: socket, deadline: deadline)
+                if response.headers["connection"]?.lowercased() == "close" { drop() }
+                let wire = [UInt8](response.body)
+                let json = Gzip.isGzip(wire) ? try Gzip.decompress(wire, limit: 1 << 30) : wire
+                return Reply(status: response.status, body: json, wireBytes: wire.count)
+            } catch {
+                // A kept-alive connection the server closed in between: once more on a new one.
+                drop()
+                if attempt == 2 { throw error }
+            }
+        }
+        fatalError("unreachable")
+    }
+
+    private func drop() {
+        socket?.close()
+        socket = nil
+    }
+}

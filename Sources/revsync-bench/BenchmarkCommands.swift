@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import RevSyncBenchmarks
+
+/// Options every benchmark takes.
+struct StoreOptions: ParsableArguments {
+    @Option(help: "sqlite or postgres.") var store = "sqlite"
+    @Option(help: "PostgreSQL server to create the scratch database on (default: $REVSYNC_POSTGRES_URL).") var postgresURL: String?
+
+    func validate() throws {
+        guard ["sqlite", "postgres"].contains(store) else { throw ValidationError("--store must be sqlite or postgres") }
+    }
+
+    var choice: BenchmarkStore {
+        get throws {
+            guard store == "postgres" else { return .sqlite }
+            guard let url = postgresURL ?? ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"] else {
+                throw ValidationError("--store postgres needs --postgres-url or REVSYNC_POSTGRES_URL")
+            }
+            return .postgres(serverURL: url)
+        }
+    }
+}
+
+/// The command line that ran, for the table.
+var commandLine: String {
+    (["revsync-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " ")
+}
+
+func printTable(_ rows: [BenchmarkRow]) {
+    say(BenchmarkRow.markdownHeader)
+    for row in rows { say(row.markdown) }
+}
+
+struct FullSync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "full-sync", abstract: "Scenario 1: a fresh device gets the whole data set in one sync over HTTP.")
+
+    @Option(help: "Records in the store.") var records = 100_000
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = FullSyncBenchmark(binaries: productsDirectory)
+        benchmark.records = records
+        benchmark.store = try options.choice
+        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
+struct Concurrent: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Scenario 2: many devices syncing small change sets at once: syncs per second and latency.",
+        discussion: "Without --rate the devices sync as fast as they can (the server's capacity); with --rate they start that many syncs per second together, and latency counts from each sync's scheduled start.")
+
+    @Option(help: "Devices.") var devices = 50
+    @Option(help: "Seconds measured (after the warm-up).") var seconds = 10.0
+    @Option(help: "Seconds of warm-up, not measured.") var warmUp = 2.0
+    @Option(help: "Syncs per second over all devices (default: as fast as possible).") var rate: Double?
+    @Option(help: "Records seeded before the run.") var records = 10_000
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = ConcurrentSyncBenchmark(binaries: productsDirectory)
+        benchmark.devices = devices
+        benchmark.seconds = seconds
+        benchmark.warmUp = warmUp
+        benchmark.rate = rate
+        benchmark.records = records
+        benchmark.store = try options.choice
+        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
+struct CatchUp: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "catch-up", abstract: "Scenario 3: a device that missed K revisions, on stores of several sizes.")
+
+    @Option(parsing: .upToNextOption, help: "Store sizes, in records.") var storeSizes = [10_000, 1_000_000]
+    @Option(parsing: .upToNextOption, help: "Missed revisions.") var missed = [10, 1_000, 10_000]
+    @Option(help: "Measured syncs per case.") var repetitions = 20
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = CatchUpBenchmark(binaries: productsDirectory)
+        benchmark.storeSizes = storeSizes
+        benchmark.missed = missed
+        benchmark.repetitions = repetitions
+        benchmark.store = try options.choice
+        printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
+    }
+}
+
+struct Client: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Scenario 4: the device's apply rate and the latency of one local write.")
+
+    @Option(help: "Records in the applied snapshot.") var records = 100_000
+    @Option(help: "Local writes measured.") var writes = 1_000
+
+    func run() async throws {
+        var benchmark = ClientBenchmark()
+        benchmark.records = records
+        benchmark.writes = writes
+        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
+struct Payload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Scenario 5: sizes of a typical change set, a catch-up and a full sync, raw and gzip.")
+
+    @Option(help: "Records in the full sync.") var records = 100_000
+
+    func run() async throws {
+        var benchmark = PayloadBenchmark()
+        benchmark.snapshotRecords = records
+        printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
+    }
+}

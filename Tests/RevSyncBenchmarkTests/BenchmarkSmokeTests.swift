@@ -1,0 +1,75 @@
+import Foundation
+import RevSyncBenchmarks
+import RevSyncTestSupport
+import Testing
+
+/// Every benchmark scenario, run with tiny sizes so that none can rot. These check that each
+/// scenario does its work and reports it; they assert no timings (figures come from release
+/// builds, see docs/benchmarks.md).
+@Suite struct BenchmarkSmokeTests {
+    static var binaries: URL { ExecutableProcess.productsDirectory }
+
+    static func store(_ kind: StoreKind) -> BenchmarkStore {
+        switch kind {
+        case .sqlite: .sqlite
+        case .postgres: .postgres(serverURL: ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"] ?? "")
+        }
+    }
+
+    @Test func fullSyncBringsEveryRecordToAFreshDevice() async throws {
+        var benchmark = FullSyncBenchmark(binaries: Self.binaries)
+        benchmark.records = 300
+        let result = try await benchmark.run()
+        #expect(result.records == 300)
+        #expect(result.rawBytes > result.wireBytes && result.wireBytes > 0)
+        #expect(result.clientPeakMemory > 0 && result.serverPeakMemory > 0)
+        let row = benchmark.row(result, command: "revsync-bench full-sync --records 300")
+        #expect(row.markdown.contains("revsync-bench full-sync --records 300"))
+        #expect(row.value("requests")?.hasPrefix("1 sync") == true)
+    }
+
+    @Test(arguments: StoreKind.all)
+    func concurrentDevicesSyncWithoutFailuresOrConflicts(store: StoreKind) async throws {
+        for rate in [nil, 40.0] {
+            var benchmark = ConcurrentSyncBenchmark(binaries: Self.binaries)
+            benchmark.devices = 4
+            benchmark.seconds = 0.5
+            benchmark.warmUp = 0.2
+            benchmark.records = 200
+            benchmark.rate = rate
+            benchmark.store = Self.store(store)
+            let result = try await benchmark.run()
+            #expect(result.syncs > 0)
+            #expect(result.conflicts == 0)
+            #expect(result.p50 > 0 && result.p50 <= result.p95 && result.p95 <= result.p99 && result.p99 <= result.max)
+        }
+    }
+
+    @Test func catchUpGetsExactlyTheMissedChangeSets() async throws {
+        var benchmark = CatchUpBenchmark(binaries: Self.binaries)
+        benchmark.storeSizes = [100, 400]
+        benchmark.missed = [1, 5]
+        benchmark.repetitions = 2
+        let measurements = try await benchmark.run()
+        #expect(measurements.map(\.storeSize) == [100, 100, 400, 400])
+        #expect(measurements.map(\.changeSets) == [1, 5, 1, 5])
+        #expect(benchmark.rows(measurements, command: "c").count == 4)
+    }
+
+    @Test func clientAppliesTheSnapshotAndWrites() async throws {
+        var benchmark = ClientBenchmark()
+        benchmark.records = 300
+        benchmark.writes = 5
+        let result = try await benchmark.run()
+        #expect(result.records == 300)
+        #expect(result.writeP50 > 0 && result.writeP50 <= result.writeP99)
+    }
+
+    @Test func payloadSizesShrinkWithGzip() async throws {
+        var benchmark = PayloadBenchmark()
+        benchmark.snapshotRecords = 300
+        let sizes = try await benchmark.run()
+        #expect(sizes.count == 3)
+        #expect(sizes.allSatisfy { $0.raw > $0.gzip && $0.gzip > 0 })
+    }
+}
