@@ -40,7 +40,7 @@ final class BenchmarkServer: Sendable {
     /// Seeds `records` records, creates `devices` tokens, lets `prepare` write through the
     /// engine (before the server starts), then starts the server.
     static func start(
-        store: BenchmarkStore, records: Int, devices: Int, binaries: URL, label: String,
+        store: BenchmarkStore, records: Int, devices: Int, binaries: URL, label: String, serverArguments: [String] = [],
         prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
     ) async throws -> BenchmarkServer {
         let work = try ScratchDatabase.temporaryDirectory("bench")
@@ -63,7 +63,8 @@ final class BenchmarkServer: Sendable {
         }
         if let prepare { try await prepare(SyncEngine(schema: .demo, storage: storage), owners) }
         try await storage.close()
-        let fleet = try await ServerFleet.start(count: 1, database: database.location, binaries: binaries, logDirectory: work)
+        let fleet = try await ServerFleet.start(
+            count: 1, database: database.location, binaries: binaries, logDirectory: work, arguments: serverArguments)
         return BenchmarkServer(
             work: work, database: database, fleet: fleet, tokens: tokens, seedRevision: summary.revision,
             players: players, teams: teams)

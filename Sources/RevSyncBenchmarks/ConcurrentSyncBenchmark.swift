@@ -21,6 +21,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
     public var rate: Double?
     public var records = 10_000
     public var store: BenchmarkStore = .sqlite
+    /// More options for `revsync-server` (such as `--durability normal`).
+    public var serverArguments: [String] = []
     public var binaries: URL
 
     public init(binaries: URL) {
@@ -41,7 +43,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
     }
 
     public func run() async throws -> Result {
-        let server = try await BenchmarkServer.start(store: store, records: records, devices: devices, binaries: binaries, label: "load")
+        let server = try await BenchmarkServer.start(store: store, records: records, devices: devices, binaries: binaries, label: "load",
+            serverArguments: serverArguments)
         let result = await load(server)
         await server.stop()
         if let failure = result.failures.first { throw BenchmarkError("\(result.failures.count) syncs failed; the first: \(failure)") }

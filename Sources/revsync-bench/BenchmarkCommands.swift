@@ -57,6 +57,8 @@ struct Concurrent: AsyncParsableCommand {
     @Option(help: "Seconds of warm-up, not measured.") var warmUp = 2.0
     @Option(help: "Syncs per second over all devices (default: as fast as possible).") var rate: Double?
     @Option(help: "Records seeded before the run.") var records = 10_000
+    @Option(parsing: .singleValue, help: "An option for revsync-server, such as --server-option=--durability=normal (repeatable).")
+    var serverOption: [String] = []
     @OptionGroup var options: StoreOptions
 
     func run() async throws {
@@ -66,6 +68,7 @@ struct Concurrent: AsyncParsableCommand {
         benchmark.warmUp = warmUp
         benchmark.rate = rate
         benchmark.records = records
+        benchmark.serverArguments = serverOption
         benchmark.store = try options.choice
         printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
     }

@@ -43,6 +43,36 @@ import Testing
         }
     }
 
+    /// A response is applied while it decodes; one that breaks after most of a snapshot's
+    /// records were written leaves the store exactly as it was.
+    @Test func aResponseBrokenMidSnapshotChangesNothing() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let author = try await server.clientDevice("author", in: directory)
+                try await author.store.write { transaction in
+                    for index in 0..<200 { try transaction.insert(into: "players", ["first_name": .text("P\(index)"), "last_name": "X"]) }
+                }
+                try await author.sync()
+
+                let transport = BreakingTransport()
+                let device = try await server.clientDevice("newcomer", in: directory, transport: transport)
+                let mine = try await device.table("venues").insert(["name": "Pitch 4"])
+                let before = try await device.store.contents()
+                await #expect(throws: SyncFailure.self) { try await device.sync() }
+                #expect(try await device.store.contents() == before)
+                #expect(try await device.store.status().maxRevision == 0)
+                #expect(try await device.store.status().pendingChangeSets == 1)
+
+                // The next, whole response applies, and the queued change set is not lost.
+                let report = try await device.sync()
+                #expect(report.snapshot && report.committed.count == 1)
+                #expect(try await device.table("players").all().count == 200)
+                #expect(try await device.table("venues").find(mine)?.id.isTemporary == false)
+                #expect(try await device.store.contents() == server.contents())
+            }
+        }
+    }
+
     @Test(arguments: [[0, 1], [1, 0], [0, 1, 2], [2, 0, 1]])
     func offlineEditsOnSeveralDevicesConvergeInAnySyncOrder(order: [Int]) async throws {
         try await withTemporaryDirectory { directory in

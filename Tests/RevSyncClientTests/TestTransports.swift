@@ -1,5 +1,6 @@
 import Foundation
 import RevSyncClient
+import RevSyncProtocol
 
 /// Forwards requests to the server, and on demand fails before sending (no connection) or
 /// drops a response after the server committed.
@@ -71,4 +72,27 @@ actor GatedTransport: SyncTransport {
 actor WaitRecorder {
     private(set) var waits: [Duration] = []
     func record(_ duration: Duration) { waits.append(duration) }
+}
+
+/// Forwards requests to the server and breaks the JSON of the next response near its end
+/// (after most of a snapshot's records), gzip again as it came.
+final class BreakingTransport: SyncTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private var breakNext = true
+    private let real = DefaultTransport()
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let response = try await real.send(request)
+        let shouldBreak = lock.withLock { () -> Bool in
+            defer { breakNext = false }
+            return breakNext
+        }
+        guard shouldBreak, response.status == 200 else { return response }
+        var bytes = [UInt8](response.body)
+        let compressed = Gzip.isGzip(bytes)
+        if compressed { bytes = try Gzip.decompress(bytes, limit: 1 << 30) }
+        bytes = Array(bytes.dropLast(40)) + Array(#"{"not":"a record"}]}"#.utf8)
+        if compressed { bytes = Gzip.compress(bytes) }
+        return TransportResponse(status: response.status, headers: response.headers, body: Data(bytes))
+    }
 }

@@ -147,21 +147,17 @@ public actor Synchronizer {
         }
         let json = try decompressedBody(of: response)
         guard response.status == 200 else { throw Self.rejection(status: response.status, body: json) }
-        let message: SyncMessage
-        do {
-            message = try SyncMessage(json: json, sender: .server)
-        } catch {
-            throw SyncFailure.invalidResponse("\(error)")
-        }
         stageHook?(.responseReceived)
-        if Self.namesUnknownData(message, schema: store.schema) {
-            // The server's schema grew: follow it before applying, so no value is dropped.
+        var report: SyncReport
+        do {
+            report = try await apply(json, to: request, lenient: false)
+        } catch is ResponseNamesUnknownData {
+            // The server's schema grew: follow it, then apply the same response again, so no
+            // value is dropped. A server that sends names its own schema lacks gets them skipped.
             let newer = try await Schema.fetch(from: server.url, transport: transport)
             if newer.version > store.schema.version { try await store.upgrade(to: newer) }
+            report = try await apply(json, to: request, lenient: true)
         }
-        let overwritten = try await store.pendingRecordsOverwritten(by: message)
-        if !overwritten.isEmpty { broadcaster.emit(.pendingEditsOverwritten(overwritten)) }
-        var report = try await store.apply(message, to: request, stageHook: stageHook)
         report.bytesSent = body.count
         report.bytesReceived = response.body.count
         report.responseBytes = json.count
@@ -170,17 +166,17 @@ public actor Synchronizer {
         return report
     }
 
-    /// Whether the response holds entities or attributes the local schema does not know.
-    static func namesUnknownData(_ message: SyncMessage, schema: Schema) -> Bool {
-        for changeSet in message.changeSets {
-            for changes in changeSet.changes {
-                guard let entity = schema.entity(changes.entity) else { return true }
-                for record in changes.attributes.values where record.values.keys.contains(where: { entity.attribute($0) == nil }) {
-                    return true
-                }
-            }
+    /// Applies the response (see ``LocalStore/apply(response:to:lenient:overwritten:stageHook:)``);
+    /// a response that does not decode is an invalid response, and nothing changed.
+    private func apply(_ json: [UInt8], to request: PreparedRequest, lenient: Bool) async throws -> SyncReport {
+        let broadcaster = self.broadcaster
+        do {
+            return try await store.apply(
+                response: json, to: request, lenient: lenient,
+                overwritten: { broadcaster.emit(.pendingEditsOverwritten($0)) }, stageHook: stageHook)
+        } catch let error as ProtocolError {
+            throw SyncFailure.invalidResponse("\(error)")
         }
-        return false
     }
 
     /// The body, gunzipped if it is gzip (URLSession may already have done it).

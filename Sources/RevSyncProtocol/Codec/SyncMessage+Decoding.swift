@@ -33,6 +33,47 @@ extension SyncMessage {
     }
 }
 
+extension SyncMessage {
+    /// Decodes a server response without building it whole: each change set is handed to
+    /// `changeSet` as soon as it is read, and the records of a snapshot change set are handed
+    /// one by one to `snapshotRecord` instead of being collected (the change set then arrives
+    /// with its `create` list and no `attributes`).
+    ///
+    /// A snapshot's records stream only when its `"snapshot": true` comes before its change
+    /// objects, as RevSync servers write it; otherwise the change set arrives whole. The
+    /// response is checked exactly as ``init(json:sender:)`` checks it; errors thrown by the
+    /// handlers come out unchanged.
+    ///
+    /// - Parameters:
+    ///   - snapshotBegins: called once per snapshot change set, before its first record, with
+    ///     the change set's keys read so far.
+    /// - Returns: the message's `maxRevision`.
+    public static func decodeResponse(
+        json: [UInt8],
+        snapshotBegins: (ChangeSet) throws -> Void,
+        snapshotRecord: (_ entity: String, _ id: RecordID, _ attributes: RecordAttributes) throws -> Void,
+        changeSet: (ChangeSet) throws -> Void
+    ) throws -> Revision {
+        try withoutActuallyEscaping(snapshotBegins) { snapshotBegins in
+            try withoutActuallyEscaping(snapshotRecord) { snapshotRecord in
+                try withoutActuallyEscaping(changeSet) { changeSet in
+                    let decoder = WireDecoder(sender: .server)
+                    decoder.sinks = WireDecoder.Sinks(snapshotBegins: snapshotBegins, snapshotRecord: snapshotRecord, changeSet: changeSet)
+                    let message = try json.withUnsafeBufferPointer { buffer in
+                        do {
+                            return try decoder.decode(buffer)
+                        } catch let error as ProtocolError {
+                            if let handlerError = decoder.handlerError { throw handlerError }
+                            throw error
+                        }
+                    }
+                    return message.maxRevision
+                }
+            }
+        }
+    }
+}
+
 extension ChangeSet {
     /// Decodes one change set on its own, with the same rules as inside a message.
     public init(json: [UInt8], sender: MessageSender) throws(ProtocolError) {
@@ -52,8 +93,18 @@ private final class WireDecoder {
         case index(Int)
     }
 
+    /// Where a streaming decode hands what it read (``SyncMessage/decodeResponse``).
+    struct Sinks {
+        let snapshotBegins: (ChangeSet) throws -> Void
+        let snapshotRecord: (String, RecordID, RecordAttributes) throws -> Void
+        let changeSet: (ChangeSet) throws -> Void
+    }
+
     private let sender: MessageSender
     private var path: [PathComponent] = []
+    var sinks: Sinks?
+    /// The error a sink threw, passed through unchanged.
+    private(set) var handlerError: (any Error)?
 
     init(sender: MessageSender) {
         self.sender = sender
@@ -105,7 +156,12 @@ private final class WireDecoder {
                 var list: [ChangeSet] = []
                 try reader.readArray { reader, index in
                     self.path.append(.index(index))
-                    list.append(try self.decodeChangeSet(&reader))
+                    let changeSet = try self.decodeChangeSet(&reader)
+                    if let sinks = self.sinks {
+                        try self.handing { try sinks.changeSet(changeSet) }
+                    } else {
+                        list.append(changeSet)
+                    }
                     self.path.removeLast()
                 }
                 changeSets = list
@@ -126,6 +182,7 @@ private final class WireDecoder {
         var types: [String]?
         var objects: [String: EntityChanges] = [:]
         var seen = Set<String>()
+        var snapshotStarted = false
         try reader.readObject { reader, key in
             try self.enter(key, seen: &seen)
             switch key {
@@ -158,7 +215,15 @@ private final class WireDecoder {
                     guard Names.isValid(key) else {
                         throw self.error(.invalidName, "\"\(key.prefix(80))\" is not a valid entity name (^[a-z][a-z0-9_]{0,62}$)")
                     }
-                    objects[key] = try self.decodeEntityChanges(&reader, entity: key)
+                    var streaming: ((RecordID, RecordAttributes) throws -> Void)?
+                    if changeSet.snapshot, let sinks = self.sinks {
+                        if !snapshotStarted {
+                            snapshotStarted = true
+                            try self.handing { try sinks.snapshotBegins(changeSet) }
+                        }
+                        streaming = { id, record in try self.handing { try sinks.snapshotRecord(key, id, record) } }
+                    }
+                    objects[key] = try self.decodeEntityChanges(&reader, entity: key, streaming: streaming)
                 }
             }
             self.path.removeLast()
@@ -247,7 +312,10 @@ private final class WireDecoder {
 
     // MARK: Change object
 
-    private func decodeEntityChanges(_ reader: inout JSONReader, entity: String) throws -> EntityChanges {
+    /// - Parameter streaming: receives each record instead of ``EntityChanges/attributes``.
+    private func decodeEntityChanges(
+        _ reader: inout JSONReader, entity: String, streaming: ((RecordID, RecordAttributes) throws -> Void)? = nil
+    ) throws -> EntityChanges {
         var changes = EntityChanges(entity: entity)
         var seen = Set<String>()
         try reader.readObject { reader, key in
@@ -263,7 +331,11 @@ private final class WireDecoder {
                     guard let id = Self.parseID(idKey) else {
                         throw self.error(.invalidID, "\"\(idKey.prefix(40))\" is not a record ID (a non-zero decimal integer)")
                     }
-                    changes.attributes[id] = try self.decodeRecord(&reader)
+                    if let streaming {
+                        try streaming(id, try self.decodeRecord(&reader))
+                    } else {
+                        changes.attributes[id] = try self.decodeRecord(&reader)
+                    }
                     self.path.removeLast()
                 }
             default:
@@ -373,6 +445,16 @@ private final class WireDecoder {
     }
 
     // MARK: Helpers
+
+    /// Runs a sink; its error ends the decode and is kept to be rethrown as it is.
+    private func handing(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            handlerError = error
+            throw ProtocolError(.invalidShape, "stopped by the receiver: \(error)", path: renderedPath)
+        }
+    }
 
     private func readOptionalInteger(_ reader: inout JSONReader) throws -> Int64? {
         if try reader.peekKind() == .null {
