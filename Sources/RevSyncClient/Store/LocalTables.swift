@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import RevSyncProtocol
 import RevSyncSQLite
@@ -127,16 +128,12 @@ struct LocalTables {
 
     /// Inserts or replaces a whole record.
     func upsert(_ entity: Entity, id: RecordID, revision: Revision?, values: [String: Value]) throws {
-        let names = ["id", "revision"] + entity.attributes.map { q($0.name) }
-        let updates = (["revision"] + entity.attributes.map { q($0.name) }).map { "\($0) = excluded.\($0)" }
-        let sql = "INSERT INTO \(q(entity.name)) (\(names.joined(separator: ", "))) VALUES ("
-            + Array(repeating: "?", count: names.count).joined(separator: ", ")
-            + ") ON CONFLICT (id) DO UPDATE SET " + updates.joined(separator: ", ")
         var arguments: [DatabaseValue] = [id.rawValue.databaseValue, revision.databaseValue]
+        arguments.reserveCapacity(entity.attributes.count + 2)
         for attribute in entity.attributes {
             arguments.append(SQLiteValues.databaseValue(values[attribute.name] ?? .null))
         }
-        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
+        try db.cachedStatement(sql: UpsertStatements.shared.sql(for: entity)).execute(arguments: StatementArguments(arguments))
     }
 
     /// Sets some attributes of an existing record.
@@ -230,4 +227,26 @@ struct LocalTables {
 
 private func q(_ name: String) -> String {
     SQLIdentifier.quoted(name)
+}
+
+/// The text of each entity's upsert, built once: a snapshot upserts every record, and building
+/// (and quoting) the statement each time cost more than running it.
+final class UpsertStatements: @unchecked Sendable {
+    static let shared = UpsertStatements()
+    private let lock = NSLock()
+    private var texts: [String: (attributes: [String], sql: String)] = [:]
+
+    func sql(for entity: Entity) -> String {
+        if let cached = lock.withLock({ texts[entity.name] }),
+           cached.attributes.elementsEqual(entity.attributes.lazy.map(\.name)) {
+            return cached.sql
+        }
+        let names = ["id", "revision"] + entity.attributes.map { q($0.name) }
+        let updates = (["revision"] + entity.attributes.map { q($0.name) }).map { "\($0) = excluded.\($0)" }
+        let sql = "INSERT INTO \(q(entity.name)) (\(names.joined(separator: ", "))) VALUES ("
+            + Array(repeating: "?", count: names.count).joined(separator: ", ")
+            + ") ON CONFLICT (id) DO UPDATE SET " + updates.joined(separator: ", ")
+        lock.withLock { texts[entity.name] = (entity.attributes.map(\.name), sql) }
+        return sql
+    }
 }
