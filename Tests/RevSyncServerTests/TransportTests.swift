@@ -34,7 +34,11 @@ import Testing
                 try writer.transaction { try writer.revokeDevice(id: id) }
             }
             #expect(revoked)
+            // At once, although the token was accepted a moment ago, with or without change sets.
             #expect(try await device.post(Self.emptySync).status == 401)
+            let create = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": "Hall"])])
+            #expect(try await device.post(create.jsonBytes()).status == 401)
+            #expect(try await server.count("venues") == 0)
         }
     }
 

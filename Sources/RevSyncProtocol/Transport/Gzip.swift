@@ -1,4 +1,5 @@
 import CZlib
+import Foundation
 
 /// gzip as the wire uses it (`Content-Encoding: gzip` both ways), over the system zlib.
 ///
@@ -13,11 +14,13 @@ import CZlib
 /// ```
 public enum Gzip {
     /// Compresses `bytes` into one gzip member.
+    ///
+    /// The zlib state (about 300 KB, which a sync server would otherwise set up and tear down
+    /// per response) is reused from a small pool, and the output written in one piece.
     public static func compress(_ bytes: [UInt8], level: Int32 = 6) -> [UInt8] {
-        let deflater = Deflater(level: level)
-        var output = deflater.compress(bytes)
-        output += deflater.finish()
-        return output
+        let deflater = DeflaterPool.shared.take(level: level)
+        defer { DeflaterPool.shared.give(deflater) }
+        return bytes.withUnsafeBytes { deflater.compressWhole($0) }
     }
 
     /// Decompresses gzip (or zlib) data, refusing to produce more than `limit` bytes.
@@ -120,10 +123,12 @@ public enum Gzip {
     /// Streaming compression into gzip.
     public final class Deflater {
         private let stream: UnsafeMutablePointer<z_stream>
-        private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        private lazy var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        let level: Int32
 
         /// - Parameter level: 1 (fastest) to 9 (smallest); 6 is zlib's default.
         public init(level: Int32 = 6) {
+            self.level = level
             stream = .allocate(capacity: 1)
             stream.initialize(to: z_stream())
             // 15 + 16: a 32 KiB window, written with a gzip header.
@@ -153,6 +158,26 @@ public enum Gzip {
             run(UnsafeRawBufferPointer(start: nil, count: 0), flush: Z_FINISH)
         }
 
+        /// Starts a new stream with the same settings.
+        func reset() {
+            deflateReset(stream)
+        }
+
+        /// Compresses all of `input` as one new gzip member, into an output sized once.
+        func compressWhole(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+            reset()
+            let bound = Int(deflateBound(stream, UInt(input.count))) + 32
+            return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+                stream.pointee.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: UInt8.self)) }
+                stream.pointee.avail_in = UInt32(input.count)
+                stream.pointee.next_out = buffer.baseAddress
+                stream.pointee.avail_out = UInt32(buffer.count)
+                let status = deflate(stream, Z_FINISH)
+                precondition(status == Z_STREAM_END, "deflate into deflateBound's size did not finish: \(status)")
+                count = buffer.count - Int(stream.pointee.avail_out)
+            }
+        }
+
         private func run(_ input: UnsafeRawBufferPointer, flush: Int32) -> [UInt8] {
             var output: [UInt8] = []
             stream.pointee.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: UInt8.self)) }
@@ -171,6 +196,28 @@ public enum Gzip {
                 }
             }
             return output
+        }
+    }
+}
+
+/// Deflaters kept for reuse, a few per level.
+final class DeflaterPool: @unchecked Sendable {
+    static let shared = DeflaterPool()
+    private let lock = NSLock()
+    private var idle: [Gzip.Deflater] = []
+    private let capacity = 8
+
+    func take(level: Int32) -> Gzip.Deflater {
+        let reused = lock.withLock { () -> Gzip.Deflater? in
+            guard let index = idle.lastIndex(where: { $0.level == level }) else { return nil }
+            return idle.remove(at: index)
+        }
+        return reused ?? Gzip.Deflater(level: level)
+    }
+
+    func give(_ deflater: Gzip.Deflater) {
+        lock.withLock {
+            if idle.count < capacity { idle.append(deflater) }
         }
     }
 }

@@ -39,6 +39,35 @@ public struct SyncEngine: Sendable {
     /// - Throws: ``SyncError`` for a request refused as a whole (nothing was applied), or the
     ///   storage's error.
     public func sync(_ request: SyncMessage, from device: Device) async throws -> SyncResponse {
+        try await sync(request, as: .device(device))
+    }
+
+    /// Applies the request's change sets for the device of `tokenHash`, checked inside the
+    /// same database access as the work: a token revoked a moment ago is refused even when an
+    /// earlier check (such as the HTTP layer's) still knew it.
+    ///
+    /// - Throws: ``SyncError/unauthorized`` for an unknown or revoked token, and as
+    ///   ``sync(_:from:)``.
+    public func sync(_ request: SyncMessage, tokenHash: String) async throws -> SyncResponse {
+        try await sync(request, as: .token(hash: tokenHash))
+    }
+
+    /// Who sends a request: a device already known, or the one of a token to look up.
+    private enum Sender: Sendable {
+        case device(Device)
+        case token(hash: String)
+
+        func device(_ reader: any StorageReader) throws -> Device {
+            switch self {
+            case .device(let device): return device
+            case .token(let hash):
+                guard let device = try reader.device(tokenHash: hash) else { throw SyncError.unauthorized }
+                return device
+            }
+        }
+    }
+
+    private func sync(_ request: SyncMessage, as sender: Sender) async throws -> SyncResponse {
         let recordCount = request.changeSets.reduce(0) { $0 + $1.recordCount }
         guard recordCount <= limits.maxRecordsPerRequest else {
             throw SyncError.tooLarge("the request names \(recordCount) records; at most \(limits.maxRecordsPerRequest) are allowed per request")
@@ -47,22 +76,46 @@ public struct SyncEngine: Sendable {
             throw SyncError.tooLarge("the request holds \(request.changeSets.count) change sets; at most \(limits.maxChangeSetsPerRequest) are allowed per request")
         }
         let schema = self.schema
-        var outcomes: [ChangeSetOutcome] = []
-        if !request.changeSets.isEmpty {
-            outcomes = try await storage.withWriter { writer in
-                let current = try writer.currentRevision()
-                guard request.maxRevision <= current else {
-                    throw SyncError.revisionAhead(client: request.maxRevision, server: current)
-                }
-                let processor = ChangeSetProcessor(
-                    schema: schema, device: device, requestMaxRevision: request.maxRevision, writer: writer,
-                    resolver: IDResolver(device: device.id))
-                return try request.changeSets.map(processor.process)
+        guard !request.changeSets.isEmpty else {
+            return try await storage.withReader { reader in
+                try ResponseBuilder(schema: schema, device: try sender.device(reader), reader: reader).build(request: request, outcomes: [])
             }
         }
-        return try await storage.withReader { [outcomes] reader in
-            try ResponseBuilder(schema: schema, device: device, reader: reader).build(request: request, outcomes: outcomes)
+        let written = try await storage.withWriter { writer -> Written in
+            let device = try sender.device(writer)
+            let current = try writer.currentRevision()
+            guard request.maxRevision <= current else {
+                throw SyncError.revisionAhead(client: request.maxRevision, server: current)
+            }
+            let processor = ChangeSetProcessor(
+                schema: schema, device: device, requestMaxRevision: request.maxRevision, writer: writer,
+                resolver: IDResolver(device: device.id))
+            let outcomes = try request.changeSets.map(processor.process)
+            // A device that is nearly up to date gets its answer from the writer at once: the
+            // few log entries cost less than handing the request to a reader. A long catch-up
+            // or a snapshot is built by a reader, so that it does not hold up other writers.
+            let missing = try writer.currentRevision() - request.maxRevision
+            if missing <= Self.writerResponseLimit, request.maxRevision > 0, request.maxRevision >= (try writer.logFloor()) {
+                return .response(try ResponseBuilder(schema: schema, device: device, reader: writer).build(request: request, outcomes: outcomes))
+            }
+            return .outcomes(device, outcomes)
         }
+        switch written {
+        case .response(let response):
+            return response
+        case .outcomes(let device, let outcomes):
+            return try await storage.withReader { reader in
+                try ResponseBuilder(schema: schema, device: device, reader: reader).build(request: request, outcomes: outcomes)
+            }
+        }
+    }
+
+    /// The most change sets a response built by the writer carries.
+    static let writerResponseLimit: Revision = 200
+
+    private enum Written: Sendable {
+        case response(SyncResponse)
+        case outcomes(Device, [ChangeSetOutcome])
     }
 }
 
@@ -81,11 +134,14 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
     case revisionAhead(client: Revision, server: Revision)
     /// The request asks for more than the server's limits allow.
     case tooLarge(String)
+    /// The token is unknown or was revoked.
+    case unauthorized
 
     public var code: String {
         switch self {
         case .revisionAhead: "revision_ahead"
         case .tooLarge: "request_too_large"
+        case .unauthorized: "unauthorized"
         }
     }
 
@@ -94,6 +150,7 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         case .revisionAhead(let client, let server):
             "the request's maxRevision \(client) is ahead of the server's revision \(server): this device's data does not come from this server's data set; set it up again"
         case .tooLarge(let message): message
+        case .unauthorized: "unknown or revoked token"
         }
     }
 }

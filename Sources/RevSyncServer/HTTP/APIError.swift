@@ -41,6 +41,7 @@ struct APIError: Error, Sendable {
             switch error {
             case .revisionAhead: apiError = APIError(status: .badRequest, code: error.code, message: error.description)
             case .tooLarge: apiError = APIError(status: .contentTooLarge, code: error.code, message: error.description)
+            case .unauthorized: apiError = APIError.unauthorized(error.description)
             }
         case let error as HTTPError:
             let code = error.status == .notFound ? "not_found" : error.status.reasonPhrase.lowercased().replacing(" ", with: "_")

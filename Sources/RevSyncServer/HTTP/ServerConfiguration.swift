@@ -16,6 +16,8 @@ public struct ServerConfiguration: Sendable {
     public var bodyTimeoutSeconds: Double = 60
     /// gzip level of responses: 1 fastest, 9 smallest.
     public var gzipLevel: Int32 = 6
+    /// Responses smaller than this many bytes (uncompressed) use gzip level 1.
+    public var fastGzipBelow: Int = 64 * 1024
 
     public init() {}
 }
