@@ -8,28 +8,12 @@ extension Request {
     /// The request body, decompressed if it says `Content-Encoding: gzip`, never holding more
     /// than `limit` bytes of compressed or decompressed data.
     ///
-    /// The body is read as JSON whatever its `Content-Type` says.
+    /// The body is read as JSON whatever its `Content-Type` says. How long it may take to
+    /// arrive is ``RequestDeadlines``' business.
     ///
     /// - Throws: `413` past the limit (a gzip bomb stops there), `400` for corrupt gzip,
-    ///   `415` for another content encoding, `408` when it does not arrive within `timeout`.
-    func jsonBody(limit: Int, timeout: Duration) async throws -> [UInt8] {
-        try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
-            group.addTask { try await self.jsonBody(limit: limit) }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let body = try await group.next() ?? nil else {
-                throw APIError(
-                    status: .requestTimeout, code: "request_timeout", message: "the request body did not arrive within \(timeout)",
-                    headers: [.connection: "close"])
-            }
-            return body
-        }
-    }
-
-    private func jsonBody(limit: Int) async throws -> [UInt8] {
+    ///   `415` for another content encoding.
+    func jsonBody(limit: Int) async throws -> [UInt8] {
         let encoding = headers[.contentEncoding]?.trimmingCharacters(in: .whitespaces).lowercased() ?? "identity"
         switch encoding {
         case "identity", "":

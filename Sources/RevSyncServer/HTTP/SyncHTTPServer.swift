@@ -46,7 +46,11 @@ public struct SyncHTTPServer: Sendable {
         return Application(
             router: router,
             server: .http1(configuration: .init(
-                additionalChannelHandlers: [RequestHeadDeadline(timeout: .seconds(configuration.headerTimeoutSeconds))],
+                additionalChannelHandlers: [
+                    RequestDeadlines(
+                        headTimeout: .seconds(configuration.headerTimeoutSeconds),
+                        bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9)))
+                ],
                 idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
             services: services,
@@ -83,7 +87,7 @@ public struct SyncHTTPServer: Sendable {
     func sync(_ request: Request) async throws -> Response {
         let hash = try tokenHash(request)
         let device = try await authenticate(tokenHash: hash)
-        let body = try await request.jsonBody(limit: configuration.maxBodySize, timeout: .seconds(configuration.bodyTimeoutSeconds))
+        let body = try await request.jsonBody(limit: configuration.maxBodySize)
         let message = try SyncMessage(json: body, sender: .client)
         let response = try await engine.sync(message, tokenHash: hash)
         logger.debug("sync", metadata: [
