@@ -21,6 +21,7 @@ public final class SQLiteStorage: SyncStorage {
 
     private let pool: DatabasePool
     private let entities: [String: EntitySQL]
+    private let checkpointer: WALCheckpointer
 
     /// Opens (or creates) the store at `path`.
     ///
@@ -39,6 +40,8 @@ public final class SQLiteStorage: SyncStorage {
         let synchronous = durability == .full ? "FULL" : "NORMAL"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            // The WALCheckpointer does it, off the path of requests.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try pool.writeWithoutTransaction { db in
@@ -46,6 +49,7 @@ public final class SQLiteStorage: SyncStorage {
             try SQLStorageAccess(connection, entities: [:]).transaction { try ServerTables.setUp(connection, schema: schema) }
         }
         entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
+        checkpointer = try WALCheckpointer(path: path)
     }
 
     public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
@@ -64,6 +68,7 @@ public final class SQLiteStorage: SyncStorage {
     }
 
     public func close() async throws {
+        try checkpointer.stop()
         try pool.close()
     }
 }
