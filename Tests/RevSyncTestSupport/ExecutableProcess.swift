@@ -15,8 +15,7 @@ public final class ExecutableProcess: @unchecked Sendable {
     private let pid: pid_t
     private let outputPath: String
     private let errorPath: String
-    private let lock = NSLock()
-    private var status: Int32?
+    private let exit = ExitStatus()
 
     /// The directory holding the built products (next to the test bundle).
     public static var productsDirectory: URL {
@@ -48,14 +47,17 @@ public final class ExecutableProcess: @unchecked Sendable {
         guard spawned == 0 else { throw RawHTTPClient.Failure(description: "cannot start \(path): error \(spawned)") }
         self.pid = pid
         let child = pid
-        Thread { [self] in
+        let exit = self.exit
+        Thread {
             var status: Int32 = 0
             while waitpid(child, &status, 0) == -1 && errno == EINTR {}
-            lock.withLock { self.status = status }
+            exit.set(status)
         }.start()
     }
 
+    /// A process whose test is over, passed or failed, does not outlive it.
     deinit {
+        if exit.status == nil { kill(pid, SIGKILL) }
         try? FileManager.default.removeItem(atPath: outputPath)
         try? FileManager.default.removeItem(atPath: errorPath)
     }
@@ -72,7 +74,7 @@ public final class ExecutableProcess: @unchecked Sendable {
     public var standardOutput: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
     public var standardError: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
 
-    private var isRunning: Bool { lock.withLock { status == nil } }
+    private var isRunning: Bool { exit.status == nil }
 
     /// Waits until standard output contains `text` (or fails after `timeout` seconds).
     public func waitForOutput(containing text: String, timeout: Double = 30) async throws -> String {
@@ -95,17 +97,26 @@ public final class ExecutableProcess: @unchecked Sendable {
     /// ended it.
     public func exitStatus() async -> Int32 {
         while isRunning { try? await Task.sleep(for: .milliseconds(20)) }
-        let status = lock.withLock { self.status ?? 0 }
+        let status = exit.status ?? 0
         return wasSignalled(status) ? status & 0x7f : (status >> 8) & 0xff
     }
 
     /// Whether the process was killed by a signal rather than exiting.
     public var wasKilled: Bool {
-        lock.withLock { status.map(wasSignalled) ?? false }
+        exit.status.map(wasSignalled) ?? false
     }
 
     private func wasSignalled(_ status: Int32) -> Bool {
         let signal = status & 0x7f
         return signal != 0 && signal != 0x7f
     }
+}
+
+/// The raw wait status of a child, once it ended.
+private final class ExitStatus: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Int32?
+
+    var status: Int32? { lock.withLock { value } }
+    func set(_ status: Int32) { lock.withLock { value = status } }
 }

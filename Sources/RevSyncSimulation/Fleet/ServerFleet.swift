@@ -59,6 +59,11 @@ public final class ServerFleet: @unchecked Sendable {
         throw SimulationError("revsync-server \(index) did not answer /health within 60 s")
     }
 
+    /// A fleet nobody holds any more (a run that failed half-way) leaves no server behind.
+    deinit {
+        for process in processes.compactMap({ $0 }) { process.send(SIGKILL) }
+    }
+
     /// The process ID of instance `index`, while it runs.
     package func pid(of index: Int) -> pid_t? {
         lock.withLock { processes[index].flatMap { $0.isRunning ? $0.pid : nil } }
