@@ -54,6 +54,7 @@ public final class SQLiteStorage: SyncStorage {
 
     public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
         let entities = self.entities
+        defer { checkpointer.noteWrite() }
         return try await pool.writeWithoutTransaction { db in
             try body(SQLStorageAccess(GRDBConnection(db), entities: entities))
         }
