@@ -28,10 +28,14 @@ public struct SyncEngine: Sendable {
     public let storage: any SyncStorage
     public var limits: Limits
 
+    /// Writes the change sets of concurrent requests together, with one commit.
+    private let groupCommit: GroupCommit
+
     public init(schema: Schema, storage: any SyncStorage, limits: Limits = Limits()) {
         self.schema = schema
         self.storage = storage
         self.limits = limits
+        self.groupCommit = GroupCommit(storage: storage)
     }
 
     /// Applies the request's change sets and answers with everything the device is missing.
@@ -81,7 +85,7 @@ public struct SyncEngine: Sendable {
                 try ResponseBuilder(schema: schema, device: try sender.device(reader), reader: reader).build(request: request, outcomes: [])
             }
         }
-        let written = try await storage.withWriter { writer -> Written in
+        let written = try await groupCommit.write { writer -> Written in
             let device = try sender.device(writer)
             let current = try writer.currentRevision()
             guard request.maxRevision <= current else {

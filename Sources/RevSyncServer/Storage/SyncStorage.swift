@@ -55,6 +55,10 @@ public protocol StorageWriter: StorageReader {
     /// Runs `body` in a transaction that takes the write lock at once: it commits if `body`
     /// returns, and rolls back if it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T
+    /// Runs `body` in one transaction in which every ``transaction(_:)`` is a savepoint: a
+    /// group commit. What the body wrote becomes durable together when this returns, with one
+    /// commit (one `fsync`) for all of it; if the commit fails, none of it happened.
+    func group<T>(_ body: () throws -> T) throws -> T
     /// Runs `body` in a savepoint inside the current transaction; rolls the savepoint back
     /// (and only it) when `body` returns `false` or throws.
     func savepoint(_ body: () throws -> Bool) throws

@@ -10,6 +10,8 @@ final class SQLStorageAccess: StorageWriter {
     private let entities: [String: EntitySQL]
     private var dialect: SQLDialect { connection.dialect }
     private var savepoints = 0
+    /// Inside ``group(_:)``: transactions are savepoints of the group's transaction.
+    private var grouping = false
 
     init(_ connection: any SQLConnection, entities: [String: EntitySQL]) {
         self.connection = connection
@@ -152,7 +154,30 @@ final class SQLStorageAccess: StorageWriter {
     // MARK: StorageWriter
 
     func transaction<T>(_ body: () throws -> T) throws -> T {
+        if grouping {
+            var result: T?
+            try savepoint {
+                result = try body()
+                return true
+            }
+            return result!
+        }
         try connection.execute(dialect.beginWrite, [])
+        do {
+            let result = try body()
+            try connection.execute("COMMIT", [])
+            return result
+        } catch {
+            _ = try? connection.execute("ROLLBACK", [])
+            throw error
+        }
+    }
+
+    func group<T>(_ body: () throws -> T) throws -> T {
+        precondition(!grouping, "groups do not nest")
+        try connection.execute(dialect.beginWrite, [])
+        grouping = true
+        defer { grouping = false }
         do {
             let result = try body()
             try connection.execute("COMMIT", [])

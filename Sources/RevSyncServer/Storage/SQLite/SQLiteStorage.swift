@@ -21,7 +21,6 @@ public final class SQLiteStorage: SyncStorage {
 
     private let pool: DatabasePool
     private let entities: [String: EntitySQL]
-    private let checkpointer: WALCheckpointer
 
     /// Opens (or creates) the store at `path`.
     ///
@@ -40,21 +39,20 @@ public final class SQLiteStorage: SyncStorage {
         let synchronous = durability == .full ? "FULL" : "NORMAL"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-            // The WALCheckpointer does it, off the path of requests.
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        // GRDB sets `synchronous = NORMAL` on the writer when it turns WAL on, after
+        // `prepareDatabase` ran: set it again, or `.full` would not be what commits do.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
         try pool.writeWithoutTransaction { db in
             let connection = GRDBConnection(db)
             try SQLStorageAccess(connection, entities: [:]).transaction { try ServerTables.setUp(connection, schema: schema) }
         }
         entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
-        checkpointer = try WALCheckpointer(path: path)
     }
 
     public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
         let entities = self.entities
-        defer { checkpointer.noteWrite() }
         return try await pool.writeWithoutTransaction { db in
             try body(SQLStorageAccess(GRDBConnection(db), entities: entities))
         }
@@ -68,8 +66,17 @@ public final class SQLiteStorage: SyncStorage {
         }
     }
 
+    /// The durability the writer's commits have now (`PRAGMA synchronous` of the writer).
+    public func durabilityInEffect() async throws -> Durability? {
+        let level = try await pool.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
+        switch level {
+        case 2, 3: return .full
+        case 1: return .normal
+        default: return nil
+        }
+    }
+
     public func close() async throws {
-        try checkpointer.stop()
         try pool.close()
     }
 }
