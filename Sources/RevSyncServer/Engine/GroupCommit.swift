@@ -6,9 +6,11 @@ import Foundation
 /// With `synchronous = FULL` every commit waits for an `fsync` (0.5–1 ms here), and the single
 /// writer made that the ceiling: about 1,000 syncs per second. Requests that arrive while a
 /// group is being written wait for the next group; a group takes at most `maximumGroup`
-/// requests. Each request runs in a savepoint of the group's transaction, so a request that
-/// fails (its token was revoked, its `maxRevision` is ahead) leaves no trace and the others go
-/// on; each change set inside stays atomic as before (a nested savepoint). Nothing is answered
+/// requests. Each change set stays atomic as before: its transaction becomes a savepoint of the
+/// group's, rolled back alone when it fails. A request that fails as a whole (its token was
+/// revoked, its `maxRevision` is ahead) fails before it writes anything, and the others go on;
+/// one that fails half-way keeps the change sets it committed, exactly as when each change set
+/// had a transaction of its own (the device's retry gets their outcomes). Nothing is answered
 /// before the group's commit returned, so an acknowledged change set is on disk; if the commit
 /// fails, every request of the group fails and nothing of it happened (the devices retry with
 /// the same change set `id`s).
@@ -28,18 +30,7 @@ final class GroupCommit: @unchecked Sendable {
             _ work: @escaping @Sendable (any StorageWriter) throws -> T, continuation: CheckedContinuation<T, any Error>
         ) {
             var outcome: Result<T, any Error>?
-            self.work = { writer in
-                do {
-                    var value: T?
-                    try writer.savepoint {
-                        value = try work(writer)
-                        return true
-                    }
-                    outcome = .success(value!)
-                } catch {
-                    outcome = .failure(error)
-                }
-            }
+            self.work = { writer in outcome = Result { try work(writer) } }
             self.resume = { commit in
                 switch (commit, outcome) {
                 case (.success, let outcome?): continuation.resume(with: outcome)
@@ -49,7 +40,7 @@ final class GroupCommit: @unchecked Sendable {
             }
         }
 
-        /// Runs the work on the writer, inside the group's transaction, in a savepoint.
+        /// Runs the work on the writer, inside the group's transaction.
         func run(_ writer: any StorageWriter) { work(writer) }
 
         /// Hands the request its result: its own once the group committed, the group's error
