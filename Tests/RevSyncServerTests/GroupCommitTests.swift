@@ -4,8 +4,9 @@ import RevSyncServer
 import RevSyncTestSupport
 import Testing
 
-/// Concurrent requests are written together with one commit (``SyncEngine``'s group commit);
-/// each stays on its own.
+/// Concurrent requests are written together with one commit on SQLite (``SyncEngine``'s group
+/// commit), one by one on PostgreSQL;
+/// either way each stays on its own.
 @Suite struct GroupCommitTests {
     @Test(arguments: StoreKind.all)
     func requestsWrittenTogetherStayApartAndAFailingOneLeavesNoTrace(store: StoreKind) async throws {

@@ -17,6 +17,14 @@ public protocol SyncStorage: Sendable {
 
     /// Closes connections; the storage cannot be used afterwards.
     func close() async throws
+
+    /// Whether the engine should write concurrent requests together, with one commit
+    /// (``StorageWriter/group(_:)``): worth it where every commit waits for its own `fsync`.
+    var prefersGroupCommit: Bool { get }
+}
+
+extension SyncStorage {
+    public var prefersGroupCommit: Bool { false }
 }
 
 /// Reads, inside one read transaction.

@@ -66,6 +66,10 @@ public final class SQLiteStorage: SyncStorage {
         }
     }
 
+    /// One writer, and with `--durability full` an `fsync` per commit: concurrent requests share
+    /// commits (measured: about twice the syncs per second).
+    public var prefersGroupCommit: Bool { true }
+
     /// The durability the writer's commits have now (`PRAGMA synchronous` of the writer).
     public func durabilityInEffect() async throws -> Durability? {
         let level = try await pool.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
