@@ -85,6 +85,7 @@ public struct SyncEngine: Sendable {
                 try ResponseBuilder(schema: schema, device: try sender.device(reader), reader: reader).build(request: request, outcomes: [])
             }
         }
+        let embedded = storage.isEmbedded
         let work: @Sendable (any StorageWriter) throws -> Written = { writer in
             let device = try sender.device(writer)
             let current = try writer.currentRevision()
@@ -95,17 +96,17 @@ public struct SyncEngine: Sendable {
                 schema: schema, device: device, requestMaxRevision: request.maxRevision, writer: writer,
                 resolver: IDResolver(device: device.id))
             let outcomes = try request.changeSets.map(processor.process)
-            // A device that is nearly up to date gets its answer from the writer at once: the
-            // few log entries cost less than handing the request to a reader. A long catch-up
-            // or a snapshot is built by a reader, so that it does not hold up other writers.
+            // On SQLite, a device that is nearly up to date gets its answer from the writer at
+            // once: the few log entries cost less than handing the request to a reader. A long
+            // catch-up or a snapshot is built by a reader, so that it does not hold up writers;
+            // on PostgreSQL every response is, readers working in parallel there.
             let missing = try writer.currentRevision() - request.maxRevision
-            if missing <= Self.writerResponseLimit, request.maxRevision > 0, request.maxRevision >= (try writer.logFloor()) {
+            if embedded, missing <= Self.writerResponseLimit, request.maxRevision > 0, request.maxRevision >= (try writer.logFloor()) {
                 return .response(try ResponseBuilder(schema: schema, device: device, reader: writer).build(request: request, outcomes: outcomes))
             }
             return .outcomes(device, outcomes)
         }
-        // PostgreSQL flushes concurrent commits together itself; there, grouping measured no better.
-        let written = try await storage.prefersGroupCommit ? groupCommit.write(work) : storage.withWriter(work)
+        let written = try await embedded ? groupCommit.write(work) : storage.withWriter(work)
         switch written {
         case .response(let response):
             return response

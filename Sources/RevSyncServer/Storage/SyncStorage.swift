@@ -18,13 +18,17 @@ public protocol SyncStorage: Sendable {
     /// Closes connections; the storage cannot be used afterwards.
     func close() async throws
 
-    /// Whether the engine should write concurrent requests together, with one commit
-    /// (``StorageWriter/group(_:)``): worth it where every commit waits for its own `fsync`.
-    var prefersGroupCommit: Bool { get }
+    /// Whether the database runs inside this process with one writer connection (SQLite). The
+    /// engine then writes concurrent requests together with one commit
+    /// (``StorageWriter/group(_:)``; every commit waits for its own `fsync` otherwise), and
+    /// answers a device that is nearly up to date from the writer right after its commit
+    /// (sparing a hop to a reader). A database server (PostgreSQL) flushes concurrent commits
+    /// together itself, and its readers work in parallel on connections of their own.
+    var isEmbedded: Bool { get }
 }
 
 extension SyncStorage {
-    public var prefersGroupCommit: Bool { false }
+    public var isEmbedded: Bool { false }
 }
 
 /// Reads, inside one read transaction.

@@ -68,7 +68,7 @@ public final class SQLiteStorage: SyncStorage {
 
     /// One writer, and with `--durability full` an `fsync` per commit: concurrent requests share
     /// commits (measured: about twice the syncs per second).
-    public var prefersGroupCommit: Bool { true }
+    public var isEmbedded: Bool { true }
 
     /// The durability the writer's commits have now (`PRAGMA synchronous` of the writer).
     public func durabilityInEffect() async throws -> Durability? {
