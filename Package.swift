@@ -67,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "revsync-server",
             dependencies: [
-                "RevSyncServer", "CMalloc",
+                "RevSyncServer", "RevSyncClient", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -78,6 +78,7 @@ let package = Package(
                 "RevSyncProtocol",
                 "RevSyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

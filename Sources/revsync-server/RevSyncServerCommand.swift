@@ -8,7 +8,7 @@ struct RevSyncServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync-server",
         abstract: "The RevSync sync server: one POST /sync endpoint over SQLite or PostgreSQL.",
-        subcommands: [Serve.self, TokenCommand.self, SeedCommand.self],
+        subcommands: [Serve.self, TokenCommand.self, SeedCommand.self, SnapshotCommand.self],
         defaultSubcommand: Serve.self
     )
 }

@@ -6,7 +6,9 @@ import RevSyncProtocol
 struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create the store and remember the server and token in it.",
-        discussion: "The schema comes from the server's GET /schema, or from --schema. Nothing is synced yet: run `revsync sync`.")
+        discussion: """
+            The schema comes from the server's GET /schema, or from --schema. Nothing is synced yet: run `revsync sync`.             With --snapshot, the store starts from a snapshot file (revsync-server snapshot): it is checked (checksum,             integrity, the server's data set and schema version) before it becomes the store, and the first sync only             brings what changed since.
+            """)
 
     @OptionGroup var options: StoreOptions
 
@@ -19,11 +21,22 @@ struct Init: AsyncParsableCommand {
     @Option(help: "A schema file to use instead of fetching the server's.")
     var schema: String?
 
+    @Option(help: "Start from this snapshot file (revsync-server snapshot) instead of an empty store.")
+    var snapshot: String?
+
+    @Option(help: "The snapshot's SHA-256 (default: the one in FILE.sha256 next to it, if any).")
+    var sha256: String?
+
+    func validate() throws {
+        if snapshot != nil && schema != nil { throw ValidationError("--snapshot brings its own schema; leave out --schema") }
+    }
+
     func run() async throws {
         try await reportingErrors {
             guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https", url.host != nil else {
                 throw CommandFailure("\"\(server)\" is not an http(s) URL")
             }
+            if let snapshot { return try await bootstrap(from: snapshot, url: url) }
             let schema: Schema
             do {
                 if let file = self.schema {
@@ -51,6 +64,42 @@ struct Init: AsyncParsableCommand {
             } else {
                 say("Created \(options.store) for \(url.absoluteString) (schema version \(schema.version), \(schema.entities.count) entities).")
             }
+        }
+    }
+
+    private func bootstrap(from snapshot: String, url: URL) async throws {
+        guard !FileManager.default.fileExists(atPath: options.store) else {
+            throw CommandFailure("\(options.store) already exists; a store is never overwritten")
+        }
+        let identity: ServerIdentity
+        do {
+            identity = try await ServerIdentity.fetch(from: url)
+        } catch {
+            throw CommandFailure("cannot ask \(url.absoluteString) which data set it serves: \(error)")
+        }
+        let store = try LocalStore.bootstrap(
+            at: options.store, from: snapshot, expectedSHA256: sha256, expecting: identity, server: .init(url: url, token: token))
+        let status = try await store.status()
+        let records = try await store.read { reader in try store.schema.entities.reduce(0) { $0 + (try reader.count($1.name)) } }
+        try store.close()
+        if options.json {
+            say(Output.json { writer in
+                writer.writeRaw("{\"store\":")
+                writer.writeString(options.store)
+                writer.writeRaw(",\"server\":")
+                writer.writeString(url.absoluteString)
+                writer.writeRaw(",\"schemaVersion\":")
+                writer.writeInteger(identity.schemaVersion)
+                writer.writeRaw(",\"snapshot\":")
+                writer.writeString(snapshot)
+                writer.writeRaw(",\"maxRevision\":")
+                writer.writeInteger(status.maxRevision)
+                writer.writeRaw(",\"records\":")
+                writer.writeInteger(records)
+                writer.writeRaw("}")
+            })
+        } else {
+            say("Created \(options.store) for \(url.absoluteString) from \(snapshot): \(records) records at revision \(status.maxRevision); `revsync sync` brings what changed since.")
         }
     }
 }

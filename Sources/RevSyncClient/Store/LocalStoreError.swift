@@ -24,6 +24,10 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let schemaMismatch = Code(rawValue: "schema_mismatch")
         /// The store holds something it cannot read.
         public static let corrupt = Code(rawValue: "corrupt")
+        /// A snapshot of another server's data set.
+        public static let wrongDataset = Code(rawValue: "wrong_dataset")
+        /// The store holds change sets the server has not answered yet.
+        public static let pendingChanges = Code(rawValue: "pending_changes")
     }
 
     public var code: Code

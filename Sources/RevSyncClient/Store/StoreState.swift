@@ -8,6 +8,8 @@ struct StoreState {
 
     enum Key: String {
         case schema, maxRevision = "max_revision", nextTemporaryID = "next_temporary_id", serverURL = "server_url", token
+        /// The identity of the server's data set the store's data comes from (set by snapshots).
+        case dataset
     }
 
     func string(_ key: Key) throws -> String? {

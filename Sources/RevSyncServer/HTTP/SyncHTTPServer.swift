@@ -105,9 +105,11 @@ public struct SyncHTTPServer: Sendable {
     func health() async throws -> Response {
         var writer = JSONWriter()
         do {
-            let revision = try await engine.storage.withReader { try $0.currentRevision() }
+            let (revision, dataset) = try await engine.storage.withReader { (try $0.currentRevision(), try $0.datasetID()) }
             writer.writeRaw("{\"status\":\"ok\",\"maxRevision\":")
             writer.writeInteger(revision)
+            writer.writeRaw(",\"dataset\":")
+            writer.writeString(dataset)
             writer.writeRaw(",\"schemaVersion\":")
             writer.writeInteger(engine.schema.version)
             writer.writeRaw("}")

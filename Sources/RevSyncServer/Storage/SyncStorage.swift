@@ -57,6 +57,9 @@ public protocol StorageReader: AnyObject {
     func mappings(device: Int64, revision: Revision) throws -> [IDMapping]
     /// The device a token hash belongs to, unless revoked.
     func device(tokenHash: String) throws -> Device?
+    /// The data set's identity: a UUID made when the database was set up, never changed. A
+    /// device's snapshot carries it, so that one from another server is refused.
+    func datasetID() throws -> String
     /// Every device, revoked ones included.
     func allDevices() throws -> [DeviceRecord]
 }

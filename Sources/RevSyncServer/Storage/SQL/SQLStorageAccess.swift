@@ -130,6 +130,13 @@ final class SQLStorageAccess: StorageWriter {
         return IDMapping(temporaryID: RecordID(temporary), entity: entity, permanentID: RecordID(permanent), revision: revision)
     }
 
+    func datasetID() throws -> String {
+        guard let id = try connection.firstRow("SELECT value FROM _rs_meta WHERE key = 'dataset_id'", [])?.first?.textValue else {
+            throw StorageError.corrupt("the database has no data set identity")
+        }
+        return id
+    }
+
     func device(tokenHash: String) throws -> Device? {
         guard let row = try connection.firstRow(
             "SELECT id, name, role FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL", [.text(tokenHash)])

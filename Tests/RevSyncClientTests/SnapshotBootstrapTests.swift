@@ -1,0 +1,191 @@
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncTestSupport
+import Testing
+
+/// New devices start from a snapshot file (`revsync-server snapshot`), then sync what changed.
+@Suite struct SnapshotBootstrapTests {
+    /// Runs `revsync-server snapshot` on the live server's database.
+    static func snapshot(_ server: LiveServer, to file: String) async throws {
+        let result = try await ExecutableProcess.run("revsync-server", ["snapshot", "--database", server.database, "--out", file])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("SHA-256"))
+    }
+
+    /// Some of everything, with references between records.
+    static func work(_ device: ClientDevice, _ label: String) async throws {
+        try await device.store.write { transaction in
+            let season = try transaction.insert(into: "seasons", ["name": .text("Season \(label)")])
+            let team = try transaction.insert(into: "teams", ["name": .text("Team \(label)"), "season_id": .integer(season.rawValue)])
+            for index in 0..<5 {
+                let player = try transaction.insert(into: "players", ["first_name": .text("P\(index)\(label)"), "last_name": "X"])
+                try transaction.insert(into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
+            }
+        }
+        try await device.sync()
+    }
+
+    func newDevice(_ name: String, _ server: LiveServer) async throws -> LocalStore.ServerConnection {
+        let (_, token) = try await Token.create(name: name, role: .member, in: server.storage)
+        return LocalStore.ServerConnection(url: server.url, token: token)
+    }
+
+    @Test func aDeviceStartedFromASnapshotEqualsOneThatSyncedEverything() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let author = try await server.clientDevice("author", in: directory)
+                for round in 0..<3 { try await Self.work(author, "a\(round)") }
+                let file = directory.file("data.revsync")
+                try await Self.snapshot(server, to: file)
+                // Work after the snapshot: the new device must catch up on it.
+                try await Self.work(author, "after")
+                let renamed = try #require(try await author.table("teams").all().first?.id)
+                try await author.table("teams").update(renamed, ["name": "Renamed"])
+                try await author.sync()
+
+                let identity = try await ServerIdentity.fetch(from: server.url)
+                let connection = try await newDevice("newcomer", server)
+                let store = try LocalStore.bootstrap(
+                    at: directory.file("newcomer.sqlite"), from: file, expecting: identity, server: connection)
+                let atSnapshot = try await store.status().maxRevision
+                #expect(atSnapshot == 3)
+                let report = try await Synchronizer(store: store).sync()
+                #expect(!report.snapshot)
+                #expect(report.received == 2)
+
+                // The same as a device that got everything as JSON, record for record.
+                let full = try await server.clientDevice("full", in: directory)
+                #expect(try await full.sync().snapshot)
+                #expect(try await store.contents() == server.contents())
+                #expect(try await store.contents() == full.store.contents())
+                // And it works as a device: its edits reach the server.
+                try await store.table("venues").insert(["name": "Pitch 9"])
+                #expect(try await Synchronizer(store: store).sync().committed.count == 1)
+                try store.close()
+            }
+        }
+    }
+
+    @Test func aSnapshotTakenUnderWritesIsConsistent() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let author = try await server.clientDevice("author", in: directory)
+                try await Self.work(author, "start")
+                let writing = Task {
+                    for round in 0..<15 { try await Self.work(author, "w\(round)") }
+                }
+                try await Task.sleep(for: .milliseconds(30))
+                let file = directory.file("busy.revsync")
+                try await Self.snapshot(server, to: file)
+                try await writing.value
+
+                let store = try LocalStore.bootstrap(
+                    at: directory.file("newcomer.sqlite"), from: file, expecting: try await ServerIdentity.fetch(from: server.url),
+                    server: try await newDevice("newcomer", server))
+                // Every team_player of the snapshot has its team and its player: one revision's state.
+                let (teams, players, links) = try await store.read { reader in
+                    (Set(try reader.fetch("teams").map(\.id)), Set(try reader.fetch("players").map(\.id)), try reader.fetch("team_players"))
+                }
+                #expect(links.count == 5 * (teams.count))
+                for link in links {
+                    #expect(link.reference("team_id").map(teams.contains) == true)
+                    #expect(link.reference("player_id").map(players.contains) == true)
+                }
+                try await Synchronizer(store: store).sync()
+                #expect(try await store.contents() == server.contents())
+                try store.close()
+            }
+        }
+    }
+
+    @Test func foreignDamagedOrTruncatedSnapshotsAreRefusedAndNothingIsCreated() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let author = try await server.clientDevice("author", in: directory)
+                try await Self.work(author, "x")
+                let file = directory.file("data.revsync")
+                try await Self.snapshot(server, to: file)
+                let identity = try await ServerIdentity.fetch(from: server.url)
+                let target = directory.file("device.sqlite")
+
+                func refused(_ code: LocalStoreError.Code, from snapshot: String, expecting: ServerIdentity?) {
+                    #expect {
+                        _ = try LocalStore.bootstrap(at: target, from: snapshot, expecting: expecting)
+                    } throws: { ($0 as? LocalStoreError)?.code == code }
+                    #expect(!FileManager.default.fileExists(atPath: target))
+                }
+                refused(.wrongDataset, from: file, expecting: ServerIdentity(dataset: "another", schemaVersion: identity.schemaVersion))
+                refused(.schemaMismatch, from: file, expecting: ServerIdentity(dataset: identity.dataset, schemaVersion: identity.schemaVersion + 1))
+
+                // One byte changed: the published checksum no longer matches.
+                var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+                let damaged = directory.file("damaged.revsync")
+                bytes[bytes.count / 2] ^= 0xFF
+                try bytes.write(to: URL(fileURLWithPath: damaged))
+                try FileManager.default.copyItem(atPath: file + ".sha256", toPath: damaged + ".sha256")
+                refused(.corrupt, from: damaged, expecting: identity)
+
+                // Cut short, as by an interrupted download, without a checksum file: SQLite's check.
+                let truncated = directory.file("truncated.revsync")
+                try Data(contentsOf: URL(fileURLWithPath: file)).prefix(8192).write(to: URL(fileURLWithPath: truncated))
+                refused(.corrupt, from: truncated, expecting: identity)
+
+                // The intact one works.
+                let store = try LocalStore.bootstrap(at: target, from: file, expecting: identity)
+                try store.close()
+            }
+        }
+    }
+
+    @Test func bootstrappingNeverReplacesAStoreWithPendingChanges() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let author = try await server.clientDevice("author", in: directory)
+                try await Self.work(author, "x")
+                let file = directory.file("data.revsync")
+                try await Self.snapshot(server, to: file)
+
+                // A device with an edit not yet synced.
+                let device = try await server.clientDevice("busy", in: directory)
+                try await device.table("venues").insert(["name": "Not synced"])
+                let before = try await device.store.contents()
+                try device.store.close()
+                let path = directory.file("busy.sqlite")
+                #expect {
+                    _ = try LocalStore.bootstrap(at: path, from: file, replacing: true)
+                } throws: { ($0 as? LocalStoreError)?.code == .pendingChanges }
+                // Without `replacing`, the existing store is opened as it is.
+                let reopened = try LocalStore.bootstrap(at: path, from: file)
+                #expect(try await reopened.contents() == before)
+                #expect(try await reopened.status().pendingChangeSets == 1)
+                try reopened.close()
+            }
+        }
+    }
+
+    @Test func revsyncInitFromASnapshotThenSync() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let author = try await server.clientDevice("author", in: directory)
+                try await Self.work(author, "cli")
+                let file = directory.file("data.revsync")
+                try await Self.snapshot(server, to: file)
+                try await Self.work(author, "later")
+                let connection = try await newDevice("terminal", server)
+                let store = directory.file("terminal.sqlite")
+                let created = try await ExecutableProcess.run(
+                    "revsync", ["init", "--store", store, "--server", server.url.absoluteString, "--token", connection.token, "--snapshot", file, "--json"])
+                #expect(created.status == 0, "\(created.stderr)")
+                #expect(created.stdout.contains("\"maxRevision\":1"))
+                let synced = try await ExecutableProcess.run("revsync", ["sync", "--store", store, "--json"])
+                #expect(synced.status == 0, "\(synced.stderr)")
+                #expect(synced.stdout.contains("\"snapshot\":false"))
+                let opened = try LocalStore.open(at: store)
+                #expect(try await opened.contents() == server.contents())
+                try opened.close()
+            }
+        }
+    }
+}
