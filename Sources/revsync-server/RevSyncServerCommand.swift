@@ -35,6 +35,16 @@ struct DatabaseOptions: ParsableArguments {
 }
 
 /// Prints to standard error.
+/// The schema of `--schema FILE`, or the built-in demo schema; an error ends the command.
+func loadSchema(_ path: String?) throws -> Schema {
+    do {
+        return try path.map { try Schema(contentsOfFile: $0) } ?? .demo
+    } catch {
+        printError("revsync-server: \(error)")
+        throw ExitCode.failure
+    }
+}
+
 func printError(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }

@@ -30,13 +30,7 @@ struct SeedCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let schema: Schema
-        do {
-            schema = try self.schema.map { try Schema(contentsOfFile: $0) } ?? .demo
-        } catch {
-            printError("revsync-server: \(error)")
-            throw ExitCode.failure
-        }
+        let schema = try loadSchema(self.schema)
         let seeder = DataSeeder(schema: schema, seed: seed)
         do {
             _ = try seeder.plan(records: records)

@@ -48,13 +48,7 @@ struct Serve: AsyncParsableCommand {
         keepFreedMemoryForReuse()
         var logger = Logger(label: "revsync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let schema: Schema
-        do {
-            schema = try self.schema.map { try Schema(contentsOfFile: $0) } ?? .demo
-        } catch {
-            printError("revsync-server: \(error)")
-            throw ExitCode.failure
-        }
+        let schema = try loadSchema(self.schema)
         let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!)
         if let token = try await Token.createFirstAdmin(in: storage) {
             printOutput("""

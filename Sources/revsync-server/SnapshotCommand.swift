@@ -25,13 +25,7 @@ struct SnapshotCommand: AsyncParsableCommand {
     var out: String
 
     func run() async throws {
-        let schema: Schema
-        do {
-            schema = try self.schema.map { try Schema(contentsOfFile: $0) } ?? .demo
-        } catch {
-            printError("revsync-server: \(error)")
-            throw ExitCode.failure
-        }
+        let schema = try loadSchema(self.schema)
         guard !FileManager.default.fileExists(atPath: out) else {
             printError("revsync-server: \(out) already exists; a snapshot is never written over a file")
             throw ExitCode.failure
