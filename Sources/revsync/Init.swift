@@ -52,15 +52,7 @@ struct Init: AsyncParsableCommand {
             let store = try LocalStore.create(at: options.store, schema: schema, server: .init(url: url, token: token))
             try store.close()
             if options.json {
-                say(Output.json { writer in
-                    writer.writeRaw("{\"store\":")
-                    writer.writeString(options.store)
-                    writer.writeRaw(",\"server\":")
-                    writer.writeString(url.absoluteString)
-                    writer.writeRaw(",\"schemaVersion\":")
-                    writer.writeInteger(schema.version)
-                    writer.writeRaw("}")
-                })
+                say(created(url: url, schemaVersion: schema.version) { _ in })
             } else {
                 say("Created \(options.store) for \(url.absoluteString) (schema version \(schema.version), \(schema.entities.count) entities).")
             }
@@ -83,23 +75,30 @@ struct Init: AsyncParsableCommand {
         let records = try await store.read { reader in try store.schema.entities.reduce(0) { $0 + (try reader.count($1.name)) } }
         try store.close()
         if options.json {
-            say(Output.json { writer in
-                writer.writeRaw("{\"store\":")
-                writer.writeString(options.store)
-                writer.writeRaw(",\"server\":")
-                writer.writeString(url.absoluteString)
-                writer.writeRaw(",\"schemaVersion\":")
-                writer.writeInteger(identity.schemaVersion)
+            say(created(url: url, schemaVersion: identity.schemaVersion) { writer in
                 writer.writeRaw(",\"snapshot\":")
                 writer.writeString(snapshot)
                 writer.writeRaw(",\"maxRevision\":")
                 writer.writeInteger(status.maxRevision)
                 writer.writeRaw(",\"records\":")
                 writer.writeInteger(records)
-                writer.writeRaw("}")
             })
         } else {
             say("Created \(options.store) for \(url.absoluteString) from \(snapshot): \(records) records at revision \(status.maxRevision); `revsync sync` brings what changed since.")
+        }
+    }
+
+    /// The JSON report of a created store; `more` adds members after the common ones.
+    private func created(url: URL, schemaVersion: Int, more: (inout JSONWriter) -> Void) -> String {
+        Output.json { writer in
+            writer.writeRaw("{\"store\":")
+            writer.writeString(options.store)
+            writer.writeRaw(",\"server\":")
+            writer.writeString(url.absoluteString)
+            writer.writeRaw(",\"schemaVersion\":")
+            writer.writeInteger(schemaVersion)
+            more(&writer)
+            writer.writeRaw("}")
         }
     }
 }

@@ -27,6 +27,17 @@ import Testing
         try await device.sync()
     }
 
+    /// A device that made some data and synced it, and a snapshot of the server taken then.
+    static func authorAndSnapshot(
+        _ server: LiveServer, in directory: TemporaryDirectory, rounds: Int = 1
+    ) async throws -> (author: ClientDevice, file: String) {
+        let author = try await server.clientDevice("author", in: directory)
+        for round in 0..<rounds { try await work(author, "r\(round)") }
+        let file = directory.file("data.revsync")
+        try await snapshot(server, to: file)
+        return (author, file)
+    }
+
     func newDevice(_ name: String, _ server: LiveServer) async throws -> LocalStore.ServerConnection {
         let (_, token) = try await Token.create(name: name, role: .member, in: server.storage)
         return LocalStore.ServerConnection(url: server.url, token: token)
@@ -35,10 +46,7 @@ import Testing
     @Test func aDeviceStartedFromASnapshotEqualsOneThatSyncedEverything() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let author = try await server.clientDevice("author", in: directory)
-                for round in 0..<3 { try await Self.work(author, "a\(round)") }
-                let file = directory.file("data.revsync")
-                try await Self.snapshot(server, to: file)
+                let (author, file) = try await Self.authorAndSnapshot(server, in: directory, rounds: 3)
                 // Work after the snapshot: the new device must catch up on it.
                 try await Self.work(author, "after")
                 let renamed = try #require(try await author.table("teams").all().first?.id)
@@ -103,10 +111,7 @@ import Testing
     @Test func foreignDamagedOrTruncatedSnapshotsAreRefusedAndNothingIsCreated() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let author = try await server.clientDevice("author", in: directory)
-                try await Self.work(author, "x")
-                let file = directory.file("data.revsync")
-                try await Self.snapshot(server, to: file)
+                let (author, file) = try await Self.authorAndSnapshot(server, in: directory)
                 let identity = try await ServerIdentity.fetch(from: server.url)
                 let target = directory.file("device.sqlite")
 
@@ -142,10 +147,7 @@ import Testing
     @Test func bootstrappingNeverReplacesAStoreWithPendingChanges() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let author = try await server.clientDevice("author", in: directory)
-                try await Self.work(author, "x")
-                let file = directory.file("data.revsync")
-                try await Self.snapshot(server, to: file)
+                let (author, file) = try await Self.authorAndSnapshot(server, in: directory)
 
                 // A device with an edit not yet synced.
                 let device = try await server.clientDevice("busy", in: directory)
@@ -168,10 +170,7 @@ import Testing
     @Test func revsyncInitFromASnapshotThenSync() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let author = try await server.clientDevice("author", in: directory)
-                try await Self.work(author, "cli")
-                let file = directory.file("data.revsync")
-                try await Self.snapshot(server, to: file)
+                let (author, file) = try await Self.authorAndSnapshot(server, in: directory)
                 try await Self.work(author, "later")
                 let connection = try await newDevice("terminal", server)
                 let store = directory.file("terminal.sqlite")
