@@ -52,6 +52,7 @@ let package = Package(
             dependencies: [
                 "RevSyncProtocol",
                 "RevSyncSQLite",
+                "RevSyncClient",
                 "CPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -31,6 +31,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Forget change set outcomes after this many days (default: keep forever).")
     var outcomeRetentionDays: Int?
 
+    @Option(help: "Where GET /snapshot keeps its snapshots (default: DATABASE.snapshots next to a SQLite file; revsync-snapshots in the temporary directory for PostgreSQL).")
+    var snapshotDirectory: String?
+
+    @Option(help: "GET /snapshot makes a new snapshot only once the data set is this many revisions past the last one.")
+    var snapshotInterval: Int = 1000
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -42,6 +48,7 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
         guard database.poolSize >= 1 else { throw ValidationError("--pool-size must be 1 or more") }
+        guard snapshotInterval >= 1 else { throw ValidationError("--snapshot-interval must be 1 or more") }
     }
 
     func run() async throws {
@@ -63,6 +70,11 @@ struct Serve: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.maxBodySize = maxBodySize
+        configuration.snapshotInterval = snapshotInterval
+        configuration.snapshotDirectory = snapshotDirectory
+        if snapshotDirectory == nil, case .sqlite(let path) = database.location {
+            configuration.snapshotDirectory = path + ".snapshots"
+        }
         let engine = SyncEngine(schema: schema, storage: storage)
         var services: [any Service] = []
         if let days = outcomeRetentionDays {

@@ -35,16 +35,7 @@ struct SnapshotCommand: AsyncParsableCommand {
         let out = self.out
         let info: Snapshot.Info
         do {
-            info = try await storage.withReader { reader in
-                try Snapshot.write(to: out, schema: schema, revision: try reader.currentRevision(), dataset: try reader.datasetID()) { add in
-                    for entity in schema.entities {
-                        let names = entity.attributes.map(\.name)
-                        try reader.allRecords(entity) { record in
-                            try add(entity.name, record.id, record.revision, Dictionary(uniqueKeysWithValues: zip(names, record.values)))
-                        }
-                    }
-                }
-            }
+            info = try await SnapshotFile.write(from: storage, schema: schema, to: out)
         } catch {
             try? await storage.close()
             printError("revsync-server: the snapshot failed, no file was written: \(error)")

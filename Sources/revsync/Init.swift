@@ -7,7 +7,7 @@ struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create the store and remember the server and token in it.",
         discussion: """
-            The schema comes from the server's GET /schema, or from --schema. Nothing is synced yet: run `revsync sync`.             With --snapshot, the store starts from a snapshot file (revsync-server snapshot): it is checked (checksum,             integrity, the server's data set and schema version) before it becomes the store, and the first sync only             brings what changed since.
+            The schema comes from the server's GET /schema, or from --schema. Nothing is synced yet: run `revsync sync`.             With --snapshot, the store starts from a snapshot file (revsync-server snapshot): it is checked (checksum,             integrity, the server's data set and schema version) before it becomes the store, and the first sync only             brings what changed since.             With --download-snapshot, the snapshot comes from the server (GET /snapshot): the same checks, and an             interrupted download resumes where it stopped when the command is run again.
             """)
 
     @OptionGroup var options: StoreOptions
@@ -27,8 +27,15 @@ struct Init: AsyncParsableCommand {
     @Option(help: "The snapshot's SHA-256 (default: the one in FILE.sha256 next to it, if any).")
     var sha256: String?
 
+    @Flag(help: "Start from the server's snapshot (GET /snapshot); run again to resume an interrupted download.")
+    var downloadSnapshot = false
+
     func validate() throws {
-        if snapshot != nil && schema != nil { throw ValidationError("--snapshot brings its own schema; leave out --schema") }
+        if snapshot != nil && downloadSnapshot { throw ValidationError("use --snapshot FILE or --download-snapshot, not both") }
+        if (snapshot != nil || downloadSnapshot) && schema != nil {
+            throw ValidationError("a snapshot brings its own schema; leave out --schema")
+        }
+        if sha256 != nil && snapshot == nil { throw ValidationError("--sha256 goes with --snapshot FILE") }
     }
 
     func run() async throws {
@@ -37,6 +44,7 @@ struct Init: AsyncParsableCommand {
                 throw CommandFailure("\"\(server)\" is not an http(s) URL")
             }
             if let snapshot { return try await bootstrap(from: snapshot, url: url) }
+            if downloadSnapshot { return try await bootstrapFromServer(url: url) }
             let schema: Schema
             do {
                 if let file = self.schema {
@@ -85,6 +93,32 @@ struct Init: AsyncParsableCommand {
             })
         } else {
             say("Created \(options.store) for \(url.absoluteString) from \(snapshot): \(records) records at revision \(status.maxRevision); `revsync sync` brings what changed since.")
+        }
+    }
+
+    private func bootstrapFromServer(url: URL) async throws {
+        guard !FileManager.default.fileExists(atPath: options.store) else {
+            throw CommandFailure("\(options.store) already exists; a store is never overwritten")
+        }
+        let (store, downloaded) = try await LocalStore.bootstrap(at: options.store, downloadingFrom: .init(url: url, token: token))
+        try store.close()
+        guard let report = downloaded else { throw CommandFailure("\(options.store) appeared while the snapshot was downloading") }
+        if options.json {
+            say(created(url: url, schemaVersion: store.schema.version) { writer in
+                writer.writeRaw(",\"snapshot\":\"downloaded\",\"maxRevision\":")
+                writer.writeInteger(report.revision)
+                writer.writeRaw(",\"records\":")
+                writer.writeInteger(report.records)
+                writer.writeRaw(",\"gzipBytes\":")
+                writer.writeInteger(report.gzipBytes)
+                writer.writeRaw(",\"receivedBytes\":")
+                writer.writeInteger(report.receivedBytes)
+                writer.writeRaw(",\"resumedAt\":")
+                writer.writeInteger(report.resumedAt)
+            })
+        } else {
+            let resumed = report.resumedAt > 0 ? ", resumed at byte \(report.resumedAt)" : ""
+            say("Created \(options.store) for \(url.absoluteString) from the server's snapshot: \(report.records) records at revision \(report.revision) (\(report.gzipBytes) bytes gzip\(resumed)); `revsync sync` brings what changed since.")
         }
     }
 

@@ -188,20 +188,38 @@ extension LocalStore {
         at path: String, from snapshot: String, expectedSHA256: String? = nil, expecting identity: ServerIdentity? = nil,
         server: ServerConnection? = nil, replacing: Bool = false
     ) throws -> LocalStore {
-        if FileManager.default.fileExists(atPath: path) {
-            let existing = try open(at: path)
-            guard replacing else { return existing }
-            let pending = try existing.pool.read { db in try Outbox(db: db).entries().count }
-            try existing.close()
-            guard pending == 0 else {
-                throw LocalStoreError(.pendingChanges, "\(path) holds \(pending) change set\(pending == 1 ? "" : "s") the server has not answered; it is not replaced")
-            }
-        }
+        if let existing = try existingStore(at: path, replacing: replacing) { return existing }
         guard FileManager.default.fileExists(atPath: snapshot) else { throw LocalStoreError(.notFound, "there is no snapshot at \(snapshot)") }
-        let partial = path + ".bootstrap-\(UUID().uuidString)"
-        defer { Snapshot.removeStoreFiles(partial) }
-        try FileManager.default.copyItem(atPath: snapshot, toPath: partial)
-        let info = try Snapshot.inspect(partial, expectedSHA256: expectedSHA256 ?? Snapshot.publishedSHA256(of: snapshot))
+        let candidate = path + ".bootstrap-\(UUID().uuidString)"
+        try FileManager.default.copyItem(atPath: snapshot, toPath: candidate)
+        return try install(
+            candidate, at: path, expectedSHA256: expectedSHA256 ?? Snapshot.publishedSHA256(of: snapshot), expecting: identity,
+            server: server)
+    }
+
+    /// The store already at `path`, to use as it is (`nil`: start from a snapshot).
+    ///
+    /// - Throws: `pendingChanges` when `replacing` a store with change sets the server has not
+    ///   answered.
+    static func existingStore(at path: String, replacing: Bool) throws -> LocalStore? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let existing = try open(at: path)
+        guard replacing else { return existing }
+        let pending = try existing.pool.read { db in try Outbox(db: db).entries().count }
+        try existing.close()
+        guard pending == 0 else {
+            throw LocalStoreError(.pendingChanges, "\(path) holds \(pending) change set\(pending == 1 ? "" : "s") the server has not answered; it is not replaced")
+        }
+        return nil
+    }
+
+    /// Checks the snapshot file `candidate` (a copy next to `path`, which this takes over and
+    /// removes on failure) and moves it into place as the store.
+    static func install(
+        _ candidate: String, at path: String, expectedSHA256: String?, expecting identity: ServerIdentity?, server: ServerConnection?
+    ) throws -> LocalStore {
+        defer { Snapshot.removeStoreFiles(candidate) }
+        let info = try Snapshot.inspect(candidate, expectedSHA256: expectedSHA256)
         if let identity {
             guard info.dataset == identity.dataset else {
                 throw LocalStoreError(.wrongDataset, "the snapshot is of data set \(info.dataset), the server serves \(identity.dataset)")
@@ -210,7 +228,7 @@ extension LocalStore {
                 throw LocalStoreError(.schemaMismatch, "the snapshot has schema version \(info.schemaVersion), the server \(identity.schemaVersion)")
             }
         }
-        let store = try open(at: partial)
+        let store = try open(at: candidate)
         try store.pool.write { db in
             let state = StoreState(db: db)
             try state.set(.serverURL, server?.url.absoluteString)
@@ -220,7 +238,7 @@ extension LocalStore {
         try store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         try store.close()
         Snapshot.removeStoreFiles(path)
-        try FileManager.default.moveItem(atPath: partial, toPath: path)
+        try FileManager.default.moveItem(atPath: candidate, toPath: path)
         return try open(at: path)
     }
 }

@@ -27,14 +27,26 @@ public struct SocketTransport: SyncTransport {
     }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        try await onThread { try exchange(request, receive: nil) }
+    }
+
+    /// Streams the body as it arrives; `timeout` is then the longest wait for the next bytes,
+    /// not for the whole body (a large download on a slow network takes as long as it takes).
+    public func download(
+        _ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
+    ) async throws -> TransportResponse {
+        try await onThread { try exchange(request, receive: receive) }
+    }
+
+    private func onThread(_ work: @escaping @Sendable () throws -> TransportResponse) async throws -> TransportResponse {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { [self] in continuation.resume(with: Result { try exchange(request) }) }
+            let thread = Thread { continuation.resume(with: Result { try work() }) }
             thread.stackSize = 1 << 20
             thread.start()
         }
     }
 
-    private func exchange(_ request: TransportRequest) throws -> TransportResponse {
+    private func exchange(_ request: TransportRequest, receive: ((TransportResponse, [UInt8]) throws -> Void)?) throws -> TransportResponse {
         guard request.url.scheme == "http", let host = request.url.host else {
             throw TransportError("SocketTransport speaks http:// only, not \(request.url.scheme ?? "?")://")
         }
@@ -50,7 +62,12 @@ public struct SocketTransport: SyncTransport {
         }
         head += "Content-Length: \(request.body.count)\r\n\r\n"
         try socket.send(Array(head.utf8) + request.body, deadline: deadline)
-        return try HTTPResponseReader(maxSize: maxResponseSize).read(from: socket, deadline: deadline)
+        var reader = HTTPResponseReader(maxSize: maxResponseSize)
+        if let receive {
+            reader.receive = receive
+            reader.idleTimeout = timeout
+        }
+        return try reader.read(from: socket, deadline: deadline)
     }
 }
 
@@ -76,6 +93,15 @@ public struct DefaultTransport: SyncTransport {
         if request.url.scheme == "http" { return try await socket.send(request) }
         #endif
         return try await session.send(request)
+    }
+
+    public func download(
+        _ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
+    ) async throws -> TransportResponse {
+        #if os(Linux)
+        if request.url.scheme == "http" { return try await socket.download(request, receive: receive) }
+        #endif
+        return try await session.download(request, receive: receive)
     }
 }
 
@@ -200,6 +226,12 @@ private func Darwin_or_Glibc_connect(_ fd: Int32, _ address: UnsafeMutablePointe
 /// Reads one HTTP/1.1 response.
 package struct HTTPResponseReader {
     let maxSize: Int
+    /// Where the body of a `200` or `206` goes as it arrives (with the response's head),
+    /// instead of into the response.
+    var receive: ((TransportResponse, [UInt8]) throws -> Void)?
+    /// With `receive`: the longest wait for the next bytes of the body, instead of one
+    /// deadline for the whole response.
+    var idleTimeout: TimeInterval?
 
     package init(maxSize: Int) { self.maxSize = maxSize }
 
@@ -223,35 +255,61 @@ package struct HTTPResponseReader {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        var body = Array(data[(headerEnd! + 4)...])
+        let head = TransportResponse(status: status, headers: headers, body: Data())
+        var body = Body(maxSize: maxSize, receive: status == 200 || status == 206 ? receive.map { receive in { try receive(head, $0) } } : nil)
+        let idleTimeout = body.streams ? idleTimeout : nil
+        let next: () throws -> [UInt8] = {
+            try socket.receive(deadline: idleTimeout.map { Date().addingTimeInterval($0) } ?? deadline)
+        }
+        let rest = Array(data[(headerEnd! + 4)...])
         if let length = headers["content-length"].flatMap(Int.init) {
-            guard length <= maxSize else { throw TransportError("the response is larger than \(maxSize) bytes") }
-            while body.count < length {
-                let chunk = try socket.receive(deadline: deadline)
-                guard !chunk.isEmpty else { throw TransportError("the connection closed before the end of the response") }
-                body += chunk
+            guard length <= maxSize || body.streams else { throw TransportError("the response is larger than \(maxSize) bytes") }
+            var remaining = length
+            var chunk = rest
+            while true {
+                let piece = chunk.prefix(remaining)
+                try body.append(piece)
+                remaining -= piece.count
+                if remaining == 0 { break }
+                chunk = try next()
+                guard !chunk.isEmpty else {
+                    throw TransportError("the connection closed before the end of the response (\(length - remaining) of \(length) bytes)")
+                }
             }
-            return TransportResponse(status: status, headers: headers, body: Data(body.prefix(length)))
+        } else if headers["transfer-encoding"]?.lowercased() == "chunked" {
+            try dechunk(rest, next: next, into: &body)
+        } else {
+            try body.append(rest)
+            while true {
+                let chunk = try next()
+                if chunk.isEmpty { break }
+                try body.append(chunk)
+            }
         }
-        if headers["transfer-encoding"]?.lowercased() == "chunked" {
-            return TransportResponse(status: status, headers: headers, body: Data(try dechunk(body, socket: socket, deadline: deadline)))
-        }
-        while true {
-            let chunk = try socket.receive(deadline: deadline)
-            if chunk.isEmpty { break }
-            body += chunk
-            guard body.count <= maxSize else { throw TransportError("the response is larger than \(maxSize) bytes") }
-        }
-        return TransportResponse(status: status, headers: headers, body: Data(body))
+        return TransportResponse(status: status, headers: headers, body: Data(body.collected))
     }
 
-    private func dechunk(_ start: [UInt8], socket: Socket, deadline: Date) throws -> [UInt8] {
+    /// A response body: collected, or handed over as it arrives.
+    private struct Body {
+        let maxSize: Int
+        let receive: (([UInt8]) throws -> Void)?
+        var collected: [UInt8] = []
+        var streams: Bool { receive != nil }
+
+        mutating func append(_ bytes: some Collection<UInt8>) throws {
+            guard !bytes.isEmpty else { return }
+            if let receive { return try receive(Array(bytes)) }
+            guard collected.count + bytes.count <= maxSize else { throw TransportError("the response is larger than \(maxSize) bytes") }
+            collected.append(contentsOf: bytes)
+        }
+    }
+
+    private func dechunk(_ start: [UInt8], next: () throws -> [UInt8], into body: inout Body) throws {
         var buffer = start
         var position = 0
-        var body: [UInt8] = []
         func need(_ count: Int) throws {
             while buffer.count - position < count {
-                let chunk = try socket.receive(deadline: deadline)
+                let chunk = try next()
                 guard !chunk.isEmpty else { throw TransportError("the connection closed inside a chunked response") }
                 buffer += chunk
             }
@@ -265,11 +323,15 @@ package struct HTTPResponseReader {
             let sizeText = String(decoding: buffer[position..<lineEnd!], as: UTF8.self).split(separator: ";").first ?? ""
             guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { throw TransportError("bad chunk size") }
             position = lineEnd! + 2
-            if size == 0 { return body }
-            guard body.count + size <= maxSize else { throw TransportError("the response is larger than \(maxSize) bytes") }
+            if size == 0 { return }
             try need(size + 2)
-            body += buffer[position..<position + size]
+            try body.append(buffer[position..<position + size])
             position += size + 2
+            // Keep the buffer small in a long download.
+            if position > 1 << 20 {
+                buffer.removeFirst(position)
+                position = 0
+            }
         }
     }
 

@@ -41,6 +41,31 @@ public protocol SyncTransport: Sendable {
     /// - Throws: when no response arrived (the network, a timeout): the synchronizer treats
     ///   that as retryable.
     func send(_ request: TransportRequest) async throws -> TransportResponse
+
+    /// Sends a request and hands the body of a `200` or `206` response to `receive` piece by
+    /// piece as it arrives, with the response's status and headers (`head`, whose body is
+    /// empty), for downloads too large to hold or too slow to restart; the returned
+    /// response's body is then empty. Other statuses return their body as `send` does.
+    ///
+    /// - Throws: when the connection breaks, after `receive` got everything that had arrived,
+    ///   so a download can resume from there (`Range`). The default implementation calls
+    ///   `send` and hands over the whole body at once (no partial progress).
+    func download(_ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
+    ) async throws -> TransportResponse
+}
+
+extension SyncTransport {
+    public func download(
+        _ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
+    ) async throws -> TransportResponse {
+        var response = try await send(request)
+        if response.status == 200 || response.status == 206 {
+            let body = response.body
+            response.body = Data()
+            if !body.isEmpty { try receive(response, [UInt8](body)) }
+        }
+        return response
+    }
 }
 
 /// The default transport, over URLSession (FoundationNetworking on Linux), so the library

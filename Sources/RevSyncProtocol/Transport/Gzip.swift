@@ -30,6 +30,57 @@ public enum Gzip {
         return try inflater.finish()
     }
 
+    /// Compresses the file at `source` into a new gzip file at `destination`, a piece at a
+    /// time (a snapshot of a million records never sits in memory whole).
+    public static func compressFile(at source: String, to destination: String, level: Int32 = 6) throws {
+        try streamFile(at: source, to: destination) { input, write in
+            let deflater = Deflater(level: level)
+            while let piece = try input() { try write(deflater.compress(piece)) }
+            try write(deflater.finish())
+        }
+    }
+
+    /// Decompresses the gzip file at `source` into a new file at `destination`, a piece at a
+    /// time, refusing to write more than `limit` bytes.
+    ///
+    /// - Throws: ``GzipError`` when the data is damaged or cut short (the CRC and length in
+    ///   gzip's trailer are checked); the destination is then removed.
+    public static func decompressFile(at source: String, to destination: String, limit: Int) throws {
+        try streamFile(at: source, to: destination) { input, write in
+            let inflater = Inflater(limit: limit)
+            while let piece = try input() {
+                try inflater.feed(piece)
+                try write(inflater.drain())
+            }
+            try write(inflater.finish())
+        }
+    }
+
+    private static func streamFile(
+        at source: String, to destination: String,
+        _ body: (_ input: () throws -> [UInt8]?, _ write: ([UInt8]) throws -> Void) throws -> Void
+    ) throws {
+        guard let reader = FileHandle(forReadingAtPath: source) else { throw GzipError.corrupt("cannot read \(source)") }
+        defer { try? reader.close() }
+        guard FileManager.default.createFile(atPath: destination, contents: nil),
+              let writer = FileHandle(forWritingAtPath: destination)
+        else { throw GzipError.corrupt("cannot create \(destination)") }
+        do {
+            try body({
+                guard let data = try reader.read(upToCount: 1 << 20), !data.isEmpty else { return nil }
+                return [UInt8](data)
+            }, { bytes in
+                if !bytes.isEmpty { try writer.write(contentsOf: bytes) }
+            })
+            try writer.synchronize()
+            try writer.close()
+        } catch {
+            try? writer.close()
+            try? FileManager.default.removeItem(atPath: destination)
+            throw error
+        }
+    }
+
     /// Whether `bytes` starts with the gzip magic number.
     public static func isGzip(_ bytes: some Collection<UInt8>) -> Bool {
         var iterator = bytes.makeIterator()
@@ -41,6 +92,7 @@ public enum Gzip {
         private let stream: UnsafeMutablePointer<z_stream>
         private let limit: Int
         private var output: [UInt8] = []
+        private var produced = 0
         private var ended = false
 
         /// - Parameter limit: the most bytes the decompressed output may hold.
@@ -74,7 +126,13 @@ public enum Gzip {
             try result.get()
         }
 
-        /// Ends the stream: fails if it was cut short.
+        /// Takes the output decompressed so far (to write it somewhere as it comes).
+        public func drain() -> [UInt8] {
+            defer { output.removeAll(keepingCapacity: true) }
+            return output
+        }
+
+        /// Ends the stream: fails if it was cut short. Returns the output not yet drained.
         public func finish() throws(GzipError) -> [UInt8] {
             guard ended else { throw .corrupt("the gzip stream is truncated") }
             return output
@@ -99,11 +157,12 @@ public enum Gzip {
                         stream.pointee.avail_out = UInt32(buffer.count)
                         return CZlib.inflate(stream, Z_NO_FLUSH)
                     }
-                    let produced = chunk.count - Int(stream.pointee.avail_out)
-                    if output.count + produced > limit {
+                    let count = chunk.count - Int(stream.pointee.avail_out)
+                    produced += count
+                    if produced > limit {
                         return .failure(.tooLarge(limit: limit))
                     }
-                    output.append(contentsOf: chunk[0..<produced])
+                    output.append(contentsOf: chunk[0..<count])
                     switch status {
                     case Z_OK, Z_BUF_ERROR: break
                     case Z_STREAM_END: ended = true

@@ -18,6 +18,12 @@ public struct ServerConfiguration: Sendable {
     public var gzipLevel: Int32 = 6
     /// Responses smaller than this many bytes (uncompressed) use gzip level 1.
     public var fastGzipBelow: Int = 64 * 1024
+    /// Where `GET /snapshot` keeps its snapshots; `nil`: `revsync-snapshots` in the system's
+    /// temporary directory. Instances of one data set may share it.
+    public var snapshotDirectory: String?
+    /// `GET /snapshot` makes a new snapshot only once the data set is this many revisions past
+    /// the last one; devices catch up the rest with a normal sync.
+    public var snapshotInterval: Int = 1000
 
     public init() {}
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -7,7 +8,7 @@ import RevSyncProtocol
 import ServiceLifecycle
 import UnixSignals
 
-/// The HTTP face of the engine: `POST /sync`, `GET /schema`, `GET /health`.
+/// The HTTP face of the engine: `POST /sync`, `GET /schema`, `GET /health`, `GET /snapshot`.
 ///
 /// It only authenticates, reads and decodes bodies, calls the ``SyncEngine`` and encodes;
 /// every failure becomes a JSON error with the status codes of the protocol.
@@ -22,12 +23,17 @@ public struct SyncHTTPServer: Sendable {
     public let engine: SyncEngine
     public let configuration: ServerConfiguration
     public let logger: Logger
+    /// What `GET /snapshot` serves.
+    public let snapshots: SnapshotCache
     private let tokens = TokenCache()
 
     public init(engine: SyncEngine, configuration: ServerConfiguration, logger: Logger = Logger(label: "revsync")) {
         self.engine = engine
         self.configuration = configuration
         self.logger = logger
+        snapshots = SnapshotCache(
+            directory: configuration.snapshotDirectory ?? (NSTemporaryDirectory() as NSString).appendingPathComponent("revsync-snapshots"),
+            interval: configuration.snapshotInterval, storage: engine.storage, schema: engine.schema, logger: logger)
     }
 
     /// The application, ready to run.
@@ -43,6 +49,7 @@ public struct SyncHTTPServer: Sendable {
         router.get("/health") { _, _ in try await self.health() }
         router.get("/schema") { request, _ in try await self.schema(request) }
         router.post("/sync") { request, _ in try await self.sync(request) }
+        router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         return Application(
             router: router,
             server: .http1(configuration: .init(

@@ -1,0 +1,234 @@
+import Foundation
+import RevSyncProtocol
+
+/// How a store was started from the server's snapshot (`GET /snapshot`).
+public struct SnapshotDownloadReport: Sendable, Hashable {
+    /// The revision the snapshot reflects; the next sync brings what came after.
+    public var revision: Revision
+    public var records: Int
+    /// The size of the gzip file, and how many of its bytes this call received (less when it
+    /// resumed an interrupted download).
+    public var gzipBytes: Int
+    public var receivedBytes: Int
+    /// Where this call resumed the download (0: from the start).
+    public var resumedAt: Int
+}
+
+extension LocalStore {
+    /// Opens the store at `path`, starting it from the server's snapshot (`GET /snapshot`) if
+    /// there is no store there yet; a normal sync then brings what changed since.
+    ///
+    /// The download goes to `path.snapshot.gz` and resumes where it stopped when it is called
+    /// again after a broken connection (`Range` + `If-Range`: a snapshot that changed on the
+    /// server in between starts over). Once complete it is decompressed (gzip's own CRC is
+    /// checked), its SHA-256 compared with the one the server announced, its integrity,
+    /// data set and schema version checked, and only then does it become the store: a
+    /// truncated or damaged download is never opened, and it is removed so that the next
+    /// call starts over.
+    ///
+    /// An existing store is opened as it is; with `replacing`, one without pending change sets
+    /// is replaced, and one with pending change sets is never touched (checked before
+    /// anything is downloaded).
+    ///
+    /// - Returns: the store, and a report (`nil` when an existing store was opened).
+    /// - Throws: ``SyncFailure`` when the server cannot be reached or refuses (the partial
+    ///   download stays for the next call), ``LocalStoreError`` as
+    ///   ``bootstrap(at:from:expectedSHA256:expecting:server:replacing:)`` does.
+    public static func bootstrap(
+        at path: String, downloadingFrom server: ServerConnection, transport: any SyncTransport = DefaultTransport(),
+        replacing: Bool = false
+    ) async throws -> (store: LocalStore, report: SnapshotDownloadReport?) {
+        if let existing = try existingStore(at: path, replacing: replacing) { return (existing, nil) }
+        let identity = try await ServerIdentity.fetch(from: server.url, transport: transport)
+        let download = SnapshotDownload(path: path + ".snapshot.gz", server: server, transport: transport)
+        let (announced, receipt) = try await download.run()
+        let candidate = path + ".bootstrap-\(UUID().uuidString)"
+        do {
+            try Gzip.decompressFile(at: download.path, to: candidate, limit: announced.storeBytes)
+        } catch {
+            download.discard()
+            Snapshot.removeStoreFiles(candidate)
+            throw LocalStoreError(.corrupt, "the downloaded snapshot is damaged (\(error)); it was removed, and the next attempt starts over")
+        }
+        let store: LocalStore
+        do {
+            store = try install(candidate, at: path, expectedSHA256: announced.sha256, expecting: identity, server: server)
+        } catch {
+            download.discard()
+            throw error
+        }
+        download.discard()
+        return (store, SnapshotDownloadReport(
+            revision: announced.revision, records: announced.records, gzipBytes: announced.gzipBytes,
+            receivedBytes: receipt.received, resumedAt: receipt.resumedAt))
+    }
+}
+
+/// One download of `GET /snapshot` into a file, resumable: what the server announced is kept
+/// beside the file (`FILE.json`), so a later call can ask for the rest of the same snapshot.
+struct SnapshotDownload {
+    /// What the server said of the snapshot it is sending.
+    struct Announced: Codable, Hashable {
+        var etag: String
+        var revision: Revision
+        var records: Int
+        var sha256: String
+        var storeBytes: Int
+        var gzipBytes: Int
+    }
+
+    struct Receipt {
+        var received: Int
+        var resumedAt: Int
+    }
+
+    let path: String
+    let server: LocalStore.ServerConnection
+    let transport: any SyncTransport
+    var statePath: String { path + ".json" }
+
+    /// Downloads the rest of the snapshot (all of it, if nothing is there yet or the server's
+    /// snapshot changed).
+    func run() async throws -> (Announced, Receipt) {
+        let known = announcedSoFar()
+        if known == nil { discard() }
+        let start = known == nil ? 0 : fileSize()
+        if let known, start == known.gzipBytes { return (known, Receipt(received: 0, resumedAt: start)) }
+
+        var headers = ["Authorization": "Bearer \(server.token)", "Accept-Encoding": "identity"]
+        if let known, start > 0 {
+            headers["Range"] = "bytes=\(start)-"
+            headers["If-Range"] = known.etag
+        }
+        guard FileManager.default.fileExists(atPath: path) || FileManager.default.createFile(atPath: path, contents: nil),
+              let file = FileHandle(forUpdatingAtPath: path)
+        else { throw LocalStoreError(.notFound, "cannot create \(path)") }
+        defer { try? file.close() }
+        let sink = DownloadSink(download: self, file: file, known: known, start: start)
+        let response: TransportResponse
+        do {
+            response = try await transport.download(
+                TransportRequest(url: server.url.appendingPathComponent("snapshot"), method: "GET", headers: headers, body: Data()),
+                receive: sink.receive)
+        } catch {
+            // Nothing to resume unless the server's answer began (and was recorded).
+            if announcedSoFar() == nil { discard() }
+            if let refusal = sink.refusal { throw refusal }
+            throw SyncFailure.network("the snapshot download stopped after \(fileSize()) bytes (\(error)); call again to resume")
+        }
+        switch response.status {
+        case 200, 206: try sink.begin(response)
+        case 416:
+            discard()
+            throw SyncFailure.invalidResponse("the server has no such part of the snapshot; the next attempt starts over")
+        default:
+            if known == nil { discard() }
+            throw Synchronizer.rejection(status: response.status, body: [UInt8](response.body))
+        }
+        try file.synchronize()
+        let (announced, offset) = sink.result
+        let size = fileSize()
+        guard size == announced.gzipBytes else {
+            throw SyncFailure.network("the snapshot download ended after \(size) of \(announced.gzipBytes) bytes; call again to resume")
+        }
+        return (announced, Receipt(received: size - offset, resumedAt: offset))
+    }
+
+    /// Forgets the download (file and what the server announced).
+    func discard() {
+        try? FileManager.default.removeItem(atPath: path)
+        try? FileManager.default.removeItem(atPath: statePath)
+    }
+
+    fileprivate func record(_ announced: Announced) throws {
+        try JSONEncoder().encode(announced).write(to: URL(fileURLWithPath: statePath), options: .atomic)
+    }
+
+    private func announcedSoFar() -> Announced? {
+        guard let data = FileManager.default.contents(atPath: statePath) else { return nil }
+        return try? JSONDecoder().decode(Announced.self, from: data)
+    }
+
+    fileprivate func fileSize() -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    fileprivate static func announced(_ headers: [String: String]) throws -> Announced {
+        guard let etag = headers["etag"], let revision = headers["x-revsync-revision"].flatMap(Revision.init),
+              let records = headers["x-revsync-records"].flatMap(Int.init), let sha256 = headers["x-revsync-snapshot-sha256"],
+              let storeBytes = headers["x-revsync-snapshot-length"].flatMap(Int.init), let gzipBytes = Self.total(headers)
+        else { throw SyncFailure.invalidResponse("GET /snapshot did not describe the snapshot (ETag, X-RevSync-* headers)") }
+        return Announced(etag: etag, revision: revision, records: records, sha256: sha256, storeBytes: storeBytes, gzipBytes: gzipBytes)
+    }
+
+    /// The size of the whole gzip file: `Content-Range: bytes a-b/TOTAL`, or the length of a
+    /// whole response.
+    private static func total(_ headers: [String: String]) -> Int? {
+        if let range = headers["content-range"], let slash = range.lastIndex(of: "/") {
+            return Int(range[range.index(after: slash)...])
+        }
+        return headers["content-length"].flatMap(Int.init)
+    }
+}
+
+/// Where the body of `GET /snapshot` goes: before the first byte it decides from the
+/// response's head where the bytes belong (a `200` starts the file over and records what the
+/// server announced, so that an interruption can resume; a `206` must continue the same
+/// snapshot where the file ends), then appends.
+private final class DownloadSink: @unchecked Sendable {
+    private let download: SnapshotDownload
+    private let file: FileHandle
+    private let known: SnapshotDownload.Announced?
+    private let start: Int
+    private let lock = NSLock()
+    private var began: (announced: SnapshotDownload.Announced, offset: Int)?
+    /// Why the response was not taken (a different snapshot resumed, a write failed).
+    private(set) var refusal: (any Error)?
+
+    init(download: SnapshotDownload, file: FileHandle, known: SnapshotDownload.Announced?, start: Int) {
+        self.download = download
+        self.file = file
+        self.known = known
+        self.start = start
+    }
+
+    var result: (announced: SnapshotDownload.Announced, offset: Int) { lock.withLock { began! } }
+
+    func receive(_ head: TransportResponse, _ bytes: [UInt8]) throws {
+        try begin(head)
+        try lock.withLock {
+            do {
+                try file.write(contentsOf: bytes)
+            } catch {
+                refusal = LocalStoreError(.notFound, "cannot write the snapshot download: \(error)")
+                throw refusal!
+            }
+        }
+    }
+
+    /// Decides where this response's bytes go (once).
+    func begin(_ head: TransportResponse) throws {
+        try lock.withLock {
+            guard began == nil else { return }
+            do {
+                let announced = try SnapshotDownload.announced(head.headers)
+                if head.status == 206 {
+                    guard announced == known, head.headers["content-range"]?.hasPrefix("bytes \(start)-") == true else {
+                        download.discard()
+                        throw SyncFailure.invalidResponse(
+                            "the server resumed a different snapshot or at the wrong place; the next attempt starts over")
+                    }
+                    try file.seek(toOffset: UInt64(start))
+                    began = (announced, start)
+                } else {
+                    try file.truncate(atOffset: 0)
+                    try download.record(announced)
+                    began = (announced, 0)
+                }
+            } catch {
+                refusal = error
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// `GET /snapshot`: the data set as a client store file, gzip-compressed, for a new device to
+/// start from (see `docs/protocol-decisions.md`, "Snapshots").
+///
+/// - The body is always the same gzip file (made by ``SnapshotCache``). With
+///   `Accept-Encoding: gzip` it is labelled `Content-Type: application/vnd.sqlite3` and
+///   `Content-Encoding: gzip`; without, it is `Content-Type: application/gzip`. Either way
+///   byte ranges and the entity tag refer to the gzip bytes.
+/// - `ETag` + `If-None-Match`: `304` when the device already has this snapshot.
+/// - `Range: bytes=…` (one range) + `If-Range`: `206` with the part, so an interrupted
+///   download resumes; `416` for a range past the end; a stale `If-Range` gets the whole new
+///   snapshot (`200`).
+/// - `X-RevSync-Revision`, `X-RevSync-Dataset`, `X-RevSync-Schema-Version`,
+///   `X-RevSync-Records`, `X-RevSync-Snapshot-SHA256` and `X-RevSync-Snapshot-Length` describe
+///   the store file inside the gzip, so that a device can check what it downloaded before it
+///   opens it.
+extension SyncHTTPServer {
+    func snapshot(_ request: Request, context: some RequestContext) async throws -> Response {
+        // Always from the database, not the token cache: a snapshot is the whole data set.
+        let hash = try tokenHash(request)
+        guard try await engine.storage.withReader({ try $0.device(tokenHash: hash) }) != nil else {
+            throw APIError.unauthorized("unknown or revoked token")
+        }
+        let entry = try await snapshots.snapshot()
+        var headers: HTTPFields = [
+            .eTag: entry.etag,
+            .acceptRanges: "bytes",
+            .cacheControl: "private, no-cache",
+            .vary: "Accept-Encoding",
+        ]
+        headers[.revSyncRevision] = String(entry.revision)
+        headers[.revSyncDataset] = entry.dataset
+        headers[.revSyncSchemaVersion] = String(entry.schemaVersion)
+        headers[.revSyncRecords] = String(entry.records)
+        headers[.revSyncSnapshotSHA256] = entry.storeSHA256
+        headers[.revSyncSnapshotLength] = String(entry.storeBytes)
+
+        if let tags = request.headers[.ifNoneMatch], Self.entityTags(tags, match: entry.etag) {
+            return Response(status: .notModified, headers: headers)
+        }
+        if request.acceptsGzip {
+            headers[.contentType] = "application/vnd.sqlite3"
+            headers[.contentEncoding] = "gzip"
+        } else {
+            headers[.contentType] = "application/gzip"
+        }
+        let length = entry.gzipBytes
+        var range: ClosedRange<Int>?
+        if let header = request.headers[.range], request.headers[.ifRange].map({ $0 == entry.etag }) ?? true {
+            switch ByteRange(header, length: length) {
+            case .whole: break
+            case .part(let part): range = part
+            case .unsatisfiable:
+                headers[.contentRange] = "bytes */\(length)"
+                throw APIError(
+                    status: .rangeNotSatisfiable, code: "range_not_satisfiable",
+                    message: "the snapshot has \(length) bytes; \(header) is past its end", headers: headers)
+            }
+        }
+        let fileIO = FileIO()
+        guard let range else {
+            return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: entry.file, context: context))
+        }
+        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(length)"
+        return Response(
+            status: .partialContent, headers: headers, body: try await fileIO.loadFile(path: entry.file, range: range, context: context))
+    }
+
+    /// Whether an `If-None-Match` list names `etag` (or is `*`); weak tags compare weakly, as
+    /// RFC 9110 asks for `If-None-Match`.
+    static func entityTags(_ list: String, match etag: String) -> Bool {
+        list.split(separator: ",").contains { item in
+            var tag = item.trimmingCharacters(in: .whitespaces)
+            if tag == "*" { return true }
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == etag
+        }
+    }
+}
+
+/// One `Range: bytes=…` request header, read against a length (RFC 9110 §14).
+enum ByteRange: Equatable {
+    /// Not a range this server honours (several ranges, another unit, bad syntax): the whole
+    /// representation is sent, as the RFC allows.
+    case whole
+    case part(ClosedRange<Int>)
+    /// A valid range that starts past the end.
+    case unsatisfiable
+
+    init(_ header: String, length: Int) {
+        let value = header.trimmingCharacters(in: .whitespaces)
+        guard value.lowercased().hasPrefix("bytes="), !value.contains(",") else { self = .whole; return }
+        let spec = value.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        guard let dash = spec.firstIndex(of: "-") else { self = .whole; return }
+        let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
+        let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        if first.isEmpty {
+            // A suffix: the last N bytes.
+            guard let count = Int(last), count >= 0 else { self = .whole; return }
+            guard count > 0, length > 0 else { self = .unsatisfiable; return }
+            self = .part(max(0, length - count)...(length - 1))
+            return
+        }
+        guard let start = Int(first), start >= 0 else { self = .whole; return }
+        var end = length - 1
+        if !last.isEmpty {
+            guard let requested = Int(last), requested >= start else { self = .whole; return }
+            end = min(requested, length - 1)
+        }
+        guard start < length else { self = .unsatisfiable; return }
+        self = .part(start...end)
+    }
+}
+
+extension HTTPField.Name {
+    static let revSyncRevision = Self("X-RevSync-Revision")!
+    static let revSyncDataset = Self("X-RevSync-Dataset")!
+    static let revSyncSchemaVersion = Self("X-RevSync-Schema-Version")!
+    static let revSyncRecords = Self("X-RevSync-Records")!
+    static let revSyncSnapshotSHA256 = Self("X-RevSync-Snapshot-SHA256")!
+    static let revSyncSnapshotLength = Self("X-RevSync-Snapshot-Length")!
+}
