@@ -47,6 +47,28 @@ struct FullSync: AsyncParsableCommand {
     }
 }
 
+struct FreshDevice: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fresh-device",
+        abstract: "A fresh device from the server's snapshot (download + open + catch-up) versus a full JSON sync.")
+
+    @Option(parsing: .upToNextOption, help: "Records in the store, one run per size.") var records = [100_000, 1_000_000]
+    @Option(help: "Change sets committed after the snapshot, for the snapshot device to catch up.") var missed = 10
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var rows: [BenchmarkRow] = []
+        for size in records {
+            var benchmark = FreshDeviceBenchmark(binaries: productsDirectory)
+            benchmark.records = size
+            benchmark.missed = missed
+            benchmark.store = try options.choice
+            rows += benchmark.rows(try await benchmark.run(), command: commandLine)
+        }
+        printTable(rows)
+    }
+}
+
 struct Concurrent: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Scenario 2: many devices syncing small change sets at once: syncs per second and latency.",

@@ -28,6 +28,21 @@ import Testing
         #expect(row.value("requests")?.hasPrefix("1 sync") == true)
     }
 
+    @Test func aFreshDeviceFromTheSnapshotCatchesUpAndMatchesAFullSync() async throws {
+        var benchmark = FreshDeviceBenchmark(binaries: Self.binaries)
+        benchmark.records = 300
+        benchmark.missed = 3
+        let result = try await benchmark.run()
+        #expect(result.snapshot.records == result.json.records)
+        #expect(result.json.records == 303)
+        #expect(result.snapshot.wireBytes > 0 && result.json.wireBytes > 0)
+        #expect(result.snapshot.clientPeakMemory > 0 && result.json.clientPeakMemory > 0)
+        #expect(result.snapshotStoreBytes > 0)
+        let rows = benchmark.rows(result, command: "revsync-bench fresh-device --records 300")
+        #expect(rows.count == 2)
+        #expect(rows[0].value("requests") == "GET /health, GET /snapshot, 1 sync")
+    }
+
     @Test(arguments: StoreKind.all)
     func concurrentDevicesSyncWithoutFailuresOrConflicts(store: StoreKind) async throws {
         for rate in [nil, 40.0] {

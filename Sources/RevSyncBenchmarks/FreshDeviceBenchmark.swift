@@ -1,0 +1,150 @@
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+import RevSyncSimulation
+
+/// A fresh device two ways: the server's snapshot (`revsync init --download-snapshot`, then a
+/// sync that catches up what came after it) against a full JSON sync (`revsync init`, then a
+/// sync that brings everything), on the same seeded store.
+///
+/// The server makes its snapshot on the first `GET /snapshot` (timed separately: once per
+/// snapshot interval, not per device); then `missed` change sets are committed, so that the
+/// snapshot device has something to catch up on.
+public struct FreshDeviceBenchmark: Sendable {
+    public var records = 100_000
+    public var missed = 10
+    public var store: BenchmarkStore = .sqlite
+    public var binaries: URL
+
+    public init(binaries: URL) {
+        self.binaries = binaries
+    }
+
+    public struct Path: Sendable {
+        public var seconds = 0.0
+        public var wireBytes = 0
+        public var requests = 0
+        public var clientPeakMemory = 0
+        public var records = 0
+    }
+
+    public struct Result: Sendable {
+        public var records = 0
+        public var snapshotMakingSeconds = 0.0
+        public var snapshotStoreBytes = 0
+        public var snapshot = Path()
+        public var json = Path()
+        public var serverPeakMemory = 0
+    }
+
+    public func run() async throws -> Result {
+        let server = try await BenchmarkServer.start(store: store, records: records, devices: 3, binaries: binaries, label: "fresh")
+        do {
+            let result = try await measure(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    private func measure(_ server: BenchmarkServer) async throws -> Result {
+        var result = Result(records: records)
+        let url = URL(string: server.url)!
+
+        // The server makes its snapshot once; devices share it.
+        let making = ContinuousClock.now
+        let warm = try await DefaultTransport(timeout: 600).download(
+            TransportRequest(url: url.appendingPathComponent("snapshot"), method: "GET",
+                             headers: ["Authorization": "Bearer \(server.tokens[2])"], body: Data())) { _, _ in }
+        guard warm.status == 200 else { throw BenchmarkError("GET /snapshot answered \(warm.status)") }
+        result.snapshotMakingSeconds = seconds(since: making)
+        result.snapshotStoreBytes = Int(warm.headers["x-revsync-snapshot-length"] ?? "") ?? 0
+
+        // Work after the snapshot, for the snapshot device to catch up on.
+        let author = SyncConnection(port: server.port, token: server.tokens[2])
+        var revision = server.seedRevision
+        for sequence in 0..<missed {
+            let note = RecordID(-Int64(sequence) - 1)
+            let changeSet = ChangeSet(
+                id: "fresh-\(sequence)",
+                changes: [EntityChanges(
+                    entity: "notes", create: [note],
+                    attributes: [note: RecordAttributes(values: ["body": .text("After the snapshot \(sequence)")])])])
+            let reply = try author.sync(SyncMessage(maxRevision: revision, changeSets: [changeSet]))
+            guard reply.status == 200, !reply.hasConflict, let next = reply.maxRevision else {
+                throw BenchmarkError("a change set failed: \(reply.status) \(String(decoding: reply.body.prefix(500), as: UTF8.self))")
+            }
+            revision = next
+        }
+
+        result.snapshot = try await device(
+            server, token: server.tokens[0], name: "snapshot", initArguments: ["--download-snapshot"], expectSnapshotSync: false)
+        result.json = try await device(server, token: server.tokens[1], name: "json", initArguments: [], expectSnapshotSync: true)
+        result.serverPeakMemory = server.peakMemory
+        return result
+    }
+
+    /// `revsync init` with `initArguments`, then `revsync sync`: time, bytes, memory.
+    private func device(
+        _ server: BenchmarkServer, token: String, name: String, initArguments: [String], expectSnapshotSync: Bool
+    ) async throws -> Path {
+        let revsync = binaries.appendingPathComponent("revsync").path
+        let store = server.work + "/\(name).sqlite"
+        var path = Path()
+        let start = ContinuousClock.now
+        let initLog = server.work + "/\(name)-init.log"
+        let initProcess = try ChildProcess(
+            revsync, ["init", "--json", "--server", server.url, "--token", token, "--store", store] + initArguments, log: initLog)
+        guard await initProcess.waitForExit() == 0 else { throw BenchmarkError("revsync init failed: \(log(initLog))") }
+        let syncLog = server.work + "/\(name)-sync.log"
+        let sync = try ChildProcess(revsync, ["sync", "--json", "--store", store], log: syncLog)
+        guard await sync.waitForExit() == 0 else { throw BenchmarkError("revsync sync failed: \(log(syncLog))") }
+        path.seconds = seconds(since: start)
+        path.clientPeakMemory = max(initProcess.peakMemory, sync.peakMemory)
+
+        let initReport = try lastJSON(initLog)
+        let syncReport = try lastJSON(syncLog)
+        guard syncReport["snapshot"] as? Bool == expectSnapshotSync else {
+            throw BenchmarkError("the \(name) device's sync was not what it should be: \(log(syncLog))")
+        }
+        let downloaded = initReport["gzipBytes"] as? Int ?? 0
+        path.wireBytes = downloaded + (syncReport["bytesReceived"] as? Int ?? 0)
+        // init: GET /schema, or GET /health + GET /snapshot; then one POST /sync.
+        path.requests = (downloaded > 0 ? 2 : 1) + 1
+        path.records = (initReport["records"] as? Int ?? 0) + (syncReport["recordsApplied"] as? Int ?? 0)
+        return path
+    }
+
+    private func lastJSON(_ file: String) throws -> [String: Any] {
+        let output = log(file)
+        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
+              let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { throw BenchmarkError("no JSON report in \(file): \(output)") }
+        return object
+    }
+
+    public func rows(_ result: Result, command: String) -> [BenchmarkRow] {
+        func figures(_ path: Path, _ requests: String) -> [(String, String)] {
+            [
+                ("wall time", Format.seconds(path.seconds)),
+                ("on the wire", Format.bytes(path.wireBytes)),
+                ("requests", requests),
+                ("client peak memory", Format.bytes(path.clientPeakMemory)),
+            ]
+        }
+        return [
+            BenchmarkRow(
+                scenario: "Fresh device, \(Format.count(records)) records, \(store): snapshot download + open + catch-up of \(missed) revisions",
+                figures: figures(result.snapshot, "GET /health, GET /snapshot, 1 sync") + [
+                    ("server makes the snapshot (once per interval)", "\(Format.seconds(result.snapshotMakingSeconds)), \(Format.bytes(result.snapshotStoreBytes)) store file"),
+                ],
+                command: command),
+            BenchmarkRow(
+                scenario: "Fresh device, \(Format.count(records)) records, \(store): full JSON sync",
+                figures: figures(result.json, "GET /schema, 1 sync") + [("server peak memory", Format.bytes(result.serverPeakMemory))],
+                command: command),
+        ]
+    }
+}
