@@ -13,10 +13,10 @@ import Testing
     /// A live server whose snapshots go to `directory` and are made every `interval` revisions,
     /// with some data from an author device.
     func withSnapshotServer(
-        interval: Int = 1000, _ body: (LiveServer, TemporaryDirectory, ClientDevice) async throws -> Void
+        store: StoreKind = .sqlite, interval: Int = 1000, _ body: (LiveServer, TemporaryDirectory, ClientDevice) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer(configure: {
+            try await withLiveServer(store: store, configure: {
                 $0.snapshotDirectory = directory.file("snapshots")
                 $0.snapshotInterval = interval
             }) { server in
@@ -39,8 +39,9 @@ import Testing
         try FileManager.default.contentsOfDirectory(atPath: directory.file("snapshots")).filter { $0.hasSuffix(".gz") }
     }
 
-    @Test func theSnapshotIsTheDataSetAsAStoreGzipWithAnEntityTag() async throws {
-        try await withSnapshotServer { server, directory, _ in
+    @Test(arguments: StoreKind.all)
+    func theSnapshotIsTheDataSetAsAStoreGzipWithAnEntityTag(store: StoreKind) async throws {
+        try await withSnapshotServer(store: store) { server, directory, _ in
             #expect(try await get(server, token: nil).status == 401)
             #expect(try await get(server, token: "not-a-token").status == 401)
             let token = try await token(server)
@@ -158,8 +159,9 @@ import Testing
         }
     }
 
-    @Test func anInterruptedDownloadResumesWhereItStopped() async throws {
-        try await withSnapshotServer { server, directory, author in
+    @Test(arguments: StoreKind.all)
+    func anInterruptedDownloadResumesWhereItStopped(store: StoreKind) async throws {
+        try await withSnapshotServer(store: store) { server, directory, author in
             for round in 0..<3 { try await Setup.work(author, "more\(round)") }
             let connection = LocalStore.ServerConnection(url: server.url, token: try await token(server, "newcomer"))
             let path = directory.file("newcomer.sqlite")
