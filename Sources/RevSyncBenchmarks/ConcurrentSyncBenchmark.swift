@@ -148,6 +148,10 @@ private struct LoadDevice: Sendable {
         // Spread the devices' schedules over one interval, so that they do not all start at once.
         let interval = rate.map { 1 / $0 }
         var scheduled = start.addingTimeInterval((interval ?? 0.001) * Double(index) / 50)
+        // Every device starts at `start`, in both loops (a device whose thread started early
+        // would otherwise spend the warm-up alone with the server).
+        let startWait = scheduled.timeIntervalSinceNow
+        if startWait > 0 { Thread.sleep(forTimeInterval: startWait) }
         while true {
             if interval != nil {
                 let wait = scheduled.timeIntervalSinceNow
