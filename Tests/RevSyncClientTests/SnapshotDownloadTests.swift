@@ -127,6 +127,50 @@ import Testing
         }
     }
 
+    @Test func theSnapshotOnDiskOutlivesARestartAndADamagedOneIsMadeAgain() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(.sqlite) { database in
+                let configure: (inout ServerConfiguration) -> Void = { $0.snapshotDirectory = directory.file("snapshots") }
+                let first: [String] = try await withLiveServer(database: database, configure: configure) { server in
+                    let author = try await server.clientDevice("author", in: directory)
+                    try await Setup.work(author, "a")
+                    let token = try await self.token(server)
+                    let response = try await self.get(server, token: token)
+                    return [token, response.header("ETag") ?? ""]
+                }
+                let token = first[0], etag = first[1]
+                try await withLiveServer(database: database, configure: configure) { (server: LiveServer) async throws in
+                    // Made by the previous run: not made again.
+                    #expect(try await self.get(server, token: token, [("If-None-Match", etag)]).status == 304)
+                    #expect(try self.snapshotFiles(directory).count == 1)
+                }
+                // A snapshot file damaged on disk (a flipped byte, a lost tail) is not served: a
+                // new one is made.
+                for damage in ["flip", "truncate"] {
+                    let file = directory.file("snapshots/" + (try snapshotFiles(directory).first ?? ""))
+                    let handle = try #require(FileHandle(forUpdatingAtPath: file))
+                    if damage == "flip" {
+                        try handle.seek(toOffset: 50)
+                        let byte = try #require(try handle.read(upToCount: 1)?.first)
+                        try handle.seek(toOffset: 50)
+                        try handle.write(contentsOf: [byte ^ 0xFF])
+                    } else {
+                        try handle.truncate(atOffset: 100)
+                    }
+                    try handle.close()
+                    try await withLiveServer(database: database, configure: configure) { (server: LiveServer) async throws in
+                        let response = try await self.get(server, token: token)
+                        #expect(response.status == 200)
+                        let store = try Gzip.decompress(response.body, limit: 1 << 30)
+                        #expect(store.count == Int(response.header("X-RevSync-Snapshot-Length") ?? ""))
+                    }
+                    #expect(!FileManager.default.fileExists(atPath: file), "the damaged snapshot is removed")
+                    #expect(try snapshotFiles(directory).count == 1)
+                }
+            }
+        }
+    }
+
     @Test func rangesServePartsOfTheSameBytes() async throws {
         try await withSnapshotServer { server, _, _ in
             let token = try await token(server)

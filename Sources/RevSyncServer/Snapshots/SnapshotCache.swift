@@ -92,7 +92,7 @@ public actor SnapshotCache {
         let entry = Entry(
             revision: info.revision, dataset: info.dataset, schemaVersion: info.schemaVersion, records: info.records,
             storeBytes: info.bytes, storeSHA256: info.sha256, file: file, gzipBytes: try fileSize(file),
-            etag: "\"\(info.revision)-\(gzipSHA256.prefix(32))\"", created: Date())
+            etag: Self.etag(revision: info.revision, gzipSHA256: gzipSHA256), created: Date())
         // The manifest last: a snapshot without one is not there yet.
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
@@ -115,13 +115,27 @@ public actor SnapshotCache {
         }
     }
 
-    /// The newest complete snapshot of `dataset` in the directory (a restart, or another
-    /// instance, may have made it).
+    /// The newest intact snapshot of `dataset` in the directory (a restart, or another
+    /// instance, may have made it): its size and checksum must still be those of its manifest.
+    /// A damaged one found on the way is removed.
     private func latestOnDisk(dataset: String) -> Entry? {
-        manifests()
-            .map(\.entry)
-            .filter { $0.dataset == dataset && (try? Self.fileSize($0.file)) == $0.gzipBytes }
-            .max { ($0.revision, $0.created) < ($1.revision, $1.created) }
+        let candidates = manifests()
+            .filter { $0.entry.dataset == dataset }
+            .sorted { ($0.entry.revision, $0.entry.created) > ($1.entry.revision, $1.entry.created) }
+        for (manifest, entry) in candidates {
+            if (try? Self.fileSize(entry.file)) == entry.gzipBytes, let digest = try? Snapshot.sha256(ofFile: entry.file),
+               entry.etag == Self.etag(revision: entry.revision, gzipSHA256: digest) {
+                return entry
+            }
+            logger.warning("removing a damaged snapshot", metadata: ["file": "\(entry.file)"])
+            try? FileManager.default.removeItem(atPath: manifest)
+            try? FileManager.default.removeItem(atPath: entry.file)
+        }
+        return nil
+    }
+
+    static func etag(revision: Revision, gzipSHA256: String) -> String {
+        "\"\(revision)-\(gzipSHA256.prefix(32))\""
     }
 
     private func removeAllButNewest(_ keep: Int, of dataset: String) {
