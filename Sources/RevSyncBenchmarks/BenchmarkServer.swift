@@ -88,6 +88,18 @@ final class BenchmarkServer: Sendable {
         fleet.pid(of: 0).map { residentPeak(ofProcess: $0) } ?? 0
     }
 
+    /// Runs `body` with the server, then stops it, whether `body` succeeded or not.
+    func use<T>(_ body: (BenchmarkServer) async throws -> T) async throws -> T {
+        do {
+            let result = try await body(self)
+            await stop()
+            return result
+        } catch {
+            await stop()
+            throw error
+        }
+    }
+
     /// Stops the server and removes the data.
     func stop() async {
         await fleet.stop()

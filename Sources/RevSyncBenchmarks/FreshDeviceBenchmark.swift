@@ -38,15 +38,7 @@ public struct FreshDeviceBenchmark: Sendable {
     }
 
     public func run() async throws -> Result {
-        let server = try await BenchmarkServer.start(store: store, records: records, devices: 3, binaries: binaries, label: "fresh")
-        do {
-            let result = try await measure(server)
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
+        try await BenchmarkServer.start(store: store, records: records, devices: 3, binaries: binaries, label: "fresh").use(measure)
     }
 
     private func measure(_ server: BenchmarkServer) async throws -> Result {
@@ -104,8 +96,8 @@ public struct FreshDeviceBenchmark: Sendable {
         path.seconds = seconds(since: start)
         path.clientPeakMemory = max(initProcess.peakMemory, sync.peakMemory)
 
-        let initReport = try lastJSON(initLog)
-        let syncReport = try lastJSON(syncLog)
+        let initReport = try lastJSONReport(in: initLog)
+        let syncReport = try lastJSONReport(in: syncLog)
         guard syncReport["snapshot"] as? Bool == expectSnapshotSync else {
             throw BenchmarkError("the \(name) device's sync was not what it should be: \(log(syncLog))")
         }
@@ -115,14 +107,6 @@ public struct FreshDeviceBenchmark: Sendable {
         path.requests = (downloaded > 0 ? 2 : 1) + 1
         path.records = (initReport["records"] as? Int ?? 0) + (syncReport["recordsApplied"] as? Int ?? 0)
         return path
-    }
-
-    private func lastJSON(_ file: String) throws -> [String: Any] {
-        let output = log(file)
-        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
-              let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-        else { throw BenchmarkError("no JSON report in \(file): \(output)") }
-        return object
     }
 
     public func rows(_ result: Result, command: String) -> [BenchmarkRow] {

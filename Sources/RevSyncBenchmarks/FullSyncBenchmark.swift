@@ -27,15 +27,7 @@ public struct FullSyncBenchmark: Sendable {
     }
 
     public func run() async throws -> Result {
-        let server = try await BenchmarkServer.start(store: store, records: records, devices: 1, binaries: binaries, label: "full")
-        do {
-            let result = try await measure(server)
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
+        try await BenchmarkServer.start(store: store, records: records, devices: 1, binaries: binaries, label: "full").use(measure)
     }
 
     private func measure(_ server: BenchmarkServer) async throws -> Result {
@@ -56,15 +48,12 @@ public struct FullSyncBenchmark: Sendable {
         result.clientPeakMemory = sync.peakMemory
         result.serverPeakMemory = server.peakMemory
 
-        let output = log(server.work + "/sync.log")
-        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
-              let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-        else { throw BenchmarkError("revsync sync printed no report: \(output)") }
+        let report = try lastJSONReport(in: server.work + "/sync.log")
         result.records = report["recordsApplied"] as? Int ?? 0
         result.wireBytes = report["bytesReceived"] as? Int ?? 0
         result.rawBytes = report["responseBytes"] as? Int ?? 0
         guard report["snapshot"] as? Bool == true, result.records == records else {
-            throw BenchmarkError("the device got \(result.records) records of \(records): \(line)")
+            throw BenchmarkError("the device got \(result.records) records of \(records): \(report)")
         }
         return result
     }
@@ -87,4 +76,13 @@ public struct FullSyncBenchmark: Sendable {
 
 func log(_ path: String) -> String {
     (try? String(contentsOfFile: path, encoding: .utf8)) ?? "(no log at \(path))"
+}
+
+/// The last JSON object a `revsync ... --json` process printed to its log.
+func lastJSONReport(in file: String) throws -> [String: Any] {
+    let output = log(file)
+    guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
+          let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    else { throw BenchmarkError("no JSON report in \(file): \(output)") }
+    return object
 }
