@@ -73,15 +73,19 @@ public struct CatchUpBenchmark: Sendable {
     /// `count` small change sets (a note and a player's position), one sync request each.
     static func commit(_ count: Int, by device: Device, engine: SyncEngine) async throws {
         for sequence in 0..<count {
-            let note = RecordID(-Int64(sequence) - 1)
-            let changeSet = ChangeSet(
-                id: "catch-up-\(sequence)",
-                changes: [EntityChanges(
-                    entity: "notes", create: [note],
-                    attributes: [note: RecordAttributes(values: ["body": .text("Catch-up note \(sequence): worked on first touch.")])])])
+            let changeSet = noteChangeSet(id: "catch-up-\(sequence)", sequence: sequence, body: "Catch-up note \(sequence): worked on first touch.")
             let current = try await engine.storage.withReader { try $0.currentRevision() }
             _ = try await engine.sync(SyncMessage(maxRevision: current, changeSets: [changeSet]), from: device)
         }
+    }
+
+    /// A change set that creates one note (temporary ID `-(sequence + 1)`, never reused).
+    static func noteChangeSet(id: String, sequence: Int, body: String) -> ChangeSet {
+        let note = RecordID(-Int64(sequence) - 1)
+        return ChangeSet(
+            id: id,
+            changes: [EntityChanges(
+                entity: "notes", create: [note], attributes: [note: RecordAttributes(values: ["body": .text(body)])])])
     }
 
     public func rows(_ measurements: [Measurement], command: String) -> [BenchmarkRow] {

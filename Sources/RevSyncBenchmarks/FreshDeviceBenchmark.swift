@@ -58,12 +58,7 @@ public struct FreshDeviceBenchmark: Sendable {
         let author = SyncConnection(port: server.port, token: server.tokens[2])
         var revision = server.seedRevision
         for sequence in 0..<missed {
-            let note = RecordID(-Int64(sequence) - 1)
-            let changeSet = ChangeSet(
-                id: "fresh-\(sequence)",
-                changes: [EntityChanges(
-                    entity: "notes", create: [note],
-                    attributes: [note: RecordAttributes(values: ["body": .text("After the snapshot \(sequence)")])])])
+            let changeSet = CatchUpBenchmark.noteChangeSet(id: "fresh-\(sequence)", sequence: sequence, body: "After the snapshot \(sequence)")
             let reply = try author.sync(SyncMessage(maxRevision: revision, changeSets: [changeSet]))
             guard reply.status == 200, !reply.hasConflict, let next = reply.maxRevision else {
                 throw BenchmarkError("a change set failed: \(reply.status) \(String(decoding: reply.body.prefix(500), as: UTF8.self))")

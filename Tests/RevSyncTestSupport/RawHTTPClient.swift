@@ -51,38 +51,10 @@ public enum RawHTTPClient {
     }
 
     private static func blockingExchange(port: Int, bytes: [UInt8]) throws -> RawHTTPResponse {
-        #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard fd >= 0 else { throw Failure(description: "socket() failed") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
-        var sent = 0
-        while sent < bytes.count {
-            let written = bytes[sent...].withUnsafeBytes { socketSend(fd, $0.baseAddress, $0.count) }
-            // The server may answer and close before reading everything (413): read what it said.
-            if written <= 0 { break }
-            sent += written
-        }
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            received.append(contentsOf: buffer[0..<count])
-            if let response = try? parse(received), response.complete { return response.response }
-        }
+        let connection = try RawHTTPConnection(port: port)
+        // The server may answer and close before reading everything (413): read what it said.
+        try? connection.send(bytes)
+        let received = connection.receive { (try? parse($0))?.complete == true }
         guard let response = try parse(received)?.response else {
             throw Failure(description: "the connection closed without a complete response (\(received.count) bytes)")
         }
@@ -179,12 +151,18 @@ public final class RawHTTPConnection: @unchecked Sendable {
 
     /// Reads until the server closes the connection and returns what it sent.
     public func receiveAll() throws -> [UInt8] {
+        receive { _ in false }
+    }
+
+    /// Reads until `done` says what arrived is enough, or the server closes the connection.
+    func receive(until done: ([UInt8]) -> Bool) -> [UInt8] {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count <= 0 { break }
             received.append(contentsOf: buffer[0..<count])
+            if done(received) { break }
         }
         return received
     }

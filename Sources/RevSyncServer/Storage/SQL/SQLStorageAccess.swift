@@ -169,22 +169,21 @@ final class SQLStorageAccess: StorageWriter {
             }
             return result!
         }
-        try connection.execute(dialect.beginWrite, [])
-        do {
-            let result = try body()
-            try connection.execute("COMMIT", [])
-            return result
-        } catch {
-            _ = try? connection.execute("ROLLBACK", [])
-            throw error
-        }
+        return try committed(body)
     }
 
     func group<T>(_ body: () throws -> T) throws -> T {
         precondition(!grouping, "groups do not nest")
+        return try committed {
+            grouping = true
+            defer { grouping = false }
+            return try body()
+        }
+    }
+
+    /// `body` in one write transaction: committed if it returns, rolled back if it throws.
+    private func committed<T>(_ body: () throws -> T) throws -> T {
         try connection.execute(dialect.beginWrite, [])
-        grouping = true
-        defer { grouping = false }
         do {
             let result = try body()
             try connection.execute("COMMIT", [])
