@@ -94,6 +94,9 @@ public enum Gzip {
         private var output: [UInt8] = []
         private var produced = 0
         private var ended = false
+        /// Where zlib writes before the output is appended; allocated at the first input, never
+        /// filled with zeros first (a server inflates every request).
+        private var chunk: UnsafeMutableBufferPointer<UInt8>?
 
         /// - Parameter limit: the most bytes the decompressed output may hold.
         public init(limit: Int) {
@@ -109,6 +112,7 @@ public enum Gzip {
             inflateEnd(stream)
             stream.deinitialize(count: 1)
             stream.deallocate()
+            chunk?.deallocate()
         }
 
         /// Decompresses the next piece of input.
@@ -140,7 +144,8 @@ public enum Gzip {
 
         private func inflate(_ input: UnsafeBufferPointer<UInt8>) -> Result<Void, GzipError> {
             var position = 0
-            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            let chunk = self.chunk ?? UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64 * 1024)
+            self.chunk = chunk
             while position < input.count {
                 if ended {
                     // Several gzip members one after another form one stream (RFC 1952).
@@ -152,17 +157,15 @@ public enum Gzip {
                 let before = Int(stream.pointee.avail_in)
                 var status: Int32 = Z_OK
                 repeat {
-                    status = chunk.withUnsafeMutableBufferPointer { buffer in
-                        stream.pointee.next_out = buffer.baseAddress
-                        stream.pointee.avail_out = UInt32(buffer.count)
-                        return CZlib.inflate(stream, Z_NO_FLUSH)
-                    }
+                    stream.pointee.next_out = chunk.baseAddress
+                    stream.pointee.avail_out = UInt32(chunk.count)
+                    status = CZlib.inflate(stream, Z_NO_FLUSH)
                     let count = chunk.count - Int(stream.pointee.avail_out)
                     produced += count
                     if produced > limit {
                         return .failure(.tooLarge(limit: limit))
                     }
-                    output.append(contentsOf: chunk[0..<count])
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[0..<count]))
                     switch status {
                     case Z_OK, Z_BUF_ERROR: break
                     case Z_STREAM_END: ended = true

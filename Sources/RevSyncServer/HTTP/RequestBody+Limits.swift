@@ -14,7 +14,7 @@ extension Request {
     /// - Throws: `413` past the limit (a gzip bomb stops there), `400` for corrupt gzip,
     ///   `415` for another content encoding.
     func jsonBody(limit: Int) async throws -> [UInt8] {
-        let encoding = headers[.contentEncoding]?.trimmingCharacters(in: .whitespaces).lowercased() ?? "identity"
+        let encoding = headers[.contentEncoding]?.trimmingWhitespace().lowercased() ?? "identity"
         switch encoding {
         case "identity", "":
             var collected: [UInt8] = []
@@ -50,7 +50,7 @@ extension Request {
     var acceptsGzip: Bool {
         guard let header = headers[.acceptEncoding] else { return false }
         for item in header.split(separator: ",") {
-            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let parts = item.split(separator: ";").map { $0.trimmingWhitespace().lowercased() }
             guard let coding = parts.first, coding == "gzip" || coding == "x-gzip" else { continue }
             let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
             return quality > 0

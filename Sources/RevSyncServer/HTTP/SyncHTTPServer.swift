@@ -168,7 +168,9 @@ public struct SyncHTTPServer: Sendable {
     }
 }
 
-extension String {
+extension StringProtocol {
+    /// Without leading and trailing white space (Foundation's `trimmingCharacters(in:)`
+    /// showed in the profile of every request).
     func trimmingWhitespace() -> String {
         var slice = self[...]
         while slice.first?.isWhitespace == true { slice.removeFirst() }
