@@ -52,27 +52,39 @@ public struct ConcurrentSyncBenchmark: Sendable {
     }
 
     private func load(_ server: BenchmarkServer) async -> Result {
-        let start = Date().addingTimeInterval(0.2)
-        let measureFrom = start.addingTimeInterval(warmUp)
-        let end = measureFrom.addingTimeInterval(seconds)
         let perDevice = rate.map { $0 / Double(devices) }
         let outcomes = OutcomeBox()
-        await withTaskGroup(of: Void.self) { group in
-            for index in 0..<devices {
-                let device = LoadDevice(
-                    index: index, port: server.port, token: server.tokens[index], revision: server.seedRevision,
-                    player: server.players[index % server.players.count], team: server.teams[index % server.teams.count])
-                group.addTask {
-                    await withCheckedContinuation { continuation in
-                        let thread = Thread {
-                            outcomes.add(device.run(start: start, measureFrom: measureFrom, end: end, rate: perDevice))
-                            continuation.resume()
-                        }
-                        thread.stackSize = 1 << 20
-                        thread.start()
+        // The window opens once every device's thread runs and waits at the gate: on a loaded
+        // machine threads may start late, and a window that opened before them would measure
+        // nothing (or only the devices that happened to start first).
+        let (measureFrom, end) = await withCheckedContinuation { (continuation: CheckedContinuation<(Date, Date), Never>) in
+            let coordinator = Thread { [devices, warmUp, seconds] in
+                let gate = StartGate()
+                let ready = DispatchSemaphore(value: 0)
+                let finished = DispatchGroup()
+                for index in 0..<devices {
+                    let device = LoadDevice(
+                        index: index, port: server.port, token: server.tokens[index], revision: server.seedRevision,
+                        player: server.players[index % server.players.count], team: server.teams[index % server.teams.count])
+                    finished.enter()
+                    let thread = Thread {
+                        ready.signal()
+                        let (start, measureFrom, end) = gate.wait()
+                        outcomes.add(device.run(start: start, measureFrom: measureFrom, end: end, rate: perDevice))
+                        finished.leave()
                     }
+                    thread.stackSize = 1 << 20
+                    thread.start()
                 }
+                for _ in 0..<devices { ready.wait() }
+                let start = Date().addingTimeInterval(0.05)
+                let measureFrom = start.addingTimeInterval(warmUp)
+                let end = measureFrom.addingTimeInterval(seconds)
+                gate.open(start: start, measureFrom: measureFrom, end: end)
+                finished.wait()
+                continuation.resume(returning: (measureFrom, end))
             }
+            coordinator.start()
         }
         var result = Result()
         let all = outcomes.all
@@ -121,6 +133,26 @@ private struct LoadOutcome: Sendable {
     var failures: [String] = []
 }
 
+
+/// Holds the device threads until the window's times are known.
+private final class StartGate: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var times: (start: Date, measureFrom: Date, end: Date)?
+
+    func open(start: Date, measureFrom: Date, end: Date) {
+        condition.withLock {
+            times = (start, measureFrom, end)
+            condition.broadcast()
+        }
+    }
+
+    func wait() -> (start: Date, measureFrom: Date, end: Date) {
+        condition.withLock {
+            while times == nil { condition.wait() }
+            return times!
+        }
+    }
+}
 
 private final class OutcomeBox: @unchecked Sendable {
     private let lock = NSLock()

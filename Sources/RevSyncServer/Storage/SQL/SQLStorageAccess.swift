@@ -12,10 +12,15 @@ final class SQLStorageAccess: StorageWriter {
     private var savepoints = 0
     /// Inside ``group(_:)``: transactions are savepoints of the group's transaction.
     private var grouping = false
+    /// The store's newest committed log entries, if it keeps them (SQLite).
+    private let recentLog: RecentLog?
+    /// The log entries of the open transaction, for ``recentLog`` once it commits.
+    private var pendingLog: [LogEntry] = []
 
-    init(_ connection: any SQLConnection, entities: [String: EntitySQL]) {
+    init(_ connection: any SQLConnection, entities: [String: EntitySQL], recentLog: RecentLog? = nil) {
         self.connection = connection
         self.entities = entities
+        self.recentLog = recentLog
     }
 
     private func sql(_ entity: Entity) throws -> EntitySQL {
@@ -46,11 +51,29 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func logEntries(after: Revision, through: Revision) throws -> [LogEntry] {
+        if let kept = keptLogEntries(after: after, through: through) { return kept }
         var entries: [LogEntry] = []
         try connection.query(
             "SELECT revision, device_id, change_set_id, body FROM _rs_log WHERE revision > ? AND revision <= ? ORDER BY revision",
             [.integer(after), .integer(through)]
         ) { entries.append(try Self.logEntry($0)) }
+        return entries
+    }
+
+    /// The entries from ``recentLog`` and, after them, the open transaction's own; `nil` unless
+    /// every entry of the range is there.
+    private func keptLogEntries(after: Revision, through: Revision) -> [LogEntry]? {
+        guard let recentLog else { return nil }
+        guard let firstPending = pendingLog.first?.revision else { return recentLog.entries(after: after, through: through) }
+        let lastPending = firstPending + Revision(pendingLog.count) - 1
+        guard pendingLog[pendingLog.count - 1].revision == lastPending, through <= lastPending,
+              var entries = recentLog.entries(after: after, through: min(through, firstPending - 1))
+        else { return nil }
+        if through >= firstPending {
+            let lower = Int(max(after + 1, firstPending) - firstPending)
+            let upper = Int(through - firstPending)
+            entries.append(contentsOf: pendingLog[lower...upper])
+        }
         return entries
     }
 
@@ -184,9 +207,11 @@ final class SQLStorageAccess: StorageWriter {
     /// `body` in one write transaction: committed if it returns, rolled back if it throws.
     private func committed<T>(_ body: () throws -> T) throws -> T {
         try connection.execute(dialect.beginWrite, [])
+        defer { pendingLog = [] }
         do {
             let result = try body()
             try connection.execute("COMMIT", [])
+            recentLog?.committed(pendingLog)
             return result
         } catch {
             _ = try? connection.execute("ROLLBACK", [])
@@ -198,15 +223,20 @@ final class SQLStorageAccess: StorageWriter {
         savepoints += 1
         let name = "rs_\(savepoints)"
         try connection.execute("SAVEPOINT \(name)", [])
+        let pendingBefore = pendingLog.count
         let keep: Bool
         do {
             keep = try body()
         } catch {
+            pendingLog.removeSubrange(pendingBefore...)
             _ = try? connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
             _ = try? connection.execute("RELEASE SAVEPOINT \(name)", [])
             throw error
         }
-        if !keep { try connection.execute("ROLLBACK TO SAVEPOINT \(name)", []) }
+        if !keep {
+            pendingLog.removeSubrange(pendingBefore...)
+            try connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
+        }
         try connection.execute("RELEASE SAVEPOINT \(name)", [])
     }
 
@@ -264,6 +294,7 @@ final class SQLStorageAccess: StorageWriter {
             "INSERT INTO _rs_log (revision, device_id, change_set_id, body, committed_at) VALUES (?, ?, ?, ?, ?)",
             [.integer(entry.revision), .integer(entry.device), entry.changeSetID.map(SQLValue.text) ?? .null, .bytes(entry.body),
              .integer(Self.now())])
+        if recentLog != nil { pendingLog.append(entry) }
     }
 
     func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome) throws {

@@ -21,6 +21,8 @@ public final class SQLiteStorage: SyncStorage {
 
     private let pool: DatabasePool
     private let entities: [String: EntitySQL]
+    /// The newest committed change log entries: most responses are built from them.
+    private let recentLog = RecentLog()
 
     /// Opens (or creates) the store at `path`.
     ///
@@ -57,17 +59,17 @@ public final class SQLiteStorage: SyncStorage {
     }
 
     public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
-        let entities = self.entities
+        let (entities, recentLog) = (self.entities, self.recentLog)
         return try await pool.writeWithoutTransaction { db in
-            try body(SQLStorageAccess(GRDBConnection(db), entities: entities))
+            try body(SQLStorageAccess(GRDBConnection(db), entities: entities, recentLog: recentLog))
         }
     }
 
     public func withReader<T: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> T) async throws -> T {
-        let entities = self.entities
+        let (entities, recentLog) = (self.entities, self.recentLog)
         // GRDB's read runs in one read transaction, on one WAL snapshot.
         return try await pool.read { db in
-            try body(SQLStorageAccess(GRDBConnection(db), entities: entities))
+            try body(SQLStorageAccess(GRDBConnection(db), entities: entities, recentLog: recentLog))
         }
     }
 
