@@ -9,7 +9,9 @@ final class SQLStorageAccess: StorageWriter {
     let connection: any SQLConnection
     private let entities: [String: EntitySQL]
     private var dialect: SQLDialect { connection.dialect }
-    private var savepoints = 0
+    /// How many savepoints are open; a savepoint is named after its depth, so that the few
+    /// statements that open and close them are prepared once per connection.
+    private var savepointDepth = 0
     /// Inside ``group(_:)``: transactions are savepoints of the group's transaction.
     private var grouping = false
     /// The store's newest committed log entries, if it keeps them (SQLite).
@@ -220,8 +222,9 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func savepoint(_ body: () throws -> Bool) throws {
-        savepoints += 1
-        let name = "rs_\(savepoints)"
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
+        let name = "rs_\(savepointDepth)"
         try connection.execute("SAVEPOINT \(name)", [])
         let pendingBefore = pendingLog.count
         let keep: Bool

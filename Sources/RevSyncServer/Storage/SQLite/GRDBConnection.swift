@@ -8,8 +8,8 @@ import GRDBSQLite
 /// API. The profile of the sync path showed GRDB's generic `StatementArguments` and `Row`
 /// (with a key path instantiated per call) costing more than SQLite itself; with the values
 /// bound and read here directly, one query is a bind per argument, the steps and one read per
-/// column. Transaction statements (`BEGIN`, `COMMIT`, `SAVEPOINT`…) still go through GRDB, so that
-/// it keeps knowing the transaction state of its connection.
+/// column. Transaction statements (`BEGIN`, `COMMIT`, `SAVEPOINT`…) still go through GRDB (cached
+/// as well), so that it keeps knowing the transaction state of its connection.
 final class GRDBConnection: SQLConnection {
     private let db: Database
     let dialect = SQLDialect.sqlite
@@ -21,7 +21,7 @@ final class GRDBConnection: SQLConnection {
     @discardableResult
     func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
         if arguments.isEmpty, Self.controlsTransaction(sql) {
-            try db.execute(sql: sql)
+            try db.cachedStatement(sql: sql).execute()
             return 0
         }
         try run(sql, arguments) { _ in }
