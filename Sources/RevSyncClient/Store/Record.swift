@@ -102,16 +102,3 @@ extension Record: ReadableRecord, WritableRecord {
 
     public var attributes: [String: Value] { values }
 }
-
-/// A record identified across entities, as events and conflicts name them.
-public struct RecordReference: Sendable, Hashable, CustomStringConvertible {
-    public let entity: String
-    public let id: RecordID
-
-    public init(entity: String, id: RecordID) {
-        self.entity = entity
-        self.id = id
-    }
-
-    public var description: String { "\(entity) \(id)" }
-}

@@ -62,9 +62,9 @@ extension ChangeSetApplier {
         var updateTargets: [[StoredRecord?]] = []
         var deleteTargets: [(entity: Entity, record: StoredRecord)] = []
         /// How the client named each record it updates or deletes, and on which base revision.
-        var clientIDs: [RecordKey: (id: RecordID, base: Revision)] = [:]
+        var clientIDs: [RecordReference: (id: RecordID, base: Revision)] = [:]
         /// Reference targets already known to exist.
-        var existing: Set<RecordKey> = []
+        var existing: Set<RecordReference> = []
         var log: CommittedLog
 
         var writer: any StorageWriter { applier.writer }
@@ -144,7 +144,7 @@ extension ChangeSetApplier {
                     message: "\(entity.name) \(permanent) was changed by another device at revision \(record.revision), after revision \(base) this change was based on"))
                 return nil
             }
-            clientIDs[RecordKey(entity: entity.name, id: permanent)] = (id, base)
+            clientIDs[RecordReference(entity: entity.name, id: permanent)] = (id, base)
             return record
         }
 
@@ -181,7 +181,7 @@ extension ChangeSetApplier {
             guard let resolved = try resolve(RecordID(raw), targetName) else {
                 return refuse("\(attribute.name) points to \(targetName) \(raw), whose create was refused or never sent")
             }
-            let key = RecordKey(entity: targetName, id: resolved)
+            let key = RecordReference(entity: targetName, id: resolved)
             if created[RecordID(raw)] == nil && !existing.contains(key) {
                 guard let targetEntity = applier.schema.entity(targetName),
                       try !writer.records(targetEntity, ids: [resolved]).isEmpty
@@ -218,13 +218,14 @@ extension ChangeSetApplier {
         /// forbids it, and otherwise writes them.
         func applyDeletes() throws {
             guard !deleteTargets.isEmpty else { return }
-            let deletes = try DeletePlan(schema: applier.schema, deleting: deleteTargets, reader: writer)
+            let deletes = try DeletePlan<StoredRecord>(schema: applier.schema, deleting: deleteTargets, reader: writer)
             for denial in deletes.denials {
-                let client = clientIDs[denial.parent]
+                let parent = denial.parentReference
+                let client = clientIDs[parent]
                 conflicts.append(ConflictEntry(
-                    type: denial.parent.entity, id: client?.id ?? denial.parent.id, reason: .constraint,
-                    clientRevision: client?.base ?? applier.requestMaxRevision, serverRevision: denial.parentRevision,
-                    message: "\(denial.parent.entity) \(denial.parent.id) is still referenced by \(denial.childEntity).\(denial.attribute), whose delete rule is deny"))
+                    type: parent.entity, id: client?.id ?? parent.id, reason: .constraint,
+                    clientRevision: client?.base ?? applier.requestMaxRevision, serverRevision: denial.parent.revision,
+                    message: "\(parent) is still referenced by \(denial.child.entity).\(denial.attribute), whose delete rule is deny"))
             }
             for deleted in deletes.deleted where !deleted.explicit {
                 if deleted.record.changedByOthers(of: device.id, after: applier.requestMaxRevision) {
@@ -241,7 +242,7 @@ extension ChangeSetApplier {
             }
             for nullified in deletes.nullified {
                 var record = log.record(nullified.entity, nullified.record.id) ?? nullified.record
-                for index in nullified.attributes { record.values[index] = .null }
+                for index in nullified.attributeIndices { record.values[index] = .null }
                 record.written(by: device.id, at: revision)
                 try writer.update(nullified.entity, record)
                 log.updated(nullified.entity, record)

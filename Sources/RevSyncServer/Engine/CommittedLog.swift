@@ -8,25 +8,25 @@ struct CommittedLog {
     private var creates: [String: [RecordID]] = [:]
     private var updates: [String: [RecordID]] = [:]
     private var deletes: [String: [RecordID]] = [:]
-    private var records: [RecordKey: StoredRecord] = [:]
+    private var records: [RecordReference: StoredRecord] = [:]
 
     init(revision: Revision) {
         self.revision = revision
     }
 
     func record(_ entity: Entity, _ id: RecordID) -> StoredRecord? {
-        records[RecordKey(entity: entity.name, id: id)]
+        records[RecordReference(entity: entity.name, id: id)]
     }
 
     mutating func created(_ entity: Entity, _ record: StoredRecord) {
         touch(entity)
         creates[entity.name, default: []].append(record.id)
-        records[RecordKey(entity: entity.name, id: record.id)] = record
+        records[RecordReference(entity: entity.name, id: record.id)] = record
     }
 
     mutating func updated(_ entity: Entity, _ record: StoredRecord) {
         touch(entity)
-        let key = RecordKey(entity: entity.name, id: record.id)
+        let key = RecordReference(entity: entity.name, id: record.id)
         if records.updateValue(record, forKey: key) == nil {
             updates[entity.name, default: []].append(record.id)
         }
@@ -34,7 +34,7 @@ struct CommittedLog {
 
     mutating func deleted(_ entity: Entity, _ id: RecordID) {
         touch(entity)
-        records[RecordKey(entity: entity.name, id: id)] = nil
+        records[RecordReference(entity: entity.name, id: id)] = nil
         creates[entity.name]?.removeAll { $0 == id }
         updates[entity.name]?.removeAll { $0 == id }
         deletes[entity.name, default: []].append(id)
@@ -51,7 +51,7 @@ struct CommittedLog {
             var changes = EntityChanges(
                 entity: name, create: creates[name] ?? [], update: updates[name] ?? [], delete: deletes[name] ?? [])
             for id in changes.create + changes.update {
-                changes.attributes[id] = records[RecordKey(entity: name, id: id)]!.attributes(of: entity)
+                changes.attributes[id] = records[RecordReference(entity: name, id: id)]!.attributes(of: entity)
             }
             changeSet.changes.append(changes)
         }

@@ -97,12 +97,12 @@ struct ResponseBuilder {
         changeSet.id = changeSetID
         changeSet.conflict = false
         guard !mappings.isEmpty else { return changeSet }
-        var temporary: [RecordKey: RecordID] = [:]
-        for mapping in mappings { temporary[RecordKey(entity: mapping.entity, id: mapping.permanentID)] = mapping.temporaryID }
+        var temporary: [RecordReference: RecordID] = [:]
+        for mapping in mappings { temporary[RecordReference(entity: mapping.entity, id: mapping.permanentID)] = mapping.temporaryID }
         for index in changeSet.changes.indices {
             let entity = changeSet.changes[index].entity
             for id in changeSet.changes[index].create {
-                if let oldID = temporary[RecordKey(entity: entity, id: id)] {
+                if let oldID = temporary[RecordReference(entity: entity, id: id)] {
                     changeSet.changes[index].attributes[id]?.oldID = oldID
                 }
             }
@@ -115,8 +115,8 @@ struct ResponseBuilder {
     private func acknowledgement(changeSetID: String, revision: Revision) throws -> ChangeSet {
         var acknowledgement = ChangeSet(id: changeSetID, revision: revision, conflict: false)
         let mappings = try reader.mappings(device: device.id, revision: revision)
-        var oldIDs: [RecordKey: RecordID] = [:]
-        for mapping in mappings { oldIDs[RecordKey(entity: mapping.entity, id: mapping.permanentID)] = mapping.temporaryID }
+        var oldIDs: [RecordReference: RecordID] = [:]
+        for mapping in mappings { oldIDs[RecordReference(entity: mapping.entity, id: mapping.permanentID)] = mapping.temporaryID }
         var written: [EntityChanges]
         if let entry = try reader.logEntry(at: revision) {
             written = try decodeLogged(entry).changes
@@ -134,7 +134,7 @@ struct ResponseBuilder {
                     current.delete.append(id)
                     continue
                 }
-                let oldID = oldIDs[RecordKey(entity: entity.name, id: id)]
+                let oldID = oldIDs[RecordReference(entity: entity.name, id: id)]
                 if oldID != nil { current.create.append(id) } else { current.update.append(id) }
                 current.attributes[id] = record.attributes(of: entity, oldID: oldID)
             }
