@@ -44,6 +44,7 @@ let package = Package(
             dependencies: [
                 "RevSyncProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -52,7 +53,6 @@ let package = Package(
             dependencies: [
                 "RevSyncProtocol",
                 "RevSyncSQLite",
-                "RevSyncClient",
                 "CPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -69,7 +69,7 @@ let package = Package(
         .executableTarget(
             name: "revsync-server",
             dependencies: [
-                "RevSyncServer", "RevSyncClient", "CMalloc",
+                "RevSyncServer", "RevSyncSQLite", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -80,7 +80,6 @@ let package = Package(
                 "RevSyncProtocol",
                 "RevSyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -147,7 +146,7 @@ let package = Package(
         .testTarget(
             name: "RevSyncClientTests",
             dependencies: [
-                "RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncTestSupport",
+                "RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncSQLite", "RevSyncTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings

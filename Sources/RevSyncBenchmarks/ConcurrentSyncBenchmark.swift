@@ -136,6 +136,8 @@ private struct LoadOutcome: Sendable {
 
 /// Holds the device threads until the window's times are known.
 private final class StartGate: @unchecked Sendable {
+    // Safe: `times` is only read or written while holding `condition` (a condition variable,
+    // which threads wait on: not a job for a plain lock).
     private let condition = NSCondition()
     private var times: (start: Date, measureFrom: Date, end: Date)?
 
@@ -154,12 +156,11 @@ private final class StartGate: @unchecked Sendable {
     }
 }
 
-private final class OutcomeBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var outcomes: [LoadOutcome] = []
+private final class OutcomeBox: Sendable {
+    private let outcomes = Locked<[LoadOutcome]>([])
 
-    func add(_ outcome: LoadOutcome) { lock.withLock { outcomes.append(outcome) } }
-    var all: [LoadOutcome] { lock.withLock { outcomes } }
+    func add(_ outcome: LoadOutcome) { outcomes.withLock { $0.append(outcome) } }
+    var all: [LoadOutcome] { outcomes.current }
 }
 
 /// One device of the load: its connection, the revision it holds, its temporary IDs.

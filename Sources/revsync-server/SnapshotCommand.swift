@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import RevSyncClient
+import RevSyncSQLite
 import RevSyncProtocol
 import RevSyncServer
 
@@ -9,7 +9,7 @@ struct SnapshotCommand: AsyncParsableCommand {
         commandName: "snapshot",
         abstract: "Write the whole data set as a store file a new device starts from.",
         discussion: """
-            The file is a RevSyncClient store (empty outbox, no server, no token) holding every \
+            The file is a device store file (empty outbox, no server, no token) holding every \
             record at one revision, read in one transaction: consistent while the server keeps \
             serving writes. It is compacted (checkpoint, VACUUM), and FILE.sha256 is written next \
             to it. A device opens it with `revsync init --snapshot FILE` (or LocalStore.bootstrap) \
@@ -33,7 +33,7 @@ struct SnapshotCommand: AsyncParsableCommand {
         let storage = try await database.open(schema: schema)
         let started = ContinuousClock.now
         let out = self.out
-        let info: Snapshot.Info
+        let info: SnapshotFile.Info
         do {
             info = try await SnapshotFile.write(from: storage, schema: schema, to: out)
         } catch {

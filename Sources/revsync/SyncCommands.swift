@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 @_spi(FaultInjection) import RevSyncClient
+import RevSyncProtocol
 
 #if canImport(Glibc)
 import Glibc
@@ -89,20 +90,20 @@ func makeSynchronizer(_ store: LocalStore) -> Synchronizer {
 }
 
 /// Set by SIGINT or SIGTERM, so that `watch` ends after the sync in progress.
-final class InterruptFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var set = false
-    private var sources: [any DispatchSourceSignal] = []
+final class InterruptFlag: Sendable {
+    private let interrupted = Locked(false)
+    /// Kept so that the handlers stay installed.
+    private let sources = Locked<[any DispatchSourceSignal]>([])
 
     init() {
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber)
-            source.setEventHandler { [weak self] in self?.lock.withLock { self?.set = true } }
+            source.setEventHandler { [interrupted] in interrupted.withLock { $0 = true } }
             source.resume()
-            sources.append(source)
+            sources.withLock { $0.append(source) }
         }
     }
 
-    var isSet: Bool { lock.withLock { set } }
+    var isSet: Bool { interrupted.current }
 }

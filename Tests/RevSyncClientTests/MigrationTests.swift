@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import RevSyncClient
 import RevSyncProtocol
+import RevSyncSQLite
 import RevSyncTestSupport
 import Testing
 
@@ -14,8 +15,8 @@ import Testing
             try await store.table("venues").insert(["name": "North"])
             try store.close()
 
-            let broken = LocalMigrations.all + [
-                LocalMigration(version: 2, name: "add a column, then fail") { db in
+            let broken = StoreMigrations.all + [
+                StoreMigration(version: 2, name: "add a column, then fail") { db in
                     try db.execute(sql: "ALTER TABLE _rs_state ADD COLUMN note TEXT")
                     try db.execute(sql: "INSERT INTO no_such_table VALUES (1)")
                 }
@@ -45,12 +46,12 @@ import Testing
             let path = directory.file("device.sqlite")
             try LocalStore.create(at: path, schema: .demo).close()
             let counter = LockedCounter()
-            let migrations = LocalMigrations.all + [
-                LocalMigration(version: 2, name: "second") { db in
+            let migrations = StoreMigrations.all + [
+                StoreMigration(version: 2, name: "second") { db in
                     counter.add()
                     try db.execute(sql: "CREATE TABLE _rs_test (a)")
                 },
-                LocalMigration(version: 3, name: "third") { db in
+                StoreMigration(version: 3, name: "third") { db in
                     counter.add()
                     try db.execute(sql: "INSERT INTO _rs_test VALUES (3)")
                 },
@@ -68,9 +69,8 @@ import Testing
     }
 }
 
-private final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+private final class LockedCounter: Sendable {
+    private let count = Locked(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.current }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RevSyncClient
 import RevSyncProtocol
+import RevSyncSQLite
 import RevSyncServer
 import RevSyncTestSupport
 import Testing
@@ -62,7 +63,7 @@ import Testing
             #expect(Array(store.prefix(16)) == Array("SQLite format 3\0".utf8))
             let file = directory.file("got.revsync")
             try Data(store).write(to: URL(fileURLWithPath: file))
-            #expect(try Snapshot.sha256(ofFile: file) == response.header("X-RevSync-Snapshot-SHA256"))
+            #expect(try SnapshotFile.sha256(ofFile: file) == response.header("X-RevSync-Snapshot-SHA256"))
             #expect(store.count == Int(response.header("X-RevSync-Snapshot-Length") ?? ""))
             let opened = try LocalStore.bootstrap(at: directory.file("opened.sqlite"), from: file,
                                                   expectedSHA256: response.header("X-RevSync-Snapshot-SHA256"))
@@ -364,27 +365,25 @@ struct CuttingTransport: SyncTransport {
         }
     }
 
-    final class Counter: @unchecked Sendable {
-        private let lock = NSLock()
-        private var total = 0
+    final class Counter: Sendable {
+        private let total = Locked(0)
         /// Adds `count`; returns the total before.
-        func add(_ count: Int) -> Int { lock.withLock { defer { total += count }; return total } }
+        func add(_ count: Int) -> Int { total.withLock { total in defer { total += count }; return total } }
     }
 }
 
 /// The real socket transport, remembering the headers of every download it started.
-final class RecordingTransport: SyncTransport, @unchecked Sendable {
+final class RecordingTransport: SyncTransport, Sendable {
     private let inner = SocketTransport()
-    private let lock = NSLock()
-    private var recorded: [[String: String]] = []
-    var headers: [[String: String]] { lock.withLock { recorded } }
+    private let recorded = Locked<[[String: String]]>([])
+    var headers: [[String: String]] { recorded.current }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse { try await inner.send(request) }
 
     func download(
         _ request: TransportRequest, receive: @escaping @Sendable (TransportResponse, [UInt8]) throws -> Void
     ) async throws -> TransportResponse {
-        lock.withLock { recorded.append(request.headers) }
+        recorded.withLock { $0.append(request.headers) }
         return try await inner.download(request, receive: receive)
     }
 }

@@ -4,24 +4,23 @@ import RevSyncProtocol
 
 /// Forwards requests to the server, and on demand fails before sending (no connection) or
 /// drops a response after the server committed.
-final class LossyTransport: SyncTransport, @unchecked Sendable {
-    private let lock = NSLock()
-    private var failuresLeft = 0
-    private var dropNext = false
+final class LossyTransport: SyncTransport, Sendable {
+    private let failuresLeft = Locked(0)
+    private let dropNext = Locked(false)
     private let real = DefaultTransport()
 
-    func failNextRequests(_ count: Int) { lock.withLock { failuresLeft = count } }
-    func dropNextResponse() { lock.withLock { dropNext = true } }
+    func failNextRequests(_ count: Int) { failuresLeft.withLock { $0 = count } }
+    func dropNextResponse() { dropNext.withLock { $0 = true } }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let fail = lock.withLock { () -> Bool in
+        let fail = failuresLeft.withLock { failuresLeft -> Bool in
             guard failuresLeft > 0 else { return false }
             failuresLeft -= 1
             return true
         }
         if fail { throw URLError(.cannotConnectToHost) }
         let response = try await real.send(request)
-        let drop = lock.withLock { () -> Bool in
+        let drop = dropNext.withLock { dropNext -> Bool in
             defer { dropNext = false }
             return dropNext
         }
@@ -76,14 +75,13 @@ actor WaitRecorder {
 
 /// Forwards requests to the server and breaks the JSON of the next response near its end
 /// (after most of a snapshot's records), gzip again as it came.
-final class BreakingTransport: SyncTransport, @unchecked Sendable {
-    private let lock = NSLock()
-    private var breakNext = true
+final class BreakingTransport: SyncTransport, Sendable {
+    private let breakNext = Locked(true)
     private let real = DefaultTransport()
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         let response = try await real.send(request)
-        let shouldBreak = lock.withLock { () -> Bool in
+        let shouldBreak = breakNext.withLock { breakNext -> Bool in
             defer { breakNext = false }
             return breakNext
         }

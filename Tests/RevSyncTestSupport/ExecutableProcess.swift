@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncProtocol
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Darwin
 /// Started with `posix_spawn`, not Foundation's `Process`: on Linux, `Process.run()` crashes
 /// now and then while it scans `/proc/self/fd` (swift-corelibs-foundation#5472), which a suite
 /// that starts hundreds of processes meets. The output goes to files that are read on demand.
-public final class ExecutableProcess: @unchecked Sendable {
+public final class ExecutableProcess: Sendable {
     private let pid: pid_t
     private let outputPath: String
     private let errorPath: String
@@ -113,10 +114,9 @@ public final class ExecutableProcess: @unchecked Sendable {
 }
 
 /// The raw wait status of a child, once it ended.
-private final class ExitStatus: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Int32?
+private final class ExitStatus: Sendable {
+    private let value = Locked<Int32?>(nil)
 
-    var status: Int32? { lock.withLock { value } }
-    func set(_ status: Int32) { lock.withLock { value = status } }
+    var status: Int32? { value.current }
+    func set(_ status: Int32) { value.withLock { $0 = status } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncProtocol
 
 #if canImport(Glibc)
 import Glibc
@@ -108,13 +109,12 @@ private func socketSend(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) 
 
 /// One HTTP/1.1 connection driven step by step: send part of a request, do something, send
 /// the rest, read the response. Every call blocks; call them through ``RawHTTPConnection/run(_:)``.
-public final class RawHTTPConnection: @unchecked Sendable {
+public final class RawHTTPConnection: Sendable {
     private let fd: Int32
-    private let lock = NSLock()
-    private var sent = 0
+    private let sent = Locked(0)
 
     /// How many bytes ``send(_:)`` has written so far.
-    public var bytesSent: Int { lock.withLock { sent } }
+    public var bytesSent: Int { sent.current }
 
     public init(port: Int) throws {
         #if canImport(Glibc)
@@ -145,7 +145,7 @@ public final class RawHTTPConnection: @unchecked Sendable {
             let written = bytes[sent...].withUnsafeBytes { socketSend(fd, $0.baseAddress, $0.count) }
             guard written > 0 else { throw RawHTTPClient.Failure(description: "the connection closed while sending") }
             sent += written
-            lock.withLock { self.sent += written }
+            self.sent.withLock { $0 += written }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import RevSyncProtocol
+import RevSyncSQLite
 
 /// How a store was started from the server's snapshot (`GET /snapshot`).
 public struct SnapshotDownloadReport: Sendable, Hashable {
@@ -47,7 +48,7 @@ extension LocalStore {
             try Gzip.decompressFile(at: download.path, to: candidate, limit: announced.storeBytes)
         } catch {
             download.discard()
-            Snapshot.removeStoreFiles(candidate)
+            StoreFile.remove(candidate)
             throw LocalStoreError(.corrupt, "the downloaded snapshot is damaged (\(error)); it was removed, and the next attempt starts over")
         }
         let store: LocalStore
@@ -175,15 +176,18 @@ struct SnapshotDownload {
 /// response's head where the bytes belong (a `200` starts the file over and records what the
 /// server announced, so that an interruption can resume; a `206` must continue the same
 /// snapshot where the file ends), then appends.
-private final class DownloadSink: @unchecked Sendable {
+private final class DownloadSink: Sendable {
+    private struct State {
+        var began: (announced: SnapshotDownload.Announced, offset: Int)?
+        /// Why the response was not taken (a different snapshot resumed, a write failed).
+        var refusal: (any Error)?
+    }
+
     private let download: SnapshotDownload
     private let file: FileHandle
     private let known: SnapshotDownload.Announced?
     private let start: Int
-    private let lock = NSLock()
-    private var began: (announced: SnapshotDownload.Announced, offset: Int)?
-    /// Why the response was not taken (a different snapshot resumed, a write failed).
-    private(set) var refusal: (any Error)?
+    private let state = Locked(State())
 
     init(download: SnapshotDownload, file: FileHandle, known: SnapshotDownload.Announced?, start: Int) {
         self.download = download
@@ -192,24 +196,26 @@ private final class DownloadSink: @unchecked Sendable {
         self.start = start
     }
 
-    var result: (announced: SnapshotDownload.Announced, offset: Int) { lock.withLock { began! } }
+    var result: (announced: SnapshotDownload.Announced, offset: Int) { state.withLock { $0.began! } }
+    var refusal: (any Error)? { state.withLock { $0.refusal } }
 
     func receive(_ head: TransportResponse, _ bytes: [UInt8]) throws {
         try begin(head)
-        try lock.withLock {
+        try state.withLock { state in
             do {
                 try file.write(contentsOf: bytes)
             } catch {
-                refusal = LocalStoreError(.notFound, "cannot write the snapshot download: \(error)")
-                throw refusal!
+                let refusal = LocalStoreError(.notFound, "cannot write the snapshot download: \(error)")
+                state.refusal = refusal
+                throw refusal
             }
         }
     }
 
     /// Decides where this response's bytes go (once).
     func begin(_ head: TransportResponse) throws {
-        try lock.withLock {
-            guard began == nil else { return }
+        try state.withLock { state in
+            guard state.began == nil else { return }
             do {
                 let announced = try SnapshotDownload.announced(head.headers)
                 if head.status == 206 {
@@ -219,14 +225,14 @@ private final class DownloadSink: @unchecked Sendable {
                             "the server resumed a different snapshot or at the wrong place; the next attempt starts over")
                     }
                     try file.seek(toOffset: UInt64(start))
-                    began = (announced, start)
+                    state.began = (announced, start)
                 } else {
                     try file.truncate(atOffset: 0)
                     try download.record(announced)
-                    began = (announced, 0)
+                    state.began = (announced, 0)
                 }
             } catch {
-                refusal = error
+                state.refusal = error
                 throw error
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RevSyncProtocol
+import RevSyncSQLite
 
 /// A device's copy of the whole data set, with everything sync needs: the outbox of change
 /// sets waiting for the server, the temporary-to-permanent ID map, the next temporary ID, the
@@ -38,15 +39,16 @@ public final class LocalStore: Sendable {
 
     public let path: String
     let pool: DatabasePool
-    private let schemaBox: SchemaBox
+    /// The schema, replaced when the store follows a newer one.
+    private let currentSchema: Locked<Schema>
 
     /// The schema the local tables follow.
-    public var schema: Schema { schemaBox.value }
+    public var schema: Schema { currentSchema.current }
 
     private init(path: String, pool: DatabasePool, schema: Schema) {
         self.path = path
         self.pool = pool
-        self.schemaBox = SchemaBox(schema)
+        self.currentSchema = Locked(schema)
     }
 
     // MARK: Opening
@@ -56,18 +58,9 @@ public final class LocalStore: Sendable {
     /// - Throws: ``LocalStoreError`` `storeExists` if a file is already there: a store is never
     ///   overwritten.
     public static func create(at path: String, schema: Schema, server: ServerConnection? = nil) throws -> LocalStore {
-        guard !FileManager.default.fileExists(atPath: path) else {
-            throw LocalStoreError(.storeExists, "\(path) already exists; a store is never overwritten")
-        }
-        let pool = try makePool(path)
-        try LocalMigrations.run(LocalMigrations.all, in: pool)
+        let pool = try LocalStoreError.reporting { try StoreFile.create(at: path, schema: schema) }
         try pool.write { db in
-            for entity in schema.entities {
-                for statement in LocalTables.createStatements(entity) { try db.execute(sql: statement) }
-            }
             let state = StoreState(db: db)
-            try state.set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
-            try state.setMaxRevision(0)
             try state.set(.serverURL, server?.url.absoluteString)
             try state.set(.token, server?.token)
         }
@@ -79,16 +72,16 @@ public final class LocalStore: Sendable {
     /// - Throws: ``LocalStoreError`` `notAStore`, `migrationFailed` (the store is as it was
     ///   before the failing migration), `tooNew`.
     public static func open(at path: String) throws -> LocalStore {
-        try open(at: path, migrations: LocalMigrations.all)
+        try open(at: path, migrations: StoreMigrations.all)
     }
 
-    static func open(at path: String, migrations: [LocalMigration]) throws -> LocalStore {
+    static func open(at path: String, migrations: [StoreMigration]) throws -> LocalStore {
         guard FileManager.default.fileExists(atPath: path) else {
             throw LocalStoreError(.notAStore, "there is no store at \(path)")
         }
         let pool: DatabasePool
         do {
-            pool = try makePool(path)
+            pool = try StoreFile.openPool(path)
         } catch {
             throw LocalStoreError(.notAStore, "\(path) is not a SQLite database: \(error)")
         }
@@ -99,16 +92,9 @@ public final class LocalStore: Sendable {
             throw LocalStoreError(.notAStore, "\(path) is not a SQLite database: \(error)")
         }
         guard isStore else { throw LocalStoreError(.notAStore, "\(path) is not a RevSync store") }
-        try LocalMigrations.run(migrations, in: pool)
+        try LocalStoreError.reporting { try StoreMigrations.run(migrations, in: pool) }
         let schema = try pool.read { db in try StoreState(db: db).schema() }
         return LocalStore(path: path, pool: pool, schema: schema)
-    }
-
-    private static func makePool(_ path: String) throws -> DatabasePool {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.label = "revsync-client"
-        return try DatabasePool(path: path, configuration: configuration)
     }
 
     /// Closes the database; the store cannot be used afterwards.
@@ -211,28 +197,13 @@ public final class LocalStore: Sendable {
             for step in upgrade.steps {
                 let statements: [String] =
                     switch step {
-                    case .createEntity(let entity): LocalTables.createStatements(entity)
-                    case .addAttribute(let entity, let attribute): LocalTables.addColumnStatements(entity, attribute)
+                    case .createEntity(let entity): StoreTables.createStatements(entity)
+                    case .addAttribute(let entity, let attribute): StoreTables.addColumnStatements(entity, attribute)
                     }
                 for statement in statements { try db.execute(sql: statement) }
             }
             try StoreState(db: db).set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
         }
-        schemaBox.value = schema
-    }
-}
-
-/// The schema, replaced when the store follows a newer one.
-private final class SchemaBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var schema: Schema
-
-    init(_ schema: Schema) {
-        self.schema = schema
-    }
-
-    var value: Schema {
-        get { lock.withLock { schema } }
-        set { lock.withLock { schema = newValue } }
+        currentSchema.withLock { $0 = schema }
     }
 }

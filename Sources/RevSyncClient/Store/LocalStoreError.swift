@@ -1,3 +1,5 @@
+import RevSyncSQLite
+
 /// Why the local store refused an operation. Nothing was changed.
 public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of rule was broken. Extensible: new codes may appear.
@@ -39,4 +41,21 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     public var description: String { "\(code): \(message)" }
+}
+
+extension LocalStoreError {
+    /// The same error, as the store's API reports it: store files (`RevSyncSQLite`) and the
+    /// local store share their codes.
+    init(_ error: StoreFileError) {
+        self.init(Code(rawValue: error.code.rawValue), error.message)
+    }
+
+    /// Runs `body`, reporting a store file's error as a `LocalStoreError`.
+    static func reporting<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as StoreFileError {
+            throw LocalStoreError(error)
+        }
+    }
 }

@@ -1,4 +1,3 @@
-import Foundation
 import GRDB
 import RevSyncProtocol
 import RevSyncSQLite
@@ -11,30 +10,6 @@ import RevSyncSQLite
 struct LocalTables {
     let schema: Schema
     let db: Database
-
-    // MARK: Layout
-
-    static func createStatements(_ entity: Entity) -> [String] {
-        let columns = entity.attributes.map { "\(q($0.name)) \(SQLiteValues.columnType($0.type))" }
-        var statements = [
-            "CREATE TABLE IF NOT EXISTS \(q(entity.name)) (id INTEGER PRIMARY KEY, revision INTEGER"
-                + columns.map { ", " + $0 }.joined() + ")"
-        ]
-        for attribute in entity.attributes where attribute.referenceTarget != nil {
-            statements.append(index(entity, attribute))
-        }
-        return statements
-    }
-
-    static func addColumnStatements(_ entity: Entity, _ attribute: Attribute) -> [String] {
-        var statements = ["ALTER TABLE \(q(entity.name)) ADD COLUMN \(q(attribute.name)) \(SQLiteValues.columnType(attribute.type))"]
-        if attribute.referenceTarget != nil { statements.append(index(entity, attribute)) }
-        return statements
-    }
-
-    private static func index(_ entity: Entity, _ attribute: Attribute) -> String {
-        "CREATE INDEX IF NOT EXISTS \(SQLIdentifier.referenceIndex(entity.name, attribute.name)) ON \(q(entity.name)) (\(q(attribute.name)))"
-    }
 
     // MARK: Reading
 
@@ -128,12 +103,7 @@ struct LocalTables {
 
     /// Inserts or replaces a whole record.
     func upsert(_ entity: Entity, id: RecordID, revision: Revision?, values: [String: Value]) throws {
-        var arguments: [DatabaseValue] = [id.rawValue.databaseValue, revision.databaseValue]
-        arguments.reserveCapacity(entity.attributes.count + 2)
-        for attribute in entity.attributes {
-            arguments.append(SQLiteValues.databaseValue(values[attribute.name] ?? .null))
-        }
-        try db.cachedStatement(sql: UpsertStatements.shared.sql(for: entity)).execute(arguments: StatementArguments(arguments))
+        try StoreTables.upsert(entity, id: id, revision: revision, values: values, in: db)
     }
 
     /// Sets some attributes of an existing record.
@@ -176,50 +146,29 @@ struct LocalTables {
         var nullified: [(record: RecordReference, attributes: [String])] = []
     }
 
-    /// Deletes a record and applies the delete rules: cascades, nullifies, and refuses when a
-    /// `deny` rule holds.
+    /// Deletes a record and applies the delete rules (the planner the server uses too):
+    /// cascades, nullifies, and refuses when a `deny` rule holds.
     ///
     /// - Parameter enforcingDeny: `false` to plan a delete that `deny` would refuse: it then
     ///   returns `nil` and changes nothing.
     func deleteWithRules(_ entity: Entity, id: RecordID, enforcingDeny: Bool = true) throws -> Deletion? {
-        var deletion = Deletion()
-        var doomed: [(Entity, RecordID)] = [(entity, id)]
-        var seen: Set<RecordReference> = [RecordReference(entity: entity.name, id: id)]
-        var nulled: [RecordReference: [String]] = [:]
-        var order: [RecordReference] = []
-        var denied: [(RecordReference, RecordReference)] = []
-        var next = 0
-        while next < doomed.count {
-            let (parentEntity, parentID) = doomed[next]
-            next += 1
-            for reference in schema.references(to: parentEntity.name) {
-                let childEntity = try self.entity(reference.entity)
-                for child in try children(of: parentID, via: reference) {
-                    let key = RecordReference(entity: childEntity.name, id: child)
-                    switch reference.rule {
-                    case .cascade:
-                        if seen.insert(key).inserted { doomed.append((childEntity, child)) }
-                    case .nullify:
-                        if nulled[key] == nil { order.append(key) }
-                        nulled[key, default: []].append(reference.attribute)
-                    case .deny:
-                        denied.append((RecordReference(entity: parentEntity.name, id: parentID), key))
-                    }
-                }
-            }
+        let plan = try DeletePlan<RecordID>(schema: schema, deleting: [(entity, id)]) { reference, _, parent in
+            try children(of: parent, via: reference)
         }
-        if let (parent, child) = denied.first(where: { !seen.contains($0.1) }) {
+        if let denial = plan.denials.first {
             guard enforcingDeny else { return nil }
-            throw LocalStoreError(.deleteDenied, "\(parent) cannot be deleted while \(child) references it (delete rule deny)")
+            throw LocalStoreError(
+                .deleteDenied, "\(denial.parentReference) cannot be deleted while \(denial.child) references it (delete rule deny)")
         }
-        for (doomedEntity, doomedID) in doomed {
-            try delete(doomedEntity, id: doomedID)
-            deletion.deleted.append(RecordReference(entity: doomedEntity.name, id: doomedID))
+        var deletion = Deletion()
+        for removal in plan.deleted {
+            try delete(removal.entity, id: removal.record)
+            deletion.deleted.append(RecordReference(entity: removal.entity.name, id: removal.record))
         }
-        for key in order where !seen.contains(key) {
-            let attributes = nulled[key]!
-            try setValues(try self.entity(key.entity), id: key.id, Dictionary(uniqueKeysWithValues: attributes.map { ($0, Value.null) }))
-            deletion.nullified.append((key, attributes))
+        for nullification in plan.nullified {
+            let names = nullification.attributeNames
+            try setValues(nullification.entity, id: nullification.record, Dictionary(uniqueKeysWithValues: names.map { ($0, Value.null) }))
+            deletion.nullified.append((RecordReference(entity: nullification.entity.name, id: nullification.record), names))
         }
         return deletion
     }
@@ -227,26 +176,4 @@ struct LocalTables {
 
 private func q(_ name: String) -> String {
     SQLIdentifier.quoted(name)
-}
-
-/// The text of each entity's upsert, built once: a snapshot upserts every record, and building
-/// (and quoting) the statement each time cost more than running it.
-final class UpsertStatements: @unchecked Sendable {
-    static let shared = UpsertStatements()
-    private let lock = NSLock()
-    private var texts: [String: (attributes: [String], sql: String)] = [:]
-
-    func sql(for entity: Entity) -> String {
-        if let cached = lock.withLock({ texts[entity.name] }),
-           cached.attributes.elementsEqual(entity.attributes.lazy.map(\.name)) {
-            return cached.sql
-        }
-        let names = ["id", "revision"] + entity.attributes.map { q($0.name) }
-        let updates = (["revision"] + entity.attributes.map { q($0.name) }).map { "\($0) = excluded.\($0)" }
-        let sql = "INSERT INTO \(q(entity.name)) (\(names.joined(separator: ", "))) VALUES ("
-            + Array(repeating: "?", count: names.count).joined(separator: ", ")
-            + ") ON CONFLICT (id) DO UPDATE SET " + updates.joined(separator: ", ")
-        lock.withLock { texts[entity.name] = (entity.attributes.map(\.name), sql) }
-        return sql
-    }
 }

@@ -1,36 +1,25 @@
 import GRDB
 import RevSyncProtocol
+import RevSyncSQLite
 
 /// The store's own key-value state: the revision it holds, the next temporary ID, the
 /// schema, and the server it syncs with.
 struct StoreState {
     let db: Database
+    private var table: StoreStateTable { StoreStateTable(db: db) }
 
-    enum Key: String {
-        case schema, maxRevision = "max_revision", nextTemporaryID = "next_temporary_id", serverURL = "server_url", token
-        /// The identity of the server's data set the store's data comes from (set by snapshots).
-        case dataset
-    }
+    typealias Key = StoreStateTable.Key
 
     func string(_ key: Key) throws -> String? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM _rs_state WHERE key = ?"), arguments: [key.rawValue])
+        try table.string(key)
     }
 
     func set(_ key: Key, _ value: String?) throws {
-        if let value {
-            try db.cachedStatement(
-                sql: "INSERT INTO _rs_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-            ).execute(arguments: [key.rawValue, value])
-        } else {
-            try db.cachedStatement(sql: "DELETE FROM _rs_state WHERE key = ?").execute(arguments: [key.rawValue])
-        }
+        try table.set(key, value)
     }
 
     func integer(_ key: Key) throws -> Int64? {
-        try string(key).map { value in
-            guard let integer = Int64(value) else { throw LocalStoreError(.corrupt, "state \(key.rawValue) is not a number: \(value)") }
-            return integer
-        }
+        try LocalStoreError.reporting { try table.integer(key) }
     }
 
     var maxRevision: Revision {
@@ -56,32 +45,5 @@ struct StoreState {
         } catch {
             throw LocalStoreError(.corrupt, "the stored schema does not load: \(error)")
         }
-    }
-}
-
-/// The device's temporary IDs that the server gave permanent IDs.
-struct IDMap {
-    let db: Database
-
-    func permanentID(of temporaryID: RecordID) throws -> (entity: String, id: RecordID)? {
-        guard temporaryID.isTemporary else { return nil }
-        let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT entity, permanent_id FROM _rs_id_map WHERE temporary_id = ?"),
-            arguments: [temporaryID.rawValue])
-        return row.map { row in
-            let permanent: Int64 = row[1]
-            return (row[0], RecordID(permanent))
-        }
-    }
-
-    func record(_ temporaryID: RecordID, entity: String, permanentID: RecordID) throws {
-        try db.cachedStatement(
-            sql: "INSERT INTO _rs_id_map (temporary_id, entity, permanent_id) VALUES (?, ?, ?) ON CONFLICT (temporary_id) DO NOTHING"
-        ).execute(arguments: [temporaryID.rawValue, entity, permanentID.rawValue])
-    }
-
-    /// `id` itself, or the permanent ID it became.
-    func resolve(_ id: RecordID) throws -> RecordID {
-        try permanentID(of: id)?.id ?? id
     }
 }

@@ -1,27 +1,26 @@
 import Foundation
+import RevSyncProtocol
 
 /// Hands every event to every current listener.
-final class EventBroadcaster: @unchecked Sendable {
-    private let lock = NSLock()
-    private var listeners: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
+final class EventBroadcaster: Sendable {
+    private let listeners = Locked<[UUID: AsyncStream<SyncEvent>.Continuation]>([:])
 
     func stream() -> AsyncStream<SyncEvent> {
         let (stream, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingNewest(1000))
         let id = UUID()
-        lock.withLock { listeners[id] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            _ = self.lock.withLock { self.listeners.removeValue(forKey: id) }
+        listeners.withLock { $0[id] = continuation }
+        continuation.onTermination = { [listeners] _ in
+            _ = listeners.withLock { $0.removeValue(forKey: id) }
         }
         return stream
     }
 
     func emit(_ event: SyncEvent) {
-        let current = lock.withLock { Array(listeners.values) }
+        let current = listeners.withLock { Array($0.values) }
         for listener in current { listener.yield(event) }
     }
 
     deinit {
-        for listener in listeners.values { listener.finish() }
+        for listener in listeners.withLock({ Array($0.values) }) { listener.finish() }
     }
 }

@@ -263,14 +263,14 @@ public enum Gzip {
 }
 
 /// Deflaters kept for reuse, a few per level.
-final class DeflaterPool: @unchecked Sendable {
+final class DeflaterPool: Sendable {
     static let shared = DeflaterPool()
-    private let lock = NSLock()
-    private var idle: [Gzip.Deflater] = []
+    /// A deflater is used by one thread at a time: taken out of here, then given back.
+    private let idle = Locked<[Gzip.Deflater]>([])
     private let capacity = 8
 
     func take(level: Int32) -> Gzip.Deflater {
-        let reused = lock.withLock { () -> Gzip.Deflater? in
+        let reused = idle.withLock { idle -> Gzip.Deflater? in
             guard let index = idle.lastIndex(where: { $0.level == level }) else { return nil }
             return idle.remove(at: index)
         }
@@ -278,7 +278,7 @@ final class DeflaterPool: @unchecked Sendable {
     }
 
     func give(_ deflater: Gzip.Deflater) {
-        lock.withLock {
+        idle.withLock { idle in
             if idle.count < capacity { idle.append(deflater) }
         }
     }

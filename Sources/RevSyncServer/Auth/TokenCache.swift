@@ -1,4 +1,4 @@
-import Foundation
+import RevSyncProtocol
 
 /// Tokens the database accepted in the last seconds, for the check made before a request's
 /// body is read: a device syncing often then costs no separate database read per request.
@@ -6,9 +6,8 @@ import Foundation
 /// It is only a gate: the engine checks the token again inside the sync's own database access
 /// (``SyncEngine/sync(_:tokenHash:)``), so a revoked token is refused at once. Unknown tokens
 /// are never kept, so a new token works at once.
-final class TokenCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var entries: [String: (device: Device, expires: ContinuousClock.Instant)] = [:]
+final class TokenCache: Sendable {
+    private let entries = Locked<[String: (device: Device, expires: ContinuousClock.Instant)]>([:])
     private let lifetime: Duration
     private let capacity: Int
 
@@ -20,7 +19,7 @@ final class TokenCache: @unchecked Sendable {
     /// The device of `tokenHash`, if it was accepted less than `lifetime` ago.
     func device(tokenHash: String) -> Device? {
         let now = ContinuousClock.now
-        return lock.withLock {
+        return entries.withLock { entries in
             guard let entry = entries[tokenHash] else { return nil }
             guard entry.expires > now else {
                 entries[tokenHash] = nil
@@ -32,7 +31,7 @@ final class TokenCache: @unchecked Sendable {
 
     func remember(_ device: Device, tokenHash: String) {
         let expires = ContinuousClock.now + lifetime
-        lock.withLock {
+        entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
             entries[tokenHash] = (device, expires)
         }

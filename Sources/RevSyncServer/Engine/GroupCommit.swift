@@ -1,4 +1,4 @@
-import Foundation
+import RevSyncProtocol
 
 /// Runs the write work of concurrent sync requests together: one writer turn and one commit
 /// for all the requests waiting, instead of one each.
@@ -14,38 +14,40 @@ import Foundation
 /// before the group's commit returned, so an acknowledged change set is on disk; if the commit
 /// fails, every request of the group fails and nothing of it happened (the devices retry with
 /// the same change set `id`s).
-final class GroupCommit: @unchecked Sendable {
+final class GroupCommit: Sendable {
+    private struct State {
+        var waiting: [Job] = []
+        var writing = false
+    }
+
     private let storage: any SyncStorage
     private let maximumGroup: Int
-    private let lock = NSLock()
-    private var waiting: [Job] = []
-    private var writing = false
+    private let state = Locked(State())
 
-    /// One request: its work, and its continuation to resume once the group committed.
-    private final class Job: @unchecked Sendable {
-        private let work: (any StorageWriter) -> Void
-        private let resume: (Result<Void, any Error>) -> Void
+    /// One request: its work, and how to hand it its result once the group committed.
+    private struct Job: Sendable {
+        /// Runs the work on the writer, inside the group's transaction.
+        let run: @Sendable (any StorageWriter) -> Void
+        /// Hands the request its result: its own once the group committed, the group's error
+        /// otherwise.
+        let finish: @Sendable (Result<Void, any Error>) -> Void
 
         init<T: Sendable>(
             _ work: @escaping @Sendable (any StorageWriter) throws -> T, continuation: CheckedContinuation<T, any Error>
         ) {
-            var outcome: Result<T, any Error>?
-            self.work = { writer in outcome = Result { try work(writer) } }
-            self.resume = { commit in
-                switch (commit, outcome) {
+            let outcome = Locked<Result<T, any Error>?>(nil)
+            run = { writer in
+                let result = Result { try work(writer) }
+                outcome.withLock { $0 = result }
+            }
+            finish = { commit in
+                switch (commit, outcome.current) {
                 case (.success, let outcome?): continuation.resume(with: outcome)
                 case (.success, nil): continuation.resume(throwing: StorageError.unavailable("the write group ended before this request ran"))
                 case (.failure(let error), _): continuation.resume(throwing: error)
                 }
             }
         }
-
-        /// Runs the work on the writer, inside the group's transaction.
-        func run(_ writer: any StorageWriter) { work(writer) }
-
-        /// Hands the request its result: its own once the group committed, the group's error
-        /// otherwise.
-        func finish(_ commit: Result<Void, any Error>) { resume(commit) }
     }
 
     init(storage: any SyncStorage, maximumGroup: Int = 64) {
@@ -58,10 +60,10 @@ final class GroupCommit: @unchecked Sendable {
     func write<T: Sendable>(_ work: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = Job(work, continuation: continuation)
-            let start = lock.withLock { () -> Bool in
-                waiting.append(job)
-                guard !writing else { return false }
-                writing = true
+            let start = state.withLock { state -> Bool in
+                state.waiting.append(job)
+                guard !state.writing else { return false }
+                state.writing = true
                 return true
             }
             if start { Task { await self.drain() } }
@@ -71,10 +73,10 @@ final class GroupCommit: @unchecked Sendable {
     /// Writes groups until nobody waits.
     private func drain() async {
         while true {
-            let group = lock.withLock { () -> [Job] in
-                let group = Array(waiting.prefix(maximumGroup))
-                waiting.removeFirst(group.count)
-                if group.isEmpty { writing = false }
+            let group = state.withLock { state -> [Job] in
+                let group = Array(state.waiting.prefix(maximumGroup))
+                state.waiting.removeFirst(group.count)
+                if group.isEmpty { state.writing = false }
                 return group
             }
             guard !group.isEmpty else { return }

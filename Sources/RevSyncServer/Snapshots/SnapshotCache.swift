@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import RevSyncClient
+import RevSyncSQLite
 import RevSyncProtocol
 
 /// The snapshot `GET /snapshot` serves: the data set as a client store file, gzip-compressed,
@@ -86,7 +86,7 @@ public actor SnapshotCache {
         let name = "snapshot-\(info.revision)-\(id)"
         let gzipInWork = (work as NSString).appendingPathComponent("\(name).revsync.gz")
         try Gzip.compressFile(at: store, to: gzipInWork)
-        let gzipSHA256 = try Snapshot.sha256(ofFile: gzipInWork)
+        let gzipSHA256 = try SnapshotFile.sha256(ofFile: gzipInWork)
         let file = (directory as NSString).appendingPathComponent("\(name).revsync.gz")
         try FileManager.default.moveItem(atPath: gzipInWork, toPath: file)
         let entry = Entry(
@@ -123,7 +123,7 @@ public actor SnapshotCache {
             .filter { $0.entry.dataset == dataset }
             .sorted { ($0.entry.revision, $0.entry.created) > ($1.entry.revision, $1.entry.created) }
         for (manifest, entry) in candidates {
-            if (try? Self.fileSize(entry.file)) == entry.gzipBytes, let digest = try? Snapshot.sha256(ofFile: entry.file),
+            if (try? Self.fileSize(entry.file)) == entry.gzipBytes, let digest = try? SnapshotFile.sha256(ofFile: entry.file),
                entry.etag == Self.etag(revision: entry.revision, gzipSHA256: digest) {
                 return entry
             }

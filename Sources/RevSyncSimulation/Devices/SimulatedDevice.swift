@@ -7,6 +7,8 @@ import RevSyncProtocol
 ///
 /// Used by one task at a time.
 final class SimulatedDevice: @unchecked Sendable {
+    // Safe: the simulation hands each device to one task at a time (its round), and reads
+    // its counters only after that task ended.
     let name: String
     /// The server's ID for this device (from its token).
     let deviceID: Int64

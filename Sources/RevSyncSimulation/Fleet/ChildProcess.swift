@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncProtocol
 
 #if canImport(Glibc)
 import Glibc
@@ -9,12 +10,15 @@ import Darwin
 /// A child process with its output in a log file, started with `posix_spawn` and reaped with
 /// `wait4` on a thread of its own, so that it can be killed (`SIGKILL`) at any moment and its
 /// resource usage (peak memory) is known once it ended.
-package final class ChildProcess: @unchecked Sendable {
+package final class ChildProcess: Sendable {
+    private struct State {
+        var status: Int32?
+        var usage = rusage()
+        var waiters: [CheckedContinuation<Int32, Never>] = []
+    }
+
     package let pid: pid_t
-    private let lock = NSLock()
-    private var status: Int32?
-    private var usage = rusage()
-    private var waiters: [CheckedContinuation<Int32, Never>] = []
+    private let state = Locked(State())
 
     /// Starts `executable` with `arguments`, appending its output to `log`.
     package init(_ executable: String, _ arguments: [String], log: String, environment: [String: String] = [:]) throws {
@@ -33,25 +37,25 @@ package final class ChildProcess: @unchecked Sendable {
         guard spawned == 0 else { throw SimulationError("cannot start \(executable): error \(spawned)") }
         self.pid = pid
         let child = pid
-        Thread { [self] in
+        Thread { [state] in
             var status: Int32 = 0
             var usage = rusage()
             while wait4(child, &status, 0, &usage) == -1 && errno == EINTR {}
-            let waiting = lock.withLock { () -> [CheckedContinuation<Int32, Never>] in
-                self.status = status
-                self.usage = usage
-                defer { waiters = [] }
-                return waiters
+            let waiting = state.withLock { state -> [CheckedContinuation<Int32, Never>] in
+                state.status = status
+                state.usage = usage
+                defer { state.waiters = [] }
+                return state.waiters
             }
             for waiter in waiting { waiter.resume(returning: status) }
         }.start()
     }
 
-    package var isRunning: Bool { lock.withLock { status == nil } }
+    package var isRunning: Bool { state.withLock { $0.status == nil } }
 
     /// The largest resident set the process had, in bytes, once it ended (0 before).
     package var peakMemory: Int {
-        lock.withLock { status == nil ? 0 : Int(usage.ru_maxrss) * 1024 }
+        state.withLock { $0.status == nil ? 0 : Int($0.usage.ru_maxrss) * 1024 }
     }
 
     /// Sends `signal` (SIGKILL: a crash; SIGTERM: a graceful stop).
@@ -62,9 +66,9 @@ package final class ChildProcess: @unchecked Sendable {
     /// Waits for the process to end; returns its raw wait status.
     package func waitForExit() async -> Int32 {
         await withCheckedContinuation { continuation in
-            let done = lock.withLock { () -> Int32? in
-                if let status { return status }
-                waiters.append(continuation)
+            let done = state.withLock { state -> Int32? in
+                if let status = state.status { return status }
+                state.waiters.append(continuation)
                 return nil
             }
             if let done { continuation.resume(returning: done) }

@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncProtocol
 import RevSyncServer
 
 #if canImport(FoundationNetworking)
@@ -13,15 +14,20 @@ import Darwin
 
 /// `revsync-server` processes serving one database, each on a port of its own that it keeps
 /// across crashes and restarts.
-public final class ServerFleet: @unchecked Sendable {
+public final class ServerFleet: Sendable {
     public let database: String
     public let ports: [Int]
     private let executable: String
     private let logDirectory: String
     private let extraArguments: [String]
-    private let lock = NSLock()
-    private var processes: [ChildProcess?]
-    public private(set) var kills = 0
+    private struct State {
+        var processes: [ChildProcess?]
+        var kills = 0
+    }
+
+    private let state: Locked<State>
+    /// How many instances were killed with SIGKILL.
+    public var kills: Int { state.withLock { $0.kills } }
 
     /// Starts `count` instances of `binaries/revsync-server` on `database`.
     public static func start(
@@ -41,7 +47,7 @@ public final class ServerFleet: @unchecked Sendable {
         self.executable = executable
         self.logDirectory = logDirectory
         self.extraArguments = arguments
-        self.processes = Array(repeating: nil, count: ports.count)
+        self.state = Locked(State(processes: Array(repeating: nil, count: ports.count)))
     }
 
     /// Starts instance `index` (again) and waits until it answers `/health`.
@@ -49,7 +55,7 @@ public final class ServerFleet: @unchecked Sendable {
         let process = try ChildProcess(
             executable, ["--port", String(ports[index]), "--database", database, "--log-level", "error"] + extraArguments,
             log: logDirectory + "/server-\(index).log")
-        lock.withLock { processes[index] = process }
+        state.withLock { $0.processes[index] = process }
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if try await Self.isHealthy(port: ports[index]) { return }
@@ -61,25 +67,25 @@ public final class ServerFleet: @unchecked Sendable {
 
     /// A fleet nobody holds any more (a run that failed half-way) leaves no server behind.
     deinit {
-        for process in processes.compactMap({ $0 }) { process.send(SIGKILL) }
+        for process in state.withLock({ $0.processes.compactMap { $0 } }) { process.send(SIGKILL) }
     }
 
     /// The process ID of instance `index`, while it runs.
     package func pid(of index: Int) -> pid_t? {
-        lock.withLock { processes[index].flatMap { $0.isRunning ? $0.pid : nil } }
+        state.withLock { $0.processes[index].flatMap { $0.isRunning ? $0.pid : nil } }
     }
 
     /// Kills instance `index` with SIGKILL, as a crash would.
     public func crash(_ index: Int) async {
-        guard let process = lock.withLock({ processes[index] }) else { return }
+        guard let process = state.withLock({ $0.processes[index] }) else { return }
         process.send(SIGKILL)
         _ = await process.waitForExit()
-        lock.withLock { kills += 1 }
+        state.withLock { $0.kills += 1 }
     }
 
     /// Stops every instance gracefully.
     public func stop() async {
-        let all = lock.withLock { processes.compactMap { $0 } }
+        let all = state.withLock { $0.processes.compactMap { $0 } }
         for process in all { process.send(SIGTERM) }
         for process in all { _ = await process.waitForExit() }
     }

@@ -53,35 +53,39 @@ public struct FaultCounts: Sendable, Hashable {
 ///
 /// It knows just enough HTTP to tell requests apart on a kept-alive connection: client bytes
 /// that follow response bytes start a new request, which draws its own fault.
-public final class FaultProxy: @unchecked Sendable {
+public final class FaultProxy: Sendable {
     public let port: Int
     private let channel: any Channel
     private let state: SharedState
 
-    final class SharedState: @unchecked Sendable {
-        let lock = NSLock()
-        var rates: FaultRates
-        var random: SeededRandom
-        var counts = FaultCounts()
+    /// What every connection of the proxy shares: the rates, the random draws, the counts.
+    final class SharedState: Sendable {
+        struct Values {
+            var rates: FaultRates
+            var random: SeededRandom
+            var counts = FaultCounts()
+        }
+
+        let values: Locked<Values>
 
         init(rates: FaultRates, seed: UInt64) {
-            self.rates = rates
-            self.random = SeededRandom(seed: seed)
+            values = Locked(Values(rates: rates, random: SeededRandom(seed: seed)))
         }
 
         /// The fault of a new request (or `nil`), counted.
         func drawFault() -> (Fault?, FaultRates) {
-            lock.withLock {
-                counts.requests += 1
-                let roll = random.nextDouble()
+            values.withLock { values in
+                let rates = values.rates
+                values.counts.requests += 1
+                let roll = values.random.nextDouble()
                 var threshold = rates.refuse
-                if roll < threshold { counts.refused += 1; return (.refuse, rates) }
+                if roll < threshold { values.counts.refused += 1; return (.refuse, rates) }
                 threshold += rates.dropResponse
-                if roll < threshold { counts.responsesDropped += 1; return (.dropResponse, rates) }
+                if roll < threshold { values.counts.responsesDropped += 1; return (.dropResponse, rates) }
                 threshold += rates.resetMidBody
-                if roll < threshold { counts.resets += 1; return (.resetMidBody, rates) }
+                if roll < threshold { values.counts.resets += 1; return (.resetMidBody, rates) }
                 threshold += rates.stall
-                if roll < threshold { counts.stalls += 1; return (.stall, rates) }
+                if roll < threshold { values.counts.stalls += 1; return (.stall, rates) }
                 return (nil, rates)
             }
         }
@@ -113,10 +117,10 @@ public final class FaultProxy: @unchecked Sendable {
 
     /// Changes the rates for the requests from now on (the final round turns faults off).
     public func setRates(_ rates: FaultRates) {
-        state.lock.withLock { state.rates = rates }
+        state.values.withLock { $0.rates = rates }
     }
 
-    public var counts: FaultCounts { state.lock.withLock { state.counts } }
+    public var counts: FaultCounts { state.values.withLock { $0.counts } }
 
     public func stop() async throws {
         try await channel.close()
@@ -125,6 +129,8 @@ public final class FaultProxy: @unchecked Sendable {
 
 /// The client's connection: opens the upstream one and passes bytes on, breaking requests as drawn.
 private final class ClientSide: ChannelInboundHandler, @unchecked Sendable {
+    // Safe: every method runs on the client channel's event loop (the upstream channel is
+    // made on the same loop, and lanes schedule there).
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -256,6 +262,7 @@ private final class ClientSide: ChannelInboundHandler, @unchecked Sendable {
 
 /// The server's connection: hands responses back to the client side.
 private final class ServerSide: ChannelInboundHandler, @unchecked Sendable {
+    // Safe: it runs on the upstream channel's event loop, which is the client channel's.
     typealias InboundIn = ByteBuffer
 
     private let client: any Channel
@@ -283,6 +290,7 @@ private final class ServerSide: ChannelInboundHandler, @unchecked Sendable {
 /// Actions run in order on one event loop, each no earlier than its own delay after it was
 /// queued: latency without reordering.
 private final class Lane: @unchecked Sendable {
+    // Safe: `tail` is only touched on `eventLoop`, from the handlers that own the lane.
     private let eventLoop: any EventLoop
     private var tail: EventLoopFuture<Void>
 

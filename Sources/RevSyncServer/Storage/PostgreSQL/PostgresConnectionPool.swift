@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncProtocol
 
 /// Up to `size` libpq connections to one database, handed to one job at a time.
 ///
@@ -6,8 +7,11 @@ import Foundation
 /// libpq blocks. A connection that broke (PostgreSQL restarted, the network dropped) is
 /// thrown away and replaced by a new one on the next request, so the server recovers by
 /// itself once PostgreSQL is back.
-final class PostgresConnectionPool: @unchecked Sendable {
+final class PostgresConnectionPool: Sendable {
+    /// A connection and the queue it is used on.
     private final class Slot: @unchecked Sendable {
+        // Safe: the pool hands a slot to one job at a time, and the job uses the connection
+        // only on the slot's serial queue.
         let connection: LibpqConnection
         let queue: DispatchQueue
 
@@ -17,14 +21,17 @@ final class PostgresConnectionPool: @unchecked Sendable {
         }
     }
 
+    private struct State {
+        var idle: [Slot] = []
+        var open = 0
+        var opened = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        var closed = false
+    }
+
     let url: String
     let size: Int
-    private let lock = NSLock()
-    private var idle: [Slot] = []
-    private var open = 0
-    private var opened = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-    private var closed = false
+    private let state = Locked(State())
 
     init(url: String, size: Int) {
         self.url = url
@@ -48,32 +55,33 @@ final class PostgresConnectionPool: @unchecked Sendable {
 
     /// Closes the idle connections; connections in use close when they come back.
     func close() {
-        lock.withLock {
-            closed = true
-            open -= idle.count
-            idle = []
+        state.withLock { state in
+            state.closed = true
+            state.open -= state.idle.count
+            state.idle = []
         }
     }
 
     // MARK: Internals
 
     private func acquire() async throws -> Slot {
+        let size = self.size
         while true {
             enum Next { case use(Slot), connect(Int), wait }
-            let next: Next = try lock.withLock {
-                guard !closed else { throw StorageError.unavailable("the PostgreSQL pool is closed") }
-                if let slot = idle.popLast() { return .use(slot) }
-                if open < size {
-                    open += 1
-                    opened += 1
-                    return .connect(opened)
+            let next: Next = try state.withLock { state in
+                guard !state.closed else { throw StorageError.unavailable("the PostgreSQL pool is closed") }
+                if let slot = state.idle.popLast() { return .use(slot) }
+                if state.open < size {
+                    state.open += 1
+                    state.opened += 1
+                    return .connect(state.opened)
                 }
                 return .wait
             }
             switch next {
             case .use(let slot):
                 if slot.connection.isHealthy { return slot }
-                lock.withLock { open -= 1 }  // a connection PostgreSQL closed meanwhile: replace it
+                state.withLock { $0.open -= 1 }  // a connection PostgreSQL closed meanwhile: replace it
             case .connect(let number):
                 do {
                     let url = self.url
@@ -82,15 +90,15 @@ final class PostgresConnectionPool: @unchecked Sendable {
                     }
                     return Slot(connection, number: number)
                 } catch {
-                    lock.withLock { open -= 1 }
+                    state.withLock { $0.open -= 1 }
                     wakeOne()
                     throw error
                 }
             case .wait:
                 await withCheckedContinuation { continuation in
-                    let resumeNow = lock.withLock { () -> Bool in
-                        if !idle.isEmpty || open < size || closed { return true }
-                        waiting.append(continuation)
+                    let resumeNow = state.withLock { state -> Bool in
+                        if !state.idle.isEmpty || state.open < size || state.closed { return true }
+                        state.waiting.append(continuation)
                         return false
                     }
                     if resumeNow { continuation.resume() }
@@ -100,18 +108,18 @@ final class PostgresConnectionPool: @unchecked Sendable {
     }
 
     private func release(_ slot: Slot, broken: Bool) {
-        lock.withLock {
-            if broken || closed {
-                open -= 1
+        state.withLock { state in
+            if broken || state.closed {
+                state.open -= 1
             } else {
-                idle.append(slot)
+                state.idle.append(slot)
             }
         }
         wakeOne()
     }
 
     private func wakeOne() {
-        let waiter = lock.withLock { waiting.isEmpty ? nil : waiting.removeFirst() }
+        let waiter = state.withLock { $0.waiting.isEmpty ? nil : $0.waiting.removeFirst() }
         waiter?.resume()
     }
 }

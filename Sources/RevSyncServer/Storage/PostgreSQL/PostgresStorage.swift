@@ -65,10 +65,13 @@ public final class PostgresStorage: SyncStorage {
 }
 
 /// A lock for async code: one holder at a time, in arrival order.
-final class AsyncLock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var locked = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+final class AsyncLock: Sendable {
+    private struct State {
+        var locked = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Locked(State())
 
     func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         await acquire()
@@ -78,12 +81,12 @@ final class AsyncLock: @unchecked Sendable {
 
     private func acquire() async {
         await withCheckedContinuation { continuation in
-            let acquired = lock.withLock { () -> Bool in
-                if locked {
-                    waiting.append(continuation)
+            let acquired = state.withLock { state -> Bool in
+                if state.locked {
+                    state.waiting.append(continuation)
                     return false
                 }
-                locked = true
+                state.locked = true
                 return true
             }
             if acquired { continuation.resume() }
@@ -91,12 +94,12 @@ final class AsyncLock: @unchecked Sendable {
     }
 
     private func release() {
-        let next = lock.withLock { () -> CheckedContinuation<Void, Never>? in
-            if waiting.isEmpty {
-                locked = false
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiting.isEmpty {
+                state.locked = false
                 return nil
             }
-            return waiting.removeFirst()
+            return state.waiting.removeFirst()
         }
         next?.resume()
     }

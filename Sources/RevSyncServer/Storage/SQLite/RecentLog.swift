@@ -14,12 +14,21 @@ import RevSyncProtocol
 /// entries are consecutive revisions; anything that would leave a gap (a revision committed by
 /// another process, an entry too large to keep) starts the run over. A range not wholly here
 /// is read from the database.
-final class RecentLog: @unchecked Sendable {
-    private let lock = NSLock()
-    /// Consecutive revisions, oldest first.
-    private var kept: [LogEntry] = []
-    private var start = 0
-    private var bytes = 0
+final class RecentLog: Sendable {
+    /// Consecutive revisions, oldest first, from `start` on.
+    private struct Window {
+        var kept: [LogEntry] = []
+        var start = 0
+        var bytes = 0
+
+        mutating func clear() {
+            kept.removeAll(keepingCapacity: true)
+            start = 0
+            bytes = 0
+        }
+    }
+
+    private let window = Locked(Window())
     private let maximumEntries: Int
     private let maximumBytes: Int
 
@@ -34,47 +43,41 @@ final class RecentLog: @unchecked Sendable {
     /// The entries with `after < revision <= through`, if every one of them is here.
     func entries(after: Revision, through: Revision) -> [LogEntry]? {
         guard through > after else { return [] }
-        return lock.withLock {
-            guard start < kept.count else { return nil }
-            let first = kept[start].revision
-            let last = kept[kept.count - 1].revision
+        return window.withLock { window in
+            guard window.start < window.kept.count else { return nil }
+            let first = window.kept[window.start].revision
+            let last = window.kept[window.kept.count - 1].revision
             guard after + 1 >= first, through <= last else { return nil }
-            let lower = start + Int(after + 1 - first)
-            return Array(kept[lower...(lower + Int(through - after) - 1)])
+            let lower = window.start + Int(after + 1 - first)
+            return Array(window.kept[lower...(lower + Int(through - after) - 1)])
         }
     }
 
     /// Adds entries that just committed, in revision order.
     func committed(_ new: [LogEntry]) {
         guard !new.isEmpty else { return }
-        lock.withLock {
+        window.withLock { window in
             for entry in new {
-                if let last = kept.last, entry.revision != last.revision + 1 { clear() }
+                if let last = window.kept.last, entry.revision != last.revision + 1 { window.clear() }
                 guard entry.body.count <= maximumBytes else {
-                    clear()
+                    window.clear()
                     continue
                 }
-                kept.append(entry)
-                bytes += entry.body.count
+                window.kept.append(entry)
+                window.bytes += entry.body.count
             }
-            while kept.count - start > maximumEntries || bytes > maximumBytes {
-                bytes -= kept[start].body.count
-                start += 1
+            while window.kept.count - window.start > maximumEntries || window.bytes > maximumBytes {
+                window.bytes -= window.kept[window.start].body.count
+                window.start += 1
             }
             // Drop the evicted prefix now and then, not at every commit.
-            if start > maximumEntries / 2 {
-                kept.removeFirst(start)
-                start = 0
+            if window.start > maximumEntries / 2 {
+                window.kept.removeFirst(window.start)
+                window.start = 0
             }
         }
     }
 
     /// The number of entries kept (for tests).
-    var count: Int { lock.withLock { kept.count - start } }
-
-    private func clear() {
-        kept.removeAll(keepingCapacity: true)
-        start = 0
-        bytes = 0
-    }
+    var count: Int { window.withLock { $0.kept.count - $0.start } }
 }

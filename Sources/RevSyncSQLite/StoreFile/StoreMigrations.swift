@@ -1,20 +1,26 @@
 import GRDB
 
-/// One numbered change to the local store's own tables.
-struct LocalMigration: Sendable {
-    let version: Int
-    let name: String
-    let apply: @Sendable (Database) throws -> Void
+/// One numbered change to a store file's own tables.
+package struct StoreMigration: Sendable {
+    package let version: Int
+    package let name: String
+    package let apply: @Sendable (Database) throws -> Void
+
+    package init(version: Int, name: String, apply: @escaping @Sendable (Database) throws -> Void) {
+        self.version = version
+        self.name = name
+        self.apply = apply
+    }
 }
 
-/// The local store's migrations, run in order at open, each in one transaction.
+/// The store file's migrations, run in order at open, each in one transaction.
 ///
-/// The store's version is SQLite's `user_version`. A migration that fails rolls back, leaves
+/// The file's version is SQLite's `user_version`. A migration that fails rolls back, leaves
 /// the store at the version before it, and the open fails with a message naming it. New
 /// migrations are appended here; a released one never changes.
-enum LocalMigrations {
-    static let all: [LocalMigration] = [
-        LocalMigration(version: 1, name: "sync state, outbox, ID map, conflict journal") { db in
+package enum StoreMigrations {
+    package static let all: [StoreMigration] = [
+        StoreMigration(version: 1, name: "sync state, outbox, ID map, conflict journal") { db in
             try db.execute(sql: """
                 CREATE TABLE _rs_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE _rs_outbox (
@@ -38,15 +44,15 @@ enum LocalMigrations {
         },
     ]
 
-    /// Brings the store to the newest version.
+    /// Brings the store to the newest version of `migrations`.
     ///
-    /// - Throws: ``LocalStoreError`` `migrationFailed` (the store stays at the version before
+    /// - Throws: ``StoreFileError`` `migrationFailed` (the store stays at the version before
     ///   the failing migration) or `tooNew`.
-    static func run(_ migrations: [LocalMigration], in writer: any DatabaseWriter) throws {
+    package static func run(_ migrations: [StoreMigration] = all, in writer: any DatabaseWriter) throws {
         let current = try writer.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
         guard let latest = migrations.last?.version else { return }
         if current > latest {
-            throw LocalStoreError(.tooNew, "the store is at version \(current); this version of RevSync knows up to \(latest)")
+            throw StoreFileError(.tooNew, "the store is at version \(current); this version of RevSync knows up to \(latest)")
         }
         for migration in migrations where migration.version > current {
             do {
@@ -58,7 +64,7 @@ enum LocalMigrations {
                     }
                 }
             } catch {
-                throw LocalStoreError(
+                throw StoreFileError(
                     .migrationFailed, "migration \(migration.version) (\(migration.name)) failed and was rolled back: \(error)")
             }
         }

@@ -1,0 +1,88 @@
+import Foundation
+import GRDB
+import RevSyncProtocol
+import RevSyncSQLite
+
+/// Starting a device from a snapshot file (``SnapshotFile``: the data set at one revision, as a
+/// store file) instead of importing every record as JSON; a normal sync then catches up from
+/// the snapshot's revision.
+///
+/// For example, a device's first start with a snapshot in the app bundle:
+///
+/// ```swift
+/// let identity = try await ServerIdentity.fetch(from: serverURL)
+/// let store = try LocalStore.bootstrap(
+///     at: storePath, from: Bundle.main.path(forResource: "data", ofType: "revsync")!,
+///     expecting: identity, server: .init(url: serverURL, token: token))
+/// try await Synchronizer(store: store).sync()   // only what changed since the snapshot
+/// ```
+extension LocalStore {
+    /// Opens the store at `path`, starting it from a snapshot if there is no store there yet.
+    ///
+    /// The snapshot is copied next to `path`, checked there (`expectedSHA256`, or the published
+    /// `FILE.sha256`, then SQLite's integrity check), compared with the server (`expecting`),
+    /// and only then moved into place; a damaged, truncated or foreign snapshot is never
+    /// opened as a store. An existing store is opened as it is; with `replacing`, one without
+    /// pending change sets is replaced by the snapshot, and one with pending change sets is
+    /// never touched.
+    ///
+    /// - Throws: ``LocalStoreError`` `corrupt` (checksum, integrity), `notAStore`,
+    ///   `wrongDataset`, `schemaMismatch`, `pendingChanges`.
+    public static func bootstrap(
+        at path: String, from snapshot: String, expectedSHA256: String? = nil, expecting identity: ServerIdentity? = nil,
+        server: ServerConnection? = nil, replacing: Bool = false
+    ) throws -> LocalStore {
+        if let existing = try existingStore(at: path, replacing: replacing) { return existing }
+        guard FileManager.default.fileExists(atPath: snapshot) else { throw LocalStoreError(.notFound, "there is no snapshot at \(snapshot)") }
+        let candidate = path + ".bootstrap-\(UUID().uuidString)"
+        try FileManager.default.copyItem(atPath: snapshot, toPath: candidate)
+        return try install(
+            candidate, at: path, expectedSHA256: expectedSHA256 ?? SnapshotFile.publishedSHA256(of: snapshot), expecting: identity,
+            server: server)
+    }
+
+    /// The store already at `path`, to use as it is (`nil`: start from a snapshot).
+    ///
+    /// - Throws: `pendingChanges` when `replacing` a store with change sets the server has not
+    ///   answered.
+    static func existingStore(at path: String, replacing: Bool) throws -> LocalStore? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let existing = try open(at: path)
+        guard replacing else { return existing }
+        let pending = try existing.pool.read { db in try Outbox(db: db).entries().count }
+        try existing.close()
+        guard pending == 0 else {
+            throw LocalStoreError(.pendingChanges, "\(path) holds \(pending) change set\(pending == 1 ? "" : "s") the server has not answered; it is not replaced")
+        }
+        return nil
+    }
+
+    /// Checks the snapshot file `candidate` (a copy next to `path`, which this takes over and
+    /// removes on failure) and moves it into place as the store.
+    static func install(
+        _ candidate: String, at path: String, expectedSHA256: String?, expecting identity: ServerIdentity?, server: ServerConnection?
+    ) throws -> LocalStore {
+        defer { StoreFile.remove(candidate) }
+        let info = try LocalStoreError.reporting { try SnapshotFile.inspect(candidate, expectedSHA256: expectedSHA256) }
+        if let identity {
+            guard info.dataset == identity.dataset else {
+                throw LocalStoreError(.wrongDataset, "the snapshot is of data set \(info.dataset), the server serves \(identity.dataset)")
+            }
+            guard info.schemaVersion == identity.schemaVersion else {
+                throw LocalStoreError(.schemaMismatch, "the snapshot has schema version \(info.schemaVersion), the server \(identity.schemaVersion)")
+            }
+        }
+        let store = try open(at: candidate)
+        try store.pool.write { db in
+            let state = StoreState(db: db)
+            try state.set(.serverURL, server?.url.absoluteString)
+            try state.set(.token, server?.token)
+        }
+        // Everything in the main file before it moves: the WAL stays behind.
+        try store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try store.close()
+        StoreFile.remove(path)
+        try FileManager.default.moveItem(atPath: candidate, toPath: path)
+        return try open(at: path)
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import RevSyncProtocol
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Which data set a server serves, and in which schema version: what a snapshot must match.
+public struct ServerIdentity: Sendable, Hashable {
+    public var dataset: String
+    public var schemaVersion: Int
+
+    public init(dataset: String, schemaVersion: Int) {
+        self.dataset = dataset
+        self.schemaVersion = schemaVersion
+    }
+
+    /// Asks the server (`GET /health`).
+    public static func fetch(from server: URL, transport: any SyncTransport = DefaultTransport()) async throws -> ServerIdentity {
+        let response: TransportResponse
+        do {
+            response = try await transport.send(TransportRequest(url: server.appendingPathComponent("health"), method: "GET", headers: [:], body: Data()))
+        } catch {
+            throw SyncFailure.network("\(error)")
+        }
+        var body = [UInt8](response.body)
+        if Gzip.isGzip(body) { body = try Gzip.decompress(body, limit: 1 << 20) }
+        guard response.status == 200 else { throw Synchronizer.rejection(status: response.status, body: body) }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+              let dataset = object["dataset"] as? String, let version = object["schemaVersion"] as? Int
+        else { throw SyncFailure.invalidResponse("GET /health names no dataset and schemaVersion") }
+        return ServerIdentity(dataset: dataset, schemaVersion: version)
+    }
+}

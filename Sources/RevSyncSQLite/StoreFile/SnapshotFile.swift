@@ -1,0 +1,141 @@
+import Crypto
+import Foundation
+import GRDB
+import RevSyncProtocol
+
+/// A snapshot: a whole data set at one revision, as a store file a device opens. What
+/// `revsync-server snapshot` writes and `GET /snapshot` serves, an app can bundle, and a new
+/// device starts from instead of downloading and importing every record as JSON; a normal
+/// sync then catches up from the snapshot's revision.
+///
+/// The file is a store like any other (``StoreFile``), with an empty outbox and no server or
+/// token, plus the identity of the server's data set. Next to it, `FILE.sha256` holds its
+/// SHA-256 (the format of `sha256sum`).
+package enum SnapshotFile {
+    /// What a snapshot file holds.
+    package struct Info: Sendable, Hashable {
+        package var revision: Revision
+        package var dataset: String
+        package var schemaVersion: Int
+        package var records: Int
+        package var bytes: Int
+        /// Lowercase hexadecimal.
+        package var sha256: String
+    }
+
+    /// Writes a snapshot at `path` (which must not exist), with the records `records` adds, in
+    /// one transaction; then compacts the file (checkpoint, `VACUUM`) and writes `path.sha256`.
+    ///
+    /// - Parameter records: calls `add` once per record, with its values by attribute name.
+    /// - Throws: ``StoreFileError`` `storeExists`, `unknownEntity`; what `records` throws.
+    package static func write(
+        to path: String, schema: Schema, revision: Revision, dataset: String,
+        records: ((_ entity: String, _ id: RecordID, _ revision: Revision, _ values: [String: Value]) throws -> Void) throws -> Void
+    ) throws -> Info {
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw StoreFileError(.storeExists, "\(path) already exists; a snapshot is never written over a file")
+        }
+        let partial = path + ".partial-\(UUID().uuidString)"
+        defer { StoreFile.remove(partial) }
+        let pool = try StoreFile.create(at: partial, schema: schema)
+        var count = 0
+        do {
+            try pool.write { db in
+                try records { name, id, recordRevision, values in
+                    guard let entity = schema.entity(name) else {
+                        throw StoreFileError(.unknownEntity, "the snapshot's schema has no entity \(name)")
+                    }
+                    try StoreTables.upsert(entity, id: id, revision: recordRevision, values: values, in: db)
+                    count += 1
+                }
+                let state = StoreStateTable(db: db)
+                try state.set(.maxRevision, String(revision))
+                try state.set(.dataset, dataset)
+            }
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "VACUUM")
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            try pool.close()
+        } catch {
+            try? pool.close()
+            throw error
+        }
+        try FileManager.default.moveItem(atPath: partial, toPath: path)
+        let digest = try sha256(ofFile: path)
+        try Data("\(digest)  \(URL(fileURLWithPath: path).lastPathComponent)\n".utf8)
+            .write(to: URL(fileURLWithPath: path + ".sha256"), options: .atomic)
+        return Info(
+            revision: revision, dataset: dataset, schemaVersion: schema.version, records: count, bytes: try fileSize(path),
+            sha256: digest)
+    }
+
+    /// The SHA-256 of a file, in lowercase hexadecimal, read in pieces.
+    ///
+    /// - Throws: ``StoreFileError`` `notFound` when the file cannot be read.
+    package static func sha256(ofFile path: String) throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw StoreFileError(.notFound, "cannot read \(path)")
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The checksum written next to a snapshot (`FILE.sha256`), if there is one.
+    package static func publishedSHA256(of path: String) -> String? {
+        guard let text = try? String(contentsOfFile: path + ".sha256", encoding: .utf8) else { return nil }
+        return text.split(separator: " ").first.map { String($0).lowercased() }
+    }
+
+    /// Checks a snapshot file where it will be used (a copy the device may write next to): the
+    /// checksum, SQLite's integrity check, and that it is a store of a data set with nothing
+    /// of a device in it.
+    ///
+    /// - Throws: ``StoreFileError`` `corrupt` (checksum, integrity, unreadable), `notAStore`.
+    package static func inspect(_ path: String, expectedSHA256: String?) throws -> Info {
+        let bytes = (try? fileSize(path)) ?? 0
+        let digest = try sha256(ofFile: path)
+        if let expectedSHA256, digest != expectedSHA256.lowercased() {
+            throw StoreFileError(.corrupt, "the snapshot is damaged or incomplete: its SHA-256 is \(digest), not \(expectedSHA256.lowercased())")
+        }
+        var configuration = Configuration()
+        configuration.label = "revsync-snapshot-check"
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            return try queue.read { db in
+                guard try String.fetchOne(db, sql: "PRAGMA quick_check") == "ok" else {
+                    throw StoreFileError(.corrupt, "the snapshot fails SQLite's integrity check")
+                }
+                guard try db.tableExists("_rs_state") else { throw StoreFileError(.notAStore, "the file is not a RevSync snapshot") }
+                let state = StoreStateTable(db: db)
+                guard let dataset = try state.string(.dataset) else {
+                    throw StoreFileError(.notAStore, "the file is a store, not a snapshot (it names no data set)")
+                }
+                guard try Int.fetchOne(db, sql: "SELECT count(*) FROM _rs_outbox") == 0, try state.string(.token) == nil else {
+                    throw StoreFileError(.notAStore, "the file is a device's store (it has an outbox or a token), not a snapshot")
+                }
+                guard let json = try state.string(.schema), let schema = try? Schema(json: Array(json.utf8)) else {
+                    throw StoreFileError(.corrupt, "the snapshot's schema is missing or does not load")
+                }
+                var records = 0
+                for entity in schema.entities {
+                    records += try Int.fetchOne(db, sql: "SELECT count(*) FROM \(SQLIdentifier.quoted(entity.name))") ?? 0
+                }
+                return Info(
+                    revision: try state.integer(.maxRevision) ?? 0, dataset: dataset, schemaVersion: schema.version,
+                    records: records, bytes: bytes, sha256: digest)
+            }
+        } catch let error as StoreFileError {
+            throw error
+        } catch {
+            throw StoreFileError(.corrupt, "the snapshot cannot be read: \(error)")
+        }
+    }
+
+    private static func fileSize(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+}

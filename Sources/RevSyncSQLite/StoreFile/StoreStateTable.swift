@@ -1,0 +1,46 @@
+import GRDB
+
+/// The store file's key-value state (`_rs_state`): the revision the data reflects, the next
+/// temporary ID, the schema, the server and token, and the data set a snapshot comes from.
+package struct StoreStateTable {
+    package enum Key: String, Sendable {
+        case schema
+        case maxRevision = "max_revision"
+        case nextTemporaryID = "next_temporary_id"
+        case serverURL = "server_url"
+        case token
+        /// The identity of the server's data set the store's data comes from (set by snapshots).
+        case dataset
+    }
+
+    package let db: Database
+
+    package init(db: Database) {
+        self.db = db
+    }
+
+    package func string(_ key: Key) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM _rs_state WHERE key = ?"), arguments: [key.rawValue])
+    }
+
+    /// Sets a value; `nil` removes the key.
+    package func set(_ key: Key, _ value: String?) throws {
+        if let value {
+            try db.cachedStatement(
+                sql: "INSERT INTO _rs_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            ).execute(arguments: [key.rawValue, value])
+        } else {
+            try db.cachedStatement(sql: "DELETE FROM _rs_state WHERE key = ?").execute(arguments: [key.rawValue])
+        }
+    }
+
+    /// An integer value.
+    ///
+    /// - Throws: ``StoreFileError`` `corrupt` when the value is not a number.
+    package func integer(_ key: Key) throws -> Int64? {
+        try string(key).map { value in
+            guard let integer = Int64(value) else { throw StoreFileError(.corrupt, "state \(key.rawValue) is not a number: \(value)") }
+            return integer
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import GRDB
+import RevSyncProtocol
+
+/// The entity tables of a store file: one per entity, `id` (negative while only the device
+/// has the record), `revision` (null until the server sent the record), and one column per
+/// attribute, with an index per reference. Every name comes from the schema and is quoted.
+package enum StoreTables {
+    /// Creates the table of `entity` and its indexes.
+    package static func createStatements(_ entity: Entity) -> [String] {
+        let columns = entity.attributes.map { "\(q($0.name)) \(SQLiteValues.columnType($0.type))" }
+        var statements = [
+            "CREATE TABLE IF NOT EXISTS \(q(entity.name)) (id INTEGER PRIMARY KEY, revision INTEGER"
+                + columns.map { ", " + $0 }.joined() + ")"
+        ]
+        for attribute in entity.attributes where attribute.referenceTarget != nil {
+            statements.append(index(entity, attribute))
+        }
+        return statements
+    }
+
+    /// Adds a column for a new attribute (a schema upgrade).
+    package static func addColumnStatements(_ entity: Entity, _ attribute: Attribute) -> [String] {
+        var statements = ["ALTER TABLE \(q(entity.name)) ADD COLUMN \(q(attribute.name)) \(SQLiteValues.columnType(attribute.type))"]
+        if attribute.referenceTarget != nil { statements.append(index(entity, attribute)) }
+        return statements
+    }
+
+    private static func index(_ entity: Entity, _ attribute: Attribute) -> String {
+        "CREATE INDEX IF NOT EXISTS \(SQLIdentifier.referenceIndex(entity.name, attribute.name)) ON \(q(entity.name)) (\(q(attribute.name)))"
+    }
+
+    /// Inserts or replaces a whole record: `id`, `revision`, then a value for every attribute
+    /// (null where `values` has none).
+    package static func upsert(_ entity: Entity, id: RecordID, revision: Revision?, values: [String: Value], in db: Database) throws {
+        var arguments: [DatabaseValue] = [id.rawValue.databaseValue, revision.databaseValue]
+        arguments.reserveCapacity(entity.attributes.count + 2)
+        for attribute in entity.attributes {
+            arguments.append(SQLiteValues.databaseValue(values[attribute.name] ?? .null))
+        }
+        try db.cachedStatement(sql: upsertSQL.sql(for: entity)).execute(arguments: StatementArguments(arguments))
+    }
+
+    /// The text of each entity's upsert, built once: a snapshot upserts every record, and
+    /// building (and quoting) the statement each time cost more than running it.
+    private static let upsertSQL = UpsertSQL()
+
+    private final class UpsertSQL: Sendable {
+        private let texts = Locked<[String: (attributes: [String], sql: String)]>([:])
+
+        func sql(for entity: Entity) -> String {
+            if let cached = texts.withLock({ $0[entity.name] }), cached.attributes.elementsEqual(entity.attributes.lazy.map(\.name)) {
+                return cached.sql
+            }
+            let names = ["id", "revision"] + entity.attributes.map { q($0.name) }
+            let updates = (["revision"] + entity.attributes.map { q($0.name) }).map { "\($0) = excluded.\($0)" }
+            let sql = "INSERT INTO \(q(entity.name)) (\(names.joined(separator: ", "))) VALUES ("
+                + Array(repeating: "?", count: names.count).joined(separator: ", ")
+                + ") ON CONFLICT (id) DO UPDATE SET " + updates.joined(separator: ", ")
+            texts.withLock { $0[entity.name] = (entity.attributes.map(\.name), sql) }
+            return sql
+        }
+    }
+}
+
+private func q(_ name: String) -> String {
+    SQLIdentifier.quoted(name)
+}
