@@ -25,7 +25,7 @@ struct ChangeSetApplier {
     /// The revision the device had seen when it sent the request: what a cascade is judged against.
     let requestMaxRevision: Revision
     let writer: any StorageWriter
-    let resolver: IDResolver
+    let resolver: TemporaryIDResolver
 
     enum Result {
         case applied(CommittedChangeSet)
@@ -44,7 +44,7 @@ struct ChangeSetApplier {
         try application.applyDeletes()
         if let refusal = application.refusal { return refusal }
         return .applied(CommittedChangeSet(
-            revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.mappings))
+            revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.assigned.mappings))
     }
 }
 
@@ -55,9 +55,8 @@ extension ChangeSetApplier {
         var plan: PlannedChangeSet
         let revision: Revision
         var conflicts: [ConflictEntry] = []
-        /// Temporary ID → permanent ID of the records this change set creates.
-        var created: [RecordID: (entity: String, id: RecordID)] = [:]
-        var mappings: [IDMapping] = []
+        /// The permanent IDs of the records this change set creates.
+        var assigned = PermanentIDAssignment()
         /// Per entity (plan order), per update: the record as it is, or nil if refused.
         var updateTargets: [[StoredRecord?]] = []
         var deleteTargets: [(entity: Entity, record: StoredRecord)] = []
@@ -97,18 +96,11 @@ extension ChangeSetApplier {
         /// Gives every create its permanent ID first, so that creates may reference each other
         /// in any order.
         func reservePermanentIDs() throws {
-            for changes in plan.entities where !changes.creates.isEmpty {
-                let first = try writer.allocateIDs(changes.entity, count: changes.creates.count)
-                for (offset, create) in changes.creates.enumerated() {
-                    let id = RecordID(first.rawValue + Int64(offset))
-                    created[create.id] = (changes.entity.name, id)
-                    mappings.append(IDMapping(temporaryID: create.id, entity: changes.entity.name, permanentID: id, revision: revision))
-                }
-            }
+            assigned = try PermanentIDAssignment(plan, at: revision, writer: writer)
         }
 
         func resolve(_ id: RecordID, _ entity: String) throws -> RecordID? {
-            if let own = created[id] { return own.entity == entity ? own.id : nil }
+            if assigned.creates(id) { return assigned.permanentID(of: id, entity: entity) }
             return try applier.resolver.resolve(id, entity: entity, reader: writer)
         }
 
@@ -182,7 +174,7 @@ extension ChangeSetApplier {
                 return refuse("\(attribute.name) points to \(targetName) \(raw), whose create was refused or never sent")
             }
             let key = RecordReference(entity: targetName, id: resolved)
-            if created[RecordID(raw)] == nil && !existing.contains(key) {
+            if !assigned.creates(RecordID(raw)) && !existing.contains(key) {
                 guard let targetEntity = applier.schema.entity(targetName),
                       try !writer.records(targetEntity, ids: [resolved]).isEmpty
                 else {
@@ -197,7 +189,7 @@ extension ChangeSetApplier {
             for changes in plan.entities {
                 for create in changes.creates {
                     let record = StoredRecord(
-                        id: created[create.id]!.id, revision: revision, writer: device.id, otherRevision: 0, values: create.values)
+                        id: assigned.permanentID(of: create.id, entity: changes.entity.name)!, revision: revision, writer: device.id, otherRevision: 0, values: create.values)
                     try writer.insert(changes.entity, record)
                     log.created(changes.entity, record)
                 }

@@ -17,7 +17,7 @@ struct ChangeSetProcessor {
     let device: Device
     let requestMaxRevision: Revision
     let writer: any StorageWriter
-    let resolver: IDResolver
+    let resolver: TemporaryIDResolver
 
     func process(_ changeSet: ChangeSet) throws -> ChangeSetOutcome {
         let outcome: ChangeSetOutcome = try writer.transaction {

@@ -14,7 +14,7 @@ import RevSyncProtocol
 struct ConflictTruth {
     let schema: Schema
     let reader: any StorageReader
-    let resolver: IDResolver
+    let resolver: TemporaryIDResolver
 
     func changes(for changeSet: ChangeSet) throws -> [EntityChanges] {
         var collected = Collected()

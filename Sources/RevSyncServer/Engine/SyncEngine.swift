@@ -94,7 +94,7 @@ public struct SyncEngine: Sendable {
             }
             let processor = ChangeSetProcessor(
                 schema: schema, device: device, requestMaxRevision: request.maxRevision, writer: writer,
-                resolver: IDResolver(device: device.id))
+                resolver: TemporaryIDResolver(device: device.id))
             let outcomes = try request.changeSets.map(processor.process)
             // On SQLite, a device that is nearly up to date gets its answer from the writer at
             // once: the few log entries cost less than handing the request to a reader. A long

@@ -72,14 +72,3 @@ struct APIError: Error, Sendable {
         return Response(status: apiError.status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
     }
 }
-
-/// Turns every error into its JSON response.
-struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch {
-            return APIError.response(for: error, logger: context.logger)
-        }
-    }
-}

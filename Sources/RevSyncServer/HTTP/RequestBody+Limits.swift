@@ -45,16 +45,4 @@ extension Request {
                            message: "Content-Encoding \(encoding) is not supported; use gzip or none")
         }
     }
-
-    /// Whether the client accepts a gzip response (`Accept-Encoding: gzip`, not `gzip;q=0`).
-    var acceptsGzip: Bool {
-        guard let header = headers[.acceptEncoding] else { return false }
-        for item in header.split(separator: ",") {
-            let parts = item.split(separator: ";").map { $0.trimmingWhitespace().lowercased() }
-            guard let coding = parts.first, coding == "gzip" || coding == "x-gzip" else { continue }
-            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            return quality > 0
-        }
-        return false
-    }
 }

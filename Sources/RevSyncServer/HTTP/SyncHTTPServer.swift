@@ -25,12 +25,15 @@ public struct SyncHTTPServer: Sendable {
     public let logger: Logger
     /// What `GET /snapshot` serves.
     public let snapshots: SnapshotCache
-    private let tokens = TokenCache()
+    let authenticator: BearerAuthenticator
+    let compression: ResponseCompression
 
     public init(engine: SyncEngine, configuration: ServerConfiguration, logger: Logger = Logger(label: "revsync")) {
         self.engine = engine
         self.configuration = configuration
         self.logger = logger
+        authenticator = BearerAuthenticator(storage: engine.storage)
+        compression = ResponseCompression(level: configuration.gzipLevel, fastBelow: configuration.fastGzipBelow)
         snapshots = SnapshotCache(
             directory: configuration.snapshotDirectory ?? (NSTemporaryDirectory() as NSString).appendingPathComponent("revsync-snapshots"),
             interval: configuration.snapshotInterval, storage: engine.storage, schema: engine.schema, logger: logger)
@@ -92,21 +95,20 @@ public struct SyncHTTPServer: Sendable {
     /// access, so that a revoked token is refused at once without costing every request a
     /// separate read.
     func sync(_ request: Request) async throws -> Response {
-        let hash = try tokenHash(request)
-        let device = try await authenticate(tokenHash: hash)
+        let sender = try await authenticator.authenticate(request, cached: true)
         let body = try await request.jsonBody(limit: configuration.maxBodySize)
         let message = try SyncMessage(json: body, sender: .client)
-        let response = try await engine.sync(message, tokenHash: hash)
+        let response = try await engine.sync(message, tokenHash: sender.tokenHash)
         logger.debug("sync", metadata: [
-            "device": "\(device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
+            "device": "\(sender.device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
             "to": "\(response.maxRevision)", "bytes": "\(response.body.count)",
         ])
-        return jsonResponse(response.body, for: request)
+        return compression.jsonResponse(response.body, for: request)
     }
 
     /// The schema is not secret: it describes the shape of the data, not the data.
     func schema(_ request: Request) async throws -> Response {
-        jsonResponse(engine.schema.jsonBytes(), for: request)
+        compression.jsonResponse(engine.schema.jsonBytes(), for: request)
     }
 
     func health() async throws -> Response {
@@ -128,53 +130,5 @@ public struct SyncHTTPServer: Sendable {
             return Response(status: .serviceUnavailable, headers: [.contentType: "application/json"],
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
         }
-    }
-
-    // MARK: Helpers
-
-    /// The hash of the request's bearer token.
-    func tokenHash(_ request: Request) throws -> String {
-        guard let header = request.headers[.authorization] else {
-            throw APIError.unauthorized("missing Authorization: Bearer <token>")
-        }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw APIError.unauthorized("the Authorization header must be Bearer <token>")
-        }
-        return Token.hash(String(parts[1]).trimmingWhitespace())
-    }
-
-    /// The device of a token hash: from the cache of recently accepted tokens, or the database.
-    func authenticate(tokenHash hash: String) async throws -> Device {
-        if let device = tokens.device(tokenHash: hash) { return device }
-        guard let device = try await engine.storage.withReader({ try $0.device(tokenHash: hash) }) else {
-            throw APIError.unauthorized("unknown or revoked token")
-        }
-        tokens.remember(device, tokenHash: hash)
-        return device
-    }
-
-    private func jsonResponse(_ body: [UInt8], for request: Request) -> Response {
-        var headers: HTTPFields = [.contentType: "application/json", .vary: "Accept-Encoding"]
-        var bytes = body
-        if request.acceptsGzip {
-            // Small responses are about latency, not bandwidth: the fastest level costs a third
-            // of the default's time there, for a few hundred bytes more.
-            let level = body.count < configuration.fastGzipBelow ? 1 : configuration.gzipLevel
-            bytes = Gzip.compress(body, level: level)
-            headers[.contentEncoding] = "gzip"
-        }
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
-    }
-}
-
-extension StringProtocol {
-    /// Without leading and trailing white space (Foundation's `trimmingCharacters(in:)`
-    /// showed in the profile of every request).
-    func trimmingWhitespace() -> String {
-        var slice = self[...]
-        while slice.first?.isWhitespace == true { slice.removeFirst() }
-        while slice.last?.isWhitespace == true { slice.removeLast() }
-        return String(slice)
     }
 }

@@ -1,0 +1,184 @@
+import GRDB
+import RevSyncProtocol
+
+/// Applies one sync response to the store, step by step, inside the transaction of
+/// ``LocalStore/apply(response:to:lenient:overwritten:stageHook:)``.
+///
+/// The decoder calls ``beginSnapshot()``, ``applySnapshotRecord(_:_:_:)`` and ``apply(_:)``
+/// as it reads the response; ``finish(at:overwritten:stageHook:)`` then ends it:
+///
+/// 1. **Answers** (``apply(_:)``): a change set carrying the `id` of one the device sent is
+///    its outcome: committed ones are counted, conflicts go to the journal (once per `id`).
+/// 2. **Server data** (``apply(_:)``, ``applySnapshotRecord(_:_:_:)``): created and updated
+///    records are inserted or replace what is there, `__oldId__` renames a temporary record and
+///    every reference to it (and goes into the ID map), `delete` removes records; a snapshot
+///    first empties the tables.
+/// 3. **Overwritten edits** (``finish(at:overwritten:stageHook:)``): records with local edits the
+///    response did not answer, which server data overwrote, are reported before the commit.
+/// 4. **The outbox**: answered change sets leave it; those still waiting are applied again on
+///    top of the server's data, so a local edit made while the sync was in flight stays visible.
+/// 5. **The revision** is stored last.
+final class ResponseApplication {
+    private let db: Database
+    private let schema: Schema
+    private let request: PreparedRequest
+    private let lenient: Bool
+    private var tables: LocalTables { LocalTables(schema: schema, db: db) }
+    /// Every record the outbox edits, with the `id`s of the change sets that edit it.
+    private let pending: [RecordReference: Set<String>]
+    /// Records with pending edits that server data touched, in the order touched.
+    private var touched: [RecordReference] = []
+    private var touchedSet: Set<RecordReference> = []
+    /// The change sets the response answered.
+    private var answered: Set<String> = []
+    /// Whether the change set being read is a snapshot whose records were applied as they came.
+    private var streamingSnapshot = false
+    private(set) var report: SyncReport
+
+    init(db: Database, schema: Schema, request: PreparedRequest, lenient: Bool) throws {
+        self.db = db
+        self.schema = schema
+        self.request = request
+        self.lenient = lenient
+        self.pending = try Self.pendingEdits(in: db, schema: schema)
+        self.report = SyncReport(sent: request.message.changeSets.count, received: 0)
+    }
+
+    // MARK: Steps the decoder drives
+
+    /// A snapshot change set begins: its records replace every table's.
+    func beginSnapshot() throws {
+        try tables.deleteAll()
+        report.snapshot = true
+        streamingSnapshot = true
+    }
+
+    /// One record of a snapshot, as it is read.
+    func applySnapshotRecord(_ entityName: String, _ id: RecordID, _ attributes: RecordAttributes) throws {
+        guard let entity = try entity(entityName, attributes.values) else { return }
+        touch(RecordReference(entity: entityName, id: id))
+        try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
+        report.recordsApplied += 1
+    }
+
+    /// One whole change set: the answer it carries, then its data.
+    func apply(_ changeSet: ChangeSet) throws {
+        report.received += 1
+        if changeSet.snapshot && !streamingSnapshot {
+            try tables.deleteAll()
+            report.snapshot = true
+        }
+        streamingSnapshot = false
+        if changeSet.id == nil || changeSet.conflict == nil {
+            for record in changeSet.listedRecords { touch(record) }
+        }
+        try recordAnswer(changeSet)
+        try applyServerData(changeSet)
+    }
+
+    /// Ends the application: reports overwritten edits, clears answered change sets from the
+    /// outbox, applies the queued ones again, and stores the revision.
+    func finish(
+        at maxRevision: Revision, overwritten: ([RecordReference]) -> Void, stageHook: (@Sendable (SyncStage) -> Void)?
+    ) throws -> SyncReport {
+        let overwrittenRecords = touched.filter { !(pending[$0] ?? []).subtracting(answered).isEmpty }
+        if !overwrittenRecords.isEmpty { overwritten(overwrittenRecords) }
+        try Outbox(db: db).remove(answered)
+        try reapplyQueuedEdits()
+        stageHook?(.appliedBeforeRevision)
+        try StoreState(db: db).setMaxRevision(maxRevision)
+        report.maxRevision = maxRevision
+        return report
+    }
+
+    // MARK: Answers and data
+
+    /// The outcome of a change set this device sent, if `changeSet` is one.
+    private func recordAnswer(_ changeSet: ChangeSet) throws {
+        guard let id = changeSet.id, request.changeSetIDs.contains(id) || changeSet.conflict != nil else { return }
+        answered.insert(id)
+        if changeSet.conflict == true {
+            try ConflictJournal(db: db).record(changeSet)
+            report.conflicts.append(SyncConflict(
+                changeSetID: id, reason: changeSet.reason ?? ConflictReason(rawValue: "unknown"), entries: changeSet.conflicts))
+        } else if request.changeSetIDs.contains(id) && !report.committed.contains(id) {
+            report.committed.append(id)
+            if let revision = changeSet.revision { report.committedRevisions[id] = revision }
+        }
+    }
+
+    /// Server data wins: upserts (renaming temporary records first), then deletes.
+    private func applyServerData(_ changeSet: ChangeSet) throws {
+        let idMap = IDMap(db: db)
+        for changes in changeSet.changes {
+            for id in changes.create + changes.update {
+                guard let attributes = changes.attributes[id] else { continue }
+                guard let entity = try entity(changes.entity, attributes.values) else { continue }
+                if let oldID = attributes.oldID, oldID.isTemporary {
+                    try tables.rename(oldID, to: id, in: entity)
+                    try idMap.record(oldID, entity: entity.name, permanentID: id)
+                    report.permanentIDs[RecordReference(entity: entity.name, id: oldID)] = id
+                }
+                try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
+                report.recordsApplied += 1
+            }
+            guard !changes.delete.isEmpty, let entity = try entity(changes.entity, [:]) else { continue }
+            for id in changes.delete {
+                try tables.delete(entity, id: id)
+                report.recordsApplied += 1
+            }
+        }
+    }
+
+    /// The local entity of server data, or nil to skip it (lenient), or a stop.
+    private func entity(_ name: String, _ values: [String: Value]) throws -> Entity? {
+        guard let entity = schema.entity(name) else {
+            if lenient { return nil }
+            throw ResponseNamesUnknownData(name: name)
+        }
+        if !lenient, let unknown = values.keys.first(where: { entity.attribute($0) == nil }) {
+            throw ResponseNamesUnknownData(name: "\(name).\(unknown)")
+        }
+        return entity
+    }
+
+    private func touch(_ record: RecordReference) {
+        if pending[record] != nil && touchedSet.insert(record).inserted { touched.append(record) }
+    }
+
+    // MARK: The outbox
+
+    /// Every record the outbox edits, with the change sets that edit it.
+    private static func pendingEdits(in db: Database, schema: Schema) throws -> [RecordReference: Set<String>] {
+        let idMap = IDMap(db: db)
+        var pending: [RecordReference: Set<String>] = [:]
+        for entry in try Outbox(db: db).entries() {
+            let swapped = try entry.changeSet.swappingTemporaryIDs(schema: schema) { try idMap.permanentID(of: $0)?.id }
+            for record in swapped.listedRecords { pending[record, default: []].insert(entry.changeSet.id ?? "") }
+        }
+        return pending
+    }
+
+    /// Puts the change sets still waiting back on top of the server's data, so that edits
+    /// made while a sync was in flight stay visible until the server answers them.
+    private func reapplyQueuedEdits() throws {
+        let idMap = IDMap(db: db)
+        for entry in try Outbox(db: db).entries() {
+            let changeSet = try entry.changeSet.swappingTemporaryIDs(schema: schema) { try idMap.permanentID(of: $0)?.id }
+            for changes in changeSet.changes {
+                guard let entity = schema.entity(changes.entity) else { continue }
+                for id in changes.create {
+                    try tables.upsert(entity, id: id, revision: nil, values: changes.attributes[id]?.values ?? [:])
+                }
+                for id in changes.update where try tables.record(entity, id: id) != nil {
+                    try tables.setValues(entity, id: id, (changes.attributes[id]?.values ?? [:]).filter { entity.attribute($0.key) != nil })
+                }
+                for id in changes.delete where try tables.record(entity, id: id) != nil {
+                    // A delete the rules now forbid (someone added a `deny` child) stays visible
+                    // until the server refuses it.
+                    _ = try tables.deleteWithRules(entity, id: id, enforcingDeny: false)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import HTTPTypes
+import Hummingbird
+import RevSyncProtocol
+
+/// The one check of `Authorization: Bearer <token>` that every authenticated route uses.
+///
+/// Tokens are never kept: the header's token is hashed at once (``Token/hash(_:)``) and looked
+/// up by its hash. A route that may accept a token from the last seconds (`POST /sync`, whose
+/// engine checks it again inside the sync's own database access) asks with `cached: true`,
+/// sparing a device that syncs often a database read per request; every other route reads
+/// the database each time.
+struct BearerAuthenticator: Sendable {
+    let storage: any SyncStorage
+    private let recent = TokenCache()
+
+    init(storage: any SyncStorage) {
+        self.storage = storage
+    }
+
+    /// An authenticated request: the device and the hash of its token.
+    struct Authenticated: Sendable {
+        var device: Device
+        var tokenHash: String
+    }
+
+    /// The device of the request's bearer token.
+    ///
+    /// - Parameter cached: accept a token the database accepted in the last seconds.
+    /// - Throws: ``APIError`` `401` (with `WWW-Authenticate: Bearer`) for a missing or
+    ///   malformed header, or an unknown or revoked token.
+    func authenticate(_ request: Request, cached: Bool = false) async throws -> Authenticated {
+        let hash = try Self.tokenHash(request)
+        if cached, let device = recent.device(tokenHash: hash) { return Authenticated(device: device, tokenHash: hash) }
+        guard let device = try await storage.withReader({ try $0.device(tokenHash: hash) }) else {
+            throw APIError.unauthorized("unknown or revoked token")
+        }
+        recent.remember(device, tokenHash: hash)
+        return Authenticated(device: device, tokenHash: hash)
+    }
+
+    /// The hash of the request's bearer token.
+    static func tokenHash(_ request: Request) throws -> String {
+        guard let header = request.headers[.authorization] else {
+            throw APIError.unauthorized("missing Authorization: Bearer <token>")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw APIError.unauthorized("the Authorization header must be Bearer <token>")
+        }
+        return Token.hash(String(parts[1]).trimmingWhitespace())
+    }
+}
