@@ -111,7 +111,7 @@ import Testing
     @Test func foreignDamagedOrTruncatedSnapshotsAreRefusedAndNothingIsCreated() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let (author, file) = try await Self.authorAndSnapshot(server, in: directory)
+                let (_, file) = try await Self.authorAndSnapshot(server, in: directory)
                 let identity = try await ServerIdentity.fetch(from: server.url)
                 let target = directory.file("device.sqlite")
 
@@ -147,7 +147,7 @@ import Testing
     @Test func bootstrappingNeverReplacesAStoreWithPendingChanges() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let (author, file) = try await Self.authorAndSnapshot(server, in: directory)
+                let (_, file) = try await Self.authorAndSnapshot(server, in: directory)
 
                 // A device with an edit not yet synced.
                 let device = try await server.clientDevice("busy", in: directory)

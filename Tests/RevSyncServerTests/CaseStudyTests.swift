@@ -7,7 +7,7 @@ import Testing
 @Suite struct CaseStudyTests {
     @Test(arguments: StoreKind.all)
     func updateOfAUserRecord(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let created = try await device.sync([
                 .new().creating("users", -1, ["first_name": "Flo", "last_name": "K", "date_of_birth": "1979-09-12 00:00:00.000+00"])
@@ -37,7 +37,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func createWithTemporaryIDsAndAReferenceBetweenThem(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let screenResponse = try await device.sync([.new().creating("screens", -1, ["name": "Sprint"])])
             let screen = try #require(screenResponse.permanentID(of: -1, in: "screens"))
@@ -75,7 +75,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func clientBehindBySeveralRevisionsGetsTheMissingChangeSetsPlusItsOwn(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let colleague = try await server.device("colleague")
             let device = try await server.device("behind")
             try await colleague.sync([.new().creating("seasons", -100, ["name": "2014"])])

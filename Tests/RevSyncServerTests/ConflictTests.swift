@@ -8,7 +8,7 @@ import Testing
 @Suite struct ConflictTests {
     @Test(arguments: StoreKind.all)
     func staleUpdateIsRefusedWithTheServersValues(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (player, created) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez"])
@@ -34,7 +34,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func deleteOfARecordSomeoneUpdatedIsRefused(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
@@ -58,7 +58,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func updateOfADeletedRecordIsRefused(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (venue, created) = try await alice.create("venues", ["name": "North field"])
@@ -81,7 +81,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func refusedDeleteOfAParentReturnsTheParentAndItsCascadedChildren(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
@@ -111,7 +111,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func conflictInTheLastRecordLeavesNoTraceOfTheFirstOnes(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (player, created) = try await alice.create("players", ["first_name": "A", "last_name": "B"])
@@ -139,7 +139,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func referenceToATemporaryIDWhoseCreateWasRefusedIsAMissingReference(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let player = try await device.create("players", ["first_name": "A", "last_name": "B"]).id
             let refusedCreate = ChangeSet.new().creating("teams", -10, ["age_group": "U12"])  // no name: invalid
@@ -161,7 +161,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func referenceToARecordThatDoesNotExistIsAMissingReference(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let refused = ChangeSet.new().creating("screen_instances", -1, ["screen_id": 749])
             let response = try await device.sync([refused])
@@ -173,7 +173,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func deleteCascadingToAChildTheClientNeverSawIsStale(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
@@ -203,7 +203,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func nullifyingARecordSomeoneChangedSinceIsStale(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (coach, created) = try await alice.create("users", ["first_name": "C", "last_name": "D"])
@@ -220,7 +220,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func denyRuleRefusesADeleteWhileChildrenExist(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let (screen, created) = try await device.create("screens", ["name": "Sprint"])
             let item = try await device.create("screen_items", ["screen_id": .integer(screen.rawValue), "label": "10 m"]).id
@@ -242,7 +242,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func viewerChangesAreForbidden(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let member = try await server.device("member")
             let viewer = try await server.device("viewer", role: .viewer)
             let (team, created) = try await member.create("teams", ["name": "U12"])

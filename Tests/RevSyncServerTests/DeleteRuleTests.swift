@@ -8,7 +8,7 @@ import Testing
 @Suite struct DeleteRuleTests {
     @Test(arguments: StoreKind.all)
     func cascadesAreListedInTheCommittedChangeSet(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let other = try await server.device("other")
             let (team, created) = try await device.create("teams", ["name": "U12"])
@@ -40,7 +40,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func nullifiedRecordsAreListedAsUpdatesWithFullAttributes(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let (coach, created) = try await device.create("users", ["first_name": "C", "last_name": "D"])
             let team = try await device.create("teams", ["name": "U12", "coach_id": .integer(coach.rawValue), "age_group": "U12"]).id
@@ -61,7 +61,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func denyAllowsADeleteThatAlsoRemovesTheChildren(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let (screen, created) = try await device.create("screens", ["name": "Sprint"])
             let (instance, instanceRevision) = try await device.create("screen_instances", ["screen_id": .integer(screen.rawValue)])
@@ -76,7 +76,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func childCreatedAndParentDeletedInOneChangeSetFollowTheRules(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let (team, created) = try await device.create("teams", ["name": "U12"])
             let changeSet = ChangeSet.new()
@@ -93,7 +93,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func deletedIDsAreNeverReused(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let (venue, created) = try await device.create("venues", ["name": "A"])
             try await device.sync([.new().deleting("venues", venue, base: created)])

@@ -8,7 +8,7 @@ import Testing
 @Suite struct ExactlyOnceTests {
     @Test(arguments: StoreKind.all)
     func sameRequestTwiceCreatesNothingTwice(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let player = try await device.create("players", ["first_name": "A", "last_name": "B"]).id
             let request = SyncMessage(maxRevision: device.maxRevision, changeSets: [
@@ -16,15 +16,12 @@ import Testing
                     .creating("team_players", -6, ["team_id": -5, "player_id": .integer(player.rawValue)]),
                 .new().creating("notes", -7, ["body": "first training", "team_id": -5]),
             ])
-            let first = try await device.post(request.jsonBytes())
+            let firstMessage = try await device.send(request)
             let contents = try await server.contents()
             let revision = try await server.revision()
-            // The first response is "lost"; the device sends the same bytes again.
-            let second = try await device.post(request.jsonBytes())
+            // The first response is "lost"; the device sends the same request again.
+            let secondMessage = try await device.send(request)
 
-            #expect(first.status == 200 && second.status == 200)
-            let firstMessage = try SyncMessage(json: first.body, sender: .server)
-            let secondMessage = try SyncMessage(json: second.body, sender: .server)
             #expect(try await server.contents() == contents)
             #expect(try await server.revision() == revision)
             #expect(try await server.count("teams") == 1)
@@ -40,12 +37,12 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func updateNamingAnAlreadyMappedTemporaryIDReachesTheRightRecord(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             try await device.create("seasons", ["name": "2014"])
             let start = device.maxRevision
             let create = ChangeSet.new().creating("teams", -3, ["name": "U12"])
-            _ = try await device.post(SyncMessage(maxRevision: start, changeSets: [create]).jsonBytes())  // response lost
+            _ = try await device.send(SyncMessage(maxRevision: start, changeSets: [create]))  // response lost
 
             // The retry repeats the create and sends an edit queued meanwhile, still naming -3.
             let rename = ChangeSet.new().updating("teams", -3, base: 0, ["name": "U12 Lions"])
@@ -70,7 +67,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func anotherDeviceCannotUseMyTemporaryIDs(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             try await alice.sync([.new().creating("teams", -1, ["name": "Alice's"])])
@@ -82,7 +79,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func twoChangeSetsOfOneDeviceEditingTheSameRecordInOneRequestBothCommit(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let (player, created) = try await device.create("players", ["first_name": "A", "last_name": "B"])
             let first = ChangeSet.new().updating("players", player, base: created, ["position": "keeper"])
@@ -98,11 +95,11 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func editQueuedWhileTheAnswerToAnEarlierEditWasLostCommitsOnTheRetry(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let (player, created) = try await device.create("players", ["first_name": "A", "last_name": "B"])
             let first = ChangeSet.new().updating("players", player, base: created, ["position": "keeper"])
-            _ = try await device.post(SyncMessage(maxRevision: created, changeSets: [first]).jsonBytes())  // lost
+            _ = try await device.send(SyncMessage(maxRevision: created, changeSets: [first]))  // lost
 
             let queued = ChangeSet.new().updating("players", player, base: created, ["position": "defender"])
             let response = try await device.sync([first, queued], from: created)
@@ -115,12 +112,12 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func editBasedOnAnOlderRevisionIsStaleWhenAnotherDeviceWroteInBetween(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device("device")
             let other = try await server.device("other")
             let (player, created) = try await device.create("players", ["first_name": "A", "last_name": "B"])
             let first = ChangeSet.new().updating("players", player, base: created, ["position": "keeper"])
-            _ = try await device.post(SyncMessage(maxRevision: created, changeSets: [first]).jsonBytes())  // lost
+            _ = try await device.send(SyncMessage(maxRevision: created, changeSets: [first]))  // lost
             try await other.sync()
             try await other.sync([.new().updating("players", player, base: created + 1, ["position": "striker"])])
 
@@ -134,14 +131,13 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func repeatOutsideTheCatchUpWindowIsAcknowledgedWithTheCurrentState(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device("device")
             let other = try await server.device("other")
             try await device.create("seasons", ["name": "2014"])
             let start = device.maxRevision
             let create = ChangeSet.new().creating("teams", -2, ["name": "U12"]).creating("teams", -3, ["name": "U13"])
-            let lost = try SyncMessage(json: try await device.post(SyncMessage(maxRevision: start, changeSets: [create]).jsonBytes()).body,
-                                       sender: .server)
+            let lost = try await device.send(SyncMessage(maxRevision: start, changeSets: [create]))
             let u12 = try #require(lost.permanentID(of: -2, in: "teams"))
             let u13 = try #require(lost.permanentID(of: -3, in: "teams"))
             try await other.sync()
@@ -168,7 +164,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func repeatedConflictIsAnsweredTheSameWay(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (player, created) = try await alice.create("players", ["first_name": "A", "last_name": "B"])
@@ -194,7 +190,7 @@ import Testing
 @Suite struct TemporaryIDReuseTests {
     @Test(arguments: StoreKind.all)
     func reusedTemporaryIDIsRefusedAndTheExistingRecordComesBack(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let withoutID = ChangeSet(id: nil).creating("venues", -1, ["name": "North"])
             let first = try await device.sync([withoutID])

@@ -8,7 +8,7 @@ import Testing
 @Suite struct OrderingTests {
     @Test(arguments: StoreKind.all)
     func conflictSitsRightAfterTheLastChangeSetThatExistedWhenItWasJudged(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (player, created) = try await alice.create("players", ["first_name": "A", "last_name": "B"])
@@ -31,7 +31,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func deletedRecordIsNotBroughtBackByALaterConflict(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
@@ -48,7 +48,7 @@ import Testing
 
     @Test(arguments: StoreKind.all, [1, 2, 3] as [UInt64])
     func concurrentDevicesWithConflictingEditsConvergeToTheServersData(store: StoreKind, seed: UInt64) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             var replicas: [Replica] = []
             for index in 0..<4 { replicas.append(Replica(device: try await server.device("device \(index)"))) }
             // A shared starting point everyone edits.

@@ -30,7 +30,7 @@ import Testing
 
     @Test(arguments: StoreKind.all, cases)
     func refusedAloneWhileAValidChangeSetCommits(store: StoreKind, _ testCase: Case) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let valid = ChangeSet.new().creating("seasons", -100, ["name": "2014"])
             let response = try await device.sync([testCase.changeSet, valid])
@@ -52,7 +52,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func invalidUpdateRestoresTheRecord(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let (venue, created) = try await device.create("venues", ["name": "North", "capacity": 10])
             let refused = ChangeSet.new().updating("venues", venue, base: created, ["capacity": "ten", "name": nil])
@@ -66,7 +66,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func outdatedChangeSetDoesNotBlockLaterOnes(store: StoreKind) async throws {
-        try await withLiveServer(store: store) { server in
+        try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let outdated = ChangeSet.new().creating("teams", -1, ["name": "X", "mascot": "lion"])
             let first = try await device.sync([outdated])

@@ -6,7 +6,7 @@ import ServiceLifecycle
 
 /// A real sync server on an ephemeral loopback port, over a real SQLite file or PostgreSQL
 /// database.
-public struct LiveServer: Sendable {
+public struct LiveServer: TestServer {
     public let port: Int
     public let storage: any SyncStorage
     /// The database, as `--database` takes it: a file path or a PostgreSQL URL.
@@ -27,61 +27,7 @@ public struct LiveServer: Sendable {
         LiveServer(port: port, storage: storage, database: database, schema: schema)
     }
 
-    /// Creates a device with its own token.
-    public func device(_ name: String = "device", role: Role = .member) async throws -> TestDevice {
-        let (device, token) = try await Token.create(name: name, role: role, in: storage)
-        return TestDevice(server: self, token: token, device: device)
-    }
-
-    /// The server's current revision, read from its database.
-    public func revision() async throws -> Revision {
-        try await storage.withReader { try $0.currentRevision() }
-    }
-
-    /// A record as the server stores it, by attribute name; `nil` if it does not exist.
-    public func record(_ entityName: String, _ id: RecordID) async throws -> [String: Value]? {
-        let entity = try entity(entityName)
-        return try await storage.withReader { reader in
-            guard let record = try reader.records(entity, ids: [id]).first else { return nil }
-            var values = Dictionary(uniqueKeysWithValues: zip(entity.attributes.map(\.name), record.values))
-            values["revision"] = .integer(record.revision)
-            return values
-        }
-    }
-
-    /// How many records of an entity the server holds.
-    public func count(_ entityName: String) async throws -> Int {
-        let entity = try entity(entityName)
-        return try await storage.withReader { reader in
-            var count = 0
-            try reader.allRecords(entity) { _ in count += 1 }
-            return count
-        }
-    }
-
-    /// Every record of every entity, with revisions: to prove that a request changed nothing.
-    public func contents() async throws -> [String: [RecordID: [Value]]] {
-        let schema = self.schema
-        return try await storage.withReader { reader in
-            var contents: [String: [RecordID: [Value]]] = [:]
-            for entity in schema.entities {
-                try reader.allRecords(entity) { record in
-                    contents[entity.name, default: [:]][record.id] = [.integer(record.revision)] + record.values
-                }
-            }
-            return contents
-        }
-    }
-
-    /// The whole change log.
-    public func log() async throws -> [LogEntry] {
-        try await storage.withReader { reader in try reader.logEntries(after: 0, through: try reader.currentRevision()) }
-    }
-
-    private func entity(_ name: String) throws -> Entity {
-        guard let entity = schema.entity(name) else { throw RawHTTPClient.Failure(description: "no entity \(name)") }
-        return entity
-    }
+    public var route: TestDevice.Route { .http(port: port) }
 
     /// Sends a raw request.
     public func send(

@@ -26,7 +26,7 @@ public final class Replica {
 
     public init(device: TestDevice) {
         self.device = device
-        self.schema = device.server.schema
+        self.schema = device.schema
     }
 
     public var maxRevision: Revision { device.maxRevision }
@@ -59,29 +59,17 @@ public final class Replica {
     /// nothing) when a `deny` rule forbids it.
     @discardableResult
     public func delete(_ entity: String, _ id: RecordID) -> Bool {
-        guard let record = data[entity]?[id] else { return false }
-        var doomed: [(String, RecordID)] = [(entity, id)]
-        var seen: Set<String> = ["\(entity)/\(id)"]
-        var nullify: [(String, RecordID, Int)] = []
-        var index = 0
-        while index < doomed.count {
-            let (parentEntity, parentID) = doomed[index]
-            index += 1
-            for reference in schema.references(to: parentEntity) {
-                for (childID, child) in data[reference.entity] ?? [:] where child.values[reference.attributeIndex] == .integer(parentID.rawValue) {
-                    switch reference.rule {
-                    case .deny: return false
-                    case .cascade:
-                        if seen.insert("\(reference.entity)/\(childID)").inserted { doomed.append((reference.entity, childID)) }
-                    case .nullify: nullify.append((reference.entity, childID, reference.attributeIndex))
-                    }
-                }
-            }
+        guard let record = data[entity]?[id], let definition = schema.entity(entity) else { return false }
+        // The delete planner the server and the client library use.
+        let plan = DeletePlan<RecordID>(schema: schema, deleting: [(definition, id)]) { reference, _, parent in
+            (data[reference.entity] ?? [:]).filter { $0.value.values[reference.attributeIndex] == .integer(parent.rawValue) }
+                .keys.sorted()
         }
-        for (childEntity, childID, attribute) in nullify where !seen.contains("\(childEntity)/\(childID)") {
-            data[childEntity]?[childID]?.values[attribute] = .null
+        guard plan.denials.isEmpty else { return false }
+        for nullification in plan.nullified {
+            for index in nullification.attributeIndices { data[nullification.entity.name]?[nullification.record]?.values[index] = .null }
         }
-        for (doomedEntity, doomedID) in doomed { data[doomedEntity]?[doomedID] = nil }
+        for removal in plan.deleted { data[removal.entity.name]?[removal.record] = nil }
         outbox.append(.new().deleting(entity, id, base: record.revision ?? 0))
         return true
     }

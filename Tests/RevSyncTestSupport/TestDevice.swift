@@ -2,40 +2,70 @@ import Foundation
 import RevSyncProtocol
 import RevSyncServer
 
-/// A device talking to a ``LiveServer`` over HTTP with its own token: it sends change sets as
-/// the protocol says and remembers the revision it reached. It keeps no local data; tests
-/// assert on the responses and on the server's database.
+/// A device of a test: it sends change sets as the protocol says, with its own token, and
+/// remembers the revision it reached. It keeps no local data; tests assert on the responses
+/// and on the server's database.
+///
+/// It reaches the server by its ``Route``: over HTTP to a ``LiveServer`` (for what is about
+/// HTTP: authentication, gzip, limits, framing), or straight into the ``SyncEngine`` of an
+/// ``InProcessServer`` (for what is about the engine: conflicts, IDs, cascades, exactly-once),
+/// where the request and the response still go through the wire format.
 public final class TestDevice {
-    public let server: LiveServer
+    /// How requests reach the server.
+    public enum Route: Sendable {
+        /// `POST /sync` on a live server's loopback port.
+        case http(port: Int)
+        /// The engine, called in this process.
+        case engine(SyncEngine)
+    }
+
+    public let route: Route
+    public let schema: Schema
     public let token: String
     public let device: Device
     /// The revision this device holds: the last response's `maxRevision`.
     public var maxRevision: Revision = 0
     private var lastTemporaryID: Int64 = 0
 
-    init(server: LiveServer, token: String, device: Device) {
-        self.server = server
+    init(route: Route, schema: Schema, token: String, device: Device) {
+        self.route = route
+        self.schema = schema
         self.token = token
         self.device = device
     }
 
     /// Sends the change sets with the device's `maxRevision` (or the one given), checks the
-    /// response is a `200` with a valid sync message, and stores its `maxRevision`.
+    /// response is a valid sync message, and stores its `maxRevision`.
     @discardableResult
     public func sync(_ changeSets: [ChangeSet] = [], from revision: Revision? = nil) async throws -> SyncMessage {
-        let request = SyncMessage(maxRevision: revision ?? maxRevision, changeSets: changeSets)
-        let response = try await post(request.jsonBytes())
-        guard response.status == 200 else {
-            throw RawHTTPClient.Failure(description: "sync answered \(response.status): \(response.bodyText)")
-        }
-        let message = try SyncMessage(json: response.body, sender: .server)
+        let message = try await send(SyncMessage(maxRevision: revision ?? maxRevision, changeSets: changeSets))
         maxRevision = message.maxRevision
         return message
     }
 
+    /// Sends a request and returns the response, without taking its `maxRevision`: a caller
+    /// that ignores the response plays a response lost on the way back.
+    ///
+    /// - Throws: when the server refuses the request as a whole (a status other than `200`
+    ///   over HTTP, the engine's error in process).
+    public func send(_ request: SyncMessage) async throws -> SyncMessage {
+        switch route {
+        case .http:
+            let response = try await post(request.jsonBytes())
+            guard response.status == 200 else {
+                throw RawHTTPClient.Failure(description: "sync answered \(response.status): \(response.bodyText)")
+            }
+            return try SyncMessage(json: response.body, sender: .server)
+        case .engine(let engine):
+            let decoded = try SyncMessage(json: request.jsonBytes(), sender: .client)
+            let response = try await engine.sync(decoded, tokenHash: Token.hash(token))
+            return try SyncMessage(json: response.body, sender: .server)
+        }
+    }
+
     /// The same device (token, revision, temporary IDs) talking to another server instance.
     public func rebound(to server: LiveServer) -> TestDevice {
-        let device = TestDevice(server: server, token: token, device: self.device)
+        let device = TestDevice(route: server.route, schema: schema, token: token, device: self.device)
         device.maxRevision = maxRevision
         device.lastTemporaryID = lastTemporaryID
         return device
@@ -58,12 +88,16 @@ public final class TestDevice {
         return (id, response.maxRevision)
     }
 
-    /// Posts a raw body to `/sync` with this device's token.
+    /// Posts a raw body to `/sync` with this device's token (HTTP devices only).
     public func post(_ body: [UInt8], headers: [(String, String)] = [("Content-Type", "application/json")]) async throws -> RawHTTPResponse {
-        try await server.send("POST", "/sync", headers: [("Authorization", "Bearer \(token)")] + headers, body: body)
+        guard case .http(let port) = route else {
+            throw RawHTTPClient.Failure(description: "post(_:) needs a device of a LiveServer; this one calls the engine")
+        }
+        return try await RawHTTPClient.send(
+            port: port, method: "POST", path: "/sync", headers: [("Authorization", "Bearer \(token)")] + headers, body: body)
     }
 
-    /// Posts a raw JSON text to `/sync` with this device's token.
+    /// Posts a raw JSON text to `/sync` with this device's token (HTTP devices only).
     public func post(_ json: String) async throws -> RawHTTPResponse {
         try await post(Array(json.utf8))
     }
