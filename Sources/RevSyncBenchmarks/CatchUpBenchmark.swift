@@ -51,15 +51,17 @@ public struct CatchUpBenchmark: Sendable {
                         let message = try SyncMessage(json: reply.body, sender: .server)
                         let elapsed = seconds(since: start)
                         guard message.maxRevision == current, message.changeSets.count == k else {
-                            throw BenchmarkError("expected \(k) change sets up to \(current), got \(message.changeSets.count) up to \(message.maxRevision)")
+                            throw BenchmarkError(
+                                "expected \(k) change sets up to \(current), got \(message.changeSets.count) up to \(message.maxRevision)")
                         }
                         if repetition >= 0 { latencies.add(elapsed) }
                         changeSets = message.changeSets.count
                         wireBytes = reply.wireBytes
                     }
-                    measurements.append(Measurement(
-                        storeSize: size, missed: k, median: latencies.median, p90: latencies.percentile(90), changeSets: changeSets,
-                        wireBytes: wireBytes))
+                    measurements.append(
+                        Measurement(
+                            storeSize: size, missed: k, median: latencies.median, p90: latencies.percentile(90), changeSets: changeSets,
+                            wireBytes: wireBytes))
                 }
                 await server.stop()
             } catch {
@@ -73,7 +75,8 @@ public struct CatchUpBenchmark: Sendable {
     /// `count` small change sets (a note and a player's position), one sync request each.
     static func commit(_ count: Int, by device: Device, engine: SyncEngine) async throws {
         for sequence in 0..<count {
-            let changeSet = noteChangeSet(id: "catch-up-\(sequence)", sequence: sequence, body: "Catch-up note \(sequence): worked on first touch.")
+            let changeSet = noteChangeSet(
+                id: "catch-up-\(sequence)", sequence: sequence, body: "Catch-up note \(sequence): worked on first touch.")
             let current = try await engine.storage.withReader { try $0.currentRevision() }
             _ = try await engine.sync(SyncMessage(maxRevision: current, changeSets: [changeSet]), from: device)
         }
@@ -84,14 +87,17 @@ public struct CatchUpBenchmark: Sendable {
         let note = RecordID(-Int64(sequence) - 1)
         return ChangeSet(
             id: id,
-            changes: [EntityChanges(
-                entity: "notes", create: [note], attributes: [note: RecordAttributes(values: ["body": .text(body)])])])
+            changes: [
+                EntityChanges(
+                    entity: "notes", create: [note], attributes: [note: RecordAttributes(values: ["body": .text(body)])])
+            ])
     }
 
     public func rows(_ measurements: [Measurement], command: String) -> [BenchmarkRow] {
         measurements.map { measurement in
             BenchmarkRow(
-                scenario: "Catch-up of \(Format.count(measurement.missed)) missed revisions, store of \(Format.count(measurement.storeSize)) records, \(store)",
+                scenario:
+                    "Catch-up of \(Format.count(measurement.missed)) missed revisions, store of \(Format.count(measurement.storeSize)) records, \(store)",
                 figures: [
                     ("median", Format.milliseconds(measurement.median)),
                     ("p90", Format.milliseconds(measurement.p90)),

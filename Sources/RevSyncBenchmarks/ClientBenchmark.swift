@@ -48,7 +48,8 @@ public struct ClientBenchmark: Sendable {
         for index in 0..<writes {
             let start = ContinuousClock.now
             try await store.write { transaction in
-                try transaction.insert(into: "notes", ["body": .text("Note \(index): sharp in the rondo."), "player_id": .integer(player.rawValue)])
+                try transaction.insert(
+                    into: "notes", ["body": .text("Note \(index): sharp in the rondo."), "player_id": .integer(player.rawValue)])
                 try transaction.update("players", id: player, ["position": .text(index % 2 == 0 ? "Defender" : "Midfielder")])
             }
             latencies.add(seconds(since: start))
@@ -73,7 +74,10 @@ public struct ClientBenchmark: Sendable {
         BenchmarkRow(
             scenario: "Device: apply \(Format.count(records)) records, then \(Format.count(writes)) local writes",
             figures: [
-                ("apply rate", "\(Format.count(Int(result.recordsPerSecond))) records/s (\(Format.seconds(result.applySeconds)) for gunzip, decode and insert)"),
+                (
+                    "apply rate",
+                    "\(Format.count(Int(result.recordsPerSecond))) records/s (\(Format.seconds(result.applySeconds)) for gunzip, decode and insert)"
+                ),
                 ("local write of one change set, p50", Format.milliseconds(result.writeP50)),
                 ("p99", Format.milliseconds(result.writeP99)),
             ],

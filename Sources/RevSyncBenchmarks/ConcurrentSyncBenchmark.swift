@@ -43,7 +43,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
     }
 
     public func run() async throws -> Result {
-        let server = try await BenchmarkServer.start(store: store, records: records, devices: devices, binaries: binaries, label: "load",
+        let server = try await BenchmarkServer.start(
+            store: store, records: records, devices: devices, binaries: binaries, label: "load",
             serverArguments: serverArguments)
         let result = await load(server)
         await server.stop()
@@ -110,7 +111,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
 
     public func row(_ result: Result, command: String) -> BenchmarkRow {
         BenchmarkRow(
-            scenario: "\(devices) devices syncing small change sets, \(rate.map { "\(Format.rate($0)) syncs/s offered" } ?? "as fast as they can"), \(store)",
+            scenario:
+                "\(devices) devices syncing small change sets, \(rate.map { "\(Format.rate($0)) syncs/s offered" } ?? "as fast as they can"), \(store)",
             figures: [
                 ("syncs per second (completed)", Format.rate(result.syncsPerSecond)),
                 ("p50", Format.milliseconds(result.p50)),
@@ -132,7 +134,6 @@ private struct LoadOutcome: Sendable {
     var conflicts = 0
     var failures: [String] = []
 }
-
 
 /// Holds the device threads until the window's times are known.
 private final class StartGate: @unchecked Sendable {
@@ -194,7 +195,8 @@ private struct LoadDevice: Sendable {
             }
             if scheduled >= end { break }
             sequence += 1
-            let message = SyncMessage(maxRevision: revision, changeSets: [edit(sequence: sequence, temporaryID: RecordID(nextTemporaryID), base: revision)])
+            let message = SyncMessage(
+                maxRevision: revision, changeSets: [edit(sequence: sequence, temporaryID: RecordID(nextTemporaryID), base: revision)])
             nextTemporaryID -= 1
             do {
                 let reply = try connection.sync(message)
@@ -225,13 +227,18 @@ private struct LoadDevice: Sendable {
             changes: [
                 EntityChanges(
                     entity: "players", update: [player],
-                    attributes: [player: RecordAttributes(revision: base, values: ["position": .text(["Goalkeeper", "Defender", "Midfielder", "Forward"][sequence % 4])])]),
+                    attributes: [
+                        player: RecordAttributes(
+                            revision: base, values: ["position": .text(["Goalkeeper", "Defender", "Midfielder", "Forward"][sequence % 4])])
+                    ]),
                 EntityChanges(
                     entity: "notes", create: [temporaryID],
-                    attributes: [temporaryID: RecordAttributes(values: [
-                        "body": .text("Session \(sequence): good progress on passing under pressure."),
-                        "team_id": .integer(team.rawValue), "created_at": .text("2026-11-22"),
-                    ])]),
+                    attributes: [
+                        temporaryID: RecordAttributes(values: [
+                            "body": .text("Session \(sequence): good progress on passing under pressure."),
+                            "team_id": .integer(team.rawValue), "created_at": .text("2026-11-22"),
+                        ])
+                    ]),
             ])
     }
 }

@@ -48,8 +48,10 @@ public struct FreshDeviceBenchmark: Sendable {
         // The server makes its snapshot once; devices share it.
         let making = ContinuousClock.now
         let warm = try await DefaultTransport(timeout: 600).download(
-            TransportRequest(url: url.appendingPathComponent("snapshot"), method: "GET",
-                             headers: ["Authorization": "Bearer \(server.tokens[2])"], body: Data())) { _, _ in }
+            TransportRequest(
+                url: url.appendingPathComponent("snapshot"), method: "GET",
+                headers: ["Authorization": "Bearer \(server.tokens[2])"], body: Data())
+        ) { _, _ in }
         guard warm.status == 200 else { throw BenchmarkError("GET /snapshot answered \(warm.status)") }
         result.snapshotMakingSeconds = seconds(since: making)
         result.snapshotStoreBytes = Int(warm.headers["x-revsync-snapshot-length"] ?? "") ?? 0
@@ -58,7 +60,8 @@ public struct FreshDeviceBenchmark: Sendable {
         let author = SyncConnection(port: server.port, token: server.tokens[2])
         var revision = server.seedRevision
         for sequence in 0..<missed {
-            let changeSet = CatchUpBenchmark.noteChangeSet(id: "fresh-\(sequence)", sequence: sequence, body: "After the snapshot \(sequence)")
+            let changeSet = CatchUpBenchmark.noteChangeSet(
+                id: "fresh-\(sequence)", sequence: sequence, body: "After the snapshot \(sequence)")
             let reply = try author.sync(SyncMessage(maxRevision: revision, changeSets: [changeSet]))
             guard reply.status == 200, !reply.hasConflict, let next = reply.maxRevision else {
                 throw BenchmarkError("a change set failed: \(reply.status) \(String(decoding: reply.body.prefix(500), as: UTF8.self))")
@@ -115,9 +118,13 @@ public struct FreshDeviceBenchmark: Sendable {
         }
         return [
             BenchmarkRow(
-                scenario: "Fresh device, \(Format.count(records)) records, \(store): snapshot download + open + catch-up of \(missed) revisions",
+                scenario:
+                    "Fresh device, \(Format.count(records)) records, \(store): snapshot download + open + catch-up of \(missed) revisions",
                 figures: figures(result.snapshot, "GET /health, GET /snapshot, 1 sync") + [
-                    ("server makes the snapshot (once per interval)", "\(Format.seconds(result.snapshotMakingSeconds)), \(Format.bytes(result.snapshotStoreBytes)) store file"),
+                    (
+                        "server makes the snapshot (once per interval)",
+                        "\(Format.seconds(result.snapshotMakingSeconds)), \(Format.bytes(result.snapshotStoreBytes)) store file"
+                    )
                 ],
                 command: command),
             BenchmarkRow(

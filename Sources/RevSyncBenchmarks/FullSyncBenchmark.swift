@@ -82,7 +82,7 @@ func log(_ path: String) -> String {
 func lastJSONReport(in file: String) throws -> [String: Any] {
     let output = log(file)
     guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("{") }),
-          let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
     else { throw BenchmarkError("no JSON report in \(file): \(output)") }
     return object
 }

@@ -30,7 +30,9 @@ public struct PayloadBenchmark: Sendable {
         let snapshot = try await ClientBenchmark.snapshotResponse(records: snapshotRecords, in: work)
         let snapshotRaw = try Gzip.decompress(snapshot, limit: 1 << 31)
         return [
-            Size(name: "one change set (a screening: 1 + 5 records), as sent", raw: request.count, gzip: Gzip.compress(request, level: 6).count),
+            Size(
+                name: "one change set (a screening: 1 + 5 records), as sent", raw: request.count,
+                gzip: Gzip.compress(request, level: 6).count),
             Size(name: "catch-up response of 50 screenings", raw: catchUp.count, gzip: Gzip.compress(catchUp, level: 6).count),
             Size(name: "full sync of \(Format.count(snapshotRecords)) records", raw: snapshotRaw.count, gzip: snapshot.count),
         ]
@@ -49,15 +51,23 @@ public struct PayloadBenchmark: Sendable {
         if temporary { instanceValues["player_id"] = .integer(4_000) }
         var changeSet = ChangeSet(id: temporary ? "3F2504E0-4F89-11D3-9A0C-0305E82C3301" : nil, revision: revision)
         changeSet.changes = [
-            EntityChanges(entity: "screen_instances", create: [instance], attributes: [instance: RecordAttributes(revision: revision, values: instanceValues)]),
+            EntityChanges(
+                entity: "screen_instances", create: [instance],
+                attributes: [instance: RecordAttributes(revision: revision, values: instanceValues)]),
             EntityChanges(
                 entity: "screen_instance_items", create: items,
-                attributes: Dictionary(uniqueKeysWithValues: items.enumerated().map { index, id in
-                    (id, RecordAttributes(revision: revision, values: [
-                        "screen_instance_id": .integer(instance.rawValue), "screen_item_id": .integer(60 + Int64(index)),
-                        "numeric_value": .real(Double(index) * 1.5 + 11.25),
-                    ]))
-                })),
+                attributes: Dictionary(
+                    uniqueKeysWithValues: items.enumerated().map { index, id in
+                        (
+                            id,
+                            RecordAttributes(
+                                revision: revision,
+                                values: [
+                                    "screen_instance_id": .integer(instance.rawValue), "screen_item_id": .integer(60 + Int64(index)),
+                                    "numeric_value": .real(Double(index) * 1.5 + 11.25),
+                                ])
+                        )
+                    })),
         ]
         return changeSet
     }

@@ -51,7 +51,9 @@ final class SyncConnection {
                         guard let found = memchr(base + offset, Int32(needle[0]), last - offset + 1) else { return false }
                         let candidate = UnsafeRawPointer(found)
                         var matched = 1
-                        while matched < needle.count, candidate.load(fromByteOffset: matched, as: UInt8.self) == needle[matched] { matched += 1 }
+                        while matched < needle.count, candidate.load(fromByteOffset: matched, as: UInt8.self) == needle[matched] {
+                            matched += 1
+                        }
                         if matched == needle.count { return true }
                         offset = base.distance(to: candidate) + 1
                     }

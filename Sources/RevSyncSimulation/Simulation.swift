@@ -82,7 +82,9 @@ public struct SimulationReport: Sendable {
 
 /// Many devices using `RevSyncClient` against real server processes through a faulty network.
 public enum Simulation {
-    public static func run(_ configuration: SimulationConfiguration, progress: @Sendable (String) -> Void = { _ in }) async throws -> SimulationReport {
+    public static func run(
+        _ configuration: SimulationConfiguration, progress: @Sendable (String) -> Void = { _ in }
+    ) async throws -> SimulationReport {
         let started = Date()
         var report = SimulationReport(configuration: configuration)
         let work = try configuration.workDirectory ?? ScratchDatabase.temporaryDirectory("simulation")
@@ -105,7 +107,8 @@ public enum Simulation {
         }
 
         progress("starting \(configuration.instances) server instance(s) on \(StorageLocation(location))")
-        let fleet = try await ServerFleet.start(count: configuration.instances, database: location, binaries: configuration.binaries, logDirectory: work)
+        let fleet = try await ServerFleet.start(
+            count: configuration.instances, database: location, binaries: configuration.binaries, logDirectory: work)
         var proxies: [FaultProxy] = []
         for (index, port) in fleet.ports.enumerated() {
             proxies.append(try await FaultProxy.start(upstreamPort: port, rates: .none, seed: configuration.seed &+ UInt64(index)))
@@ -116,7 +119,8 @@ public enum Simulation {
             var stores: [LocalStore] = []
             for (index, (_, token)) in tokens.enumerated() {
                 let url = URL(string: "http://127.0.0.1:\(proxies[index % proxies.count].port)")!
-                stores.append(try LocalStore.create(at: work + "/device-\(index).sqlite", schema: .demo, server: .init(url: url, token: token)))
+                stores.append(
+                    try LocalStore.create(at: work + "/device-\(index).sqlite", schema: .demo, server: .init(url: url, token: token)))
             }
             try await createSharedRecords(in: stores[0])
             let founder = SimulatedDevice(
@@ -147,7 +151,8 @@ public enum Simulation {
                     return made < configuration.editsPerDevice
                 }
                 while working() {
-                    let burst = deadline == nil ? min(local.number(in: 1...5), configuration.editsPerDevice - made) : local.number(in: 1...5)
+                    let burst =
+                        deadline == nil ? min(local.number(in: 1...5), configuration.editsPerDevice - made) : local.number(in: 1...5)
                     for _ in 0..<burst { await device.randomEdit() }
                     made += burst
                     if local.chance(configuration.deviceCrashRate) { try await device.crashDuringSync() }
@@ -209,7 +214,9 @@ public enum Simulation {
     }
 
     /// Runs `body` for every device at once.
-    private static func forEachDevice(_ devices: [SimulatedDevice], _ body: @escaping @Sendable (SimulatedDevice) async throws -> Void) async throws {
+    private static func forEachDevice(
+        _ devices: [SimulatedDevice], _ body: @escaping @Sendable (SimulatedDevice) async throws -> Void
+    ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for device in devices { group.addTask { try await body(device) } }
             try await group.waitForAll()
@@ -232,7 +239,9 @@ public enum Simulation {
     private static func createSharedRecords(in store: LocalStore) async throws {
         try await store.write { transaction in
             for name in ["2014", "2015"] { try transaction.insert(into: "seasons", ["name": .text(name)]) }
-            for name in ["Avery", "Blake", "Casey"] { try transaction.insert(into: "users", ["first_name": .text(name), "last_name": "Staff"]) }
+            for name in ["Avery", "Blake", "Casey"] {
+                try transaction.insert(into: "users", ["first_name": .text(name), "last_name": "Staff"])
+            }
             for name in ["North field", "Hall"] { try transaction.insert(into: "venues", ["name": .text(name)]) }
             for name in ["Sprint", "Agility"] {
                 let screen = try transaction.insert(into: "screens", ["name": .text(name)])

@@ -72,7 +72,9 @@ struct FreshDevice: AsyncParsableCommand {
 struct Concurrent: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Scenario 2: many devices syncing small change sets at once: syncs per second and latency.",
-        discussion: "Without --rate the devices sync as fast as they can (the server's capacity); with --rate they start that many syncs per second together, and latency counts from each sync's scheduled start.")
+        discussion:
+            "Without --rate the devices sync as fast as they can (the server's capacity); with --rate they start that many syncs per second together, and latency counts from each sync's scheduled start."
+    )
 
     @Option(help: "Devices.") var devices = 50
     @Option(help: "Seconds measured (after the warm-up).") var seconds = 10.0

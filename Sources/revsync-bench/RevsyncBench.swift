@@ -6,7 +6,8 @@ struct RevsyncBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync-bench",
         abstract: "Benchmarks and the many-device simulator. Build with -c release for figures.",
-        discussion: "Each benchmark prints its result as a row of the Markdown table in docs/benchmarks.md, with the command that produced it.",
+        discussion:
+            "Each benchmark prints its result as a row of the Markdown table in docs/benchmarks.md, with the command that produced it.",
         subcommands: [FullSync.self, FreshDevice.self, Concurrent.self, CatchUp.self, Client.self, Payload.self, Simulate.self])
 }
 

@@ -31,7 +31,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Forget change set outcomes after this many days (default: keep forever).")
     var outcomeRetentionDays: Int?
 
-    @Option(help: "Where GET /snapshot keeps its snapshots (default: DATABASE.snapshots next to a SQLite file; revsync-snapshots in the temporary directory for PostgreSQL).")
+    @Option(
+        help:
+            "Where GET /snapshot keeps its snapshots (default: DATABASE.snapshots next to a SQLite file; revsync-snapshots in the temporary directory for PostgreSQL)."
+    )
     var snapshotDirectory: String?
 
     @Option(help: "GET /snapshot makes a new snapshot only once the data set is this many revisions past the last one.")
@@ -58,7 +61,8 @@ struct Serve: AsyncParsableCommand {
         let schema = try loadSchema(self.schema)
         let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!)
         if let token = try await Token.createFirstAdmin(in: storage) {
-            printOutput("""
+            printOutput(
+                """
                 Created the first admin token. It is shown only this once; keep it somewhere safe:
 
                     \(token)
@@ -83,7 +87,9 @@ struct Serve: AsyncParsableCommand {
         let revision = try await storage.withReader { try $0.currentRevision() }
         let server = SyncHTTPServer(engine: engine, configuration: configuration, logger: logger)
         try await server.run(services: services) { [host, database] port in
-            printOutput("RevSync server listening on http://\(host):\(port) (database \(database.location), schema version \(schema.version), revision \(revision))")
+            printOutput(
+                "RevSync server listening on http://\(host):\(port) (database \(database.location), schema version \(schema.version), revision \(revision))"
+            )
         }
         try await storage.close()
     }

@@ -62,7 +62,9 @@ struct Init: AsyncParsableCommand {
             if options.json {
                 say(created(url: url, schemaVersion: schema.version) { _ in })
             } else {
-                say("Created \(options.store) for \(url.absoluteString) (schema version \(schema.version), \(schema.entities.count) entities).")
+                say(
+                    "Created \(options.store) for \(url.absoluteString) (schema version \(schema.version), \(schema.entities.count) entities)."
+                )
             }
         }
     }
@@ -83,16 +85,19 @@ struct Init: AsyncParsableCommand {
         let records = try await store.read { reader in try store.schema.entities.reduce(0) { $0 + (try reader.count($1.name)) } }
         try store.close()
         if options.json {
-            say(created(url: url, schemaVersion: identity.schemaVersion) { writer in
-                writer.writeRaw(",\"snapshot\":")
-                writer.writeString(snapshot)
-                writer.writeRaw(",\"maxRevision\":")
-                writer.writeInteger(status.maxRevision)
-                writer.writeRaw(",\"records\":")
-                writer.writeInteger(records)
-            })
+            say(
+                created(url: url, schemaVersion: identity.schemaVersion) { writer in
+                    writer.writeRaw(",\"snapshot\":")
+                    writer.writeString(snapshot)
+                    writer.writeRaw(",\"maxRevision\":")
+                    writer.writeInteger(status.maxRevision)
+                    writer.writeRaw(",\"records\":")
+                    writer.writeInteger(records)
+                })
         } else {
-            say("Created \(options.store) for \(url.absoluteString) from \(snapshot): \(records) records at revision \(status.maxRevision); `revsync sync` brings what changed since.")
+            say(
+                "Created \(options.store) for \(url.absoluteString) from \(snapshot): \(records) records at revision \(status.maxRevision); `revsync sync` brings what changed since."
+            )
         }
     }
 
@@ -104,21 +109,24 @@ struct Init: AsyncParsableCommand {
         try store.close()
         guard let report = downloaded else { throw CommandFailure("\(options.store) appeared while the snapshot was downloading") }
         if options.json {
-            say(created(url: url, schemaVersion: store.schema.version) { writer in
-                writer.writeRaw(",\"snapshot\":\"downloaded\",\"maxRevision\":")
-                writer.writeInteger(report.revision)
-                writer.writeRaw(",\"records\":")
-                writer.writeInteger(report.records)
-                writer.writeRaw(",\"gzipBytes\":")
-                writer.writeInteger(report.gzipBytes)
-                writer.writeRaw(",\"receivedBytes\":")
-                writer.writeInteger(report.receivedBytes)
-                writer.writeRaw(",\"resumedAt\":")
-                writer.writeInteger(report.resumedAt)
-            })
+            say(
+                created(url: url, schemaVersion: store.schema.version) { writer in
+                    writer.writeRaw(",\"snapshot\":\"downloaded\",\"maxRevision\":")
+                    writer.writeInteger(report.revision)
+                    writer.writeRaw(",\"records\":")
+                    writer.writeInteger(report.records)
+                    writer.writeRaw(",\"gzipBytes\":")
+                    writer.writeInteger(report.gzipBytes)
+                    writer.writeRaw(",\"receivedBytes\":")
+                    writer.writeInteger(report.receivedBytes)
+                    writer.writeRaw(",\"resumedAt\":")
+                    writer.writeInteger(report.resumedAt)
+                })
         } else {
             let resumed = report.resumedAt > 0 ? ", resumed at byte \(report.resumedAt)" : ""
-            say("Created \(options.store) for \(url.absoluteString) from the server's snapshot: \(report.records) records at revision \(report.revision) (\(report.gzipBytes) bytes gzip\(resumed)); `revsync sync` brings what changed since.")
+            say(
+                "Created \(options.store) for \(url.absoluteString) from the server's snapshot: \(report.records) records at revision \(report.revision) (\(report.gzipBytes) bytes gzip\(resumed)); `revsync sync` brings what changed since."
+            )
         }
     }
 

@@ -37,7 +37,9 @@ enum Output {
     }
 
     static func lines(for report: SyncReport) -> [String] {
-        var lines = ["Sent \(report.sent) change set\(report.sent == 1 ? "" : "s"), received \(report.received)\(report.snapshot ? " (a snapshot of the whole data set)" : ""); now at revision \(report.maxRevision)."]
+        var lines = [
+            "Sent \(report.sent) change set\(report.sent == 1 ? "" : "s"), received \(report.received)\(report.snapshot ? " (a snapshot of the whole data set)" : ""); now at revision \(report.maxRevision)."
+        ]
         for (temporary, permanent) in report.permanentIDs.sorted(by: { ($0.key.entity, $0.key.id) < ($1.key.entity, $1.key.id) }) {
             lines.append("  \(temporary.entity) \(temporary.id) is now \(permanent)")
         }
@@ -46,7 +48,8 @@ enum Output {
             for conflict in report.conflicts {
                 lines.append("  \(conflict.reason) (change set \(conflict.changeSetID ?? "without id")):")
                 for entry in conflict.entries {
-                    lines.append("    \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)")
+                    lines.append(
+                        "    \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)")
                 }
             }
         }
@@ -90,7 +93,8 @@ enum Output {
             writer.writeRaw("],\"conflicts\":[")
             for (index, conflict) in report.conflicts.enumerated() {
                 if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                ChangeSet(id: conflict.changeSetID, conflict: true, reason: conflict.reason, conflicts: conflict.entries).encode(into: &writer)
+                ChangeSet(id: conflict.changeSetID, conflict: true, reason: conflict.reason, conflicts: conflict.entries).encode(
+                    into: &writer)
             }
             writer.writeRaw("]}")
         }

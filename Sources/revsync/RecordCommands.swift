@@ -6,7 +6,8 @@ import RevSyncProtocol
 struct Create: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a record; prints its temporary ID.",
-        discussion: "Values are typed by the schema: name=U12 capacity=300 active=true team_id=-3 comment=null. References may use temporary IDs.")
+        discussion:
+            "Values are typed by the schema: name=U12 capacity=300 active=true team_id=-3 comment=null. References may use temporary IDs.")
 
     @OptionGroup var options: StoreOptions
     @Argument(help: "The entity, such as teams.") var entity: String
@@ -127,20 +128,22 @@ struct List: AsyncParsableCommand {
             let records = try await store.table(entity).all(where: filter, orderBy: orderBy.map { [$0] } ?? [], limit: limit)
             let names = Output.attributeNames(entity, schema: store.schema)
             if options.json {
-                say(Output.json { writer in
-                    writer.writeByte(UInt8(ascii: "["))
-                    for (index, record) in records.enumerated() {
-                        if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                        Output.write(record, into: &writer, schema: store.schema)
-                    }
-                    writer.writeByte(UInt8(ascii: "]"))
-                })
+                say(
+                    Output.json { writer in
+                        writer.writeByte(UInt8(ascii: "["))
+                        for (index, record) in records.enumerated() {
+                            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                            Output.write(record, into: &writer, schema: store.schema)
+                        }
+                        writer.writeByte(UInt8(ascii: "]"))
+                    })
                 return
             }
             say((["id", "revision"] + names).joined(separator: "\t"))
             for record in records {
-                say(([record.id.description, record.revision.map(String.init) ?? "-"] + names.map { Output.plain(record[$0]) })
-                    .joined(separator: "\t"))
+                say(
+                    ([record.id.description, record.revision.map(String.init) ?? "-"] + names.map { Output.plain(record[$0]) })
+                        .joined(separator: "\t"))
             }
         }
     }

@@ -14,17 +14,18 @@ struct Status: AsyncParsableCommand {
             let status = try await store.status()
             let server = try await store.server()
             if options.json {
-                say(Output.json { writer in
-                    writer.writeRaw("{\"maxRevision\":")
-                    writer.writeInteger(status.maxRevision)
-                    writer.writeRaw(",\"pendingChangeSets\":")
-                    writer.writeInteger(status.pendingChangeSets)
-                    writer.writeRaw(",\"unresolvedConflicts\":")
-                    writer.writeInteger(status.unresolvedConflicts)
-                    writer.writeRaw(",\"server\":")
-                    if let server { writer.writeString(server.url.absoluteString) } else { writer.writeNull() }
-                    writer.writeRaw("}")
-                })
+                say(
+                    Output.json { writer in
+                        writer.writeRaw("{\"maxRevision\":")
+                        writer.writeInteger(status.maxRevision)
+                        writer.writeRaw(",\"pendingChangeSets\":")
+                        writer.writeInteger(status.pendingChangeSets)
+                        writer.writeRaw(",\"unresolvedConflicts\":")
+                        writer.writeInteger(status.unresolvedConflicts)
+                        writer.writeRaw(",\"server\":")
+                        if let server { writer.writeString(server.url.absoluteString) } else { writer.writeNull() }
+                        writer.writeRaw("}")
+                    })
                 return
             }
             say("maxRevision: \(status.maxRevision)")
@@ -52,28 +53,33 @@ struct Conflicts: AsyncParsableCommand {
                 let store = try options.open()
                 let conflicts = try await store.conflicts(includingDismissed: all)
                 if options.json {
-                    say(Output.json { writer in
-                        writer.writeByte(UInt8(ascii: "["))
-                        for (index, conflict) in conflicts.enumerated() {
-                            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                            writer.writeRaw("{\"journalID\":")
-                            writer.writeInteger(conflict.id)
-                            writer.writeRaw(",\"dismissed\":")
-                            writer.writeBool(conflict.dismissedAt != nil)
-                            writer.writeRaw(",\"changeSet\":")
-                            ChangeSet(id: conflict.changeSetID, conflict: true, reason: conflict.reason, conflicts: conflict.entries)
-                                .encode(into: &writer)
-                            writer.writeByte(UInt8(ascii: "}"))
-                        }
-                        writer.writeByte(UInt8(ascii: "]"))
-                    })
+                    say(
+                        Output.json { writer in
+                            writer.writeByte(UInt8(ascii: "["))
+                            for (index, conflict) in conflicts.enumerated() {
+                                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                                writer.writeRaw("{\"journalID\":")
+                                writer.writeInteger(conflict.id)
+                                writer.writeRaw(",\"dismissed\":")
+                                writer.writeBool(conflict.dismissedAt != nil)
+                                writer.writeRaw(",\"changeSet\":")
+                                ChangeSet(id: conflict.changeSetID, conflict: true, reason: conflict.reason, conflicts: conflict.entries)
+                                    .encode(into: &writer)
+                                writer.writeByte(UInt8(ascii: "}"))
+                            }
+                            writer.writeByte(UInt8(ascii: "]"))
+                        })
                     return
                 }
                 if conflicts.isEmpty { say("No unresolved conflicts.") }
                 for conflict in conflicts {
-                    say("#\(conflict.id) \(conflict.reason) (change set \(conflict.changeSetID ?? "without id"), \(conflict.receivedAt.formatted(.iso8601)))\(conflict.dismissedAt == nil ? "" : " dismissed")")
+                    say(
+                        "#\(conflict.id) \(conflict.reason) (change set \(conflict.changeSetID ?? "without id"), \(conflict.receivedAt.formatted(.iso8601)))\(conflict.dismissedAt == nil ? "" : " dismissed")"
+                    )
                     for entry in conflict.entries {
-                        say("  \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)")
+                        say(
+                            "  \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)"
+                        )
                     }
                 }
             }

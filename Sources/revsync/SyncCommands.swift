@@ -12,7 +12,9 @@ import Darwin
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Sync once: send what is queued, receive what is missing.",
-        discussion: "Exits with 0 when the sync completed, even if the server refused change sets (they are listed, and kept in `revsync conflicts`); non-zero when it failed.")
+        discussion:
+            "Exits with 0 when the sync completed, even if the server refused change sets (they are listed, and kept in `revsync conflicts`); non-zero when it failed."
+    )
 
     @OptionGroup var options: StoreOptions
 
@@ -79,14 +81,16 @@ struct Watch: AsyncParsableCommand {
 /// tests, which prove that nothing is lost or doubled.
 func makeSynchronizer(_ store: LocalStore) -> Synchronizer {
     let crashAt = ProcessInfo.processInfo.environment["REVSYNC_CRASH_AT"]
-    return Synchronizer(store: store, stageHook: { stage in
-        switch (stage, crashAt) {
-        case (.responseReceived, "response-received"), (.appliedBeforeRevision, "before-revision"):
-            kill(getpid(), SIGKILL)
-        default:
-            break
-        }
-    })
+    return Synchronizer(
+        store: store,
+        stageHook: { stage in
+            switch (stage, crashAt) {
+            case (.responseReceived, "response-received"), (.appliedBeforeRevision, "before-revision"):
+                kill(getpid(), SIGKILL)
+            default:
+                break
+            }
+        })
 }
 
 /// Set by SIGINT or SIGTERM, so that `watch` ends after the sync in progress.

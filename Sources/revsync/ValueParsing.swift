@@ -18,7 +18,8 @@ enum ValueParsing {
             let name = String(argument[..<equals])
             let raw = String(argument[argument.index(after: equals)...])
             guard let attribute = entity.attribute(name) else {
-                throw CommandFailure("\(entity.name) has no attribute \"\(name)\"; attributes: \(entity.attributes.map(\.name).joined(separator: ", "))")
+                throw CommandFailure(
+                    "\(entity.name) has no attribute \"\(name)\"; attributes: \(entity.attributes.map(\.name).joined(separator: ", "))")
             }
             values[name] = try value(raw, for: attribute, of: entity.name)
         }

@@ -1,5 +1,6 @@
-@testable import RevSyncBenchmarks
 import Testing
+
+@testable import RevSyncBenchmarks
 
 /// The load generator reads two things from each response without decoding it: the revision
 /// and whether a change set was refused. Both must be right, or the figures are wrong.

@@ -22,17 +22,24 @@ import Testing
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
                 let database = server.database
-                let tokenA = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "alice"])
-                let tokenB = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "bob"])
-                let alice = directory.file("alice.sqlite"), bob = directory.file("bob.sqlite")
+                let tokenA = try await ExecutableProcess.run(
+                    "revsync-server", ["token", "create", "--database", database, "--name", "alice"])
+                let tokenB = try await ExecutableProcess.run(
+                    "revsync-server", ["token", "create", "--database", database, "--name", "bob"])
+                let alice = directory.file("alice.sqlite")
+                let bob = directory.file("bob.sqlite")
                 let url = "http://127.0.0.1:\(server.port)"
-                try await revsync("init", "--server", url, "--token", tokenA.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", alice)
-                try await revsync("init", "--server", url, "--token", tokenB.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", bob)
+                try await revsync(
+                    "init", "--server", url, "--token", tokenA.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", alice)
+                try await revsync(
+                    "init", "--server", url, "--token", tokenB.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", bob)
 
                 // Alice works offline: a team and a player, linked by their temporary IDs.
                 #expect(try await revsync("create", "teams", "name=U12", "--store", alice) == "-1\n")
                 #expect(try await revsync("create", "players", "first_name=Ana", "last_name=Lopez", "--store", alice) == "-2\n")
-                #expect(try await revsync("create", "team_players", "team_id=-1", "player_id=-2", "jersey_number=7", "--store", alice) == "-3\n")
+                #expect(
+                    try await revsync("create", "team_players", "team_id=-1", "player_id=-2", "jersey_number=7", "--store", alice) == "-3\n"
+                )
                 #expect(try await revsync("status", "--store", alice).contains("pending change sets: 3"))
 
                 let synced = try await revsync("sync", "--store", alice)
@@ -57,17 +64,23 @@ import Testing
                 #expect(try await revsync("conflicts", "--store", bob) == "No unresolved conflicts.\n")
 
                 // JSON for scripts.
-                let status = try JSONSerialization.jsonObject(with: Data(try await revsync("status", "--json", "--store", bob).utf8)) as? [String: Any]
+                let status =
+                    try JSONSerialization.jsonObject(with: Data(try await revsync("status", "--json", "--store", bob).utf8))
+                    as? [String: Any]
                 #expect(status?["pendingChangeSets"] as? Int == 0)
                 #expect(status?["maxRevision"] as? Int == Int(try await server.revision()))
-                let listed = try JSONSerialization.jsonObject(with: Data(try await revsync("list", "teams", "--json", "--store", bob).utf8)) as? [[String: Any]]
+                let listed =
+                    try JSONSerialization.jsonObject(with: Data(try await revsync("list", "teams", "--json", "--store", bob).utf8))
+                    as? [[String: Any]]
                 #expect((listed?.first?["values"] as? [String: Any])?["name"] as? String == "U12")
 
                 // Bob deletes the team: the cascade reaches Alice.
                 try await revsync("delete", "teams", "1", "--store", bob)
                 try await revsync("sync", "--store", bob)
                 try await revsync("sync", "--store", alice)
-                #expect(try await revsync("list", "team_players", "--store", alice) == "id\trevision\tteam_id\tplayer_id\tjersey_number\tjoined_on\n")
+                #expect(
+                    try await revsync("list", "team_players", "--store", alice)
+                        == "id\trevision\tteam_id\tplayer_id\tjersey_number\tjoined_on\n")
             }
         }
     }
@@ -75,28 +88,46 @@ import Testing
     @Test func theCaseStudysCreateFromTheCommandLine() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let token = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", server.database, "--name", "ipad"])
-                    .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                let token = try await ExecutableProcess.run(
+                    "revsync-server", ["token", "create", "--database", server.database, "--name", "ipad"]
+                )
+                .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
                 let store = directory.file("ipad.sqlite")
                 try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", token, "--store", store)
                 #expect(try await revsync("create", "screens", "name=Sprint", "--store", store) == "-1\n")
-                #expect(try await revsync(
-                    "create", "screen_instances", "screen_id=-1", "date=2014-02-01 13:15:23.487+01", "comment=", "--store", store) == "-2\n")
-                #expect(try await revsync("create", "screen_instance_items", "screen_instance_id=-2", "numeric_value=2", "--store", store) == "-3\n")
-                #expect(try await revsync("create", "screen_instance_items", "screen_instance_id=-2", "numeric_value=3.5", "--store", store) == "-4\n")
+                #expect(
+                    try await revsync(
+                        "create", "screen_instances", "screen_id=-1", "date=2014-02-01 13:15:23.487+01", "comment=", "--store", store)
+                        == "-2\n")
+                #expect(
+                    try await revsync("create", "screen_instance_items", "screen_instance_id=-2", "numeric_value=2", "--store", store)
+                        == "-3\n")
+                #expect(
+                    try await revsync("create", "screen_instance_items", "screen_instance_id=-2", "numeric_value=3.5", "--store", store)
+                        == "-4\n")
 
-                let report = try JSONSerialization.jsonObject(with: Data(try await revsync("sync", "--json", "--store", store).utf8)) as? [String: Any]
-                let mapped = (report?["permanentIDs"] as? [[String: Any]] ?? []).map { ($0["entity"] as? String ?? "", $0["temporaryID"] as? Int ?? 0) }
+                let report =
+                    try JSONSerialization.jsonObject(with: Data(try await revsync("sync", "--json", "--store", store).utf8))
+                    as? [String: Any]
+                let mapped = (report?["permanentIDs"] as? [[String: Any]] ?? []).map {
+                    ($0["entity"] as? String ?? "", $0["temporaryID"] as? Int ?? 0)
+                }
                 #expect(Set(mapped.map(\.0)) == ["screens", "screen_instances", "screen_instance_items"])
                 #expect(mapped.count == 4)
                 // On the device the records are permanent, and the references followed.
-                let items = try JSONSerialization.jsonObject(with: Data(try await revsync("list", "screen_instance_items", "--json", "--store", store).utf8)) as? [[String: Any]]
-                let instance = try #require(try JSONSerialization.jsonObject(
-                    with: Data(try await revsync("get", "screen_instances", "-2", "--json", "--store", store).utf8)) as? [String: Any])
+                let items =
+                    try JSONSerialization.jsonObject(
+                        with: Data(try await revsync("list", "screen_instance_items", "--json", "--store", store).utf8)) as? [[String: Any]]
+                let instance = try #require(
+                    try JSONSerialization.jsonObject(
+                        with: Data(try await revsync("get", "screen_instances", "-2", "--json", "--store", store).utf8)) as? [String: Any])
                 let instanceID = try #require(instance["id"] as? Int)
                 #expect(instanceID > 0)
                 #expect(items?.count == 2)
-                #expect(items?.allSatisfy { ($0["id"] as? Int ?? 0) > 0 && ($0["values"] as? [String: Any])?["screen_instance_id"] as? Int == instanceID } == true)
+                #expect(
+                    items?.allSatisfy {
+                        ($0["id"] as? Int ?? 0) > 0 && ($0["values"] as? [String: Any])?["screen_instance_id"] as? Int == instanceID
+                    } == true)
                 #expect(try await server.record("screen_instance_items", 2)?["numeric_value"] == .real(3.5))
             }
         }
@@ -107,15 +138,24 @@ import Testing
             try await withLiveServer { server in
                 let store = directory.file("device.sqlite")
                 #expect(try await revsync("status", "--store", store, expectFailure: true).contains("revsync init"))
-                #expect(try await revsync("init", "--server", "http://127.0.0.1:1", "--token", "x", "--store", store, expectFailure: true)
-                    .contains("cannot fetch the schema"))
+                #expect(
+                    try await revsync("init", "--server", "http://127.0.0.1:1", "--token", "x", "--store", store, expectFailure: true)
+                        .contains("cannot fetch the schema"))
                 try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", "rs_wrong", "--store", store)
-                #expect(try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", "x", "--store", store, expectFailure: true)
+                #expect(
+                    try await revsync(
+                        "init", "--server", "http://127.0.0.1:\(server.port)", "--token", "x", "--store", store, expectFailure: true
+                    )
                     .contains("never overwritten"))
-                #expect(try await revsync("create", "teams", "colour=red", "--store", store, expectFailure: true).contains("no attribute \"colour\""))
-                #expect(try await revsync("create", "venues", "name=V", "capacity=lots", "--store", store, expectFailure: true)
-                    .contains("takes an integer"))
-                #expect(try await revsync("create", "players", "first_name=A", "--store", store, expectFailure: true).contains("last_name is required"))
+                #expect(
+                    try await revsync("create", "teams", "colour=red", "--store", store, expectFailure: true).contains(
+                        "no attribute \"colour\""))
+                #expect(
+                    try await revsync("create", "venues", "name=V", "capacity=lots", "--store", store, expectFailure: true)
+                        .contains("takes an integer"))
+                #expect(
+                    try await revsync("create", "players", "first_name=A", "--store", store, expectFailure: true).contains(
+                        "last_name is required"))
                 #expect(try await revsync("get", "teams", "5", "--store", store, expectFailure: true).contains("does not exist"))
                 #expect(try await revsync("create", "venues", "name=V", "--store", store) == "-1\n")
                 // A wrong token: the sync fails with the server's reason, and the change stays queued.

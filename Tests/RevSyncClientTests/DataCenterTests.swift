@@ -28,8 +28,11 @@ struct DashboardDataCenter: DataCenter {
         try await store.read { reader in
             try reader.fetch("teams", as: TeamRow.self, orderBy: ["name"]).map { team in
                 let links = try reader.fetch("team_players", where: ["team_id": .integer(team.id.rawValue)])
-                let players = try links.compactMap { link in try link.reference("player_id").flatMap { try reader.find("players", id: $0) } }
-                let screenings = try players.reduce(0) { $0 + (try reader.count("screen_instances", where: ["player_id": .integer($1.id.rawValue)])) }
+                let players = try links.compactMap { link in try link.reference("player_id").flatMap { try reader.find("players", id: $0) }
+                }
+                let screenings = try players.reduce(0) {
+                    $0 + (try reader.count("screen_instances", where: ["player_id": .integer($1.id.rawValue)]))
+                }
                 return Squad(team: team, players: players.compactMap { $0.text("last_name") }.sorted(), screenings: screenings)
             }
         }
@@ -55,11 +58,15 @@ struct DashboardDataCenter: DataCenter {
             try await dashboard.sign(firstName: "Ben", lastName: "Adams", to: u12)
             let screen = try await dashboard.table("screens").insert(["name": "Sprint"])
             let ana = try #require(try await dashboard.table("players").all(where: ["last_name": "Lopez"]).first)
-            try await dashboard.table("screen_instances").insert(["screen_id": .integer(screen.rawValue), "player_id": .integer(ana.id.rawValue)])
+            try await dashboard.table("screen_instances").insert([
+                "screen_id": .integer(screen.rawValue), "player_id": .integer(ana.id.rawValue),
+            ])
 
             let squads = try await dashboard.squads()
             #expect(squads.map(\.team.name) == ["U10", "U12"])
-            #expect(squads[0] == Squad(team: try TeamRow(record: try #require(try await store.table("teams").find(u10))), players: [], screenings: 0))
+            #expect(
+                squads[0]
+                    == Squad(team: try TeamRow(record: try #require(try await store.table("teams").find(u10))), players: [], screenings: 0))
             #expect(squads[1].players == ["Adams", "Lopez"])
             #expect(squads[1].screenings == 1)
             #expect(try await store.pendingChangeSets().count == 6)  // each sign-up is one change set

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
-@testable import RevSyncClient
 import RevSyncProtocol
 import RevSyncSQLite
 import RevSyncTestSupport
 import Testing
+
+@testable import RevSyncClient
 
 /// The local store's numbered migrations: in order, each in one transaction.
 @Suite struct MigrationTests {
@@ -15,12 +16,13 @@ import Testing
             try await store.table("venues").insert(["name": "North"])
             try store.close()
 
-            let broken = StoreMigrations.all + [
-                StoreMigration(version: 2, name: "add a column, then fail") { db in
-                    try db.execute(sql: "ALTER TABLE _rs_state ADD COLUMN note TEXT")
-                    try db.execute(sql: "INSERT INTO no_such_table VALUES (1)")
-                }
-            ]
+            let broken =
+                StoreMigrations.all + [
+                    StoreMigration(version: 2, name: "add a column, then fail") { db in
+                        try db.execute(sql: "ALTER TABLE _rs_state ADD COLUMN note TEXT")
+                        try db.execute(sql: "INSERT INTO no_such_table VALUES (1)")
+                    }
+                ]
             #expect {
                 try LocalStore.open(at: path, migrations: broken)
             } throws: { error in
@@ -46,16 +48,17 @@ import Testing
             let path = directory.file("device.sqlite")
             try LocalStore.create(at: path, schema: .demo).close()
             let counter = LockedCounter()
-            let migrations = StoreMigrations.all + [
-                StoreMigration(version: 2, name: "second") { db in
-                    counter.add()
-                    try db.execute(sql: "CREATE TABLE _rs_test (a)")
-                },
-                StoreMigration(version: 3, name: "third") { db in
-                    counter.add()
-                    try db.execute(sql: "INSERT INTO _rs_test VALUES (3)")
-                },
-            ]
+            let migrations =
+                StoreMigrations.all + [
+                    StoreMigration(version: 2, name: "second") { db in
+                        counter.add()
+                        try db.execute(sql: "CREATE TABLE _rs_test (a)")
+                    },
+                    StoreMigration(version: 3, name: "third") { db in
+                        counter.add()
+                        try db.execute(sql: "INSERT INTO _rs_test VALUES (3)")
+                    },
+                ]
             try LocalStore.open(at: path, migrations: migrations).close()
             try LocalStore.open(at: path, migrations: migrations).close()
             #expect(counter.value == 2)

@@ -122,7 +122,9 @@ import Testing
                     #expect(!FileManager.default.fileExists(atPath: target))
                 }
                 refused(.wrongDataset, from: file, expecting: ServerIdentity(dataset: "another", schemaVersion: identity.schemaVersion))
-                refused(.schemaMismatch, from: file, expecting: ServerIdentity(dataset: identity.dataset, schemaVersion: identity.schemaVersion + 1))
+                refused(
+                    .schemaMismatch, from: file,
+                    expecting: ServerIdentity(dataset: identity.dataset, schemaVersion: identity.schemaVersion + 1))
 
                 // One byte changed: the published checksum no longer matches.
                 var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
@@ -175,7 +177,11 @@ import Testing
                 let connection = try await newDevice("terminal", server)
                 let store = directory.file("terminal.sqlite")
                 let created = try await ExecutableProcess.run(
-                    "revsync", ["init", "--store", store, "--server", server.url.absoluteString, "--token", connection.token, "--snapshot", file, "--json"])
+                    "revsync",
+                    [
+                        "init", "--store", store, "--server", server.url.absoluteString, "--token", connection.token, "--snapshot", file,
+                        "--json",
+                    ])
                 #expect(created.status == 0, "\(created.stderr)")
                 #expect(created.stdout.contains("\"maxRevision\":1"))
                 let synced = try await ExecutableProcess.run("revsync", ["sync", "--store", store, "--json"])

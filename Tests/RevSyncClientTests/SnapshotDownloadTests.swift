@@ -17,10 +17,13 @@ import Testing
         store: StoreKind = .sqlite, interval: Int = 1000, _ body: (LiveServer, TemporaryDirectory, ClientDevice) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer(store: store, configure: {
-                $0.snapshotDirectory = directory.file("snapshots")
-                $0.snapshotInterval = interval
-            }) { server in
+            try await withLiveServer(
+                store: store,
+                configure: {
+                    $0.snapshotDirectory = directory.file("snapshots")
+                    $0.snapshotInterval = interval
+                }
+            ) { server in
                 let author = try await server.clientDevice("author", in: directory)
                 try await Setup.work(author, "a")
                 try await body(server, directory, author)
@@ -65,8 +68,9 @@ import Testing
             try Data(store).write(to: URL(fileURLWithPath: file))
             #expect(try SnapshotFile.sha256(ofFile: file) == response.header("X-RevSync-Snapshot-SHA256"))
             #expect(store.count == Int(response.header("X-RevSync-Snapshot-Length") ?? ""))
-            let opened = try LocalStore.bootstrap(at: directory.file("opened.sqlite"), from: file,
-                                                  expectedSHA256: response.header("X-RevSync-Snapshot-SHA256"))
+            let opened = try LocalStore.bootstrap(
+                at: directory.file("opened.sqlite"), from: file,
+                expectedSHA256: response.header("X-RevSync-Snapshot-SHA256"))
             #expect(try await opened.contents() == server.contents())
             try opened.close()
 
@@ -139,7 +143,8 @@ import Testing
                     let response = try await self.get(server, token: token)
                     return [token, response.header("ETag") ?? ""]
                 }
-                let token = first[0], etag = first[1]
+                let token = first[0]
+                let etag = first[1]
                 try await withLiveServer(database: database, configure: configure) { (server: LiveServer) async throws in
                     // Made by the previous run: not made again.
                     #expect(try await self.get(server, token: token, [("If-None-Match", etag)]).status == 304)
@@ -290,7 +295,10 @@ import Testing
             let error = await #expect(throws: SyncFailure.self) {
                 _ = try await LocalStore.bootstrap(at: path, downloadingFrom: revoked)
             }
-            guard case .rejected(401, _, _) = error else { Issue.record("expected 401, got \(String(describing: error))"); return }
+            guard case .rejected(401, _, _) = error else {
+                Issue.record("expected 401, got \(String(describing: error))")
+                return
+            }
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("newcomer") }.isEmpty)
 
             // A store with pending change sets is never replaced, and nothing is downloaded.
@@ -319,7 +327,8 @@ import Testing
             let token = try await token(server, "terminal")
             let store = directory.file("terminal.sqlite")
             let created = try await ExecutableProcess.run(
-                "revsync", ["init", "--store", store, "--server", server.url.absoluteString, "--token", token, "--download-snapshot", "--json"])
+                "revsync",
+                ["init", "--store", store, "--server", server.url.absoluteString, "--token", token, "--download-snapshot", "--json"])
             #expect(created.status == 0, "\(created.stderr)")
             #expect(created.stdout.contains("\"maxRevision\":2"))
             #expect(created.stdout.contains("\"resumedAt\":0"))
@@ -368,7 +377,12 @@ struct CuttingTransport: SyncTransport {
     final class Counter: Sendable {
         private let total = Locked(0)
         /// Adds `count`; returns the total before.
-        func add(_ count: Int) -> Int { total.withLock { total in defer { total += count }; return total } }
+        func add(_ count: Int) -> Int {
+            total.withLock { total in
+                defer { total += count }
+                return total
+            }
+        }
     }
 }
 

@@ -16,9 +16,12 @@ import Testing
                 let screen = try await device.table("screens").insert(["name": "Sprint"])
                 let (instance, items) = try await device.store.write { transaction in
                     let instance = try transaction.insert(
-                        into: "screen_instances", ["screen_id": .integer(screen.rawValue), "date": "2014-02-01 13:15:23.487+01", "comment": ""])
+                        into: "screen_instances",
+                        ["screen_id": .integer(screen.rawValue), "date": "2014-02-01 13:15:23.487+01", "comment": ""])
                     let items = try [2, 3].map { value in
-                        try transaction.insert(into: "screen_instance_items", ["screen_instance_id": .integer(instance.rawValue), "numeric_value": .integer(value)])
+                        try transaction.insert(
+                            into: "screen_instance_items",
+                            ["screen_instance_id": .integer(instance.rawValue), "numeric_value": .integer(value)])
                     }
                     return (instance, items)
                 }
@@ -90,7 +93,8 @@ import Testing
                 for (index, device) in devices.enumerated() {
                     let player = try await device.table("players").insert(["first_name": .text("P\(index)"), "last_name": "X"])
                     try await device.store.write { transaction in
-                        try transaction.insert(into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
+                        try transaction.insert(
+                            into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
                         try transaction.update("teams", id: team, ["age_group": .text("edited by \(index)")])
                     }
                     try await device.table("notes").insert(["body": .text("note \(index)"), "team_id": .integer(team.rawValue)])
@@ -154,7 +158,8 @@ import Testing
                     let team = try transaction.insert(into: "teams", ["name": "U12"])
                     for name in ["A", "B"] {
                         let player = try transaction.insert(into: "players", ["first_name": .text(name), "last_name": "X"])
-                        try transaction.insert(into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
+                        try transaction.insert(
+                            into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
                     }
                 }
                 try await alice.sync()
@@ -241,7 +246,8 @@ import Testing
                 try await alice.sync()
 
                 let gate = GatedTransport()
-                let gatedBob = ClientDevice(store: bob.store, synchronizer: Synchronizer(store: bob.store, transport: gate), connection: bob.connection)
+                let gatedBob = ClientDevice(
+                    store: bob.store, synchronizer: Synchronizer(store: bob.store, transport: gate), connection: bob.connection)
                 let events = gatedBob.synchronizer.events()
                 try await bob.table("venues").update(permanent, ["name": "North field"])
                 let sync = Task { try await gatedBob.sync() }
@@ -277,7 +283,8 @@ import Testing
                 let synchronizer = Synchronizer(store: device.store, transport: lossy, sleep: { await waits.record($0) })
                 try await device.table("venues").insert(["name": "North"])
                 lossy.failNextRequests(3)
-                let report = try await synchronizer.sync(retrying: RetryPolicy(maxAttempts: 5, initialDelay: .seconds(1), maxDelay: .seconds(4)))
+                let report = try await synchronizer.sync(
+                    retrying: RetryPolicy(maxAttempts: 5, initialDelay: .seconds(1), maxDelay: .seconds(4)))
                 #expect(report.committed.count == 1)
                 let recorded = await waits.waits
                 #expect(recorded.count == 3)
@@ -312,36 +319,40 @@ extension Array {
 
 @Suite struct SchemaFollowingTests {
     @Test func aDeviceFollowsTheServersNewerSchemaWithoutLosingValues() async throws {
-        let v2 = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 1,"#, with: #""version": 2,"#)
-            .replacing(#""age_group": { "type": "text" },"#, with: #""age_group": { "type": "text" }, "colour": { "type": "text" },"#)
-            .utf8))
+        let v2 = try Schema(
+            json: Array(
+                Schema.demoJSON.replacing(#""version": 1,"#, with: #""version": 2,"#)
+                    .replacing(
+                        #""age_group": { "type": "text" },"#, with: #""age_group": { "type": "text" }, "colour": { "type": "text" },"#
+                    )
+                    .utf8))
         try await withTemporaryDirectory { directory in
-          try await withTestDatabase(.sqlite) { database in
-            let old = try await withLiveServer(database: database) { server in
-                let device = try await server.clientDevice("old", in: directory)
-                try await device.table("teams").insert(["name": "U12"])
-                try await device.sync()
-                return device.store.path
-            }
-            try await withLiveServer(database: database, schema: v2) { server in
-                let newer = try await server.clientDevice("new", in: directory)
-                try await newer.sync()
-                try await newer.table("teams").update(1, ["colour": "red"])
-                try await newer.sync()
+            try await withTestDatabase(.sqlite) { database in
+                let old = try await withLiveServer(database: database) { server in
+                    let device = try await server.clientDevice("old", in: directory)
+                    try await device.table("teams").insert(["name": "U12"])
+                    try await device.sync()
+                    return device.store.path
+                }
+                try await withLiveServer(database: database, schema: v2) { server in
+                    let newer = try await server.clientDevice("new", in: directory)
+                    try await newer.sync()
+                    try await newer.table("teams").update(1, ["colour": "red"])
+                    try await newer.sync()
 
-                let store = try LocalStore.open(at: old)
-                #expect(store.schema.version == 1)
-                // The server moved to another port; the device keeps its token.
-                let token = try #require(try await store.server()).token
-                try await Synchronizer(store: store, server: .init(url: server.url, token: token)).sync()
-                #expect(store.schema.version == 2)
-                #expect(try await store.table("teams").find(1)?.text("colour") == "red")
-                #expect(try await store.contents() == server.contents())
-                // The upgrade is in the file.
-                try store.close()
-                #expect(try LocalStore.open(at: old).schema == v2)
+                    let store = try LocalStore.open(at: old)
+                    #expect(store.schema.version == 1)
+                    // The server moved to another port; the device keeps its token.
+                    let token = try #require(try await store.server()).token
+                    try await Synchronizer(store: store, server: .init(url: server.url, token: token)).sync()
+                    #expect(store.schema.version == 2)
+                    #expect(try await store.table("teams").find(1)?.text("colour") == "red")
+                    #expect(try await store.contents() == server.contents())
+                    // The upgrade is in the file.
+                    try store.close()
+                    #expect(try LocalStore.open(at: old).schema == v2)
+                }
             }
-          }
         }
     }
 }

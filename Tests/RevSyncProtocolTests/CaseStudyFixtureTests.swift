@@ -12,9 +12,10 @@ import Testing
         #expect(users.update == [1013])
         let record = try #require(users.attributes[1013])
         #expect(record.revision == 355)
-        #expect(record.values == [
-            "first_name": "Florian", "last_name": "Kugler", "date_of_birth": "1979-09-12 00:00:00.000+00",
-        ] as [String: Value])
+        #expect(
+            record.values == [
+                "first_name": "Florian", "last_name": "Kugler", "date_of_birth": "1979-09-12 00:00:00.000+00",
+            ] as [String: Value])
     }
 
     @Test func createRequestDecodes() throws {
@@ -26,7 +27,8 @@ import Testing
         #expect(changeSet.id == nil)
         let instances = try #require(changeSet.changes(for: "screen_instances"))
         #expect(instances.create == [-10])
-        #expect(instances.attributes[-10]?.values == ["screen_id": 749, "date": "2014-02-01 13:15:23.487+01", "comment": ""] as [String: Value])
+        #expect(
+            instances.attributes[-10]?.values == ["screen_id": 749, "date": "2014-02-01 13:15:23.487+01", "comment": ""] as [String: Value])
         let items = try #require(changeSet.changes(for: "screen_instance_items"))
         #expect(items.create == [-11, -12])
         #expect(items.attributes[-11]?.values == ["screen_instance_id": -10, "numeric_value": 2] as [String: Value])
@@ -68,16 +70,24 @@ import Testing
     @Test func encodingIsDeterministic() throws {
         let message = try SyncMessage(json: Fixtures.bytes("case-study-create-response.json"), sender: .server)
         #expect(String(decoding: message.jsonBytes(), as: UTF8.self) == String(decoding: message.jsonBytes(), as: UTF8.self))
-        #expect(String(decoding: message.jsonBytes(), as: UTF8.self).hasPrefix(#"{"maxRevision":1001,"changeSets":[{"conflict":false,"types":["screen_instances","screen_instance_items"]"#))
+        #expect(
+            String(decoding: message.jsonBytes(), as: UTF8.self).hasPrefix(
+                #"{"maxRevision":1001,"changeSets":[{"conflict":false,"types":["screen_instances","screen_instance_items"]"#))
     }
 
     @Test func conflictChangeSetsRoundTrip() throws {
         let conflict = ChangeSet(
             id: "2D9E8C0A-6B1F-4E43-9C1B-7E8F2A9C1D10", conflict: true, reason: .staleRevision,
-            conflicts: [ConflictEntry(type: "players", id: 7, reason: .staleRevision, clientRevision: 3, serverRevision: 9,
-                                      message: "changed by another device")],
-            changes: [EntityChanges(entity: "players", update: [7], delete: [-4],
-                                    attributes: [7: RecordAttributes(revision: 9, values: ["first_name": "Ana", "height_cm": 1.5])])])
+            conflicts: [
+                ConflictEntry(
+                    type: "players", id: 7, reason: .staleRevision, clientRevision: 3, serverRevision: 9,
+                    message: "changed by another device")
+            ],
+            changes: [
+                EntityChanges(
+                    entity: "players", update: [7], delete: [-4],
+                    attributes: [7: RecordAttributes(revision: 9, values: ["first_name": "Ana", "height_cm": 1.5])])
+            ])
         let snapshot = ChangeSet(revision: 12, snapshot: true, changes: [EntityChanges(entity: "teams")])
         let message = SyncMessage(maxRevision: 12, changeSets: [conflict, snapshot])
         let decoded = try SyncMessage(json: message.jsonBytes(), sender: .server)

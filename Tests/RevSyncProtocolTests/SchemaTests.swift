@@ -26,12 +26,13 @@ import Testing
 
     @Test func hasAboutADozenEntitiesAndEveryDeleteRule() {
         #expect((12...14).contains(schema.entities.count))
-        let rules = Set(schema.entities.flatMap { entity in
-            entity.attributes.compactMap { attribute -> DeleteRule? in
-                if case .reference(_, let rule) = attribute.type { return rule }
-                return nil
-            }
-        })
+        let rules = Set(
+            schema.entities.flatMap { entity in
+                entity.attributes.compactMap { attribute -> DeleteRule? in
+                    if case .reference(_, let rule) = attribute.type { return rule }
+                    return nil
+                }
+            })
         #expect(rules == [.cascade, .nullify, .deny])
     }
 
@@ -61,34 +62,54 @@ import Testing
     static let cases: [Case] = [
         Case(name: "not JSON", json: "{", path: "", message: "not valid JSON"),
         Case(name: "no version", json: #"{"entities":{"a":{"attributes":{}}}}"#, path: "", message: "missing \"version\""),
-        Case(name: "version zero", json: #"{"version":0,"entities":{"a":{"attributes":{}}}}"#, path: "version", message: "version must be 1 or more"),
+        Case(
+            name: "version zero", json: #"{"version":0,"entities":{"a":{"attributes":{}}}}"#, path: "version",
+            message: "version must be 1 or more"),
         Case(name: "no entities", json: #"{"version":1,"entities":{}}"#, path: "entities", message: "at least one entity"),
         Case(name: "unknown root key", json: #"{"version":1,"entities":{},"colour":1}"#, path: "colour", message: "unknown key"),
-        Case(name: "bad entity name", json: entities(#""Teams":{"attributes":{}}"#), path: "entities.Teams", message: "not a valid entity name"),
-        Case(name: "reserved entity name", json: entities(#""conflicts":{"attributes":{}}"#), path: "entities.conflicts", message: "reserved"),
-        Case(name: "database entity name", json: entities(#""sqlite_master":{"attributes":{}}"#), path: "entities.sqlite_master", message: "reserved"),
-        Case(name: "reserved attribute", json: entities(#""a":{"attributes":{"revision":{"type":"integer"}}}"#),
-             path: "entities.a.attributes.revision", message: "reserved"),
-        Case(name: "unknown type", json: entities(#""a":{"attributes":{"x":{"type":"money"}}}"#),
-             path: "entities.a.attributes.x.type", message: "unknown type \"money\""),
-        Case(name: "missing type", json: entities(#""a":{"attributes":{"x":{}}}"#), path: "entities.a.attributes.x", message: "missing \"type\""),
-        Case(name: "reference without target", json: entities(#""a":{"attributes":{"x":{"type":"reference","onDelete":"deny"}}}"#),
-             path: "entities.a.attributes.x", message: "needs a \"target\""),
-        Case(name: "reference without rule", json: entities(#""a":{"attributes":{"x":{"type":"reference","target":"a"}}}"#),
-             path: "entities.a.attributes.x", message: "onDelete"),
-        Case(name: "unknown rule", json: entities(#""a":{"attributes":{"x":{"type":"reference","target":"a","onDelete":"restrict"}}}"#),
-             path: "entities.a.attributes.x.onDelete", message: "unknown delete rule"),
-        Case(name: "unknown target", json: entities(#""a":{"attributes":{"x":{"type":"reference","target":"b","onDelete":"deny"}}}"#),
-             path: "entities.a.attributes.x", message: "not an entity"),
-        Case(name: "nullify on a required reference",
-             json: entities(#""a":{"attributes":{"x":{"type":"reference","target":"a","onDelete":"nullify","required":true}}}"#),
-             path: "entities.a.attributes.x", message: "cannot use the nullify"),
-        Case(name: "required is not a boolean", json: entities(#""a":{"attributes":{"x":{"type":"text","required":"yes"}}}"#),
-             path: "entities.a.attributes.x.required", message: "true or false"),
-        Case(name: "target on a non-reference", json: entities(#""a":{"attributes":{"x":{"type":"text","target":"a"}}}"#),
-             path: "entities.a.attributes.x", message: "references only"),
-        Case(name: "duplicate entity", json: #"{"version":1,"entities":{"a":{"attributes":{}},"a":{"attributes":{}}}}"#,
-             path: "", message: "appears twice"),
+        Case(
+            name: "bad entity name", json: entities(#""Teams":{"attributes":{}}"#), path: "entities.Teams",
+            message: "not a valid entity name"),
+        Case(
+            name: "reserved entity name", json: entities(#""conflicts":{"attributes":{}}"#), path: "entities.conflicts", message: "reserved"
+        ),
+        Case(
+            name: "database entity name", json: entities(#""sqlite_master":{"attributes":{}}"#), path: "entities.sqlite_master",
+            message: "reserved"),
+        Case(
+            name: "reserved attribute", json: entities(#""a":{"attributes":{"revision":{"type":"integer"}}}"#),
+            path: "entities.a.attributes.revision", message: "reserved"),
+        Case(
+            name: "unknown type", json: entities(#""a":{"attributes":{"x":{"type":"money"}}}"#),
+            path: "entities.a.attributes.x.type", message: "unknown type \"money\""),
+        Case(
+            name: "missing type", json: entities(#""a":{"attributes":{"x":{}}}"#), path: "entities.a.attributes.x",
+            message: "missing \"type\""),
+        Case(
+            name: "reference without target", json: entities(#""a":{"attributes":{"x":{"type":"reference","onDelete":"deny"}}}"#),
+            path: "entities.a.attributes.x", message: "needs a \"target\""),
+        Case(
+            name: "reference without rule", json: entities(#""a":{"attributes":{"x":{"type":"reference","target":"a"}}}"#),
+            path: "entities.a.attributes.x", message: "onDelete"),
+        Case(
+            name: "unknown rule", json: entities(#""a":{"attributes":{"x":{"type":"reference","target":"a","onDelete":"restrict"}}}"#),
+            path: "entities.a.attributes.x.onDelete", message: "unknown delete rule"),
+        Case(
+            name: "unknown target", json: entities(#""a":{"attributes":{"x":{"type":"reference","target":"b","onDelete":"deny"}}}"#),
+            path: "entities.a.attributes.x", message: "not an entity"),
+        Case(
+            name: "nullify on a required reference",
+            json: entities(#""a":{"attributes":{"x":{"type":"reference","target":"a","onDelete":"nullify","required":true}}}"#),
+            path: "entities.a.attributes.x", message: "cannot use the nullify"),
+        Case(
+            name: "required is not a boolean", json: entities(#""a":{"attributes":{"x":{"type":"text","required":"yes"}}}"#),
+            path: "entities.a.attributes.x.required", message: "true or false"),
+        Case(
+            name: "target on a non-reference", json: entities(#""a":{"attributes":{"x":{"type":"text","target":"a"}}}"#),
+            path: "entities.a.attributes.x", message: "references only"),
+        Case(
+            name: "duplicate entity", json: #"{"version":1,"entities":{"a":{"attributes":{}},"a":{"attributes":{}}}}"#,
+            path: "", message: "appears twice"),
     ]
 
     @Test(arguments: cases)

@@ -5,13 +5,13 @@ import Testing
 /// snapshot record by record, with the same checks as the whole decode.
 @Suite struct StreamingDecodeTests {
     static let response = #"""
-    {"maxRevision":9,"changeSets":[
-      {"id":"A","revision":8,"conflict":false,"types":["teams"],"teams":{"attributes":{"5":{"revision":8,"name":"U12","__oldId__":-1}},"create":[5],"update":[],"delete":[]}},
-      {"revision":9,"snapshot":true,"types":["teams","players"],
-       "teams":{"attributes":{"5":{"revision":8,"name":"U12"},"6":{"revision":9,"name":"U14"}},"create":[5,6],"update":[],"delete":[]},
-       "players":{"attributes":{"7":{"revision":9,"first_name":"Ana","last_name":"Li"}},"create":[7],"update":[],"delete":[]}}
-    ]}
-    """#
+        {"maxRevision":9,"changeSets":[
+          {"id":"A","revision":8,"conflict":false,"types":["teams"],"teams":{"attributes":{"5":{"revision":8,"name":"U12","__oldId__":-1}},"create":[5],"update":[],"delete":[]}},
+          {"revision":9,"snapshot":true,"types":["teams","players"],
+           "teams":{"attributes":{"5":{"revision":8,"name":"U12"},"6":{"revision":9,"name":"U14"}},"create":[5,6],"update":[],"delete":[]},
+           "players":{"attributes":{"7":{"revision":9,"first_name":"Ana","last_name":"Li"}},"create":[7],"update":[],"delete":[]}}
+        ]}
+        """#
 
     @Test func snapshotRecordsArriveOneByOneAndTheChangeSetWithoutThem() throws {
         var events: [String] = []
@@ -32,7 +32,8 @@ import Testing
     }
 
     @Test func aSnapshotFlagAfterTheRecordsGetsTheChangeSetWhole() throws {
-        let json = #"{"maxRevision":3,"changeSets":[{"revision":3,"types":["teams"],"teams":{"attributes":{"1":{"revision":3,"name":"U9"}},"create":[1],"update":[],"delete":[]},"snapshot":true}]}"#
+        let json =
+            #"{"maxRevision":3,"changeSets":[{"revision":3,"types":["teams"],"teams":{"attributes":{"1":{"revision":3,"name":"U9"}},"create":[1],"update":[],"delete":[]},"snapshot":true}]}"#
         var records = 0
         var whole: ChangeSet?
         _ = try SyncMessage.decodeResponse(
@@ -50,7 +51,8 @@ import Testing
     }
 
     @Test func aResponseBrokenAfterSomeRecordsIsAnErrorWithItsPath() throws {
-        let broken = Self.response.replacing(#""players":{"attributes":{"7":{"revision":9,"#, with: #""players":{"attributes":{"7":{"revision":"nine","#)
+        let broken = Self.response.replacing(
+            #""players":{"attributes":{"7":{"revision":9,"#, with: #""players":{"attributes":{"7":{"revision":"nine","#)
         var records = 0
         do {
             _ = try SyncMessage.decodeResponse(

@@ -27,10 +27,11 @@ import Testing
             #expect(committed.changes(for: "users")?.update == [user])
             // Full current attributes, with the new revision.
             #expect(record.revision == base + 1)
-            #expect(record.values == [
-                "first_name": "Florian", "last_name": "Kugler", "date_of_birth": "1979-09-12 00:00:00.000+00",
-                "email": .null, "role": .null,
-            ])
+            #expect(
+                record.values == [
+                    "first_name": "Florian", "last_name": "Kugler", "date_of_birth": "1979-09-12 00:00:00.000+00",
+                    "email": .null, "role": .null,
+                ])
             #expect(try await server.record("users", user)?["first_name"] == "Florian")
         }
     }
@@ -44,7 +45,9 @@ import Testing
             let before = device.maxRevision
 
             let changeSet = ChangeSet.new()
-                .creating("screen_instances", -10, ["screen_id": .integer(screen.rawValue), "date": "2014-02-01 13:15:23.487+01", "comment": ""])
+                .creating(
+                    "screen_instances", -10, ["screen_id": .integer(screen.rawValue), "date": "2014-02-01 13:15:23.487+01", "comment": ""]
+                )
                 .creating("screen_instance_items", -11, ["screen_instance_id": -10, "numeric_value": 2])
                 .creating("screen_instance_items", -12, ["screen_instance_id": -10, "numeric_value": 3.5])
             let response = try await device.sync([changeSet])

@@ -96,7 +96,8 @@ import Testing
             #expect(again.status != 0)
             try await withLiveServer(database: testDatabase) { server in
                 let response = try await server.send(
-                    "POST", "/sync", headers: [("Authorization", "Bearer \(token)")], body: Array(#"{"maxRevision":0,"changeSets":[]}"#.utf8))
+                    "POST", "/sync", headers: [("Authorization", "Bearer \(token)")],
+                    body: Array(#"{"maxRevision":0,"changeSets":[]}"#.utf8))
                 #expect(response.status == 401)
             }
         }

@@ -21,9 +21,12 @@ import Testing
             let conflict = try #require(response.outcome(of: refused.id))
             #expect(conflict.conflict == true)
             #expect(conflict.reason == .staleRevision)
-            #expect(conflict.conflicts == [ConflictEntry(
-                type: "players", id: player, reason: .staleRevision, clientRevision: created, serverRevision: created + 1,
-                message: conflict.conflicts.first?.message)])
+            #expect(
+                conflict.conflicts == [
+                    ConflictEntry(
+                        type: "players", id: player, reason: .staleRevision, clientRevision: created, serverRevision: created + 1,
+                        message: conflict.conflicts.first?.message)
+                ])
             let truth = try #require(conflict.changes(for: "players")?.attributes[player])
             #expect(truth.values["first_name"] == "Anna" && truth.values["last_name"] == "Lopez")
             #expect(truth.revision == created + 1)
@@ -38,8 +41,13 @@ import Testing
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
-            let (link, _) = try await alice.create("team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(
-                try await alice.create("players", ["first_name": "A", "last_name": "B"]).id.rawValue)])
+            let (link, _) = try await alice.create(
+                "team_players",
+                [
+                    "team_id": .integer(team.rawValue),
+                    "player_id": .integer(
+                        try await alice.create("players", ["first_name": "A", "last_name": "B"]).id.rawValue),
+                ])
             try await bob.sync()
             try await alice.sync([.new().updating("teams", team, base: created, ["name": "U13"])])
 
@@ -86,10 +94,14 @@ import Testing
             let bob = try await server.device("bob")
             let (team, created) = try await alice.create("teams", ["name": "U12"])
             let player = try await alice.create("players", ["first_name": "A", "last_name": "B"]).id
-            let link = try await alice.create("team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)]).id
-            let session = try await alice.create("training_sessions", ["team_id": .integer(team.rawValue), "starts_at": "2014-03-01 17:00"]).id
+            let link = try await alice.create("team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
+                .id
+            let session = try await alice.create(
+                "training_sessions", ["team_id": .integer(team.rawValue), "starts_at": "2014-03-01 17:00"]
+            ).id
             let attendance = try await alice.create(
-                "attendances", ["training_session_id": .integer(session.rawValue), "player_id": .integer(player.rawValue), "present": true]).id
+                "attendances", ["training_session_id": .integer(session.rawValue), "player_id": .integer(player.rawValue), "present": true]
+            ).id
             try await bob.sync()
             // Someone renames the team: Bob's delete is based on an older version.
             try await alice.sync([.new().updating("teams", team, base: created, ["name": "U12 A"])])
@@ -181,7 +193,8 @@ import Testing
             try await bob.sync()
             let bobsRevision = bob.maxRevision
             // After Bob's last sync, Alice adds a player to the team; the team itself is unchanged.
-            let link = try await alice.create("team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)]).id
+            let link = try await alice.create("team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
+                .id
 
             let refused = ChangeSet.new().deleting("teams", team, base: created)
             let response = try await bob.sync([refused], from: bobsRevision)

@@ -13,10 +13,14 @@ import Testing
             let other = try await server.device("other")
             let (team, created) = try await device.create("teams", ["name": "U12"])
             let player = try await device.create("players", ["first_name": "A", "last_name": "B"]).id
-            let link = try await device.create("team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)]).id
+            let link = try await device.create(
+                "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)]
+            ).id
             let session = try await device.create("training_sessions", ["team_id": .integer(team.rawValue), "starts_at": "2014-03-01"]).id
             let attendance = try await device.create(
-                "attendances", ["training_session_id": .integer(session.rawValue), "player_id": .integer(player.rawValue), "present": false]).id
+                "attendances",
+                ["training_session_id": .integer(session.rawValue), "player_id": .integer(player.rawValue), "present": false]
+            ).id
             try await other.sync()
 
             let delete = ChangeSet.new().deleting("teams", team, base: created)

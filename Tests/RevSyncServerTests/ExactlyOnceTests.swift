@@ -11,11 +11,13 @@ import Testing
         try await withSyncEngine(store: store) { server in
             let device = try await server.device()
             let player = try await device.create("players", ["first_name": "A", "last_name": "B"]).id
-            let request = SyncMessage(maxRevision: device.maxRevision, changeSets: [
-                .new().creating("teams", -5, ["name": "U12"])
-                    .creating("team_players", -6, ["team_id": -5, "player_id": .integer(player.rawValue)]),
-                .new().creating("notes", -7, ["body": "first training", "team_id": -5]),
-            ])
+            let request = SyncMessage(
+                maxRevision: device.maxRevision,
+                changeSets: [
+                    .new().creating("teams", -5, ["name": "U12"])
+                        .creating("team_players", -6, ["team_id": -5, "player_id": .integer(player.rawValue)]),
+                    .new().creating("notes", -7, ["body": "first training", "team_id": -5]),
+                ])
             let firstMessage = try await device.send(request)
             let contents = try await server.contents()
             let revision = try await server.revision()

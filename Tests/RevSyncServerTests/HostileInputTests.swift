@@ -23,39 +23,67 @@ import Testing
     static func bytes(_ parts: [UInt8]...) -> [UInt8] { parts.flatMap { $0 } }
 
     static let cases: [Case] = [
-        Case(name: "SQL in an entity name", body: { request(#"{"types":["teams\"; DROP TABLE teams; --"],"teams\"; DROP TABLE teams; --":{"create":[-1]}}"#) },
-             status: 400, code: "invalid_name"),
-        Case(name: "SQL in an attribute name", body: { request(#"{"types":["teams"],"teams":{"create":[-1],"attributes":{"-1":{"name\" TEXT); DROP TABLE teams; --":"x"}}}}"#) },
-             status: 400, code: "invalid_name"),
-        Case(name: "NUL in an attribute name", body: { request(#"{"types":["teams"],"teams":{"create":[-1],"attributes":{"-1":{"na\u0000me":"x"}}}}"#) },
-             status: 400, code: "invalid_name"),
-        Case(name: "lone surrogate", body: { request(#"{"types":["teams"],"teams":{"create":[-1],"attributes":{"-1":{"name":"\udc00"}}}}"#) },
-             status: 400, code: "invalid_json"),
-        Case(name: "overlong UTF-8", body: {
-            bytes(Array(#"{"maxRevision":1,"changeSets":[{"types":["teams"],"teams":{"create":[-1],"attributes":{"-1":{"name":""#.utf8),
-                  [0xC0, 0x80], Array(#""}}}}]}"#.utf8))
-        }, status: 400, code: "invalid_json"),
-        Case(name: "invalid UTF-8 in a key", body: { bytes(Array(#"{"max"#.utf8), [0xFF, 0xFE], Array(#"Revision":1,"changeSets":[]}"#.utf8)) },
-             status: 400, code: "invalid_json"),
+        Case(
+            name: "SQL in an entity name",
+            body: { request(#"{"types":["teams\"; DROP TABLE teams; --"],"teams\"; DROP TABLE teams; --":{"create":[-1]}}"#) },
+            status: 400, code: "invalid_name"),
+        Case(
+            name: "SQL in an attribute name",
+            body: {
+                request(#"{"types":["teams"],"teams":{"create":[-1],"attributes":{"-1":{"name\" TEXT); DROP TABLE teams; --":"x"}}}}"#)
+            },
+            status: 400, code: "invalid_name"),
+        Case(
+            name: "NUL in an attribute name",
+            body: { request(#"{"types":["teams"],"teams":{"create":[-1],"attributes":{"-1":{"na\u0000me":"x"}}}}"#) },
+            status: 400, code: "invalid_name"),
+        Case(
+            name: "lone surrogate",
+            body: { request(#"{"types":["teams"],"teams":{"create":[-1],"attributes":{"-1":{"name":"\udc00"}}}}"#) },
+            status: 400, code: "invalid_json"),
+        Case(
+            name: "overlong UTF-8",
+            body: {
+                bytes(
+                    Array(#"{"maxRevision":1,"changeSets":[{"types":["teams"],"teams":{"create":[-1],"attributes":{"-1":{"name":""#.utf8),
+                    [0xC0, 0x80], Array(#""}}}}]}"#.utf8))
+            }, status: 400, code: "invalid_json"),
+        Case(
+            name: "invalid UTF-8 in a key",
+            body: { bytes(Array(#"{"max"#.utf8), [0xFF, 0xFE], Array(#"Revision":1,"changeSets":[]}"#.utf8)) },
+            status: 400, code: "invalid_json"),
         Case(name: "byte order mark", body: { bytes([0xEF, 0xBB, 0xBF], request("")) }, status: 400, code: "invalid_json"),
-        Case(name: "number beyond a double", body: { request(#"{"types":["players"],"players":{"create":[-1],"attributes":{"-1":{"first_name":"a","last_name":"b","height_cm":1e400}}}}"#) },
-             status: 400, code: "number_out_of_range"),
-        Case(name: "integer below Int64", body: { request(#"{"types":["venues"],"venues":{"update":[-9223372036854775809],"attributes":{}}}"#) },
-             status: 400, code: "number_out_of_range"),
+        Case(
+            name: "number beyond a double",
+            body: {
+                request(
+                    #"{"types":["players"],"players":{"create":[-1],"attributes":{"-1":{"first_name":"a","last_name":"b","height_cm":1e400}}}}"#
+                )
+            },
+            status: 400, code: "number_out_of_range"),
+        Case(
+            name: "integer below Int64",
+            body: { request(#"{"types":["venues"],"venues":{"update":[-9223372036854775809],"attributes":{}}}"#) },
+            status: 400, code: "number_out_of_range"),
         Case(name: "revision that is a real", body: { request("", maxRevision: "1.5") }, status: 400, code: "invalid_shape"),
-        Case(name: "a million IDs", body: {
-            let ids = (1...1_000_000).map { "-\($0)" }.joined(separator: ",")
-            return request(#"{"types":["venues"],"venues":{"create":[\#(ids)]}}"#)
-        }, status: 413, code: "request_too_large"),
-        Case(name: "deeply nested JSON", body: { Array((#"{"maxRevision":1,"changeSets":"# + String(repeating: "[", count: 200_000)).utf8) },
-             status: 400, code: "invalid_shape"),
-        Case(name: "gzip bomb", body: {
-            let deflater = Gzip.Deflater(level: 9)
-            var bomb = deflater.compress(Array(#"{"maxRevision":1,"changeSets":[],"x":""#.utf8))
-            let zeros = [UInt8](repeating: 0x30, count: 1 << 20)
-            for _ in 0..<1024 { bomb += deflater.compress(zeros) }
-            return bomb + deflater.finish()
-        }, gzip: true, status: 413, code: "body_too_large"),
+        Case(
+            name: "a million IDs",
+            body: {
+                let ids = (1...1_000_000).map { "-\($0)" }.joined(separator: ",")
+                return request(#"{"types":["venues"],"venues":{"create":[\#(ids)]}}"#)
+            }, status: 413, code: "request_too_large"),
+        Case(
+            name: "deeply nested JSON", body: { Array((#"{"maxRevision":1,"changeSets":"# + String(repeating: "[", count: 200_000)).utf8) },
+            status: 400, code: "invalid_shape"),
+        Case(
+            name: "gzip bomb",
+            body: {
+                let deflater = Gzip.Deflater(level: 9)
+                var bomb = deflater.compress(Array(#"{"maxRevision":1,"changeSets":[],"x":""#.utf8))
+                let zeros = [UInt8](repeating: 0x30, count: 1 << 20)
+                for _ in 0..<1024 { bomb += deflater.compress(zeros) }
+                return bomb + deflater.finish()
+            }, gzip: true, status: 413, code: "body_too_large"),
         Case(name: "gzip inside gzip", body: { Gzip.compress(Gzip.compress(request(""))) }, gzip: true, status: 400, code: "invalid_json"),
     ]
 
@@ -93,7 +121,9 @@ import Testing
             ]
             let changeSetID = "x'); DROP TABLE _rs_outcomes; --"
             var changeSet = ChangeSet(id: changeSetID)
-            for (index, text) in texts.enumerated() { changeSet = changeSet.creating("notes", RecordID(-Int64(index + 1)), ["body": .text(text)]) }
+            for (index, text) in texts.enumerated() {
+                changeSet = changeSet.creating("notes", RecordID(-Int64(index + 1)), ["body": .text(text)])
+            }
             let response = try await device.sync([changeSet])
             #expect(response.outcome(of: changeSetID)?.conflict == false)
             for (index, text) in texts.enumerated() {
@@ -113,7 +143,8 @@ import Testing
             let attacker = try await server.device("attacker")
             let bystander = try await server.device("bystander")
             let body = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": "Slow"])]).jsonBytes()
-            let head = Array("POST /sync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(attacker.token)\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+            let head = Array(
+                "POST /sync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(attacker.token)\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
             let connection = try RawHTTPConnection(port: server.port)
             // A byte every 100 ms: the whole body would take over ten seconds; the server's
             // one-second deadline must cut it off long before.

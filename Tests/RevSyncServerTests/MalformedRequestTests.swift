@@ -16,7 +16,8 @@ import Testing
     }
 
     /// A valid change set put first in most bodies: it must not be applied either.
-    static let validPart = #"{"id":"2D9E8C0A-6B1F-4E43-9C1B-7E8F2A9C1D10","types":["venues"],"venues":{"create":[-1],"attributes":{"-1":{"name":"V"}}}}"#
+    static let validPart =
+        #"{"id":"2D9E8C0A-6B1F-4E43-9C1B-7E8F2A9C1D10","types":["venues"],"venues":{"create":[-1],"attributes":{"-1":{"name":"V"}}}}"#
 
     static func body(_ json: String) -> [UInt8] { Array(json.utf8) }
     static func request(_ changeSet: String) -> [UInt8] { body(#"{"maxRevision":1,"changeSets":["# + validPart + "," + changeSet + "]}") }
@@ -26,22 +27,35 @@ import Testing
         Case(name: "truncated JSON", body: Array(request(#"{"types":[]}"#).dropLast(9)), status: 400, code: "invalid_json"),
         Case(name: "wrong top-level type", body: body(#"{"maxRevision":"1","changeSets":[]}"#), status: 400, code: "invalid_shape"),
         Case(name: "changeSets not an array", body: body(#"{"maxRevision":1,"changeSets":{"a":1}}"#), status: 400, code: "invalid_shape"),
-        Case(name: "positive ID in create", body: request(#"{"types":["teams"],"teams":{"create":[7],"attributes":{"7":{"name":"A"}}}}"#),
-             status: 400, code: "invalid_id"),
-        Case(name: "missing base revision", body: request(#"{"types":["teams"],"teams":{"update":[1],"attributes":{"1":{"name":"A"}}}}"#),
-             status: 400, code: "missing_revision"),
-        Case(name: "types not matching", body: request(#"{"types":["teams"],"players":{"create":[-9]}}"#), status: 400, code: "types_mismatch"),
+        Case(
+            name: "positive ID in create", body: request(#"{"types":["teams"],"teams":{"create":[7],"attributes":{"7":{"name":"A"}}}}"#),
+            status: 400, code: "invalid_id"),
+        Case(
+            name: "missing base revision", body: request(#"{"types":["teams"],"teams":{"update":[1],"attributes":{"1":{"name":"A"}}}}"#),
+            status: 400, code: "missing_revision"),
+        Case(
+            name: "types not matching", body: request(#"{"types":["teams"],"players":{"create":[-9]}}"#), status: 400,
+            code: "types_mismatch"),
         Case(name: "duplicated IDs", body: request(#"{"types":["teams"],"teams":{"create":[-9,-9]}}"#), status: 400, code: "duplicate_id"),
-        Case(name: "huge number", body: request(#"{"types":["teams"],"teams":{"create":[-123456789012345678901234567890]}}"#),
-             status: 400, code: "number_out_of_range"),
-        Case(name: "deep nesting", body: body(#"{"maxRevision":1,"changeSets":["# + String(repeating: "[", count: 50_000)), status: 400, code: "invalid_shape"),
-        Case(name: "name breaking the pattern", body: request(#"{"types":["te\"ams"],"te\"ams":{"create":[-9]}}"#), status: 400, code: "invalid_name"),
-        Case(name: "unsupported content encoding", body: request("{}"), headers: [("Content-Type", "application/json"), ("Content-Encoding", "br")],
-             status: 415, code: "unsupported_encoding"),
-        Case(name: "corrupt gzip", body: [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3, 4, 5],
-             headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], status: 400, code: "invalid_gzip"),
-        Case(name: "truncated gzip", body: Array(Gzip.compress(request(#"{"types":[]}"#)).dropLast(10)),
-             headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], status: 400, code: "invalid_gzip"),
+        Case(
+            name: "huge number", body: request(#"{"types":["teams"],"teams":{"create":[-123456789012345678901234567890]}}"#),
+            status: 400, code: "number_out_of_range"),
+        Case(
+            name: "deep nesting", body: body(#"{"maxRevision":1,"changeSets":["# + String(repeating: "[", count: 50_000)), status: 400,
+            code: "invalid_shape"),
+        Case(
+            name: "name breaking the pattern", body: request(#"{"types":["te\"ams"],"te\"ams":{"create":[-9]}}"#), status: 400,
+            code: "invalid_name"),
+        Case(
+            name: "unsupported content encoding", body: request("{}"),
+            headers: [("Content-Type", "application/json"), ("Content-Encoding", "br")],
+            status: 415, code: "unsupported_encoding"),
+        Case(
+            name: "corrupt gzip", body: [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3, 4, 5],
+            headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], status: 400, code: "invalid_gzip"),
+        Case(
+            name: "truncated gzip", body: Array(Gzip.compress(request(#"{"types":[]}"#)).dropLast(10)),
+            headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], status: 400, code: "invalid_gzip"),
     ]
 
     @Test(arguments: StoreKind.all, cases)
@@ -67,7 +81,8 @@ import Testing
     func anyContentTypeIsReadAsJSONAndAnyIDStringIsAKey(store: StoreKind) async throws {
         try await withLiveServer(store: store) { server in
             let device = try await server.device()
-            let body = #"{"maxRevision":0,"changeSets":[{"id":"cs-1; DROP TABLE venues","types":["venues"],"venues":{"create":[-1],"attributes":{"-1":{"name":"V"}}}}]}"#
+            let body =
+                #"{"maxRevision":0,"changeSets":[{"id":"cs-1; DROP TABLE venues","types":["venues"],"venues":{"create":[-1],"attributes":{"-1":{"name":"V"}}}}]}"#
             for _ in 0..<2 {
                 let response = try await device.post(Array(body.utf8), headers: [("Content-Type", "application/x-www-form-urlencoded")])
                 #expect(response.status == 200)

@@ -21,7 +21,8 @@ import Testing
             var ports: [Int] = []
             defer { for instance in instances { instance.terminate() } }
             for _ in 0..<3 {
-                let instance = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
+                let instance = try ExecutableProcess(
+                    "revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
                 instances.append(instance)
                 let output = try await instance.waitForOutput(containing: "listening on http://127.0.0.1:")
                 ports.append(try #require(CommandLineTests.port(in: output)))
@@ -35,7 +36,9 @@ import Testing
 
             // A shared starting point.
             for name in ["U10", "U12", "U14"] { _ = editors[0].create("teams", ["name": .text(name)]) }
-            for name in ["Ana", "Ben", "Cai", "Dee", "Eve"] { _ = editors[0].create("players", ["first_name": .text(name), "last_name": "X"]) }
+            for name in ["Ana", "Ben", "Cai", "Dee", "Eve"] {
+                _ = editors[0].create("players", ["first_name": .text(name), "last_name": "X"])
+            }
             try await editors[0].sync()
 
             // Editors edit the same records at once; readers keep catching up meanwhile.
@@ -120,8 +123,12 @@ import Testing
             for instance in instances { #expect(await instance.exitStatus() == 0) }
 
             // A newer schema, taken up by several instances at once: upgraded once.
-            let v2 = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 1,"#, with: #""version": 2,"#)
-                .replacing(#""unit": { "type": "text" },"#, with: #""unit": { "type": "text" }, "decimals": { "type": "integer" },"#).utf8))
+            let v2 = try Schema(
+                json: Array(
+                    Schema.demoJSON.replacing(#""version": 1,"#, with: #""version": 2,"#)
+                        .replacing(
+                            #""unit": { "type": "text" },"#, with: #""unit": { "type": "text" }, "decimals": { "type": "integer" },"#
+                        ).utf8))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<4 { group.addTask { try await database.open(schema: v2).close() } }
                 try await group.waitForAll()

@@ -15,7 +15,8 @@ import Testing
                 try await device.create("venues", ["name": "North"])
 
                 try await postgres.pause()
-                let body = SyncMessage(maxRevision: device.maxRevision, changeSets: [.new().creating("venues", -2, ["name": "South"])]).jsonBytes()
+                let body = SyncMessage(maxRevision: device.maxRevision, changeSets: [.new().creating("venues", -2, ["name": "South"])])
+                    .jsonBytes()
                 let down = try await device.post(body)
                 #expect(down.status == 503)
                 #expect(down.bodyText.contains(#""code":"unavailable""#))
@@ -37,14 +38,18 @@ import Testing
     @Test(arguments: StoreKind.all)
     func shutdownFinishesTheSyncInFlight(store: StoreKind) async throws {
         try await withTestDatabase(store) { database in
-            let token = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database.location, "--name", "d"])
-                .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let token = try await ExecutableProcess.run(
+                "revsync-server", ["token", "create", "--database", database.location, "--name", "d"]
+            )
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             let server = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database.location])
             let port = try #require(CommandLineTests.port(in: try await server.waitForOutput(containing: "listening on")))
 
             // A request whose body is still arriving when the server is told to stop.
             let body = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": "In flight"])]).jsonBytes()
-            let head = Array("POST /sync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8)
+            let head = Array(
+                "POST /sync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+                    .utf8)
             let connection = try RawHTTPConnection(port: port)
             try await RawHTTPConnection.run { try connection.send(head + body.prefix(10)) }
             try await Task.sleep(for: .milliseconds(200))

@@ -93,20 +93,24 @@ import Testing
     }
 }
 
-
 extension Replica {
     /// One random local edit on the shared teams, players, team_players, notes and users.
     func randomEdit(_ random: inout SeededRandom) {
-        let teams = records("teams"), players = records("players"), users = records("users")
+        let teams = records("teams")
+        let players = records("players")
+        let users = records("users")
         switch random.number(in: 0...9) {
         case 0:
             _ = create("teams", ["name": .text("T\(random.number(in: 0...999))")])
         case 1:
             _ = create("players", ["first_name": .text("P\(random.number(in: 0...999))"), "last_name": "Y"])
         case 2 where !teams.isEmpty && !players.isEmpty:
-            _ = create("team_players", ["team_id": .integer(random.pick(teams)!.rawValue), "player_id": .integer(random.pick(players)!.rawValue)])
+            _ = create(
+                "team_players", ["team_id": .integer(random.pick(teams)!.rawValue), "player_id": .integer(random.pick(players)!.rawValue)])
         case 3 where !teams.isEmpty:
-            var values: [String: Value] = ["body": .text("note \(random.number(in: 0...999))"), "team_id": .integer(random.pick(teams)!.rawValue)]
+            var values: [String: Value] = [
+                "body": .text("note \(random.number(in: 0...999))"), "team_id": .integer(random.pick(teams)!.rawValue),
+            ]
             if !users.isEmpty { values["author_id"] = .integer(random.pick(users)!.rawValue) }
             _ = create("notes", values)
         case 4...5 where !teams.isEmpty:

@@ -38,7 +38,8 @@ import Testing
                 body: SyncMessage(maxRevision: revision, changeSets: [follow]).jsonBytes())
             let followMessage = try SyncMessage(json: followResponse.body, sender: .server)
             #expect(followMessage.outcome(of: follow.id)?.conflict == false)
-            #expect(followMessage.outcome(of: follow.id)?.changes(for: "notes")?.attributes.values.first?.values["team_id"]
+            #expect(
+                followMessage.outcome(of: follow.id)?.changes(for: "notes")?.attributes.values.first?.values["team_id"]
                     == firstIDs.map { .integer($0.rawValue) })
         }
     }

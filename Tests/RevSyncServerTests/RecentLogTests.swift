@@ -1,16 +1,18 @@
 import Foundation
 import RevSyncProtocol
-@testable import RevSyncServer
 import RevSyncTestSupport
 import Testing
+
+@testable import RevSyncServer
 
 /// The SQLite store answers most catch-ups from the change log entries it keeps in memory
 /// (``RecentLog``). Only committed entries may ever be served from there, and a range it does
 /// not wholly hold comes from the database.
 @Suite struct RecentLogTests {
     private static func entry(_ revision: Revision, _ text: String = "", bytes: Int = 0) -> LogEntry {
-        LogEntry(revision: revision, device: 1, changeSetID: "cs-\(revision)",
-                 body: Array("{\"revision\":\(revision),\"text\":\"\(text)\"}".utf8) + [UInt8](repeating: 32, count: bytes))
+        LogEntry(
+            revision: revision, device: 1, changeSetID: "cs-\(revision)",
+            body: Array("{\"revision\":\(revision),\"text\":\"\(text)\"}".utf8) + [UInt8](repeating: 32, count: bytes))
     }
 
     @Test func servesOnlyRangesItWhollyHolds() {

@@ -16,16 +16,32 @@ import Testing
 
     static let cases: [Case] = [
         Case(name: "unknown entity", changeSet: .new().creating("coaches", -1, ["name": "X"]), type: "coaches", attribute: nil),
-        Case(name: "unknown attribute", changeSet: .new().creating("teams", -1, ["name": "X", "colour": "red"]), type: "teams", attribute: "colour"),
-        Case(name: "wrong value type", changeSet: .new().creating("venues", -1, ["name": "X", "capacity": "many"]), type: "venues", attribute: "capacity"),
-        Case(name: "real for an integer", changeSet: .new().creating("venues", -1, ["name": "X", "capacity": 1.5]), type: "venues", attribute: "capacity"),
-        Case(name: "missing required attribute", changeSet: .new().creating("players", -1, ["first_name": "X"]), type: "players", attribute: "last_name"),
-        Case(name: "null in a required attribute", changeSet: .new().creating("screens", -1, ["name": nil]), type: "screens", attribute: "name"),
-        Case(name: "text for a boolean", changeSet: .new().creating("screens", -1, ["name": "X", "active": "yes"]), type: "screens", attribute: "active"),
-        Case(name: "text for a reference", changeSet: .new().creating("notes", -1, ["body": "X", "team_id": "U12"]), type: "notes", attribute: "team_id"),
+        Case(
+            name: "unknown attribute", changeSet: .new().creating("teams", -1, ["name": "X", "colour": "red"]), type: "teams",
+            attribute: "colour"),
+        Case(
+            name: "wrong value type", changeSet: .new().creating("venues", -1, ["name": "X", "capacity": "many"]), type: "venues",
+            attribute: "capacity"),
+        Case(
+            name: "real for an integer", changeSet: .new().creating("venues", -1, ["name": "X", "capacity": 1.5]), type: "venues",
+            attribute: "capacity"),
+        Case(
+            name: "missing required attribute", changeSet: .new().creating("players", -1, ["first_name": "X"]), type: "players",
+            attribute: "last_name"),
+        Case(
+            name: "null in a required attribute", changeSet: .new().creating("screens", -1, ["name": nil]), type: "screens",
+            attribute: "name"),
+        Case(
+            name: "text for a boolean", changeSet: .new().creating("screens", -1, ["name": "X", "active": "yes"]), type: "screens",
+            attribute: "active"),
+        Case(
+            name: "text for a reference", changeSet: .new().creating("notes", -1, ["body": "X", "team_id": "U12"]), type: "notes",
+            attribute: "team_id"),
         Case(name: "NUL character in text", changeSet: .new().creating("notes", -1, ["body": "a\u{0}b"]), type: "notes", attribute: "body"),
-        Case(name: "SQL in a value is only a value", changeSet: .new().creating("venues", -1, ["name": "x", "capacity": "1; DROP TABLE venues"]),
-             type: "venues", attribute: "capacity"),
+        Case(
+            name: "SQL in a value is only a value",
+            changeSet: .new().creating("venues", -1, ["name": "x", "capacity": "1; DROP TABLE venues"]),
+            type: "venues", attribute: "capacity"),
     ]
 
     @Test(arguments: StoreKind.all, cases)

@@ -28,7 +28,9 @@ import Testing
         try await withStore(store) { database in
             let v2 = try Self.schema(
                 2, Self.v1Attributes + #","colour":{"type":"text"}"#,
-                extra: #","venues":{"attributes":{"name":{"type":"text"},"team_id":{"type":"reference","target":"teams","onDelete":"cascade"}}}"#)
+                extra:
+                    #","venues":{"attributes":{"name":{"type":"text"},"team_id":{"type":"reference","target":"teams","onDelete":"cascade"}}}"#
+            )
             try await withLiveServer(database: database, schema: v2) { server in
                 #expect(try await server.record("teams", 1) == ["name": "U12", "colour": .null, "revision": 1])
                 let device = try await server.device()
@@ -51,11 +53,17 @@ import Testing
     }
 
     static let incompatible = [
-        Change(name: "same version, other content", version: 1, attributes: v1Attributes + #","colour":{"type":"text"}"#, message: "raise \"version\""),
+        Change(
+            name: "same version, other content", version: 1, attributes: v1Attributes + #","colour":{"type":"text"}"#,
+            message: "raise \"version\""),
         Change(name: "older version", version: 0, attributes: v1Attributes, message: "newer than this schema"),
-        Change(name: "type change", version: 2, attributes: #""name":{"type":"integer","required":true}"#, message: "changes type from text to integer"),
-        Change(name: "required attribute added to records", version: 2, attributes: v1Attributes + #","colour":{"type":"text","required":true}"#,
-               message: "add it as optional"),
+        Change(
+            name: "type change", version: 2, attributes: #""name":{"type":"integer","required":true}"#,
+            message: "changes type from text to integer"),
+        Change(
+            name: "required attribute added to records", version: 2,
+            attributes: v1Attributes + #","colour":{"type":"text","required":true}"#,
+            message: "add it as optional"),
     ]
 
     @Test(arguments: StoreKind.all, incompatible)

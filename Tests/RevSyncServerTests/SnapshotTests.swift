@@ -51,7 +51,8 @@ import Testing
     func clientAheadOfTheServerIsRefused(store: StoreKind) async throws {
         try await withLiveServer(store: store) { server in
             let device = try await server.device()
-            let response = try await device.post(SyncMessage(maxRevision: 99, changeSets: [.new().creating("venues", -1, ["name": "A"])]).jsonBytes())
+            let response = try await device.post(
+                SyncMessage(maxRevision: 99, changeSets: [.new().creating("venues", -1, ["name": "A"])]).jsonBytes())
             #expect(response.status == 400)
             #expect(response.bodyText.contains("revision_ahead"))
             #expect(try await server.count("venues") == 0)

@@ -46,7 +46,8 @@ import Testing
     @Test func tokensAreStoredHashed() async throws {
         try await withLiveServer(store: .sqlite) { server in
             let device = try await server.device()
-            let raw = try Data(contentsOf: URL(fileURLWithPath: server.database))
+            let raw =
+                try Data(contentsOf: URL(fileURLWithPath: server.database))
                 + ((try? Data(contentsOf: URL(fileURLWithPath: server.database + "-wal"))) ?? Data())
             #expect(raw.range(of: Data(device.token.utf8)) == nil)
             #expect(raw.range(of: Data(Token.hash(device.token).utf8)) != nil)
@@ -57,7 +58,8 @@ import Testing
     func gzipRequestAndResponse(store: StoreKind) async throws {
         try await withLiveServer(store: store) { server in
             let device = try await server.device()
-            let request = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": .text(String(repeating: "North field ", count: 100))])])
+            let request = SyncMessage(
+                maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": .text(String(repeating: "North field ", count: 100))])])
             let response = try await device.post(
                 Gzip.compress(request.jsonBytes()),
                 headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Accept-Encoding", "br, gzip;q=0.8")])
@@ -74,7 +76,9 @@ import Testing
     func noGzipUnlessAsked(store: StoreKind) async throws {
         try await withLiveServer(store: store) { server in
             let device = try await server.device()
-            for headers in [[("Content-Type", "application/json")], [("Content-Type", "application/json"), ("Accept-Encoding", "gzip;q=0")]] {
+            for headers in [
+                [("Content-Type", "application/json")], [("Content-Type", "application/json"), ("Accept-Encoding", "gzip;q=0")],
+            ] {
                 let response = try await device.post(Self.emptySync, headers: headers)
                 #expect(response.status == 200)
                 #expect(response.header("Content-Encoding") == nil)
@@ -87,7 +91,8 @@ import Testing
     func bodyOverTheCapIs413(store: StoreKind) async throws {
         try await withLiveServer(store: store, configure: { $0.maxBodySize = 10_000 }) { server in
             let device = try await server.device()
-            let big = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": .text(String(repeating: "x", count: 20_000))])])
+            let big = SyncMessage(
+                maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": .text(String(repeating: "x", count: 20_000))])])
             let response = try await device.post(big.jsonBytes())
             #expect(response.status == 413)
             #expect(response.bodyText.contains("body_too_large"))

@@ -25,7 +25,9 @@ import Testing
                 let revision = try await server.revision()
                 let response = try await device.post(body)
                 statuses[response.status, default: 0] += 1
-                #expect([200, 400, 413].contains(response.status), "\(response.status): \(response.bodyText.prefix(300)) for \(String(decoding: body.prefix(300), as: UTF8.self))")
+                #expect(
+                    [200, 400, 413].contains(response.status),
+                    "\(response.status): \(response.bodyText.prefix(300)) for \(String(decoding: body.prefix(300), as: UTF8.self))")
                 if response.status == 200 {
                     let message = try SyncMessage(json: response.body, sender: .server)
                     device.maxRevision = message.maxRevision
@@ -68,7 +70,8 @@ struct RequestGenerator {
                     guard used.insert("\(entity)/\(id)").inserted else { continue }
                     let base = contents[entity]?[id].flatMap { $0.first?.integerValue } ?? 0
                     let revision = random.chance(0.8) ? base : Int64(random.number(in: 0...Int(max(1, base))))
-                    changeSet = changeSet.updating(entity, id, base: revision, values(for: entity, &random, changeSet: changeSet, partial: true))
+                    changeSet = changeSet.updating(
+                        entity, id, base: revision, values(for: entity, &random, changeSet: changeSet, partial: true))
                 default:
                     guard let id = random.pick(existing), used.insert("\(entity)/\(id)").inserted else { continue }
                     let base = contents[entity]?[id].flatMap { $0.first?.integerValue } ?? 0
@@ -80,7 +83,9 @@ struct RequestGenerator {
         return SyncMessage(maxRevision: device.maxRevision, changeSets: changeSets)
     }
 
-    private func values(for entityName: String, _ random: inout SeededRandom, changeSet: ChangeSet, partial: Bool = false) -> [String: Value] {
+    private func values(
+        for entityName: String, _ random: inout SeededRandom, changeSet: ChangeSet, partial: Bool = false
+    ) -> [String: Value] {
         guard let entity = schema.entity(entityName) else { return ["name": "ghost"] }
         var values: [String: Value] = [:]
         for attribute in entity.attributes where attribute.isRequired || random.chance(partial ? 0.3 : 0.6) {

@@ -108,7 +108,8 @@ public final class Replica {
             for (id, var record) in changes.attributes {
                 for (name, value) in record.values {
                     if entity.attribute(name)?.referenceTarget != nil, case .integer(let raw) = value, raw < 0,
-                       let permanent = temporaryToPermanent[RecordID(raw)] {
+                        let permanent = temporaryToPermanent[RecordID(raw)]
+                    {
                         record.values[name] = .integer(permanent.rawValue)
                     }
                 }
@@ -153,7 +154,8 @@ public final class Replica {
         temporaryToPermanent[temporaryID] = permanentID
         data[entityName]?[temporaryID] = nil
         for reference in schema.references(to: entityName) {
-            for (id, record) in data[reference.entity] ?? [:] where record.values[reference.attributeIndex] == .integer(temporaryID.rawValue) {
+            for (id, record) in data[reference.entity] ?? [:]
+            where record.values[reference.attributeIndex] == .integer(temporaryID.rawValue) {
                 data[reference.entity]![id]!.values[reference.attributeIndex] = .integer(permanentID.rawValue)
             }
         }
@@ -165,7 +167,8 @@ public final class Replica {
 public func differences(_ lhs: [String: [RecordID: [Value]]], _ rhs: [String: [RecordID: [Value]]], limit: Int = 10) -> [String] {
     var found: [String] = []
     for entity in Set(lhs.keys).union(rhs.keys).sorted() {
-        let left = lhs[entity] ?? [:], right = rhs[entity] ?? [:]
+        let left = lhs[entity] ?? [:]
+        let right = rhs[entity] ?? [:]
         for id in Set(left.keys).union(right.keys).sorted() where left[id] != right[id] {
             found.append("\(entity) \(id): \(left[id].map { "\($0)" } ?? "missing") vs \(right[id].map { "\($0)" } ?? "missing")")
             if found.count == limit { return found }

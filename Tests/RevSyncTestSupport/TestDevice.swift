@@ -89,7 +89,8 @@ public final class TestDevice {
     }
 
     /// Posts a raw body to `/sync` with this device's token (HTTP devices only).
-    public func post(_ body: [UInt8], headers: [(String, String)] = [("Content-Type", "application/json")]) async throws -> RawHTTPResponse {
+    public func post(_ body: [UInt8], headers: [(String, String)] = [("Content-Type", "application/json")]) async throws -> RawHTTPResponse
+    {
         guard case .http(let port) = route else {
             throw RawHTTPClient.Failure(description: "post(_:) needs a device of a LiveServer; this one calls the engine")
         }

@@ -30,7 +30,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 /// libFuzzer's driver, which runs the fuzzing loop with the command line's options.
 @_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
+func llvmFuzzerRunDriver(
     _ argc: UnsafeMutablePointer<Int32>,
     _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
     _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
@@ -41,5 +41,5 @@ func LLVMFuzzerRunDriver(
 public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
     var count = argc
     var arguments = argv
-    return LLVMFuzzerRunDriver(&count, &arguments) { data, size in fuzz(data, size) }
+    return llvmFuzzerRunDriver(&count, &arguments) { data, size in fuzz(data, size) }
 }

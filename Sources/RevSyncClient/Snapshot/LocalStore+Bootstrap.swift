@@ -33,7 +33,9 @@ extension LocalStore {
         server: ServerConnection? = nil, replacing: Bool = false
     ) throws -> LocalStore {
         if let existing = try existingStore(at: path, replacing: replacing) { return existing }
-        guard FileManager.default.fileExists(atPath: snapshot) else { throw LocalStoreError(.notFound, "there is no snapshot at \(snapshot)") }
+        guard FileManager.default.fileExists(atPath: snapshot) else {
+            throw LocalStoreError(.notFound, "there is no snapshot at \(snapshot)")
+        }
         let candidate = path + ".bootstrap-\(UUID().uuidString)"
         try FileManager.default.copyItem(atPath: snapshot, toPath: candidate)
         return try install(
@@ -52,7 +54,9 @@ extension LocalStore {
         let pending = try existing.pool.read { db in try Outbox(db: db).entries().count }
         try existing.close()
         guard pending == 0 else {
-            throw LocalStoreError(.pendingChanges, "\(path) holds \(pending) change set\(pending == 1 ? "" : "s") the server has not answered; it is not replaced")
+            throw LocalStoreError(
+                .pendingChanges,
+                "\(path) holds \(pending) change set\(pending == 1 ? "" : "s") the server has not answered; it is not replaced")
         }
         return nil
     }
@@ -69,7 +73,8 @@ extension LocalStore {
                 throw LocalStoreError(.wrongDataset, "the snapshot is of data set \(info.dataset), the server serves \(identity.dataset)")
             }
             guard info.schemaVersion == identity.schemaVersion else {
-                throw LocalStoreError(.schemaMismatch, "the snapshot has schema version \(info.schemaVersion), the server \(identity.schemaVersion)")
+                throw LocalStoreError(
+                    .schemaMismatch, "the snapshot has schema version \(info.schemaVersion), the server \(identity.schemaVersion)")
             }
         }
         let store = try open(at: candidate)

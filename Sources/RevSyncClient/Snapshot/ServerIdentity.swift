@@ -19,7 +19,8 @@ public struct ServerIdentity: Sendable, Hashable {
     public static func fetch(from server: URL, transport: any SyncTransport = DefaultTransport()) async throws -> ServerIdentity {
         let response: TransportResponse
         do {
-            response = try await transport.send(TransportRequest(url: server.appendingPathComponent("health"), method: "GET", headers: [:], body: Data()))
+            response = try await transport.send(
+                TransportRequest(url: server.appendingPathComponent("health"), method: "GET", headers: [:], body: Data()))
         } catch {
             throw SyncFailure.network("\(error)")
         }
@@ -27,7 +28,7 @@ public struct ServerIdentity: Sendable, Hashable {
         if Gzip.isGzip(body) { body = try Gzip.decompress(body, limit: 1 << 20) }
         guard response.status == 200 else { throw Synchronizer.rejection(status: response.status, body: body) }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-              let dataset = object["dataset"] as? String, let version = object["schemaVersion"] as? Int
+            let dataset = object["dataset"] as? String, let version = object["schemaVersion"] as? Int
         else { throw SyncFailure.invalidResponse("GET /health names no dataset and schemaVersion") }
         return ServerIdentity(dataset: dataset, schemaVersion: version)
     }

@@ -49,7 +49,8 @@ extension LocalStore {
         } catch {
             download.discard()
             StoreFile.remove(candidate)
-            throw LocalStoreError(.corrupt, "the downloaded snapshot is damaged (\(error)); it was removed, and the next attempt starts over")
+            throw LocalStoreError(
+                .corrupt, "the downloaded snapshot is damaged (\(error)); it was removed, and the next attempt starts over")
         }
         let store: LocalStore
         do {
@@ -59,9 +60,12 @@ extension LocalStore {
             throw error
         }
         download.discard()
-        return (store, SnapshotDownloadReport(
-            revision: announced.revision, records: announced.records, gzipBytes: announced.gzipBytes,
-            receivedBytes: receipt.received, resumedAt: receipt.resumedAt))
+        return (
+            store,
+            SnapshotDownloadReport(
+                revision: announced.revision, records: announced.records, gzipBytes: announced.gzipBytes,
+                receivedBytes: receipt.received, resumedAt: receipt.resumedAt)
+        )
     }
 }
 
@@ -102,7 +106,7 @@ struct SnapshotDownload {
             headers["If-Range"] = known.etag
         }
         guard FileManager.default.fileExists(atPath: path) || FileManager.default.createFile(atPath: path, contents: nil),
-              let file = FileHandle(forUpdatingAtPath: path)
+            let file = FileHandle(forUpdatingAtPath: path)
         else { throw LocalStoreError(.notFound, "cannot create \(path)") }
         defer { try? file.close() }
         let sink = DownloadSink(download: self, file: file, known: known, start: start)
@@ -156,8 +160,8 @@ struct SnapshotDownload {
 
     fileprivate static func announced(_ headers: [String: String]) throws -> Announced {
         guard let etag = headers["etag"], let revision = headers["x-revsync-revision"].flatMap(Revision.init),
-              let records = headers["x-revsync-records"].flatMap(Int.init), let sha256 = headers["x-revsync-snapshot-sha256"],
-              let storeBytes = headers["x-revsync-snapshot-length"].flatMap(Int.init), let gzipBytes = Self.total(headers)
+            let records = headers["x-revsync-records"].flatMap(Int.init), let sha256 = headers["x-revsync-snapshot-sha256"],
+            let storeBytes = headers["x-revsync-snapshot-length"].flatMap(Int.init), let gzipBytes = Self.total(headers)
         else { throw SyncFailure.invalidResponse("GET /snapshot did not describe the snapshot (ETag, X-RevSync-* headers)") }
         return Announced(etag: etag, revision: revision, records: records, sha256: sha256, storeBytes: storeBytes, gzipBytes: gzipBytes)
     }

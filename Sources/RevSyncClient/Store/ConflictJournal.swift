@@ -32,7 +32,8 @@ struct ConflictJournal {
     }
 
     func all(includingDismissed: Bool) throws -> [ConflictRecord] {
-        let sql = "SELECT id, change_set_id, reason, entries, received_at, dismissed_at FROM _rs_conflicts"
+        let sql =
+            "SELECT id, change_set_id, reason, entries, received_at, dismissed_at FROM _rs_conflicts"
             + (includingDismissed ? "" : " WHERE dismissed_at IS NULL") + " ORDER BY id"
         return try Row.fetchAll(db, sql: sql).map { row in
             let body: Data = row[3]

@@ -17,7 +17,9 @@ extension LocalStore {
 
     /// The value `fetch` reads, now and again each time it changes (equal consecutive values
     /// are delivered once).
-    public func observe<T: Sendable & Equatable>(_ fetch: @escaping @Sendable (ReadContext) throws -> T) -> AsyncThrowingStream<T, any Error> {
+    public func observe<T: Sendable & Equatable>(
+        _ fetch: @escaping @Sendable (ReadContext) throws -> T
+    ) -> AsyncThrowingStream<T, any Error> {
         stream(of: observation(fetch).removeDuplicates().values(in: pool))
     }
 

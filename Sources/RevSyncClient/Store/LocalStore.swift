@@ -135,7 +135,9 @@ public final class LocalStore: Sendable {
     public func server() async throws -> ServerConnection? {
         try await pool.read { db in
             let state = StoreState(db: db)
-            guard let url = try state.string(.serverURL).flatMap(URL.init(string:)), let token = try state.string(.token) else { return nil }
+            guard let url = try state.string(.serverURL).flatMap(URL.init(string:)), let token = try state.string(.token) else {
+                return nil
+            }
             return ServerConnection(url: url, token: token)
         }
     }

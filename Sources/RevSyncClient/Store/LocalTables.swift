@@ -35,12 +35,13 @@ struct LocalTables {
         var sql = "SELECT \(columns(entity)) FROM \(q(entity.name))"
         let (condition, arguments) = try whereClause(entity, filter)
         sql += condition
-        let order = try orderBy.map { name -> String in
-            guard name == "id" || name == "revision" || entity.attribute(name) != nil else {
-                throw LocalStoreError(.unknownAttribute, "\(entity.name) has no attribute \"\(name)\" to sort by")
-            }
-            return q(name)
-        } + ["id"]
+        let order =
+            try orderBy.map { name -> String in
+                guard name == "id" || name == "revision" || entity.attribute(name) != nil else {
+                    throw LocalStoreError(.unknownAttribute, "\(entity.name) has no attribute \"\(name)\" to sort by")
+                }
+                return q(name)
+            } + ["id"]
         sql += " ORDER BY " + order.joined(separator: ", ")
         var allArguments = arguments
         if let limit {
@@ -133,8 +134,10 @@ struct LocalTables {
                 .execute(arguments: [permanentID.rawValue, temporaryID.rawValue])
         }
         for reference in schema.references(to: entity.name) {
-            try db.cachedStatement(sql: "UPDATE \(q(reference.entity)) SET \(q(reference.attribute)) = ? WHERE \(q(reference.attribute)) = ?")
-                .execute(arguments: [permanentID.rawValue, temporaryID.rawValue])
+            try db.cachedStatement(
+                sql: "UPDATE \(q(reference.entity)) SET \(q(reference.attribute)) = ? WHERE \(q(reference.attribute)) = ?"
+            )
+            .execute(arguments: [permanentID.rawValue, temporaryID.rawValue])
         }
     }
 

@@ -152,7 +152,8 @@ public final class WriteTransaction {
             guard let target = entity.attribute(name)?.referenceTarget, case .integer(let raw) = value else { continue }
             let resolved = try idMap.resolve(RecordID(raw))
             guard try tables.record(try tables.entity(target), id: resolved) != nil else {
-                throw LocalStoreError(.missingReference, "\(entity.name).\(name) points to \(target) \(raw), which this store does not hold")
+                throw LocalStoreError(
+                    .missingReference, "\(entity.name).\(name) points to \(target) \(raw), which this store does not hold")
             }
             values[name] = .integer(resolved.rawValue)
         }

@@ -99,8 +99,9 @@ final class ResponseApplication {
         answered.insert(id)
         if changeSet.conflict == true {
             try ConflictJournal(db: db).record(changeSet)
-            report.conflicts.append(SyncConflict(
-                changeSetID: id, reason: changeSet.reason ?? ConflictReason(rawValue: "unknown"), entries: changeSet.conflicts))
+            report.conflicts.append(
+                SyncConflict(
+                    changeSetID: id, reason: changeSet.reason ?? ConflictReason(rawValue: "unknown"), entries: changeSet.conflicts))
         } else if request.changeSetIDs.contains(id) && !report.committed.contains(id) {
             report.committed.append(id)
             if let revision = changeSet.revision { report.committedRevisions[id] = revision }

@@ -90,7 +90,9 @@ public struct RetryPolicy: Sendable {
     public var maxDelay: Duration
     public var multiplier: Double
 
-    public init(maxAttempts: Int = 6, initialDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(30), multiplier: Double = 2) {
+    public init(
+        maxAttempts: Int = 6, initialDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(30), multiplier: Double = 2
+    ) {
         self.maxAttempts = maxAttempts
         self.initialDelay = initialDelay
         self.maxDelay = maxDelay

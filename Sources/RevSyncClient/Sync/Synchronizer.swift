@@ -135,13 +135,14 @@ public actor Synchronizer {
         let body = Gzip.compress(request.message.jsonBytes(), level: configuration.gzipLevel)
         let response: TransportResponse
         do {
-            response = try await transport.send(TransportRequest(
-                url: server.url.appendingPathComponent("sync"), method: "POST",
-                headers: [
-                    "Authorization": "Bearer \(server.token)", "Content-Type": "application/json",
-                    "Content-Encoding": "gzip", "Accept-Encoding": "gzip",
-                ],
-                body: Data(body)))
+            response = try await transport.send(
+                TransportRequest(
+                    url: server.url.appendingPathComponent("sync"), method: "POST",
+                    headers: [
+                        "Authorization": "Bearer \(server.token)", "Content-Type": "application/json",
+                        "Content-Encoding": "gzip", "Accept-Encoding": "gzip",
+                    ],
+                    body: Data(body)))
         } catch {
             throw SyncFailure.network("\(error)")
         }
@@ -195,7 +196,8 @@ public actor Synchronizer {
         var code = "http_\(status)"
         var message = String(decoding: body.prefix(500), as: UTF8.self)
         if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-           let error = object["error"] as? [String: Any] {
+            let error = object["error"] as? [String: Any]
+        {
             code = error["code"] as? String ?? code
             message = error["message"] as? String ?? message
             if let path = error["path"] as? String, !path.isEmpty { message += " (at \(path))" }

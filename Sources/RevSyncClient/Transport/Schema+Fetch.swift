@@ -16,8 +16,9 @@ extension Schema {
     public static func fetch(from server: URL, transport: any SyncTransport = DefaultTransport()) async throws -> Schema {
         let response: TransportResponse
         do {
-            response = try await transport.send(TransportRequest(
-                url: server.appendingPathComponent("schema"), method: "GET", headers: ["Accept-Encoding": "gzip"], body: Data()))
+            response = try await transport.send(
+                TransportRequest(
+                    url: server.appendingPathComponent("schema"), method: "GET", headers: ["Accept-Encoding": "gzip"], body: Data()))
         } catch {
             throw SyncFailure.network("\(error)")
         }

@@ -46,7 +46,8 @@ public struct SocketTransport: SyncTransport {
         }
     }
 
-    private func exchange(_ request: TransportRequest, receive: ((TransportResponse, [UInt8]) throws -> Void)?) throws -> TransportResponse {
+    private func exchange(_ request: TransportRequest, receive: ((TransportResponse, [UInt8]) throws -> Void)?) throws -> TransportResponse
+    {
         guard request.url.scheme == "http", let host = request.url.host else {
             throw TransportError("SocketTransport speaks http:// only, not \(request.url.scheme ?? "?")://")
         }
@@ -121,7 +122,7 @@ package final class Socket {
             // Connect without blocking, so that an unreachable host fails at the deadline.
             let flags = fcntl(fd, F_GETFL)
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-            if Darwin_or_Glibc_connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 || errno == EINPROGRESS {
+            if systemConnect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 || errno == EINPROGRESS {
                 if try connection.wait(for: Int16(POLLOUT), deadline: deadline) {
                     var error: Int32 = 0
                     var length = socklen_t(MemoryLayout<Int32>.size)
@@ -187,7 +188,7 @@ package final class Socket {
     }
 }
 
-private func Darwin_or_Glibc_connect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
+private func systemConnect(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
     #if canImport(Glibc)
     Glibc.connect(fd, address, length)
     #else
@@ -228,7 +229,8 @@ package struct HTTPResponseReader {
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         let head = TransportResponse(status: status, headers: headers, body: Data())
-        var body = Body(maxSize: maxSize, receive: status == 200 || status == 206 ? receive.map { receive in { try receive(head, $0) } } : nil)
+        var body = Body(
+            maxSize: maxSize, receive: status == 200 || status == 206 ? receive.map { receive in { try receive(head, $0) } } : nil)
         let idleTimeout = body.streams ? idleTimeout : nil
         let next: () throws -> [UInt8] = {
             try socket.receive(deadline: idleTimeout.map { Date().addingTimeInterval($0) } ?? deadline)

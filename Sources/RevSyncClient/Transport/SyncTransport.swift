@@ -50,7 +50,8 @@ public protocol SyncTransport: Sendable {
     /// - Throws: when the connection breaks, after `receive` got everything that had arrived,
     ///   so a download can resume from there (`Range`). The default implementation calls
     ///   `send` and hands over the whole body at once (no partial progress).
-    func download(_ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
+    func download(
+        _ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
     ) async throws -> TransportResponse
 }
 

@@ -189,7 +189,8 @@ private final class WireDecoder {
             case "id":
                 let id = try reader.readString()
                 guard Names.isChangeSetID(id) else {
-                    throw self.error(.invalidChangeSetID, "a change set id has 1 to 200 characters and no control characters (clients send a UUID)")
+                    throw self.error(
+                        .invalidChangeSetID, "a change set id has 1 to 200 characters and no control characters (clients send a UUID)")
                 }
                 changeSet.id = id
             case "types":

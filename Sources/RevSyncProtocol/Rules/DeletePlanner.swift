@@ -105,7 +105,8 @@ public struct DeletePlan<Record: PlannableRecord> {
                             }
                         } else {
                             nullifiedIndex[key] = nullified.count
-                            nullified.append(Nullification(entity: childEntity, record: child, attributeIndices: [reference.attributeIndex]))
+                            nullified.append(
+                                Nullification(entity: childEntity, record: child, attributeIndices: [reference.attributeIndex]))
                         }
                     case .deny:
                         denials.append(Denial(parentEntity: entity, parent: record, child: key, attribute: reference.attribute))

@@ -180,7 +180,8 @@ private enum SchemaFileReader {
             guard let rule else { throw SchemaError("a reference needs \"onDelete\": cascade, nullify or deny", path: path) }
             type = .reference(target: target, onDelete: rule)
         default:
-            throw SchemaError("unknown type \"\(typeName)\" (expected integer, real, text, boolean, date or reference)", path: "\(path).type")
+            throw SchemaError(
+                "unknown type \"\(typeName)\" (expected integer, real, text, boolean, date or reference)", path: "\(path).type")
         }
         if type.name != "reference" && (target != nil || rule != nil) {
             throw SchemaError("\"target\" and \"onDelete\" belong to references only", path: path)

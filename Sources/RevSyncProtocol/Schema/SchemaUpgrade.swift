@@ -31,7 +31,8 @@ public struct SchemaUpgrade: Sendable {
         if schema.version == stored.version {
             guard schema.jsonBytes() == stored.jsonBytes() else {
                 throw SchemaUpgradeError(
-                    "the schema differs from the one this database was created with, but both say version \(schema.version): raise \"version\" when you change the schema")
+                    "the schema differs from the one this database was created with, but both say version \(schema.version): raise \"version\" when you change the schema"
+                )
             }
             steps = []
             return
@@ -46,7 +47,8 @@ public struct SchemaUpgrade: Sendable {
                 if let previous = old.attribute(attribute.name) {
                     guard previous.type == attribute.type || Self.sameColumn(previous.type, attribute.type) else {
                         throw SchemaUpgradeError(
-                            "\(entity.name).\(attribute.name) changes type from \(previous.type.name) to \(attribute.type.name): stored values would be misread; add a new attribute instead")
+                            "\(entity.name).\(attribute.name) changes type from \(previous.type.name) to \(attribute.type.name): stored values would be misread; add a new attribute instead"
+                        )
                     }
                     if attribute.isRequired && !previous.isRequired, try recordCount(entity) > 0 {
                         throw SchemaUpgradeError(
@@ -55,7 +57,8 @@ public struct SchemaUpgrade: Sendable {
                 } else {
                     if attribute.isRequired, try recordCount(entity) > 0 {
                         throw SchemaUpgradeError(
-                            "cannot add the required attribute \(entity.name).\(attribute.name): \(entity.name) already has records without it; add it as optional")
+                            "cannot add the required attribute \(entity.name).\(attribute.name): \(entity.name) already has records without it; add it as optional"
+                        )
                     }
                     steps.append(.addAttribute(entity, attribute))
                 }

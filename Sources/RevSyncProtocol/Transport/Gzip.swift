@@ -63,15 +63,17 @@ public enum Gzip {
         guard let reader = FileHandle(forReadingAtPath: source) else { throw GzipError.corrupt("cannot read \(source)") }
         defer { try? reader.close() }
         guard FileManager.default.createFile(atPath: destination, contents: nil),
-              let writer = FileHandle(forWritingAtPath: destination)
+            let writer = FileHandle(forWritingAtPath: destination)
         else { throw GzipError.corrupt("cannot create \(destination)") }
         do {
-            try body({
-                guard let data = try reader.read(upToCount: 1 << 20), !data.isEmpty else { return nil }
-                return [UInt8](data)
-            }, { bytes in
-                if !bytes.isEmpty { try writer.write(contentsOf: bytes) }
-            })
+            try body(
+                {
+                    guard let data = try reader.read(upToCount: 1 << 20), !data.isEmpty else { return nil }
+                    return [UInt8](data)
+                },
+                { bytes in
+                    if !bytes.isEmpty { try writer.write(contentsOf: bytes) }
+                })
             try writer.synchronize()
             try writer.close()
         } catch {
@@ -194,8 +196,9 @@ public enum Gzip {
             stream = .allocate(capacity: 1)
             stream.initialize(to: z_stream())
             // 15 + 16: a 32 KiB window, written with a gzip header.
-            let status = deflateInit2_(stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
-                                       ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+            let status = deflateInit2_(
+                stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
             precondition(status == Z_OK, "deflateInit2 failed: \(status)")
         }
 

@@ -98,7 +98,8 @@ package enum SnapshotFile {
         let bytes = (try? fileSize(path)) ?? 0
         let digest = try sha256(ofFile: path)
         if let expectedSHA256, digest != expectedSHA256.lowercased() {
-            throw StoreFileError(.corrupt, "the snapshot is damaged or incomplete: its SHA-256 is \(digest), not \(expectedSHA256.lowercased())")
+            throw StoreFileError(
+                .corrupt, "the snapshot is damaged or incomplete: its SHA-256 is \(digest), not \(expectedSHA256.lowercased())")
         }
         var configuration = Configuration()
         configuration.label = "revsync-snapshot-check"

@@ -21,27 +21,28 @@ package struct StoreMigration: Sendable {
 package enum StoreMigrations {
     package static let all: [StoreMigration] = [
         StoreMigration(version: 1, name: "sync state, outbox, ID map, conflict journal") { db in
-            try db.execute(sql: """
-                CREATE TABLE _rs_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                CREATE TABLE _rs_outbox (
-                    position INTEGER PRIMARY KEY AUTOINCREMENT,
-                    change_set_id TEXT NOT NULL UNIQUE,
-                    body BLOB NOT NULL,
-                    sent INTEGER NOT NULL DEFAULT 0,
-                    created_at REAL NOT NULL);
-                CREATE TABLE _rs_id_map (
-                    temporary_id INTEGER PRIMARY KEY,
-                    entity TEXT NOT NULL,
-                    permanent_id INTEGER NOT NULL);
-                CREATE TABLE _rs_conflicts (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    change_set_id TEXT UNIQUE,
-                    reason TEXT NOT NULL,
-                    entries BLOB NOT NULL,
-                    received_at REAL NOT NULL,
-                    dismissed_at REAL);
-                """)
-        },
+            try db.execute(
+                sql: """
+                    CREATE TABLE _rs_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    CREATE TABLE _rs_outbox (
+                        position INTEGER PRIMARY KEY AUTOINCREMENT,
+                        change_set_id TEXT NOT NULL UNIQUE,
+                        body BLOB NOT NULL,
+                        sent INTEGER NOT NULL DEFAULT 0,
+                        created_at REAL NOT NULL);
+                    CREATE TABLE _rs_id_map (
+                        temporary_id INTEGER PRIMARY KEY,
+                        entity TEXT NOT NULL,
+                        permanent_id INTEGER NOT NULL);
+                    CREATE TABLE _rs_conflicts (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        change_set_id TEXT UNIQUE,
+                        reason TEXT NOT NULL,
+                        entries BLOB NOT NULL,
+                        received_at REAL NOT NULL,
+                        dismissed_at REAL);
+                    """)
+        }
     ]
 
     /// Brings the store to the newest version of `migrations`.

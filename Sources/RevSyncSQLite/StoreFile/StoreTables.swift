@@ -54,7 +54,8 @@ package enum StoreTables {
             }
             let names = ["id", "revision"] + entity.attributes.map { q($0.name) }
             let updates = (["revision"] + entity.attributes.map { q($0.name) }).map { "\($0) = excluded.\($0)" }
-            let sql = "INSERT INTO \(q(entity.name)) (\(names.joined(separator: ", "))) VALUES ("
+            let sql =
+                "INSERT INTO \(q(entity.name)) (\(names.joined(separator: ", "))) VALUES ("
                 + Array(repeating: "?", count: names.count).joined(separator: ", ")
                 + ") ON CONFLICT (id) DO UPDATE SET " + updates.joined(separator: ", ")
             texts.withLock { $0[entity.name] = (entity.attributes.map(\.name), sql) }

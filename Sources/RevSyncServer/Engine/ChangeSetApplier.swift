@@ -43,8 +43,9 @@ struct ChangeSetApplier {
         try application.writeCreatesAndUpdates()
         try application.applyDeletes()
         if let refusal = application.refusal { return refusal }
-        return .applied(CommittedChangeSet(
-            revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.assigned.mappings))
+        return .applied(
+            CommittedChangeSet(
+                revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.assigned.mappings))
     }
 }
 
@@ -86,9 +87,12 @@ extension ChangeSetApplier {
             for changes in plan.entities {
                 for create in changes.creates {
                     guard let previous = try applier.resolver.mapping(of: create.id, reader: writer) else { continue }
-                    conflicts.append(ConflictEntry(
-                        type: changes.entity.name, id: create.id, reason: .invalid,
-                        message: "temporary ID \(create.id) was already used by this device for \(previous.entity) \(previous.permanentID); temporary IDs are never reused"))
+                    conflicts.append(
+                        ConflictEntry(
+                            type: changes.entity.name, id: create.id, reason: .invalid,
+                            message:
+                                "temporary ID \(create.id) was already used by this device for \(previous.entity) \(previous.permanentID); temporary IDs are never reused"
+                        ))
                 }
             }
         }
@@ -119,21 +123,26 @@ extension ChangeSetApplier {
 
         private func target(_ entity: Entity, _ id: RecordID, _ base: Revision) throws -> StoredRecord? {
             guard let permanent = try resolve(id, entity.name) else {
-                conflicts.append(ConflictEntry(
-                    type: entity.name, id: id, reason: .missingReference, clientRevision: base,
-                    message: "\(entity.name) \(id) was never created on the server (its create was refused or never sent)"))
+                conflicts.append(
+                    ConflictEntry(
+                        type: entity.name, id: id, reason: .missingReference, clientRevision: base,
+                        message: "\(entity.name) \(id) was never created on the server (its create was refused or never sent)"))
                 return nil
             }
             guard let record = try writer.records(entity, ids: [permanent]).first else {
-                conflicts.append(ConflictEntry(
-                    type: entity.name, id: id, reason: .deleted, clientRevision: base,
-                    message: "\(entity.name) \(permanent) no longer exists"))
+                conflicts.append(
+                    ConflictEntry(
+                        type: entity.name, id: id, reason: .deleted, clientRevision: base,
+                        message: "\(entity.name) \(permanent) no longer exists"))
                 return nil
             }
             if record.changedByOthers(of: device.id, after: base) {
-                conflicts.append(ConflictEntry(
-                    type: entity.name, id: id, reason: .staleRevision, clientRevision: base, serverRevision: record.revision,
-                    message: "\(entity.name) \(permanent) was changed by another device at revision \(record.revision), after revision \(base) this change was based on"))
+                conflicts.append(
+                    ConflictEntry(
+                        type: entity.name, id: id, reason: .staleRevision, clientRevision: base, serverRevision: record.revision,
+                        message:
+                            "\(entity.name) \(permanent) was changed by another device at revision \(record.revision), after revision \(base) this change was based on"
+                    ))
                 return nil
             }
             clientIDs[RecordReference(entity: entity.name, id: permanent)] = (id, base)
@@ -162,12 +171,15 @@ extension ChangeSetApplier {
             }
         }
 
-        private func reference(_ value: Value, _ attribute: Attribute, of entity: Entity, record id: RecordID, base: Revision?) throws -> Value {
+        private func reference(
+            _ value: Value, _ attribute: Attribute, of entity: Entity, record id: RecordID, base: Revision?
+        ) throws -> Value {
             guard let targetName = attribute.referenceTarget, case .integer(let raw) = value else { return value }
             func refuse(_ message: String) -> Value {
-                conflicts.append(ConflictEntry(
-                    type: entity.name, id: id, reason: .missingReference, clientRevision: base, attribute: attribute.name,
-                    message: message))
+                conflicts.append(
+                    ConflictEntry(
+                        type: entity.name, id: id, reason: .missingReference, clientRevision: base, attribute: attribute.name,
+                        message: message))
                 return value
             }
             guard let resolved = try resolve(RecordID(raw), targetName) else {
@@ -176,7 +188,7 @@ extension ChangeSetApplier {
             let key = RecordReference(entity: targetName, id: resolved)
             if !assigned.creates(RecordID(raw)) && !existing.contains(key) {
                 guard let targetEntity = applier.schema.entity(targetName),
-                      try !writer.records(targetEntity, ids: [resolved]).isEmpty
+                    try !writer.records(targetEntity, ids: [resolved]).isEmpty
                 else {
                     return refuse("\(attribute.name) points to \(targetName) \(resolved), which does not exist")
                 }
@@ -189,7 +201,8 @@ extension ChangeSetApplier {
             for changes in plan.entities {
                 for create in changes.creates {
                     let record = StoredRecord(
-                        id: assigned.permanentID(of: create.id, entity: changes.entity.name)!, revision: revision, writer: device.id, otherRevision: 0, values: create.values)
+                        id: assigned.permanentID(of: create.id, entity: changes.entity.name)!, revision: revision, writer: device.id,
+                        otherRevision: 0, values: create.values)
                     try writer.insert(changes.entity, record)
                     log.created(changes.entity, record)
                 }
@@ -214,10 +227,11 @@ extension ChangeSetApplier {
             for denial in deletes.denials {
                 let parent = denial.parentReference
                 let client = clientIDs[parent]
-                conflicts.append(ConflictEntry(
-                    type: parent.entity, id: client?.id ?? parent.id, reason: .constraint,
-                    clientRevision: client?.base ?? applier.requestMaxRevision, serverRevision: denial.parent.revision,
-                    message: "\(parent) is still referenced by \(denial.child.entity).\(denial.attribute), whose delete rule is deny"))
+                conflicts.append(
+                    ConflictEntry(
+                        type: parent.entity, id: client?.id ?? parent.id, reason: .constraint,
+                        clientRevision: client?.base ?? applier.requestMaxRevision, serverRevision: denial.parent.revision,
+                        message: "\(parent) is still referenced by \(denial.child.entity).\(denial.attribute), whose delete rule is deny"))
             }
             for deleted in deletes.deleted where !deleted.explicit {
                 if deleted.record.changedByOthers(of: device.id, after: applier.requestMaxRevision) {
@@ -245,7 +259,9 @@ extension ChangeSetApplier {
             ConflictEntry(
                 type: entity.name, id: record.id, reason: .staleRevision, clientRevision: applier.requestMaxRevision,
                 serverRevision: record.revision,
-                message: "this delete would also \(verb) \(entity.name) \(record.id), which another device changed at revision \(record.revision), after your last sync (revision \(applier.requestMaxRevision))")
+                message:
+                    "this delete would also \(verb) \(entity.name) \(record.id), which another device changed at revision \(record.revision), after your last sync (revision \(applier.requestMaxRevision))"
+            )
         }
     }
 }

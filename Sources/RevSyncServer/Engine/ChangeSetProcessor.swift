@@ -56,9 +56,10 @@ struct ChangeSetProcessor {
                 return try refusal(changeSet, reason, entries, evaluatedAt: current, store: true)
             case .applied(var committed):
                 committed.changeSetID = changeSet.id
-                try writer.appendLog(LogEntry(
-                    revision: committed.revision, device: device.id, changeSetID: changeSet.id,
-                    body: committed.changeSet.jsonBytes()))
+                try writer.appendLog(
+                    LogEntry(
+                        revision: committed.revision, device: device.id, changeSetID: changeSet.id,
+                        body: committed.changeSet.jsonBytes()))
                 for mapping in committed.mappings { try writer.saveMapping(device: device.id, mapping) }
                 if let id = changeSet.id {
                     try writer.saveOutcome(device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision))

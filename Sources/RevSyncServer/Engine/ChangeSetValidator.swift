@@ -18,9 +18,10 @@ struct ChangeSetValidator {
             guard let entity = schema.entity(changes.entity) else {
                 let message = "\"\(changes.entity)\" is not an entity of schema version \(schema.version)"
                 for id in changes.create + changes.update + changes.delete {
-                    problems.append(ConflictEntry(
-                        type: changes.entity, id: id, reason: .invalid,
-                        clientRevision: changes.attributes[id]?.revision, message: message))
+                    problems.append(
+                        ConflictEntry(
+                            type: changes.entity, id: id, reason: .invalid,
+                            clientRevision: changes.attributes[id]?.revision, message: message))
                 }
                 continue
             }
@@ -35,9 +36,10 @@ struct ChangeSetValidator {
                     }
                 }
                 for (index, attribute) in entity.attributes.enumerated() where attribute.isRequired && !given.contains(index) {
-                    problems.append(ConflictEntry(
-                        type: entity.name, id: id, reason: .invalid, attribute: attribute.name,
-                        message: "\(attribute.name) is required"))
+                    problems.append(
+                        ConflictEntry(
+                            type: entity.name, id: id, reason: .invalid, attribute: attribute.name,
+                            message: "\(attribute.name) is required"))
                 }
                 planned.creates.append(.init(id: id, values: values))
             }
@@ -70,17 +72,19 @@ struct ChangeSetValidator {
         _ name: String, _ value: Value, of entity: Entity, id: RecordID, revision: Revision?, problems: inout [ConflictEntry]
     ) -> (Int, Value)? {
         guard let index = entity.index(of: name) else {
-            problems.append(ConflictEntry(
-                type: entity.name, id: id, reason: .invalid, clientRevision: revision, attribute: name,
-                message: "\(entity.name) has no attribute \"\(name)\" in schema version \(schema.version)"))
+            problems.append(
+                ConflictEntry(
+                    type: entity.name, id: id, reason: .invalid, clientRevision: revision, attribute: name,
+                    message: "\(entity.name) has no attribute \"\(name)\" in schema version \(schema.version)"))
             return nil
         }
         switch entity.attributes[index].accept(value) {
         case .success(let accepted): return (index, accepted)
         case .failure(let refusal):
-            problems.append(ConflictEntry(
-                type: entity.name, id: id, reason: .invalid, clientRevision: revision, attribute: name,
-                message: refusal.message))
+            problems.append(
+                ConflictEntry(
+                    type: entity.name, id: id, reason: .invalid, clientRevision: revision, attribute: name,
+                    message: refusal.message))
             return nil
         }
     }

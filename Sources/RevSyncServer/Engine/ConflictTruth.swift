@@ -27,7 +27,8 @@ struct ConflictTruth {
             }
             for id in changes.create {
                 if let mapping = try resolver.mapping(of: id, reader: reader), mapping.entity == entity.name,
-                   let record = try reader.records(entity, ids: [mapping.permanentID]).first {
+                    let record = try reader.records(entity, ids: [mapping.permanentID]).first
+                {
                     collected.current(entity, record, oldID: id)
                 } else {
                     collected.gone(entity.name, id)
@@ -36,7 +37,7 @@ struct ConflictTruth {
             let deleted = Set(changes.delete)
             for id in changes.update + changes.delete {
                 guard let permanent = try resolver.resolve(id, entity: entity.name, reader: reader),
-                      let record = try reader.records(entity, ids: [permanent]).first
+                    let record = try reader.records(entity, ids: [permanent]).first
                 else {
                     collected.gone(entity.name, id)
                     continue

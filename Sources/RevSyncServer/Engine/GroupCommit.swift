@@ -43,7 +43,8 @@ final class GroupCommit: Sendable {
             finish = { commit in
                 switch (commit, outcome.current) {
                 case (.success, let outcome?): continuation.resume(with: outcome)
-                case (.success, nil): continuation.resume(throwing: StorageError.unavailable("the write group ended before this request ran"))
+                case (.success, nil):
+                    continuation.resume(throwing: StorageError.unavailable("the write group ended before this request ran"))
                 case (.failure(let error), _): continuation.resume(throwing: error)
                 }
             }

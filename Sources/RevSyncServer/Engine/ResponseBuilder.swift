@@ -24,10 +24,11 @@ struct ResponseBuilder {
             if !first { writer.writeByte(UInt8(ascii: ",")) }
             first = false
         }
-        let fresh = Dictionary(outcomes.compactMap { outcome -> (Revision, CommittedChangeSet)? in
-            if case .committed(let committed) = outcome { return (committed.revision, committed) }
-            return nil
-        }, uniquingKeysWith: { first, _ in first })
+        let fresh = Dictionary(
+            outcomes.compactMap { outcome -> (Revision, CommittedChangeSet)? in
+                if case .committed(let committed) = outcome { return (committed.revision, committed) }
+                return nil
+            }, uniquingKeysWith: { first, _ in first })
 
         let floor = try reader.logFloor()
         let needsSnapshot = (request.maxRevision == 0 && current > 0) || request.maxRevision < floor
@@ -83,8 +84,9 @@ struct ResponseBuilder {
 
     /// A logged change set of this device, with its `id`, `conflict: false` and `__oldId__`.
     private func annotated(_ entry: LogEntry) throws -> ChangeSet {
-        annotated(try decodeLogged(entry), mappings: try reader.mappings(device: device.id, revision: entry.revision),
-                  changeSetID: entry.changeSetID)
+        annotated(
+            try decodeLogged(entry), mappings: try reader.mappings(device: device.id, revision: entry.revision),
+            changeSetID: entry.changeSetID)
     }
 
     /// A change set this request committed, as its author sees it.

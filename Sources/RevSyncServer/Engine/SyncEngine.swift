@@ -74,10 +74,13 @@ public struct SyncEngine: Sendable {
     private func sync(_ request: SyncMessage, as sender: Sender) async throws -> SyncResponse {
         let recordCount = request.changeSets.reduce(0) { $0 + $1.recordCount }
         guard recordCount <= limits.maxRecordsPerRequest else {
-            throw SyncError.tooLarge("the request names \(recordCount) records; at most \(limits.maxRecordsPerRequest) are allowed per request")
+            throw SyncError.tooLarge(
+                "the request names \(recordCount) records; at most \(limits.maxRecordsPerRequest) are allowed per request")
         }
         guard request.changeSets.count <= limits.maxChangeSetsPerRequest else {
-            throw SyncError.tooLarge("the request holds \(request.changeSets.count) change sets; at most \(limits.maxChangeSetsPerRequest) are allowed per request")
+            throw SyncError.tooLarge(
+                "the request holds \(request.changeSets.count) change sets; at most \(limits.maxChangeSetsPerRequest) are allowed per request"
+            )
         }
         let schema = self.schema
         guard !request.changeSets.isEmpty else {
@@ -102,7 +105,8 @@ public struct SyncEngine: Sendable {
             // on PostgreSQL every response is, readers working in parallel there.
             let missing = try writer.currentRevision() - request.maxRevision
             if embedded, missing <= Self.writerResponseLimit, request.maxRevision > 0, request.maxRevision >= (try writer.logFloor()) {
-                return .response(try ResponseBuilder(schema: schema, device: device, reader: writer).build(request: request, outcomes: outcomes))
+                return .response(
+                    try ResponseBuilder(schema: schema, device: device, reader: writer).build(request: request, outcomes: outcomes))
             }
             return .outcomes(device, outcomes)
         }

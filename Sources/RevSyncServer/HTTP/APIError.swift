@@ -49,7 +49,8 @@ struct APIError: Error, Sendable {
         case let error as StorageError:
             logger.error("storage error: \(error)")
             if case .unavailable = error {
-                apiError = APIError(status: .serviceUnavailable, code: "unavailable", message: "the database is unavailable; try again later")
+                apiError = APIError(
+                    status: .serviceUnavailable, code: "unavailable", message: "the database is unavailable; try again later")
             } else {
                 apiError = APIError(status: .internalServerError, code: "internal", message: "the server failed to process the request")
             }

@@ -41,8 +41,9 @@ extension Request {
                 throw APIError(status: .badRequest, code: "invalid_gzip", message: "the gzip request body is invalid: \(reason)")
             }
         default:
-            throw APIError(status: .unsupportedMediaType, code: "unsupported_encoding",
-                           message: "Content-Encoding \(encoding) is not supported; use gzip or none")
+            throw APIError(
+                status: .unsupportedMediaType, code: "unsupported_encoding",
+                message: "Content-Encoding \(encoding) is not supported; use gzip or none")
         }
     }
 }

@@ -99,7 +99,8 @@ final class RequestDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         let seconds = Double(bodyTimeout.nanoseconds) / 1e9
-        let body = ByteBuffer(string: #"{"error":{"code":"request_timeout","message":"the request body did not arrive within \#(seconds) s"}}"#)
+        let body = ByteBuffer(
+            string: #"{"error":{"code":"request_timeout","message":"the request body did not arrive within \#(seconds) s"}}"#)
         var head = HTTPResponse(status: .requestTimeout)
         head.headerFields[.contentType] = "application/json"
         head.headerFields[.contentLength] = String(body.readableBytes)

@@ -55,13 +55,14 @@ public struct SyncHTTPServer: Sendable {
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         return Application(
             router: router,
-            server: .http1(configuration: .init(
-                additionalChannelHandlers: [
-                    RequestDeadlines(
-                        headTimeout: .seconds(configuration.headerTimeoutSeconds),
-                        bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9)))
-                ],
-                idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [
+                        RequestDeadlines(
+                            headTimeout: .seconds(configuration.headerTimeoutSeconds),
+                            bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9)))
+                    ],
+                    idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
             services: services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
@@ -82,10 +83,11 @@ public struct SyncHTTPServer: Sendable {
         gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> ServiceGroup {
-        ServiceGroup(configuration: .init(
-            services: [makeApplication(services: services, onServerRunning: onServerRunning)],
-            gracefulShutdownSignals: gracefulShutdownSignals,
-            logger: logger))
+        ServiceGroup(
+            configuration: .init(
+                services: [makeApplication(services: services, onServerRunning: onServerRunning)],
+                gracefulShutdownSignals: gracefulShutdownSignals,
+                logger: logger))
     }
 
     // MARK: Endpoints
@@ -99,10 +101,12 @@ public struct SyncHTTPServer: Sendable {
         let body = try await request.jsonBody(limit: configuration.maxBodySize)
         let message = try SyncMessage(json: body, sender: .client)
         let response = try await engine.sync(message, tokenHash: sender.tokenHash)
-        logger.debug("sync", metadata: [
-            "device": "\(sender.device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
-            "to": "\(response.maxRevision)", "bytes": "\(response.body.count)",
-        ])
+        logger.debug(
+            "sync",
+            metadata: [
+                "device": "\(sender.device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
+                "to": "\(response.maxRevision)", "bytes": "\(response.body.count)",
+            ])
         return compression.jsonResponse(response.body, for: request)
     }
 
@@ -122,13 +126,15 @@ public struct SyncHTTPServer: Sendable {
             writer.writeRaw(",\"schemaVersion\":")
             writer.writeInteger(engine.schema.version)
             writer.writeRaw("}")
-            return Response(status: .ok, headers: [.contentType: "application/json"],
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
         } catch {
             logger.error("health check failed: \(error)")
             writer.writeRaw("{\"status\":\"unavailable\"}")
-            return Response(status: .serviceUnavailable, headers: [.contentType: "application/json"],
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+            return Response(
+                status: .serviceUnavailable, headers: [.contentType: "application/json"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
         }
     }
 }

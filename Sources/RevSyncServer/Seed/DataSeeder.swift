@@ -84,9 +84,10 @@ public struct DataSeeder: Sendable {
                     var batch: [StoredRecord] = []
                     batch.reserveCapacity(Self.batchSize)
                     for id in ids {
-                        batch.append(StoredRecord(
-                            id: RecordID(id), revision: revision, writer: Device.server.id, otherRevision: 0,
-                            values: values.record(id: id, using: &random)))
+                        batch.append(
+                            StoredRecord(
+                                id: RecordID(id), revision: revision, writer: Device.server.id, otherRevision: 0,
+                                values: values.record(id: id, using: &random)))
                         if batch.count == Self.batchSize {
                             try writer.insert(entity, batch)
                             batch.removeAll(keepingCapacity: true)
@@ -113,21 +114,24 @@ public struct DataSeeder: Sendable {
         var remaining = schema.entities
         while !remaining.isEmpty {
             // Entities whose targets are all placed; failing that, whose required targets are.
-            let ready = remaining.firstIndex { entity in
-                entity.attributes.allSatisfy { $0.referenceTarget.map { placed.contains($0) || $0 == entity.name } ?? true }
-            } ?? remaining.firstIndex { entity in
-                entity.attributes.allSatisfy { attribute in
-                    guard let target = attribute.referenceTarget, attribute.isRequired else { return true }
-                    return placed.contains(target)
+            let ready =
+                remaining.firstIndex { entity in
+                    entity.attributes.allSatisfy { $0.referenceTarget.map { placed.contains($0) || $0 == entity.name } ?? true }
                 }
-            }
+                ?? remaining.firstIndex { entity in
+                    entity.attributes.allSatisfy { attribute in
+                        guard let target = attribute.referenceTarget, attribute.isRequired else { return true }
+                        return placed.contains(target)
+                    }
+                }
             guard let ready else {
                 let names = remaining.map(\.name).joined(separator: ", ")
                 throw SeedError("required references form a cycle between \(names): no first record can be written")
             }
             let entity = remaining.remove(at: ready)
             if let selfReference = entity.attributes.first(where: { $0.referenceTarget == entity.name && $0.isRequired }) {
-                throw SeedError("\(entity.name).\(selfReference.name) is a required reference to its own entity: no first record can be written")
+                throw SeedError(
+                    "\(entity.name).\(selfReference.name) is a required reference to its own entity: no first record can be written")
             }
             ordered.append(entity)
             placed.insert(entity.name)

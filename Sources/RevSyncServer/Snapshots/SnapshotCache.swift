@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import RevSyncSQLite
 import RevSyncProtocol
+import RevSyncSQLite
 
 /// The snapshot `GET /snapshot` serves: the data set as a client store file, gzip-compressed,
 /// kept on disk and made again only when the data set has moved on by `interval` revisions.
@@ -57,7 +57,8 @@ public actor SnapshotCache {
         let (revision, dataset) = try await storage.withReader { (try $0.currentRevision(), try $0.datasetID()) }
         if current == nil || !FileManager.default.fileExists(atPath: current!.file) { current = latestOnDisk(dataset: dataset) }
         if let current, current.dataset == dataset, current.schemaVersion == schema.version,
-           current.revision <= revision, revision - current.revision < interval {
+            current.revision <= revision, revision - current.revision < interval
+        {
             return current
         }
         if let building { return try await building.value }
@@ -66,9 +67,12 @@ public actor SnapshotCache {
         defer { building = nil }
         let entry = try await task.value
         current = entry
-        logger.info("snapshot made", metadata: [
-            "revision": "\(entry.revision)", "records": "\(entry.records)", "bytes": "\(entry.storeBytes)", "gzip": "\(entry.gzipBytes)",
-        ])
+        logger.info(
+            "snapshot made",
+            metadata: [
+                "revision": "\(entry.revision)", "records": "\(entry.records)", "bytes": "\(entry.storeBytes)",
+                "gzip": "\(entry.gzipBytes)",
+            ])
         removeAllButNewest(2, of: entry.dataset)
         return entry
     }
@@ -96,7 +100,8 @@ public actor SnapshotCache {
         // The manifest last: a snapshot without one is not there yet.
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        try encoder.encode(entry).write(to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent("\(name).json")), options: .atomic)
+        try encoder.encode(entry).write(
+            to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent("\(name).json")), options: .atomic)
         return entry
     }
 
@@ -124,7 +129,8 @@ public actor SnapshotCache {
             .sorted { ($0.entry.revision, $0.entry.created) > ($1.entry.revision, $1.entry.created) }
         for (manifest, entry) in candidates {
             if (try? Self.fileSize(entry.file)) == entry.gzipBytes, let digest = try? SnapshotFile.sha256(ofFile: entry.file),
-               entry.etag == Self.etag(revision: entry.revision, gzipSHA256: digest) {
+                entry.etag == Self.etag(revision: entry.revision, gzipSHA256: digest)
+            {
                 return entry
             }
             logger.warning("removing a damaged snapshot", metadata: ["file": "\(entry.file)"])
@@ -139,7 +145,9 @@ public actor SnapshotCache {
     }
 
     private func removeAllButNewest(_ keep: Int, of dataset: String) {
-        let sorted = manifests().filter { $0.entry.dataset == dataset }.sorted { ($0.entry.revision, $0.entry.created) > ($1.entry.revision, $1.entry.created) }
+        let sorted = manifests().filter { $0.entry.dataset == dataset }.sorted {
+            ($0.entry.revision, $0.entry.created) > ($1.entry.revision, $1.entry.created)
+        }
         for (manifest, entry) in sorted.dropFirst(keep) where entry.file != current?.file {
             try? FileManager.default.removeItem(atPath: manifest)
             try? FileManager.default.removeItem(atPath: entry.file)

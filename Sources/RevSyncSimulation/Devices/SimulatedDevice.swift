@@ -135,7 +135,8 @@ final class SimulatedDevice: @unchecked Sendable {
             let sessionID = try transaction.insert(into: "training_sessions", session)
             for name in names {
                 let player = try transaction.insert(into: "players", ["first_name": .text(name), "last_name": "Sim"])
-                try transaction.insert(into: "team_players", ["team_id": .integer(teamID.rawValue), "player_id": .integer(player.rawValue)])
+                try transaction.insert(
+                    into: "team_players", ["team_id": .integer(teamID.rawValue), "player_id": .integer(player.rawValue)])
                 try transaction.insert(
                     into: "attendances",
                     ["training_session_id": .integer(sessionID.rawValue), "player_id": .integer(player.rawValue), "present": true])
@@ -150,11 +151,15 @@ final class SimulatedDevice: @unchecked Sendable {
         let values = (0..<items.count).map { _ in Double(random.number(in: 0...1000)) / 10 }
         try await store.write { transaction in
             let instance = try transaction.insert(
-                into: "screen_instances", ["screen_id": .integer(screen.rawValue), "player_id": .integer(player.rawValue), "date": "2014-02-01"])
+                into: "screen_instances",
+                ["screen_id": .integer(screen.rawValue), "player_id": .integer(player.rawValue), "date": "2014-02-01"])
             for (item, value) in zip(items, values) {
                 try transaction.insert(
                     into: "screen_instance_items",
-                    ["screen_instance_id": .integer(instance.rawValue), "screen_item_id": .integer(item.rawValue), "numeric_value": .real(value)])
+                    [
+                        "screen_instance_id": .integer(instance.rawValue), "screen_item_id": .integer(item.rawValue),
+                        "numeric_value": .real(value),
+                    ])
             }
         }
     }

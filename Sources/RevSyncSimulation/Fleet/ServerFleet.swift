@@ -59,7 +59,9 @@ public final class ServerFleet: Sendable {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if try await Self.isHealthy(port: ports[index]) { return }
-            guard process.isRunning else { throw SimulationError("revsync-server \(index) exited; see \(logDirectory)/server-\(index).log") }
+            guard process.isRunning else {
+                throw SimulationError("revsync-server \(index) exited; see \(logDirectory)/server-\(index).log")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw SimulationError("revsync-server \(index) did not answer /health within 60 s")

@@ -54,7 +54,9 @@ struct InvariantChecker {
         return try await storage.withReader { reader in
             var data: DataSet = [:]
             for entity in schema.entities {
-                try reader.allRecords(entity) { record in data[entity.name, default: [:]][record.id] = [.integer(record.revision)] + record.values }
+                try reader.allRecords(entity) { record in
+                    data[entity.name, default: [:]][record.id] = [.integer(record.revision)] + record.values
+                }
             }
             let current = try reader.currentRevision()
             return ServerState(data: data, log: try reader.logEntries(after: 0, through: current), maxRevision: current)
@@ -72,7 +74,8 @@ struct InvariantChecker {
         for (index, entry) in state.log.enumerated() {
             gapless.check(entry.revision == Int64(index + 1), "log position \(index + 1) holds revision \(entry.revision)")
         }
-        gapless.check(Int64(state.log.count) == state.maxRevision, "the log has \(state.log.count) entries for revision \(state.maxRevision)")
+        gapless.check(
+            Int64(state.log.count) == state.maxRevision, "the log has \(state.log.count) entries for revision \(state.maxRevision)")
 
         var replayed = InvariantCheck(promise: "replaying the log gives the server's data (nothing confirmed was lost)")
         let replay = Result { try self.replay(state.log) }
@@ -91,7 +94,8 @@ struct InvariantChecker {
             }
             for changes in changeSet.changes {
                 for id in changes.create {
-                    once.check(created.insert(RecordReference(entity: changes.entity, id: id)).inserted, "\(changes.entity) \(id) created twice")
+                    once.check(
+                        created.insert(RecordReference(entity: changes.entity, id: id)).inserted, "\(changes.entity) \(id) created twice")
                 }
             }
         }
@@ -103,7 +107,8 @@ struct InvariantChecker {
                 for (id, values) in state.data[entity.name] ?? [:] {
                     guard case .integer(let raw) = values[1 + index] else { continue }
                     references.check(
-                        state.data[target]?[RecordID(raw)] != nil, "\(entity.name) \(id).\(attribute.name) points to missing \(target) \(raw)")
+                        state.data[target]?[RecordID(raw)] != nil,
+                        "\(entity.name) \(id).\(attribute.name) points to missing \(target) \(raw)")
                 }
             }
         }
@@ -131,18 +136,21 @@ struct InvariantChecker {
             }
             let outcomes = try await storage.withReader { try $0.outcomes(device: id) }
             let journal = try await device.store.conflicts(includingDismissed: true)
-            let journalled = Dictionary(journal.compactMap { entry in entry.changeSetID.map { ($0, entry) } }, uniquingKeysWith: { first, _ in first })
+            let journalled = Dictionary(
+                journal.compactMap { entry in entry.changeSetID.map { ($0, entry) } }, uniquingKeysWith: { first, _ in first })
             for (changeSetID, outcome) in outcomes {
                 switch outcome {
                 case .conflict(let reason, let entries):
                     reported.check(
                         device.refused[changeSetID] == reason && journalled[changeSetID]?.reason == reason && !entries.isEmpty
                             && entries.allSatisfy { $0.message?.isEmpty == false },
-                        "\(device.name)'s change set \(changeSetID) was refused (\(reason)) but the device has \(String(describing: device.refused[changeSetID]))")
+                        "\(device.name)'s change set \(changeSetID) was refused (\(reason)) but the device has \(String(describing: device.refused[changeSetID]))"
+                    )
                 case .committed(let revision):
                     agreed.check(
                         device.committed[changeSetID] == revision,
-                        "\(device.name)'s change set \(changeSetID) committed at \(revision), device says \(String(describing: device.committed[changeSetID]))")
+                        "\(device.name)'s change set \(changeSetID) committed at \(revision), device says \(String(describing: device.committed[changeSetID]))"
+                    )
                 }
             }
             agreed.check(try await device.store.status().pendingChangeSets == 0, "\(device.name) still has change sets queued")
@@ -156,7 +164,8 @@ struct InvariantChecker {
             var data: DataSet = [:]
             for entity in schema.entities {
                 for record in try reader.fetch(entity.name) {
-                    data[entity.name, default: [:]][record.id] = [.integer(record.revision ?? -1)] + entity.attributes.map { record[$0.name] }
+                    data[entity.name, default: [:]][record.id] =
+                        [.integer(record.revision ?? -1)] + entity.attributes.map { record[$0.name] }
                 }
             }
             return data
@@ -183,7 +192,8 @@ struct InvariantChecker {
 
     private func firstDifference(_ lhs: DataSet, _ rhs: DataSet) -> String {
         for entity in Set(lhs.keys).union(rhs.keys).sorted() {
-            let left = lhs[entity] ?? [:], right = rhs[entity] ?? [:]
+            let left = lhs[entity] ?? [:]
+            let right = rhs[entity] ?? [:]
             for id in Set(left.keys).union(right.keys).sorted() where left[id] != right[id] {
                 return "\(entity) \(id): \(left[id].map { "\($0)" } ?? "missing") vs \(right[id].map { "\($0)" } ?? "missing")"
             }

@@ -79,13 +79,25 @@ public final class FaultProxy: Sendable {
                 values.counts.requests += 1
                 let roll = values.random.nextDouble()
                 var threshold = rates.refuse
-                if roll < threshold { values.counts.refused += 1; return (.refuse, rates) }
+                if roll < threshold {
+                    values.counts.refused += 1
+                    return (.refuse, rates)
+                }
                 threshold += rates.dropResponse
-                if roll < threshold { values.counts.responsesDropped += 1; return (.dropResponse, rates) }
+                if roll < threshold {
+                    values.counts.responsesDropped += 1
+                    return (.dropResponse, rates)
+                }
                 threshold += rates.resetMidBody
-                if roll < threshold { values.counts.resets += 1; return (.resetMidBody, rates) }
+                if roll < threshold {
+                    values.counts.resets += 1
+                    return (.resetMidBody, rates)
+                }
                 threshold += rates.stall
-                if roll < threshold { values.counts.stalls += 1; return (.stall, rates) }
+                if roll < threshold {
+                    values.counts.stalls += 1
+                    return (.stall, rates)
+                }
                 return (nil, rates)
             }
         }
@@ -189,8 +201,9 @@ private final class ClientSide: ChannelInboundHandler, @unchecked Sendable {
                 close(reset: false)
                 return
             case .stall:
-                let duration = TimeAmount.nanoseconds(Int64(rates.stallDuration.components.seconds) * 1_000_000_000
-                    + rates.stallDuration.components.attoseconds / 1_000_000_000)
+                let duration = TimeAmount.nanoseconds(
+                    Int64(rates.stallDuration.components.seconds) * 1_000_000_000
+                        + rates.stallDuration.components.attoseconds / 1_000_000_000)
                 context.eventLoop.scheduleTask(in: duration) { self.close(reset: false) }
                 return
             case .resetMidBody:

@@ -48,7 +48,8 @@ final class LibpqConnection: SQLConnection {
     func query(_ sql: String, _ arguments: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
         let result = try run(sql, arguments)
         defer { PQclear(result) }
-        let rows = PQntuples(result), columns = PQnfields(result)
+        let rows = PQntuples(result)
+        let columns = PQnfields(result)
         let types = (0..<columns).map { PQftype(result, $0) }
         var row = [SQLValue](repeating: .null, count: Int(columns))
         for rowIndex in 0..<rows {
@@ -57,7 +58,8 @@ final class LibpqConnection: SQLConnection {
                     row[Int(column)] = .null
                     continue
                 }
-                let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, rowIndex, column), count: Int(PQgetlength(result, rowIndex, column)))
+                let bytes = UnsafeRawBufferPointer(
+                    start: PQgetvalue(result, rowIndex, column), count: Int(PQgetlength(result, rowIndex, column)))
                 row[Int(column)] = try Self.value(bytes, type: types[Int(column)])
             }
             try body(row)
@@ -140,10 +142,14 @@ final class LibpqConnection: SQLConnection {
     private static func value(_ bytes: UnsafeRawBufferPointer, type: Oid) throws -> SQLValue {
         switch type {
         case 20, 21, 23, 26:  // int8, int2, int4, oid
-            guard let integer = Int64(String(decoding: bytes, as: UTF8.self)) else { throw StorageError.corrupt("not an integer from PostgreSQL") }
+            guard let integer = Int64(String(decoding: bytes, as: UTF8.self)) else {
+                throw StorageError.corrupt("not an integer from PostgreSQL")
+            }
             return .integer(integer)
         case 700, 701, 1700:  // float4, float8, numeric
-            guard let real = Double(String(decoding: bytes, as: UTF8.self)) else { throw StorageError.corrupt("not a number from PostgreSQL") }
+            guard let real = Double(String(decoding: bytes, as: UTF8.self)) else {
+                throw StorageError.corrupt("not a number from PostgreSQL")
+            }
             return .real(real)
         case 16:  // bool
             return .boolean(bytes.first == UInt8(ascii: "t"))

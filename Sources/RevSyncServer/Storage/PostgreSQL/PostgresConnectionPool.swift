@@ -67,7 +67,11 @@ final class PostgresConnectionPool: Sendable {
     private func acquire() async throws -> Slot {
         let size = self.size
         while true {
-            enum Next { case use(Slot), connect(Int), wait }
+            enum Next {
+                case use(Slot)
+                case connect(Int)
+                case wait
+            }
             let next: Next = try state.withLock { state in
                 guard !state.closed else { throw StorageError.unavailable("the PostgreSQL pool is closed") }
                 if let slot = state.idle.popLast() { return .use(slot) }

@@ -91,7 +91,7 @@ struct EntitySQL: Sendable {
     /// Reads a row selected by one of the selects.
     func record(from row: [SQLValue], _ dialect: SQLDialect) throws -> StoredRecord {
         guard row.count == 4 + entity.attributes.count, let id = row[0].integerValue, let revision = row[1].integerValue,
-              let writer = row[2].integerValue, let other = row[3].integerValue
+            let writer = row[2].integerValue, let other = row[3].integerValue
         else { throw StorageError.corrupt("a row of \(entity.name) does not have the expected columns") }
         var values: [Value] = []
         values.reserveCapacity(entity.attributes.count)

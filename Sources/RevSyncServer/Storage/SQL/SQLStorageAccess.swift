@@ -69,7 +69,7 @@ final class SQLStorageAccess: StorageWriter {
         guard let firstPending = pendingLog.first?.revision else { return recentLog.entries(after: after, through: through) }
         let lastPending = firstPending + Revision(pendingLog.count) - 1
         guard pendingLog[pendingLog.count - 1].revision == lastPending, through <= lastPending,
-              var entries = recentLog.entries(after: after, through: min(through, firstPending - 1))
+            var entries = recentLog.entries(after: after, through: min(through, firstPending - 1))
         else { return nil }
         if through >= firstPending {
             let lower = Int(max(after + 1, firstPending) - firstPending)
@@ -113,8 +113,10 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func outcome(device: Int64, changeSetID: String) throws -> StoredOutcome? {
-        guard let row = try connection.firstRow(
-            "SELECT revision, conflict FROM _rs_outcomes WHERE device_id = ? AND change_set_id = ?", [.integer(device), .text(changeSetID)])
+        guard
+            let row = try connection.firstRow(
+                "SELECT revision, conflict FROM _rs_outcomes WHERE device_id = ? AND change_set_id = ?",
+                [.integer(device), .text(changeSetID)])
         else { return nil }
         if let revision = row[0].integerValue { return .committed(revision: revision) }
         guard let json = row[1].bytesValue else { throw StorageError.corrupt("an outcome has neither a revision nor a conflict") }
@@ -150,7 +152,7 @@ final class SQLStorageAccess: StorageWriter {
 
     private static func mapping(_ row: [SQLValue]) throws -> IDMapping {
         guard let temporary = row[0].integerValue, let entity = row[1].textValue, let permanent = row[2].integerValue,
-              let revision = row[3].integerValue
+            let revision = row[3].integerValue
         else { throw StorageError.corrupt("an ID map row does not have the expected columns") }
         return IDMapping(temporaryID: RecordID(temporary), entity: entity, permanentID: RecordID(permanent), revision: revision)
     }
@@ -163,8 +165,9 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func device(tokenHash: String) throws -> Device? {
-        guard let row = try connection.firstRow(
-            "SELECT id, name, role FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL", [.text(tokenHash)])
+        guard
+            let row = try connection.firstRow(
+                "SELECT id, name, role FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL", [.text(tokenHash)])
         else { return nil }
         return try Self.device(row)
     }
@@ -252,10 +255,12 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
-        guard let first = try connection.firstRow(
-            "UPDATE _rs_ids SET next_id = next_id + ? WHERE entity = ? RETURNING next_id - ?",
-            [.integer(Int64(count)), .text(entity.name), .integer(Int64(count))]
-        )?.first?.integerValue else {
+        guard
+            let first = try connection.firstRow(
+                "UPDATE _rs_ids SET next_id = next_id + ? WHERE entity = ? RETURNING next_id - ?",
+                [.integer(Int64(count)), .text(entity.name), .integer(Int64(count))]
+            )?.first?.integerValue
+        else {
             throw StorageError.corrupt("no ID counter for \(entity.name)")
         }
         return RecordID(first)
@@ -295,8 +300,10 @@ final class SQLStorageAccess: StorageWriter {
     func appendLog(_ entry: LogEntry) throws {
         try connection.execute(
             "INSERT INTO _rs_log (revision, device_id, change_set_id, body, committed_at) VALUES (?, ?, ?, ?, ?)",
-            [.integer(entry.revision), .integer(entry.device), entry.changeSetID.map(SQLValue.text) ?? .null, .bytes(entry.body),
-             .integer(Self.now())])
+            [
+                .integer(entry.revision), .integer(entry.device), entry.changeSetID.map(SQLValue.text) ?? .null, .bytes(entry.body),
+                .integer(Self.now()),
+            ])
         if recentLog != nil { pendingLog.append(entry) }
     }
 
@@ -319,22 +326,27 @@ final class SQLStorageAccess: StorageWriter {
     func saveMapping(device: Int64, _ mapping: IDMapping) throws {
         try connection.execute(
             "INSERT INTO _rs_id_map (device_id, temporary_id, entity, permanent_id, revision) VALUES (?, ?, ?, ?, ?)",
-            [.integer(device), .integer(mapping.temporaryID.rawValue), .text(mapping.entity), .integer(mapping.permanentID.rawValue),
-             .integer(mapping.revision)])
+            [
+                .integer(device), .integer(mapping.temporaryID.rawValue), .text(mapping.entity), .integer(mapping.permanentID.rawValue),
+                .integer(mapping.revision),
+            ])
     }
 
     func createDevice(name: String, role: Role, tokenHash: String) throws -> Int64 {
-        guard let id = try connection.firstRow(
-            "INSERT INTO _rs_devices (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-            [.text(name), .text(role.rawValue), .text(tokenHash), .integer(Self.now())]
-        )?.first?.integerValue else {
+        guard
+            let id = try connection.firstRow(
+                "INSERT INTO _rs_devices (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                [.text(name), .text(role.rawValue), .text(tokenHash), .integer(Self.now())]
+            )?.first?.integerValue
+        else {
             throw StorageError.corrupt("creating a device returned no ID")
         }
         return id
     }
 
     func revokeDevice(id: Int64) throws -> Bool {
-        try connection.execute("UPDATE _rs_devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [.integer(Self.now()), .integer(id)]) > 0
+        try connection.execute(
+            "UPDATE _rs_devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [.integer(Self.now()), .integer(id)]) > 0
     }
 
     func purgeOutcomes(processedBefore date: Int64) throws -> Int {

@@ -47,7 +47,8 @@ enum ServerTables {
         let dialect = connection.dialect
         if let lock = dialect.lockSetup { try connection.query(lock, []) { _ in } }
         try connection.execute(
-            "CREATE TABLE IF NOT EXISTS _rs_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at \(dialect.bigint) NOT NULL)", [])
+            "CREATE TABLE IF NOT EXISTS _rs_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at \(dialect.bigint) NOT NULL)",
+            [])
         let applied = Set(try connection.rows("SELECT version FROM _rs_migrations").compactMap { $0.first?.integerValue })
         for migration in migrations where !applied.contains(Int64(migration.version)) {
             for statement in migration.statements(dialect) { try connection.execute(statement, []) }

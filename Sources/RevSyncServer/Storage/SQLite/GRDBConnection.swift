@@ -48,7 +48,9 @@ final class GRDBConnection: SQLConnection {
             sqlite3_clear_bindings(statement)
         }
         guard Int(sqlite3_bind_parameter_count(statement)) == arguments.count else {
-            throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "\(arguments.count) arguments for \(sqlite3_bind_parameter_count(statement)) parameters", sql: sql)
+            throw DatabaseError(
+                resultCode: .SQLITE_MISUSE,
+                message: "\(arguments.count) arguments for \(sqlite3_bind_parameter_count(statement)) parameters", sql: sql)
         }
         for (index, argument) in arguments.enumerated() {
             let code = Self.bind(argument, at: Int32(index + 1), to: statement)
@@ -70,8 +72,10 @@ final class GRDBConnection: SQLConnection {
 
     /// `BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT` and `RELEASE` statements.
     private static func controlsTransaction(_ sql: String) -> Bool {
-        guard let first = sql.utf8.first, first == UInt8(ascii: "B") || first == UInt8(ascii: "C") || first == UInt8(ascii: "R")
-            || first == UInt8(ascii: "S") else { return false }
+        guard let first = sql.utf8.first,
+            first == UInt8(ascii: "B") || first == UInt8(ascii: "C") || first == UInt8(ascii: "R")
+                || first == UInt8(ascii: "S")
+        else { return false }
         return sql.hasPrefix("BEGIN") || sql.hasPrefix("COMMIT") || sql.hasPrefix("ROLLBACK") || sql.hasPrefix("SAVEPOINT")
             || sql.hasPrefix("RELEASE")
     }
