@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import RevSyncProtocol
 
 /// Scenario 2: many devices syncing small change sets at once.

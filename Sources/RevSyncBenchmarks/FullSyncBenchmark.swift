@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import RevSyncSimulation
 
 /// Scenario 1: a fresh device gets the whole data set in one sync over HTTP.

@@ -1,5 +1,5 @@
-import GRDB
-import RevSyncProtocol
+public import GRDB
+public import RevSyncProtocol
 
 /// How wire values live in SQLite, for the server's store and a device's store alike.
 ///

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import RevSyncClient
-import RevSyncProtocol
+public import RevSyncProtocol
 import RevSyncServer
 
 /// What to simulate.

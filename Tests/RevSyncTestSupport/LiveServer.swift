@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import RevSyncProtocol
-import RevSyncServer
+public import RevSyncProtocol
+public import RevSyncServer
 import ServiceLifecycle
 
 /// A real sync server on an ephemeral loopback port, over a real SQLite file or PostgreSQL

@@ -1,5 +1,5 @@
 import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 import RevSyncServer
 
 /// A minimal device for protocol tests: it keeps a full local copy of the data, applies its

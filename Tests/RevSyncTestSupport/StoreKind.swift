@@ -1,7 +1,7 @@
 import Foundation
-import RevSyncProtocol
-import RevSyncServer
-import Testing
+public import RevSyncProtocol
+public import RevSyncServer
+public import Testing
 
 /// The stores the protocol tests run against: SQLite always, PostgreSQL when
 /// `REVSYNC_POSTGRES_URL` names a server (`scripts/test` starts one).

@@ -1,6 +1,6 @@
-import Foundation
-import RevSyncProtocol
-import RevSyncServer
+public import Foundation
+public import RevSyncProtocol
+public import RevSyncServer
 
 /// A device of a test: it sends change sets as the protocol says, with its own token, and
 /// remembers the revision it reached. It keeps no local data; tests assert on the responses

@@ -1,5 +1,5 @@
 import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 import RevSyncSQLite
 
 /// How a store was started from the server's snapshot (`GET /snapshot`).

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// A change set the server refused, as the device keeps it until someone dismisses it.
 public struct ConflictRecord: Sendable, Hashable {

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import RevSyncProtocol
+public import RevSyncProtocol
 import RevSyncSQLite
 
 /// A device's copy of the whole data set, with everything sync needs: the outbox of change

@@ -1,5 +1,5 @@
 import GRDB
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// Reads inside one consistent view of the local store.
 ///

@@ -1,4 +1,4 @@
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// A record as the local store hands it out: an immutable value, never a live object.
 ///

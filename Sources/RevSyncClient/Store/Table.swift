@@ -1,4 +1,4 @@
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// The single-entity reads and writes of one table: the "weak business" operations that a
 /// feature's data center combines.

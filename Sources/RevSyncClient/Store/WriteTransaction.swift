@@ -1,5 +1,5 @@
 import GRDB
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// The writes of one local transaction, which becomes one change set.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// What a sync did, for the app.
 public struct SyncReport: Sendable, Hashable {

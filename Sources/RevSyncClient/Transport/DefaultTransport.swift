@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The default transport: ``SocketTransport`` for `http://` on Linux (see why there), and
 /// ``URLSessionTransport`` for everything else.

@@ -1,5 +1,5 @@
-import Foundation
-import RevSyncProtocol
+public import Foundation
+public import RevSyncProtocol
 
 extension Schema {
     /// The schema a server serves at `GET /schema`.

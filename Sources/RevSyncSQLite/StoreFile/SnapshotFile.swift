@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import GRDB
-import RevSyncProtocol
+package import RevSyncProtocol
 
 /// A snapshot: a whole data set at one revision, as a store file a device opens. What
 /// `revsync-server snapshot` writes and `GET /snapshot` serves, an app can bundle, and a new

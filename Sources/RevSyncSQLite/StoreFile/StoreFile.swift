@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
-import RevSyncProtocol
+package import GRDB
+package import RevSyncProtocol
 
 /// A store file: the SQLite database a device keeps its data set in, and the format of
 /// snapshots. This is the one place that knows how such a file is laid out: its own tables

@@ -1,4 +1,4 @@
-import GRDB
+package import GRDB
 
 /// One numbered change to a store file's own tables.
 package struct StoreMigration: Sendable {

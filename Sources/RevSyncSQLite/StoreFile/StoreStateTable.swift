@@ -1,4 +1,4 @@
-import GRDB
+package import GRDB
 
 /// The store file's key-value state (`_rs_state`): the revision the data reflects, the next
 /// temporary ID, the schema, the server and token, and the data set a snapshot comes from.

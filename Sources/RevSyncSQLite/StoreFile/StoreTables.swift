@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
-import RevSyncProtocol
+package import GRDB
+package import RevSyncProtocol
 
 /// The entity tables of a store file: one per entity, `id` (negative while only the device
 /// has the record), `revision` (null until the server sent the record), and one column per

@@ -1,4 +1,4 @@
-import RevSyncProtocol
+public import RevSyncProtocol
 
 extension StoredRecord: PlannableRecord {}
 

@@ -1,6 +1,6 @@
 import Foundation
-import Logging
-import ServiceLifecycle
+public import Logging
+public import ServiceLifecycle
 
 /// Forgets stored change set outcomes older than a number of days, at start and then every
 /// hour.

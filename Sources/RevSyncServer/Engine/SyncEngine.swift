@@ -1,4 +1,4 @@
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// Processes sync requests: the protocol's sections 3 to 5, over a ``SyncStorage``.
 ///

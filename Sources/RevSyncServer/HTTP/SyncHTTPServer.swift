@@ -1,12 +1,12 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
-import Logging
+public import Hummingbird
+public import Logging
 import NIOCore
 import NIOHTTPTypes
 import RevSyncProtocol
-import ServiceLifecycle
-import UnixSignals
+public import ServiceLifecycle
+public import UnixSignals
 
 /// The HTTP face of the engine: `POST /sync`, `GET /schema`, `GET /health`, `GET /snapshot`.
 ///

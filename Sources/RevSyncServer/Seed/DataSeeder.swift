@@ -1,5 +1,5 @@
 import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// Fills a store with realistic data for its schema, directly through the storage layer: what
 /// `revsync-server seed` runs.

@@ -1,6 +1,6 @@
-import Foundation
-import Logging
-import RevSyncProtocol
+public import Foundation
+public import Logging
+public import RevSyncProtocol
 import RevSyncSQLite
 
 /// The snapshot `GET /snapshot` serves: the data set as a client store file, gzip-compressed,

@@ -1,5 +1,5 @@
-import RevSyncProtocol
-import RevSyncSQLite
+package import RevSyncProtocol
+package import RevSyncSQLite
 
 extension SnapshotFile {
     /// Writes every record at the current revision of `storage` to `path` (which must not

@@ -1,5 +1,5 @@
 import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// Where the data set lives: a SQLite file, or a PostgreSQL database.
 ///

@@ -1,4 +1,4 @@
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// Where the server keeps the data set, the change log, devices and outcomes.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// The production store: PostgreSQL, shared by any number of server instances.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// The embedded store: one SQLite file in WAL mode, one writer and a pool of readers.
 ///
