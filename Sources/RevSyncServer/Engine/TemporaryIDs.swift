@@ -50,8 +50,9 @@ final class TemporaryIDResolver {
 /// The permanent IDs of the records one change set creates, reserved before anything is
 /// written, so that creates may reference each other in any order, even in cycles.
 ///
-/// Each entity has its own counter (``StorageWriter/allocateIDs(_:count:)``); IDs reserved
-/// by a change set that is then refused are never handed out again.
+/// Each entity has its own counter (``StorageWriter/allocateIDs(_:count:)``). A change set that
+/// is then refused gives its IDs back: they were reserved in its rolled-back writes, and nobody
+/// ever saw them.
 struct PermanentIDAssignment {
     /// Temporary ID → the entity and permanent ID of the record it creates.
     private(set) var created: [RecordID: (entity: String, id: RecordID)] = [:]

@@ -4,7 +4,7 @@ import Hummingbird
 import NIOCore
 
 /// `GET /snapshot`: the data set as a client store file, gzip-compressed, for a new device to
-/// start from (see `docs/protocol-decisions.md`, "Snapshots").
+/// start from (see `docs/protocol.md`, "Snapshot files").
 ///
 /// - The body is always the same gzip file (made by ``SnapshotCache``). With
 ///   `Accept-Encoding: gzip` it is labelled `Content-Type: application/vnd.sqlite3` and

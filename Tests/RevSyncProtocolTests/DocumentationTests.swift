@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+
+/// The documentation stays true to the repository: links resolve inside it, and the files the
+/// architecture page walks through exist.
+@Suite struct DocumentationTests {
+    /// The repository's root (this file is `Tests/RevSyncProtocolTests/DocumentationTests.swift`).
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().standardizedFileURL
+
+    static var pages: [URL] {
+        let docs = root.appendingPathComponent("docs")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: docs.path)) ?? []
+        return [root.appendingPathComponent("README.md")]
+            + names.filter { $0.hasSuffix(".md") }.sorted().map { docs.appendingPathComponent($0) }
+    }
+
+    @Test func everyRelativeLinkResolvesInsideTheRepository() throws {
+        #expect(Self.pages.count > 5)
+        let link = /\]\(([^)#\s]+)(#[^)]*)?\)/
+        for page in Self.pages {
+            let text = try String(contentsOf: page, encoding: .utf8)
+            for match in text.matches(of: link) {
+                let target = String(match.output.1)
+                guard !target.contains("://"), !target.hasPrefix("mailto:") else { continue }
+                let resolved = page.deletingLastPathComponent().appendingPathComponent(target).standardizedFileURL
+                #expect(
+                    resolved.path.hasPrefix(Self.root.path + "/"), "\(page.lastPathComponent) links outside the repository: \(target)")
+                #expect(
+                    FileManager.default.fileExists(atPath: resolved.path), "\(page.lastPathComponent) links to a missing file: \(target)")
+            }
+        }
+    }
+
+    @Test func everySourceFileTheArchitecturePageNamesExists() throws {
+        let text = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let sources = Self.root.appendingPathComponent("Sources")
+        let files = (FileManager.default.enumerator(atPath: sources.path)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }
+        let named = text.matches(of: /`([A-Za-z0-9_\/+\-]+\.swift)`/).map { String($0.output.1).replacing(" ", with: "") }
+        #expect(named.count > 20)
+        for path in named {
+            #expect(files.contains { ("/" + $0).hasSuffix("/" + path) }, "docs/architecture.md names \(path), which is not in Sources/")
+        }
+    }
+}
