@@ -54,6 +54,11 @@ final class BenchmarkServer: Sendable {
             tokens.append(token)
             owners.append(device)
         }
+        // The seed stands for a snapshot every device started from: the server counts its
+        // revision as delivered to them (what a snapshot's proof does for a real device).
+        try await storage.withWriter { [owners] writer in
+            for device in owners { try writer.recordDelivered(device: device.id, revision: summary.revision) }
+        }
         let (players, teams) = try await storage.withReader { reader in
             var players: [RecordID] = []
             var teams: [RecordID] = []

@@ -28,7 +28,7 @@ struct DatabaseOptions: ParsableArguments {
         do {
             return try await location.open(schema: schema, durability: durability, poolSize: poolSize)
         } catch {
-            printError("revsync-server: cannot open \(location): \(error)")
+            printError("revsync-server: cannot open \(location): \(location.redacting("\(error)"))")
             throw ExitCode.failure
         }
     }

@@ -9,7 +9,11 @@ import ServiceLifecycle
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve /sync until interrupted (the default command).",
-        discussion: "On the first start with an empty database it creates an admin token and prints it once.")
+        discussion: """
+            On the first start with an empty database it creates an admin token and writes it to a file \
+            readable by you only (--admin-token-file; DATABASE.admin-token next to a SQLite file), whose \
+            path it prints: the token itself never goes to the output or the logs.
+            """)
 
     @Option(help: "The address to listen on.")
     var host: String = "127.0.0.1"
@@ -25,6 +29,30 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The largest request body accepted, in bytes, after decompression.")
     var maxBodySize: Int = 64 * 1024 * 1024
 
+    @Option(
+        help:
+            "The most bytes of request bodies received, inflated and decoded at once, over all requests; beyond it requests wait briefly, then get 503."
+    )
+    var maxInflightBodyBytes: Int = 256 * 1024 * 1024
+
+    @Option(help: "The largest text value accepted, in bytes; a larger one is 413 naming its JSON path.")
+    var maxValueBytes: Int = 1024 * 1024
+
+    @Option(help: "Failed authentications from one address within --auth-failure-window before it gets 429.")
+    var authFailureLimit: Int = 20
+
+    @Option(help: "Seconds over which failed authentications are counted.")
+    var authFailureWindow: Int = 60
+
+    @Option(parsing: .singleValue, help: "A proxy whose X-Forwarded-For names the client (repeatable).")
+    var trustedProxy: [String] = []
+
+    @Option(
+        help:
+            "Where the first admin token is written (default: DATABASE.admin-token next to a SQLite file, ./revsync-admin-token for PostgreSQL)."
+    )
+    var adminTokenFile: String?
+
     @Option(help: "SQLite: full: commits survive power loss; normal: they survive a crash of the server only.")
     var durability: String = "full"
 
@@ -33,7 +61,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
-            "Where GET /snapshot keeps its snapshots (default: DATABASE.snapshots next to a SQLite file; revsync-snapshots in the temporary directory for PostgreSQL)."
+            "Where GET /snapshot keeps its snapshots (default: DATABASE.snapshots next to a SQLite file; for PostgreSQL, revsync/snapshots in your cache directory, made private)."
     )
     var snapshotDirectory: String?
 
@@ -52,6 +80,20 @@ struct Serve: AsyncParsableCommand {
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
         guard database.poolSize >= 1 else { throw ValidationError("--pool-size must be 1 or more") }
         guard snapshotInterval >= 1 else { throw ValidationError("--snapshot-interval must be 1 or more") }
+        guard maxBodySize >= 1, maxInflightBodyBytes >= 1, maxValueBytes >= 1 else {
+            throw ValidationError("--max-body-size, --max-inflight-body-bytes and --max-value-bytes must be 1 or more")
+        }
+        guard authFailureLimit >= 1, authFailureWindow >= 1 else {
+            throw ValidationError("--auth-failure-limit and --auth-failure-window must be 1 or more")
+        }
+    }
+
+    /// Next to a SQLite database; in the working directory for PostgreSQL.
+    private var defaultAdminTokenFile: String {
+        switch database.location {
+        case .sqlite(let path): path + ".admin-token"
+        case .postgres: "./revsync-admin-token"
+        }
     }
 
     func run() async throws {
@@ -61,12 +103,16 @@ struct Serve: AsyncParsableCommand {
         let schema = try loadSchema(self.schema)
         let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!)
         if let token = try await Token.createFirstAdmin(in: storage) {
+            let file = adminTokenFile ?? defaultAdminTokenFile
+            do {
+                try PrivateFiles.write(Array((token + "\n").utf8), to: file)
+            } catch {
+                printError("revsync-server: cannot write the first admin token to \(file): \(error)")
+                throw ExitCode.failure
+            }
             printOutput(
                 """
-                Created the first admin token. It is shown only this once; keep it somewhere safe:
-
-                    \(token)
-
+                Created the first admin token in \(file) (readable by you only). Keep it somewhere safe and delete the file.
                 Create tokens for devices with: revsync-server token create --database \(database.location) --name NAME --role member
                 """)
         }
@@ -74,12 +120,18 @@ struct Serve: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.maxBodySize = maxBodySize
+        configuration.maxInflightBodyBytes = maxInflightBodyBytes
+        configuration.authFailureLimit = authFailureLimit
+        configuration.authFailureWindowSeconds = authFailureWindow
+        configuration.trustedProxies = Set(trustedProxy)
         configuration.snapshotInterval = snapshotInterval
         configuration.snapshotDirectory = snapshotDirectory
         if snapshotDirectory == nil, case .sqlite(let path) = database.location {
             configuration.snapshotDirectory = path + ".snapshots"
         }
-        let engine = SyncEngine(schema: schema, storage: storage)
+        var limits = SyncEngine.Limits()
+        limits.maxValueBytes = maxValueBytes
+        let engine = SyncEngine(schema: schema, storage: storage, limits: limits)
         var services: [any Service] = []
         if let days = outcomeRetentionDays {
             services.append(OutcomeRetention(storage: storage, days: days, logger: logger))

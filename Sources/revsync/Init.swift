@@ -15,8 +15,15 @@ struct Init: AsyncParsableCommand {
     @Option(help: "The server, such as http://127.0.0.1:8080.")
     var server: String
 
-    @Option(help: "This device's token (revsync-server token create ...).")
-    var token: String
+    @Option(
+        help: """
+            This device's token (revsync-server token create ...). Visible to other users in the process list: \
+            prefer --token-file, REVSYNC_TOKEN, or the token on standard input.
+            """)
+    var token: String?
+
+    @Option(help: "A file holding this device's token (its first line).")
+    var tokenFile: String?
 
     @Option(help: "A schema file to use instead of fetching the server's.")
     var schema: String?
@@ -31,6 +38,7 @@ struct Init: AsyncParsableCommand {
     var downloadSnapshot = false
 
     func validate() throws {
+        if token != nil && tokenFile != nil { throw ValidationError("use --token or --token-file, not both") }
         if snapshot != nil && downloadSnapshot { throw ValidationError("use --snapshot FILE or --download-snapshot, not both") }
         if (snapshot != nil || downloadSnapshot) && schema != nil {
             throw ValidationError("a snapshot brings its own schema; leave out --schema")
@@ -43,8 +51,9 @@ struct Init: AsyncParsableCommand {
             guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https", url.host != nil else {
                 throw CommandFailure("\"\(server)\" is not an http(s) URL")
             }
-            if let snapshot { return try await bootstrap(from: snapshot, url: url) }
-            if downloadSnapshot { return try await bootstrapFromServer(url: url) }
+            let token = try readToken()
+            if let snapshot { return try await bootstrap(from: snapshot, url: url, token: token) }
+            if downloadSnapshot { return try await bootstrapFromServer(url: url, token: token) }
             let schema: Schema
             do {
                 if let file = self.schema {
@@ -69,7 +78,30 @@ struct Init: AsyncParsableCommand {
         }
     }
 
-    private func bootstrap(from snapshot: String, url: URL) async throws {
+    /// The token from, in order: `--token`, `--token-file`, `REVSYNC_TOKEN`, standard input.
+    private func readToken() throws -> String {
+        let text: String
+        if let token {
+            text = token
+        } else if let tokenFile {
+            guard let contents = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
+                throw CommandFailure("cannot read the token file \(tokenFile)")
+            }
+            text = contents.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        } else if let variable = ProcessInfo.processInfo.environment["REVSYNC_TOKEN"] {
+            text = variable
+        } else {
+            if isatty(STDIN_FILENO) != 0 { FileHandle.standardError.write(Data("Token: ".utf8)) }
+            text = readLine(strippingNewline: true) ?? ""
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else {
+            throw CommandFailure("no token: give --token-file FILE, REVSYNC_TOKEN, the token on standard input, or --token")
+        }
+        return trimmed
+    }
+
+    private func bootstrap(from snapshot: String, url: URL, token: String) async throws {
         guard !FileManager.default.fileExists(atPath: options.store) else {
             throw CommandFailure("\(options.store) already exists; a store is never overwritten")
         }
@@ -101,7 +133,7 @@ struct Init: AsyncParsableCommand {
         }
     }
 
-    private func bootstrapFromServer(url: URL) async throws {
+    private func bootstrapFromServer(url: URL, token: String) async throws {
         guard !FileManager.default.fileExists(atPath: options.store) else {
             throw CommandFailure("\(options.store) already exists; a store is never overwritten")
         }

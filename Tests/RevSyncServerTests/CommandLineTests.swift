@@ -51,9 +51,20 @@ import Testing
         try await withTestDatabase(store) { testDatabase in
             let database = testDatabase.location
 
-            let first = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database])
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            // Next to a SQLite file by default; PostgreSQL has no file to put it next to.
+            let tokenFile = store == .sqlite ? database + ".admin-token" : directory.file("admin-token")
+            let arguments = ["--port", "0", "--database", database] + (store == .sqlite ? [] : ["--admin-token-file", tokenFile])
+            let first = try ExecutableProcess("revsync-server", arguments)
             let output = try await first.waitForOutput(containing: "listening on http://127.0.0.1:")
-            let token = try #require(output.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("rs_") }.map(String.init))
+            // The token goes to a file only its owner may read, never to the output.
+            #expect(output.contains("Created the first admin token in \(tokenFile)"))
+            let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(token.hasPrefix("rs_"))
+            #expect(!output.contains(token))
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? Int)
+            #expect(mode & 0o777 == 0o600)
             let port = try #require(Self.port(in: output))
             let response = try await RawHTTPClient.send(
                 port: port, method: "POST", path: "/sync",
@@ -63,7 +74,7 @@ import Testing
             first.terminate()
             #expect(await first.exitStatus() == 0)
 
-            let second = try ExecutableProcess("revsync-server", ["--port", "0", "--database", database])
+            let second = try ExecutableProcess("revsync-server", arguments)
             let secondOutput = try await second.waitForOutput(containing: "listening on")
             #expect(!secondOutput.contains("Created the first admin token"))
             #expect(secondOutput.contains("revision 1"))

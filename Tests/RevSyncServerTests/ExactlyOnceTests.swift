@@ -147,9 +147,11 @@ import Testing
             try await other.sync([.new().deleting("teams", u13, base: start + 1)])
             let now = try await server.revision()
 
-            // The device already holds revision `now` (say, from a sync that sent nothing) and
-            // repeats the create: its outcome must still reach it.
-            let response = try await device.sync([create], from: now)
+            // The device comes to hold revision `now` by a sync that sent nothing, then repeats
+            // the create: its outcome must still reach it.
+            try await device.sync()
+            #expect(device.maxRevision == now)
+            let response = try await device.sync([create])
             #expect(response.maxRevision == now)
             #expect(response.changeSets.count == 1)
             let acknowledgement = try #require(response.outcome(of: create.id))

@@ -80,7 +80,7 @@ import Testing
             for replica in editors {
                 let device = replica.device.device.id
                 for (id, refused) in replica.outcomes {
-                    let stored = try await storage.withReader { try $0.outcome(device: device, changeSetID: id) }
+                    let stored = try await storage.withReader { try $0.outcome(device: device, changeSetID: id)?.outcome }
                     switch stored {
                     case .conflict: #expect(refused, "\(id) was refused but reported committed")
                     case .committed: #expect(!refused, "\(id) was committed but reported refused")
@@ -112,9 +112,14 @@ import Testing
     @Test(.enabled(if: StoreKind.all.contains(.postgres)))
     func instancesStartingAtOnceSetUpOnceAndCreateOneAdminToken() async throws {
         try await withTestDatabase(.postgres) { database in
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
             var instances: [ExecutableProcess] = []
-            for _ in 0..<3 {
-                instances.append(try ExecutableProcess("revsync-server", ["--port", "0", "--database", database.location]))
+            for index in 0..<3 {
+                instances.append(
+                    try ExecutableProcess(
+                        "revsync-server",
+                        ["--port", "0", "--database", database.location, "--admin-token-file", directory.file("admin-token-\(index)")]))
             }
             var outputs: [String] = []
             for instance in instances { outputs.append(try await instance.waitForOutput(containing: "listening on")) }

@@ -38,6 +38,7 @@ extension LocalStore {
         }
         let candidate = path + ".bootstrap-\(UUID().uuidString)"
         try FileManager.default.copyItem(atPath: snapshot, toPath: candidate)
+        try PrivateFiles.restrict(candidate)
         return try install(
             candidate, at: path, expectedSHA256: expectedSHA256 ?? SnapshotFile.publishedSHA256(of: snapshot), expecting: identity,
             server: server)

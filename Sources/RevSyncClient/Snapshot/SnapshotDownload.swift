@@ -105,7 +105,7 @@ struct SnapshotDownload {
             headers["Range"] = "bytes=\(start)-"
             headers["If-Range"] = known.etag
         }
-        guard FileManager.default.fileExists(atPath: path) || FileManager.default.createFile(atPath: path, contents: nil),
+        guard (try? PrivateFiles.create(path)) != nil,
             let file = FileHandle(forUpdatingAtPath: path)
         else { throw LocalStoreError(.notFound, "cannot create \(path)") }
         defer { try? file.close() }
@@ -146,7 +146,7 @@ struct SnapshotDownload {
     }
 
     fileprivate func record(_ announced: Announced) throws {
-        try JSONEncoder().encode(announced).write(to: URL(fileURLWithPath: statePath), options: .atomic)
+        try PrivateFiles.write(try JSONEncoder().encode(announced), to: statePath)
     }
 
     private func announcedSoFar() -> Announced? {

@@ -7,84 +7,116 @@ import RevSyncProtocol
 /// every record once (as the protocol requires): an update of a record created here goes into
 /// its create, two updates become one, a delete replaces an update, and a record created and
 /// deleted here leaves nothing behind.
+///
+/// Each write costs the same however large the transaction: records are kept by ID, in the
+/// order first written, and the change set is built once at the end.
 struct ChangeRecorder {
-    private var changeSet = ChangeSet(id: UUID().uuidString)
+    private enum Kind {
+        case create, update, delete
+    }
 
-    var isEmpty: Bool { changeSet.isEmpty }
+    /// One entity's records, in the order they were first written.
+    private struct Recorded {
+        var order: [RecordID] = []
+        var listed: Set<RecordID> = []
+        var kinds: [RecordID: Kind] = [:]
+        var attributes: [RecordID: RecordAttributes] = [:]
+
+        mutating func set(_ id: RecordID, _ kind: Kind, _ attributes: RecordAttributes) {
+            kinds[id] = kind
+            if listed.insert(id).inserted { order.append(id) }
+            self.attributes[id] = attributes
+        }
+
+        mutating func forget(_ id: RecordID) {
+            kinds[id] = nil
+            attributes[id] = nil
+        }
+
+        var changes: (create: [RecordID], update: [RecordID], delete: [RecordID]) {
+            var lists: (create: [RecordID], update: [RecordID], delete: [RecordID]) = ([], [], [])
+            for id in order {
+                switch kinds[id] {
+                case .create: lists.create.append(id)
+                case .update: lists.update.append(id)
+                case .delete: lists.delete.append(id)
+                case nil: break
+                }
+            }
+            return lists
+        }
+    }
+
+    private let id = UUID().uuidString
+    private var entityOrder: [String] = []
+    private var entities: [String: Recorded] = [:]
+
+    var isEmpty: Bool { entities.values.allSatisfy { $0.kinds.isEmpty } }
 
     /// The change set to queue, or `nil` if the transaction changed nothing to send.
     var result: ChangeSet? {
-        guard !isEmpty else { return nil }
-        var result = changeSet
-        result.changes.removeAll { $0.isEmpty }
-        return result
+        var changeSet = ChangeSet(id: id)
+        for name in entityOrder {
+            guard let recorded = entities[name], !recorded.kinds.isEmpty else { continue }
+            let (create, update, delete) = recorded.changes
+            changeSet.changes.append(
+                EntityChanges(entity: name, create: create, update: update, delete: delete, attributes: recorded.attributes))
+        }
+        return changeSet.isEmpty ? nil : changeSet
     }
 
     mutating func create(_ entity: String, _ id: RecordID, _ values: [String: Value]) {
-        changeSet[entity: entity].create.append(id)
-        changeSet[entity: entity].attributes[id] = RecordAttributes(values: values)
+        modify(entity) { $0.set(id, .create, RecordAttributes(values: values)) }
     }
 
     mutating func update(_ entity: String, _ id: RecordID, base: Revision, _ values: [String: Value]) {
-        var changes = changeSet[entity: entity]
-        if var existing = changes.attributes[id] {
-            existing.values.merge(values) { _, new in new }
-            changes.attributes[id] = existing
-        } else {
-            changes.update.append(id)
-            changes.attributes[id] = RecordAttributes(revision: base, values: values)
+        modify(entity) { recorded in
+            if var existing = recorded.attributes[id], recorded.kinds[id] != nil {
+                existing.values.merge(values) { _, new in new }
+                recorded.attributes[id] = existing
+            } else {
+                recorded.set(id, .update, RecordAttributes(revision: base, values: values))
+            }
         }
-        changeSet[entity: entity] = changes
     }
 
     mutating func delete(_ entity: String, _ id: RecordID, base: Revision) {
-        var changes = changeSet[entity: entity]
-        let wasCreatedHere = changes.create.contains(id)
-        forget(&changes, id)
-        if !wasCreatedHere {
-            changes.delete.append(id)
-            changes.attributes[id] = RecordAttributes(revision: base)
+        modify(entity) { recorded in
+            let wasCreatedHere = recorded.kinds[id] == .create
+            recorded.forget(id)
+            if !wasCreatedHere { recorded.set(id, .delete, RecordAttributes(revision: base)) }
         }
-        changeSet[entity: entity] = changes
     }
 
     /// A record removed by a cascade: the server cascades too, so nothing is sent for it, and
     /// what this transaction wrote to it is dropped.
     mutating func cascaded(_ record: RecordReference) {
-        var changes = changeSet[entity: record.entity]
-        forget(&changes, record.id)
-        changeSet[entity: record.entity] = changes
+        modify(record.entity) { $0.forget(record.id) }
     }
 
     /// A record whose reference a delete set to null: what this transaction writes to it says
     /// null too (the server nullifies the rest).
     mutating func nullified(_ record: RecordReference, attributes: [String]) {
-        var changes = changeSet[entity: record.entity]
-        guard var entry = changes.attributes[record.id], !changes.delete.contains(record.id) else { return }
-        for attribute in attributes where entry.values[attribute] != nil || changes.create.contains(record.id) {
-            entry.values[attribute] = .null
+        modify(record.entity) { recorded in
+            guard let kind = recorded.kinds[record.id], kind != .delete, var entry = recorded.attributes[record.id] else { return }
+            for attribute in attributes where entry.values[attribute] != nil || kind == .create {
+                entry.values[attribute] = .null
+            }
+            recorded.attributes[record.id] = entry
         }
-        changes.attributes[record.id] = entry
-        changeSet[entity: record.entity] = changes
     }
 
     /// Drops everything this transaction wrote about `records`.
     mutating func forget(_ records: Set<RecordReference>) {
-        for record in records {
-            var changes = changeSet[entity: record.entity]
-            forget(&changes, record.id)
-            changeSet[entity: record.entity] = changes
-        }
+        for record in records { modify(record.entity) { $0.forget(record.id) } }
     }
 
     func created(_ record: RecordReference) -> Bool {
-        changeSet.changes(for: record.entity)?.create.contains(record.id) == true
+        entities[record.entity]?.kinds[record.id] == .create
     }
 
-    private func forget(_ changes: inout EntityChanges, _ id: RecordID) {
-        changes.create.removeAll { $0 == id }
-        changes.update.removeAll { $0 == id }
-        changes.delete.removeAll { $0 == id }
-        changes.attributes[id] = nil
+    private mutating func modify(_ entity: String, _ body: (inout Recorded) -> Void) {
+        if entities[entity] == nil { entityOrder.append(entity) }
+        body(&entities[entity, default: Recorded()])
     }
 }

@@ -1,5 +1,6 @@
 import GRDB
 import RevSyncProtocol
+import RevSyncSQLite
 
 /// Where a sync stands, for fault-injection tests that stop the process between steps.
 @_spi(FaultInjection)
@@ -22,6 +23,9 @@ struct PreparedRequest: Sendable {
     let message: SyncMessage
     /// The `id`s of the change sets it carries.
     let changeSetIDs: Set<String>
+    /// The proof of the snapshot the store started from, until a sync succeeded (sent as the
+    /// `RevSync-Snapshot-Proof` header, so the server believes the revision the store claims).
+    var snapshotProof: String?
 }
 
 extension LocalStore {
@@ -41,9 +45,10 @@ extension LocalStore {
             }
             let ids = changeSets.compactMap(\.id)
             try Outbox(db: db).markSent(ids)
+            let state = StoreState(db: db)
             return PreparedRequest(
-                message: SyncMessage(maxRevision: try StoreState(db: db).maxRevision, changeSets: changeSets),
-                changeSetIDs: Set(ids))
+                message: SyncMessage(maxRevision: try state.maxRevision, changeSets: changeSets), changeSetIDs: Set(ids),
+                snapshotProof: try state.string(.snapshotProof))
         }
     }
 

@@ -1,5 +1,6 @@
 import GRDB
 import RevSyncProtocol
+import RevSyncSQLite
 
 /// Applies one sync response to the store, step by step, inside the transaction of
 /// ``LocalStore/apply(response:to:lenient:overwritten:stageHook:)``.
@@ -29,8 +30,9 @@ final class ResponseApplication {
     /// Records with pending edits that server data touched, in the order touched.
     private var touched: [RecordReference] = []
     private var touchedSet: Set<RecordReference> = []
-    /// The change sets the response answered.
+    /// The change sets the response answered, and those among them it committed.
     private var answered: Set<String> = []
+    private var committed: Set<String> = []
     /// Whether the change set being read is a snapshot whose records were applied as they came.
     private var streamingSnapshot = false
     private(set) var report: SyncReport
@@ -86,7 +88,10 @@ final class ResponseApplication {
         try Outbox(db: db).remove(answered)
         try reapplyQueuedEdits()
         stageHook?(.appliedBeforeRevision)
-        try StoreState(db: db).setMaxRevision(maxRevision)
+        let state = StoreState(db: db)
+        try state.setMaxRevision(maxRevision)
+        // The server has now delivered at least the snapshot's revision: the proof is done.
+        try state.set(.snapshotProof, nil)
         report.maxRevision = maxRevision
         return report
     }
@@ -102,7 +107,7 @@ final class ResponseApplication {
             report.conflicts.append(
                 SyncConflict(
                     changeSetID: id, reason: changeSet.reason ?? ConflictReason(rawValue: "unknown"), entries: changeSet.conflicts))
-        } else if request.changeSetIDs.contains(id) && !report.committed.contains(id) {
+        } else if request.changeSetIDs.contains(id) && committed.insert(id).inserted {
             report.committed.append(id)
             if let revision = changeSet.revision { report.committedRevisions[id] = revision }
         }

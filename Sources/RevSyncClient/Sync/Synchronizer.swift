@@ -133,16 +133,15 @@ public actor Synchronizer {
         guard let server else { throw SyncFailure.notConfigured }
         let request = try await store.prepareRequest(maxRecords: configuration.maxRecordsPerRequest)
         let body = Gzip.compress(request.message.jsonBytes(), level: configuration.gzipLevel)
+        var headers = [
+            "Authorization": "Bearer \(server.token)", "Content-Type": "application/json", "Content-Encoding": "gzip",
+            "Accept-Encoding": "gzip",
+        ]
+        if let proof = request.snapshotProof { headers["RevSync-Snapshot-Proof"] = proof }
         let response: TransportResponse
         do {
             response = try await transport.send(
-                TransportRequest(
-                    url: server.url.appendingPathComponent("sync"), method: "POST",
-                    headers: [
-                        "Authorization": "Bearer \(server.token)", "Content-Type": "application/json",
-                        "Content-Encoding": "gzip", "Accept-Encoding": "gzip",
-                    ],
-                    body: Data(body)))
+                TransportRequest(url: server.url.appendingPathComponent("sync"), method: "POST", headers: headers, body: Data(body)))
         } catch {
             throw SyncFailure.network("\(error)")
         }

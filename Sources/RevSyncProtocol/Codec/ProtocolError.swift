@@ -38,6 +38,12 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let reservedKey = Code(rawValue: "reserved_key")
         /// A change set `id` that is empty, too long or holds control characters.
         public static let invalidChangeSetID = Code(rawValue: "invalid_change_set_id")
+        /// Two change sets of one request with the same `id`.
+        public static let duplicateChangeSetID = Code(rawValue: "duplicate_change_set_id")
+        /// More change sets or records than one request may hold (``DecodingLimits``): `413`.
+        public static let requestTooLarge = Code(rawValue: "request_too_large")
+        /// A value larger than ``DecodingLimits/maxValueBytes``: `413`.
+        public static let valueTooLarge = Code(rawValue: "value_too_large")
     }
 
     public var code: Code
@@ -50,6 +56,9 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         self.message = message
         self.path = path
     }
+
+    /// Whether the message is refused for its size (`413`) rather than its form (`400`).
+    public var isTooLarge: Bool { code == .requestTooLarge || code == .valueTooLarge }
 
     public var description: String {
         path.isEmpty ? "\(code): \(message)" : "\(code) at \(path): \(message)"

@@ -8,6 +8,27 @@ public enum MessageSender: Sendable {
     case server
 }
 
+/// Bounds on what one request may hold, checked while it is decoded: the decode stops at the
+/// first excess, before the rest of the body costs any time or memory.
+public struct DecodingLimits: Sendable, Hashable {
+    /// The most change sets one request may hold.
+    public var maxChangeSets: Int
+    /// The most records (IDs in `create`, `update` and `delete`, all change sets together) one
+    /// request may name.
+    public var maxRecords: Int
+    /// The most bytes (UTF-8) one text value may have.
+    public var maxValueBytes: Int
+
+    public init(maxChangeSets: Int = 10_000, maxRecords: Int = 100_000, maxValueBytes: Int = 1 << 20) {
+        self.maxChangeSets = maxChangeSets
+        self.maxRecords = maxRecords
+        self.maxValueBytes = maxValueBytes
+    }
+
+    /// No bounds (responses, stored change sets).
+    public static let none = DecodingLimits(maxChangeSets: .max, maxRecords: .max, maxValueBytes: .max)
+}
+
 extension SyncMessage {
     /// Decodes and checks a sync message.
     ///
@@ -21,9 +42,11 @@ extension SyncMessage {
     /// ```swift
     /// let request = try SyncMessage(json: Array(body), sender: .client)
     /// ```
-    public init(json: [UInt8], sender: MessageSender) throws(ProtocolError) {
+    ///
+    /// - Parameter limits: bounds checked while decoding (``ProtocolError/isTooLarge``).
+    public init(json: [UInt8], sender: MessageSender, limits: DecodingLimits = .none) throws(ProtocolError) {
         self = try json.withUnsafeBufferPointer { buffer throws(ProtocolError) in
-            try WireDecoder(sender: sender).decode(buffer)
+            try WireDecoder(sender: sender, limits: limits).decode(buffer)
         }
     }
 
@@ -101,13 +124,17 @@ private final class WireDecoder {
     }
 
     private let sender: MessageSender
+    private let limits: DecodingLimits
     private var path: [PathComponent] = []
     var sinks: Sinks?
     /// The error a sink threw, passed through unchanged.
     private(set) var handlerError: (any Error)?
+    /// Records named so far, against ``DecodingLimits/maxRecords``.
+    private var records = 0
 
-    init(sender: MessageSender) {
+    init(sender: MessageSender, limits: DecodingLimits = .none) {
         self.sender = sender
+        self.limits = limits
     }
 
     func decode(_ buffer: UnsafeBufferPointer<UInt8>) throws(ProtocolError) -> SyncMessage {
@@ -154,9 +181,20 @@ private final class WireDecoder {
                 maxRevision = value
             case "changeSets":
                 var list: [ChangeSet] = []
+                var ids = Set<String>()
                 try reader.readArray { reader, index in
                     self.path.append(.index(index))
+                    guard index < self.limits.maxChangeSets else {
+                        throw self.error(
+                            .requestTooLarge,
+                            "a request holds at most \(self.limits.maxChangeSets) change sets; send the rest in the next request")
+                    }
                     let changeSet = try self.decodeChangeSet(&reader)
+                    if self.sender == .client, let id = changeSet.id, !ids.insert(id).inserted {
+                        self.path.append(.key("id"))
+                        throw self.error(
+                            .duplicateChangeSetID, "change set id \"\(id.prefix(80))\" is used by an earlier change set of this request")
+                    }
                     if let sinks = self.sinks {
                         try self.handing { try sinks.changeSet(changeSet) }
                     } else {
@@ -390,6 +428,11 @@ private final class WireDecoder {
                 throw self.error(.invalidID, "create takes temporary (negative) IDs only, got \(value)")
             }
             ids.append(RecordID(value))
+            self.records += 1
+            guard self.records <= self.limits.maxRecords else {
+                throw self.error(
+                    .requestTooLarge, "a request names at most \(self.limits.maxRecords) records; send the rest in the next request")
+            }
             self.path.removeLast()
         }
         return ids
@@ -434,7 +477,12 @@ private final class WireDecoder {
             try reader.readNull()
             return .null
         case .bool: return .bool(try reader.readBool())
-        case .string: return .text(try reader.readString())
+        case .string:
+            let text = try reader.readString()
+            guard text.utf8.count <= limits.maxValueBytes else {
+                throw error(.valueTooLarge, "a value has at most \(limits.maxValueBytes) bytes; this one has \(text.utf8.count)")
+            }
+            return .text(text)
         case .number:
             switch try reader.readNumber() {
             case .integer(let value): return .integer(value)

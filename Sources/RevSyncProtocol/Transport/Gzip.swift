@@ -62,7 +62,7 @@ public enum Gzip {
     ) throws {
         guard let reader = FileHandle(forReadingAtPath: source) else { throw GzipError.corrupt("cannot read \(source)") }
         defer { try? reader.close() }
-        guard FileManager.default.createFile(atPath: destination, contents: nil),
+        guard FileManager.default.createFile(atPath: destination, contents: nil, attributes: [.posixPermissions: 0o600]),
             let writer = FileHandle(forWritingAtPath: destination)
         else { throw GzipError.corrupt("cannot create \(destination)") }
         do {
@@ -131,6 +131,9 @@ public enum Gzip {
             }
             try result.get()
         }
+
+        /// How many bytes the input decompressed to so far.
+        public var producedBytes: Int { produced }
 
         /// Takes the output decompressed so far (to write it somewhere as it comes).
         public func drain() -> [UInt8] {

@@ -20,6 +20,9 @@ public struct ConflictReason: RawRepresentable, Sendable, Hashable, CustomString
     public static let constraint = ConflictReason(rawValue: "constraint")
     /// The schema refuses a value: unknown entity or attribute, wrong type, missing required value.
     public static let invalid = ConflictReason(rawValue: "invalid")
+    /// The change set's `id` was used before, by the same device, for a change set with other
+    /// content: nothing was applied (a repeat must be the same change set).
+    public static let idReused = ConflictReason(rawValue: "id_reused")
 
     public var description: String { rawValue }
 }

@@ -26,10 +26,12 @@ package enum SnapshotFile {
     /// Writes a snapshot at `path` (which must not exist), with the records `records` adds, in
     /// one transaction; then compacts the file (checkpoint, `VACUUM`) and writes `path.sha256`.
     ///
-    /// - Parameter records: calls `add` once per record, with its values by attribute name.
+    /// - Parameters:
+    ///   - proof: the server's proof of the data set at this revision, kept for the first sync.
+    ///   - records: calls `add` once per record, with its values by attribute name.
     /// - Throws: ``StoreFileError`` `storeExists`, `unknownEntity`; what `records` throws.
     package static func write(
-        to path: String, schema: Schema, revision: Revision, dataset: String,
+        to path: String, schema: Schema, revision: Revision, dataset: String, proof: String? = nil,
         records: ((_ entity: String, _ id: RecordID, _ revision: Revision, _ values: [String: Value]) throws -> Void) throws -> Void
     ) throws -> Info {
         guard !FileManager.default.fileExists(atPath: path) else {
@@ -51,6 +53,7 @@ package enum SnapshotFile {
                 let state = StoreStateTable(db: db)
                 try state.set(.maxRevision, String(revision))
                 try state.set(.dataset, dataset)
+                try state.set(.snapshotProof, proof)
             }
             try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "VACUUM")
@@ -63,8 +66,7 @@ package enum SnapshotFile {
         }
         try FileManager.default.moveItem(atPath: partial, toPath: path)
         let digest = try sha256(ofFile: path)
-        try Data("\(digest)  \(URL(fileURLWithPath: path).lastPathComponent)\n".utf8)
-            .write(to: URL(fileURLWithPath: path + ".sha256"), options: .atomic)
+        try PrivateFiles.write(Array("\(digest)  \(URL(fileURLWithPath: path).lastPathComponent)\n".utf8), to: path + ".sha256")
         return Info(
             revision: revision, dataset: dataset, schemaVersion: schema.version, records: count, bytes: try fileSize(path),
             sha256: digest)
@@ -80,7 +82,7 @@ package enum SnapshotFile {
         defer { try? handle.close() }
         var hasher = SHA256()
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(hasher.finalize())
     }
 
     /// The checksum written next to a snapshot (`FILE.sha256`), if there is one.

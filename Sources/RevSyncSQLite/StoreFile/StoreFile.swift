@@ -15,6 +15,8 @@ package enum StoreFile {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw StoreFileError(.storeExists, "\(path) already exists; a store is never overwritten")
         }
+        // Private from the start: the store holds the data set (and a device's token).
+        try PrivateFiles.create(path)
         let pool = try openPool(path)
         try StoreMigrations.run(in: pool)
         try pool.write { db in

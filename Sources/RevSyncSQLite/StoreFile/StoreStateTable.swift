@@ -11,6 +11,9 @@ package struct StoreStateTable {
         case token
         /// The identity of the server's data set the store's data comes from (set by snapshots).
         case dataset
+        /// A snapshot's proof that the server delivered its data set at its revision, sent on
+        /// the first sync of a store started from it (the `RevSync-Snapshot-Proof` header).
+        case snapshotProof = "snapshot_proof"
     }
 
     package let db: Database

@@ -1,3 +1,5 @@
+public import RevSyncProtocol
+
 /// What a token may do.
 public enum Role: String, Sendable, Hashable, CaseIterable {
     /// Syncs and writes; meant for the people who run the server.
@@ -16,11 +18,15 @@ public struct Device: Sendable, Hashable {
     public let id: Int64
     public let name: String
     public let role: Role
+    /// The highest revision the server has delivered to the device (in a sync response or a
+    /// snapshot download): what the device may honestly claim to have seen, whatever it says.
+    public var deliveredRevision: Revision
 
-    public init(id: Int64, name: String, role: Role) {
+    public init(id: Int64, name: String, role: Role, deliveredRevision: Revision = 0) {
         self.id = id
         self.name = name
         self.role = role
+        self.deliveredRevision = deliveredRevision
     }
 
     /// The author of records the server writes itself (`revsync-server seed`): never a

@@ -1,4 +1,5 @@
 import Crypto
+import RevSyncProtocol
 
 /// Bearer tokens: random secrets shown once, stored only as SHA-256 hashes.
 ///
@@ -15,10 +16,7 @@ public enum Token {
 
     /// The hash stored for `token`.
     public static func hash(_ token: String) -> String {
-        SHA256.hash(data: Array(token.utf8)).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        Hex.encode(SHA256.hash(data: Array(token.utf8)))
     }
 
     /// Creates a device with a new token; returns the token, which is not stored anywhere.

@@ -22,8 +22,10 @@ struct CommittedChangeSet: Sendable {
 struct ChangeSetApplier {
     let schema: Schema
     let device: Device
-    /// The revision the device had seen when it sent the request: what a cascade is judged against.
-    let requestMaxRevision: Revision
+    /// What the device has been shown to have seen (the lower of the revision its request
+    /// claims and the one the server delivered to it): a base revision above it is not
+    /// believed, and a cascade is judged against it.
+    let seenRevision: Revision
     let writer: any StorageWriter
     let resolver: TemporaryIDResolver
 
@@ -136,13 +138,16 @@ extension ChangeSetApplier {
                         message: "\(entity.name) \(permanent) no longer exists"))
                 return nil
             }
-            if record.changedByOthers(of: device.id, after: base) {
+            let seen = min(base, applier.seenRevision)
+            if record.changedByOthers(of: device.id, after: seen) {
+                let basis =
+                    seen == base
+                    ? "after revision \(base) this change was based on"
+                    : "after revision \(seen), the last this device was sent (the change claims revision \(base))"
                 conflicts.append(
                     ConflictEntry(
                         type: entity.name, id: id, reason: .staleRevision, clientRevision: base, serverRevision: record.revision,
-                        message:
-                            "\(entity.name) \(permanent) was changed by another device at revision \(record.revision), after revision \(base) this change was based on"
-                    ))
+                        message: "\(entity.name) \(permanent) was changed by another device at revision \(record.revision), \(basis)"))
                 return nil
             }
             clientIDs[RecordReference(entity: entity.name, id: permanent)] = (id, base)
@@ -224,21 +229,32 @@ extension ChangeSetApplier {
         func applyDeletes() throws {
             guard !deleteTargets.isEmpty else { return }
             let deletes = try DeletePlan<StoredRecord>(schema: applier.schema, deleting: deleteTargets, reader: writer)
+            // One entry per parent, however many children refuse its delete.
+            var denied: [RecordReference: (denial: DeletePlan<StoredRecord>.Denial, children: Int)] = [:]
+            var parents: [RecordReference] = []
             for denial in deletes.denials {
                 let parent = denial.parentReference
+                if denied[parent] == nil { parents.append(parent) }
+                denied[parent, default: (denial, 0)].children += 1
+            }
+            for parent in parents {
+                let (denial, children) = denied[parent]!
                 let client = clientIDs[parent]
+                let others = children > 1 ? " (and \(children - 1) more records)" : ""
                 conflicts.append(
                     ConflictEntry(
                         type: parent.entity, id: client?.id ?? parent.id, reason: .constraint,
-                        clientRevision: client?.base ?? applier.requestMaxRevision, serverRevision: denial.parent.revision,
-                        message: "\(parent) is still referenced by \(denial.child.entity).\(denial.attribute), whose delete rule is deny"))
+                        clientRevision: client?.base ?? applier.seenRevision, serverRevision: denial.parent.revision,
+                        message:
+                            "\(parent) is still referenced by \(denial.child.entity).\(denial.attribute)\(others), whose delete rule is deny"
+                    ))
             }
             for deleted in deletes.deleted where !deleted.explicit {
-                if deleted.record.changedByOthers(of: device.id, after: applier.requestMaxRevision) {
+                if deleted.record.changedByOthers(of: device.id, after: applier.seenRevision) {
                     conflicts.append(staleDependent(deleted.entity, deleted.record, "delete"))
                 }
             }
-            for nullified in deletes.nullified where nullified.record.changedByOthers(of: device.id, after: applier.requestMaxRevision) {
+            for nullified in deletes.nullified where nullified.record.changedByOthers(of: device.id, after: applier.seenRevision) {
                 conflicts.append(staleDependent(nullified.entity, nullified.record, "change"))
             }
             guard conflicts.isEmpty else { return }
@@ -257,10 +273,10 @@ extension ChangeSetApplier {
 
         private func staleDependent(_ entity: Entity, _ record: StoredRecord, _ verb: String) -> ConflictEntry {
             ConflictEntry(
-                type: entity.name, id: record.id, reason: .staleRevision, clientRevision: applier.requestMaxRevision,
+                type: entity.name, id: record.id, reason: .staleRevision, clientRevision: applier.seenRevision,
                 serverRevision: record.revision,
                 message:
-                    "this delete would also \(verb) \(entity.name) \(record.id), which another device changed at revision \(record.revision), after your last sync (revision \(applier.requestMaxRevision))"
+                    "this delete would also \(verb) \(entity.name) \(record.id), which another device changed at revision \(record.revision), after your last sync (revision \(applier.seenRevision))"
             )
         }
     }

@@ -15,7 +15,11 @@ enum ChangeSetOutcome: Sendable {
 struct ChangeSetProcessor {
     let schema: Schema
     let device: Device
-    let requestMaxRevision: Revision
+    /// The `maxRevision` the request claims.
+    let claimedRevision: Revision
+    /// What the device has been shown to have seen: the lower of ``claimedRevision`` and the
+    /// revision the server delivered to it. Unseen changes are judged against this.
+    let seenRevision: Revision
     let writer: any StorageWriter
     let resolver: TemporaryIDResolver
 
@@ -24,27 +28,40 @@ struct ChangeSetProcessor {
             // The lock comes first: another server instance may be committing this very change
             // set (a client retrying elsewhere), and its outcome must be seen once it commits.
             let current = try writer.lockRevision()
-            if let id = changeSet.id, let stored = try writer.outcome(device: device.id, changeSetID: id) {
-                switch stored {
-                case .committed(let revision):
-                    return .repeated(changeSetID: id, revision: revision)
-                case .conflict(let reason, let entries):
-                    // Answered as the first time, with the server's truth as it is now.
-                    return try refusal(changeSet, reason, entries, evaluatedAt: current, store: false)
+            var digest: String?
+            if let id = changeSet.id {
+                digest = try ChangeSetDigest(schema: schema) { try resolver.mapping(of: $0, reader: writer)?.permanentID }
+                    .digest(of: changeSet)
+                if let stored = try writer.outcome(device: device.id, changeSetID: id) {
+                    if let storedDigest = stored.digest, storedDigest != digest {
+                        return try refusal(
+                            changeSet, .idReused, idReusedEntries(changeSet, stored.outcome), evaluatedAt: current, digest: nil)
+                    }
+                    switch stored.outcome {
+                    case .committed(let revision):
+                        return .repeated(changeSetID: id, revision: revision)
+                    case .conflict(let reason, let entries):
+                        // Answered as the first time, with the server's truth as it is now.
+                        return try refusal(changeSet, reason, entries, evaluatedAt: current, digest: nil)
+                    }
                 }
             }
             let plan: PlannedChangeSet
             switch ChangeSetValidator(schema: schema).validate(changeSet) {
             case .refused(let entries):
-                return try refusal(changeSet, .invalid, entries, evaluatedAt: current, store: true)
+                return try refusal(changeSet, .invalid, entries, evaluatedAt: current, digest: digest)
             case .accepted(let validated):
                 plan = validated
             }
+            let ahead = baseRevisionsAhead(plan)
+            guard ahead.isEmpty else {
+                return try refusal(changeSet, .invalid, ahead, evaluatedAt: current, digest: digest)
+            }
             guard device.role.mayWrite else {
-                return try refusal(changeSet, .forbidden, forbiddenEntries(changeSet), evaluatedAt: current, store: true)
+                return try refusal(changeSet, .forbidden, forbiddenEntries(changeSet), evaluatedAt: current, digest: digest)
             }
             let applier = ChangeSetApplier(
-                schema: schema, device: device, requestMaxRevision: requestMaxRevision, writer: writer, resolver: resolver)
+                schema: schema, device: device, seenRevision: seenRevision, writer: writer, resolver: resolver)
             var result: ChangeSetApplier.Result?
             try writer.savepoint {
                 result = try applier.apply(plan, at: current + 1)
@@ -53,7 +70,7 @@ struct ChangeSetProcessor {
             }
             switch result! {
             case .refused(let reason, let entries):
-                return try refusal(changeSet, reason, entries, evaluatedAt: current, store: true)
+                return try refusal(changeSet, reason, entries, evaluatedAt: current, digest: digest)
             case .applied(var committed):
                 committed.changeSetID = changeSet.id
                 try writer.appendLog(
@@ -62,7 +79,8 @@ struct ChangeSetProcessor {
                         body: committed.changeSet.jsonBytes()))
                 for mapping in committed.mappings { try writer.saveMapping(device: device.id, mapping) }
                 if let id = changeSet.id {
-                    try writer.saveOutcome(device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision))
+                    try writer.saveOutcome(
+                        device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision), digest: digest)
                 }
                 try writer.setRevision(committed.revision)
                 return .committed(committed)
@@ -72,15 +90,53 @@ struct ChangeSetProcessor {
         return outcome
     }
 
+    /// A refusal with the server's truth; kept as the change set's outcome when it has a
+    /// `digest` (a first refusal, not the answer to a repeat).
     private func refusal(
-        _ changeSet: ChangeSet, _ reason: ConflictReason, _ entries: [ConflictEntry], evaluatedAt: Revision, store: Bool
+        _ changeSet: ChangeSet, _ reason: ConflictReason, _ entries: [ConflictEntry], evaluatedAt: Revision, digest: String?
     ) throws -> ChangeSetOutcome {
-        if store, let id = changeSet.id {
-            try writer.saveOutcome(device: device.id, changeSetID: id, outcome: .conflict(reason: reason, entries: entries))
+        if let digest, let id = changeSet.id {
+            try writer.saveOutcome(device: device.id, changeSetID: id, outcome: .conflict(reason: reason, entries: entries), digest: digest)
         }
         let truth = try ConflictTruth(schema: schema, reader: writer, resolver: resolver).changes(for: changeSet)
         let conflict = ChangeSet(id: changeSet.id, conflict: true, reason: reason, conflicts: entries, changes: truth)
         return .conflict(conflict, evaluatedAt: evaluatedAt)
+    }
+
+    /// Updates and deletes whose base revision is ahead of the revision the request claims:
+    /// no honest device sends one, and trusting it would let a change overwrite what the
+    /// device never saw.
+    private func baseRevisionsAhead(_ plan: PlannedChangeSet) -> [ConflictEntry] {
+        var entries: [ConflictEntry] = []
+        for changes in plan.entities {
+            let targets = changes.updates.map { ($0.id, $0.baseRevision) } + changes.deletes.map { ($0.id, $0.baseRevision) }
+            for (id, base) in targets where base > claimedRevision {
+                entries.append(
+                    ConflictEntry(
+                        type: changes.entity.name, id: id, reason: .invalid, clientRevision: base,
+                        message:
+                            "the base revision \(base) of \(changes.entity.name) \(id) is ahead of the revision this request claims (\(claimedRevision)); a device only bases changes on revisions it received"
+                    ))
+            }
+        }
+        return entries
+    }
+
+    /// One entry per record of a change set whose `id` was used before for other content.
+    private func idReusedEntries(_ changeSet: ChangeSet, _ first: StoredOutcome) -> [ConflictEntry] {
+        let earlier: String
+        switch first {
+        case .committed(let revision): earlier = "committed at revision \(revision)"
+        case .conflict(let reason, _): earlier = "refused (\(reason))"
+        }
+        let message =
+            "change set id \(changeSet.id ?? "") was already used for a change set with other content, \(earlier); nothing of this one was applied (every change set needs an id of its own)"
+        return changeSet.changes.flatMap { changes in
+            (changes.create + changes.update + changes.delete).map { id in
+                ConflictEntry(
+                    type: changes.entity, id: id, reason: .idReused, clientRevision: changes.attributes[id]?.revision, message: message)
+            }
+        }
     }
 
     private func forbiddenEntries(_ changeSet: ChangeSet) -> [ConflictEntry] {

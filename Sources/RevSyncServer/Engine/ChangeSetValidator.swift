@@ -29,12 +29,15 @@ struct ChangeSetValidator {
             for id in changes.create {
                 var values = [Value](repeating: .null, count: entity.attributes.count)
                 var given = Set<Int>()
+                var unknown: [String] = []
                 for (name, value) in sortedValues(changes.attributes[id]) {
-                    if let (index, accepted) = check(name, value, of: entity, id: id, revision: nil, problems: &problems) {
+                    if let (index, accepted) = check(name, value, of: entity, id: id, revision: nil, problems: &problems, unknown: &unknown)
+                    {
                         values[index] = accepted
                         given.insert(index)
                     }
                 }
+                reportUnknown(unknown, of: entity, id: id, revision: nil, problems: &problems)
                 for (index, attribute) in entity.attributes.enumerated() where attribute.isRequired && !given.contains(index) {
                     problems.append(
                         ConflictEntry(
@@ -47,11 +50,15 @@ struct ChangeSetValidator {
                 let attributes = changes.attributes[id]
                 let base = attributes?.revision ?? 0
                 var changed: [(index: Int, value: Value)] = []
+                var unknown: [String] = []
                 for (name, value) in sortedValues(attributes) {
-                    if let (index, accepted) = check(name, value, of: entity, id: id, revision: base, problems: &problems) {
+                    if let (index, accepted) = check(
+                        name, value, of: entity, id: id, revision: base, problems: &problems, unknown: &unknown)
+                    {
                         changed.append((index, accepted))
                     }
                 }
+                reportUnknown(unknown, of: entity, id: id, revision: base, problems: &problems)
                 planned.updates.append(.init(id: id, baseRevision: base, changes: changed))
             }
             for id in changes.delete {
@@ -67,15 +74,14 @@ struct ChangeSetValidator {
         return attributes.values.sorted { $0.key < $1.key }
     }
 
-    /// The attribute's index and the value to store, or `nil` after recording the problem.
+    /// The attribute's index and the value to store, or `nil` after recording the problem (a
+    /// name the schema does not know goes to `unknown`, reported once per record).
     private func check(
-        _ name: String, _ value: Value, of entity: Entity, id: RecordID, revision: Revision?, problems: inout [ConflictEntry]
+        _ name: String, _ value: Value, of entity: Entity, id: RecordID, revision: Revision?, problems: inout [ConflictEntry],
+        unknown: inout [String]
     ) -> (Int, Value)? {
         guard let index = entity.index(of: name) else {
-            problems.append(
-                ConflictEntry(
-                    type: entity.name, id: id, reason: .invalid, clientRevision: revision, attribute: name,
-                    message: "\(entity.name) has no attribute \"\(name)\" in schema version \(schema.version)"))
+            unknown.append(name)
             return nil
         }
         switch entity.attributes[index].accept(value) {
@@ -87,5 +93,26 @@ struct ChangeSetValidator {
                     message: refusal.message))
             return nil
         }
+    }
+
+    /// How many unknown names one entry quotes.
+    static let quotedUnknownNames = 5
+
+    /// One entry for every name of a record the schema does not know, however many: what is
+    /// stored and answered for a refused change set stays proportional to its records.
+    private func reportUnknown(_ names: [String], of entity: Entity, id: RecordID, revision: Revision?, problems: inout [ConflictEntry]) {
+        guard let first = names.first else { return }
+        let message: String
+        if names.count == 1 {
+            message = "\(entity.name) has no attribute \"\(first)\" in schema version \(schema.version)"
+        } else {
+            let quoted = names.prefix(Self.quotedUnknownNames).map { "\"\($0)\"" }.joined(separator: ", ")
+            let more = names.count > Self.quotedUnknownNames ? " and \(names.count - Self.quotedUnknownNames) more" : ""
+            message = "\(entity.name) has no attributes \(quoted)\(more) in schema version \(schema.version) (\(names.count) unknown names)"
+        }
+        problems.append(
+            ConflictEntry(
+                type: entity.name, id: id, reason: .invalid, clientRevision: revision, attribute: names.count == 1 ? first : nil,
+                message: message))
     }
 }

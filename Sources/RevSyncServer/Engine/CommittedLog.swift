@@ -34,9 +34,9 @@ struct CommittedLog {
 
     mutating func deleted(_ entity: Entity, _ id: RecordID) {
         touch(entity)
+        // Left in `creates` and `updates`: ``changeSet`` lists only records still here, which
+        // keeps a large delete linear.
         records[RecordReference(entity: entity.name, id: id)] = nil
-        creates[entity.name]?.removeAll { $0 == id }
-        updates[entity.name]?.removeAll { $0 == id }
         deletes[entity.name, default: []].append(id)
     }
 
@@ -48,8 +48,10 @@ struct CommittedLog {
         var changeSet = ChangeSet(revision: revision)
         for name in order {
             let entity = entities[name]!
+            func present(_ id: RecordID) -> Bool { records[RecordReference(entity: name, id: id)] != nil }
             var changes = EntityChanges(
-                entity: name, create: creates[name] ?? [], update: updates[name] ?? [], delete: deletes[name] ?? [])
+                entity: name, create: (creates[name] ?? []).filter(present), update: (updates[name] ?? []).filter(present),
+                delete: deletes[name] ?? [])
             for id in changes.create + changes.update {
                 changes.attributes[id] = records[RecordReference(entity: name, id: id)]!.attributes(of: entity)
             }

@@ -16,6 +16,8 @@ struct ConflictTruth {
     let reader: any StorageReader
     let resolver: TemporaryIDResolver
 
+    /// Linear in the change set: records are read in batches, and every list is kept with a
+    /// set beside it.
     func changes(for changeSet: ChangeSet) throws -> [EntityChanges] {
         var collected = Collected()
         var deletions: [(entity: Entity, record: StoredRecord)] = []
@@ -25,29 +27,29 @@ struct ConflictTruth {
                 for id in changes.create + changes.update + changes.delete { collected.gone(changes.entity, id) }
                 continue
             }
+            // How the client named each record, and the permanent ID it has, if any.
+            var named: [(clientID: RecordID, permanent: RecordID?, oldID: RecordID?)] = []
             for id in changes.create {
-                if let mapping = try resolver.mapping(of: id, reader: reader), mapping.entity == entity.name,
-                    let record = try reader.records(entity, ids: [mapping.permanentID]).first
-                {
-                    collected.current(entity, record, oldID: id)
-                } else {
-                    collected.gone(entity.name, id)
-                }
+                let mapping = try resolver.mapping(of: id, reader: reader)
+                named.append((id, mapping?.entity == entity.name ? mapping?.permanentID : nil, id))
             }
-            let deleted = Set(changes.delete)
             for id in changes.update + changes.delete {
-                guard let permanent = try resolver.resolve(id, entity: entity.name, reader: reader),
-                    let record = try reader.records(entity, ids: [permanent]).first
-                else {
-                    collected.gone(entity.name, id)
+                named.append((id, try resolver.resolve(id, entity: entity.name, reader: reader), id.isTemporary ? id : nil))
+            }
+            let found = Dictionary(
+                try reader.records(entity, ids: named.compactMap(\.permanent)).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            let deleted = Set(changes.delete)
+            for (clientID, permanent, oldID) in named {
+                guard let record = permanent.flatMap({ found[$0] }) else {
+                    collected.gone(entity.name, clientID)
                     continue
                 }
-                collected.current(entity, record, oldID: id.isTemporary ? id : nil)
-                if deleted.contains(id) { deletions.append((entity, record)) }
+                collected.current(entity, record, oldID: oldID)
+                if deleted.contains(clientID) { deletions.append((entity, record)) }
             }
         }
         if !deletions.isEmpty {
-            let plan = try DeletePlan(schema: schema, deleting: deletions, reader: reader)
+            let plan = try DeletePlan<StoredRecord>(schema: schema, deleting: deletions, reader: reader)
             for deleted in plan.deleted where !deleted.explicit { collected.current(deleted.entity, deleted.record, oldID: nil) }
             for nullified in plan.nullified { collected.current(nullified.entity, nullified.record, oldID: nil) }
         }
@@ -55,12 +57,13 @@ struct ConflictTruth {
     }
 }
 
+/// The truth collected so far, each record once, entities in the order first met.
 private struct Collected {
     private var order: [String] = []
-    private var byEntity: [String: EntityChanges] = [:]
+    private var byEntity: [String: (changes: EntityChanges, gone: Set<RecordID>)] = [:]
 
     mutating func current(_ entity: Entity, _ record: StoredRecord, oldID: RecordID?) {
-        modify(entity.name) { changes in
+        modify(entity.name) { changes, _ in
             guard changes.attributes[record.id] == nil else { return }
             changes.update.append(record.id)
             changes.attributes[record.id] = record.attributes(of: entity, oldID: oldID)
@@ -68,18 +71,20 @@ private struct Collected {
     }
 
     mutating func gone(_ entity: String, _ id: RecordID) {
-        modify(entity) { changes in
-            if !changes.delete.contains(id) { changes.delete.append(id) }
+        modify(entity) { changes, gone in
+            if gone.insert(id).inserted { changes.delete.append(id) }
         }
     }
 
-    private mutating func modify(_ entity: String, _ body: (inout EntityChanges) -> Void) {
+    private mutating func modify(_ entity: String, _ body: (inout EntityChanges, inout Set<RecordID>) -> Void) {
         if byEntity[entity] == nil {
             order.append(entity)
-            byEntity[entity] = EntityChanges(entity: entity)
+            byEntity[entity] = (EntityChanges(entity: entity), [])
         }
-        body(&byEntity[entity]!)
+        var entry = byEntity.removeValue(forKey: entity)!
+        body(&entry.changes, &entry.gone)
+        byEntity[entity] = entry
     }
 
-    var changes: [EntityChanges] { order.map { byEntity[$0]! } }
+    var changes: [EntityChanges] { order.map { byEntity[$0]!.changes } }
 }

@@ -12,9 +12,21 @@ struct ResponseBuilder {
     let device: Device
     let reader: any StorageReader
 
-    func build(request: SyncMessage, outcomes: [ChangeSetOutcome]) throws -> SyncResponse {
-        let current = try reader.currentRevision()
-        guard request.maxRevision <= current else { throw SyncError.revisionAhead(client: request.maxRevision, server: current) }
+    /// - Parameters:
+    ///   - cap: answer with the change log up to this revision at most, even if more is
+    ///     committed (a snapshot always reflects the reader's state, whatever the cap).
+    ///   - snapshot: answer with a snapshot whatever the request's revision (a device whose
+    ///     claim the server cannot vouch for).
+    func build(
+        request: SyncMessage, outcomes: [ChangeSetOutcome], through cap: Revision? = nil, snapshot: Bool = false
+    ) throws
+        -> SyncResponse
+    {
+        let latest = try reader.currentRevision()
+        guard request.maxRevision <= latest else { throw SyncError.revisionAhead(client: request.maxRevision, server: latest) }
+        let floor = try reader.logFloor()
+        let needsSnapshot = (snapshot && latest > 0) || (request.maxRevision == 0 && latest > 0) || request.maxRevision < floor
+        let current = needsSnapshot ? latest : max(request.maxRevision, min(latest, cap ?? latest))
         var writer = JSONWriter(capacity: 1024)
         writer.writeRaw("{\"maxRevision\":")
         writer.writeInteger(current)
@@ -30,8 +42,6 @@ struct ResponseBuilder {
                 return nil
             }, uniquingKeysWith: { first, _ in first })
 
-        let floor = try reader.logFloor()
-        let needsSnapshot = (request.maxRevision == 0 && current > 0) || request.maxRevision < floor
         if needsSnapshot {
             for outcome in outcomes {
                 next()
@@ -77,7 +87,7 @@ struct ResponseBuilder {
             }
         }
         writer.writeRaw("]}")
-        return SyncResponse(maxRevision: current, body: writer.bytes)
+        return SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: writer.bytes)
     }
 
     // MARK: The author's view of its own change sets

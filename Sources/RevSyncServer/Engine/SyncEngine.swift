@@ -10,7 +10,7 @@ public import RevSyncProtocol
 /// ```swift
 /// let engine = SyncEngine(schema: .demo, storage: try SQLiteStorage(path: "revsync.sqlite", schema: .demo))
 /// let request = try SyncMessage(json: body, sender: .client)
-/// let response = try await engine.sync(request, from: device)
+/// let response = try await engine.sync(request, tokenHash: Token.hash(token))
 /// ```
 public struct SyncEngine: Sendable {
     /// Bounds on what one request may ask of the server.
@@ -20,8 +20,15 @@ public struct SyncEngine: Sendable {
         public var maxRecordsPerRequest: Int = 100_000
         /// The most change sets one request may hold.
         public var maxChangeSetsPerRequest: Int = 10_000
+        /// The most bytes one text value may have (`--max-value-bytes`).
+        public var maxValueBytes: Int = 1 << 20
 
         public init() {}
+
+        /// The same limits, for checking a request while it is decoded.
+        public var decoding: DecodingLimits {
+            DecodingLimits(maxChangeSets: maxChangeSetsPerRequest, maxRecords: maxRecordsPerRequest, maxValueBytes: maxValueBytes)
+        }
     }
 
     public let schema: Schema
@@ -38,32 +45,37 @@ public struct SyncEngine: Sendable {
         self.groupCommit = GroupCommit(storage: storage)
     }
 
-    /// Applies the request's change sets and answers with everything the device is missing.
+    /// Applies the request's change sets for `device`, as given: its claims are trusted (the
+    /// caller, code in this process, vouches for what the device has seen). For benchmarks and
+    /// tools; requests from the network go through ``sync(_:tokenHash:snapshotProof:)``.
     ///
     /// - Throws: ``SyncError`` for a request refused as a whole (nothing was applied), or the
     ///   storage's error.
     public func sync(_ request: SyncMessage, from device: Device) async throws -> SyncResponse {
-        try await sync(request, as: .device(device))
+        try await sync(request, as: .trusted(device), snapshotProof: nil)
     }
 
     /// Applies the request's change sets for the device of `tokenHash`, checked inside the
     /// same database access as the work: a token revoked a moment ago is refused even when an
     /// earlier check (such as the HTTP layer's) still knew it.
     ///
+    /// What the device claims to have seen is never trusted beyond what the server delivered
+    /// to it (``Device/deliveredRevision``), or what a valid `snapshotProof` shows.
+    ///
     /// - Throws: ``SyncError/unauthorized`` for an unknown or revoked token, and as
     ///   ``sync(_:from:)``.
-    public func sync(_ request: SyncMessage, tokenHash: String) async throws -> SyncResponse {
-        try await sync(request, as: .token(hash: tokenHash))
+    public func sync(_ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil) async throws -> SyncResponse {
+        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof)
     }
 
-    /// Who sends a request: a device already known, or the one of a token to look up.
+    /// Who sends a request: a device whose claims are trusted, or the one of a token to look up.
     private enum Sender: Sendable {
-        case device(Device)
+        case trusted(Device)
         case token(hash: String)
 
         func device(_ reader: any StorageReader) throws -> Device {
             switch self {
-            case .device(let device): return device
+            case .trusted(let device): return device
             case .token(let hash):
                 guard let device = try reader.device(tokenHash: hash) else { throw SyncError.unauthorized }
                 return device
@@ -71,7 +83,7 @@ public struct SyncEngine: Sendable {
         }
     }
 
-    private func sync(_ request: SyncMessage, as sender: Sender) async throws -> SyncResponse {
+    private func sync(_ request: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?) async throws -> SyncResponse {
         let recordCount = request.changeSets.reduce(0) { $0 + $1.recordCount }
         guard recordCount <= limits.maxRecordsPerRequest else {
             throw SyncError.tooLarge(
@@ -84,40 +96,103 @@ public struct SyncEngine: Sendable {
         }
         let schema = self.schema
         guard !request.changeSets.isEmpty else {
-            return try await storage.withReader { reader in
-                try ResponseBuilder(schema: schema, device: try sender.device(reader), reader: reader).build(request: request, outcomes: [])
+            let (response, device) = try await storage.withReader { reader in
+                let device = try sender.device(reader)
+                let delivered = try Self.delivered(to: device, request, snapshotProof, reader)
+                let continues = Self.continues(request, sender, delivered)
+                return (
+                    try ResponseBuilder(schema: schema, device: device, reader: reader).build(
+                        request: request, outcomes: [], snapshot: !continues),
+                    device
+                )
             }
+            try await recordDelivered(response.maxRevision, to: device, alreadyRecorded: device.deliveredRevision)
+            return response
         }
         let embedded = storage.isEmbedded
         let work: @Sendable (any StorageWriter) throws -> Written = { writer in
-            let device = try sender.device(writer)
+            var device = try sender.device(writer)
             let current = try writer.currentRevision()
             guard request.maxRevision <= current else {
                 throw SyncError.revisionAhead(client: request.maxRevision, server: current)
             }
+            let recorded = device.deliveredRevision
+            device.deliveredRevision = try Self.delivered(to: device, request, snapshotProof, writer)
+            if device.deliveredRevision > recorded { try writer.recordDelivered(device: device.id, revision: device.deliveredRevision) }
+            let continues = Self.continues(request, sender, device.deliveredRevision)
             let processor = ChangeSetProcessor(
-                schema: schema, device: device, requestMaxRevision: request.maxRevision, writer: writer,
+                schema: schema, device: device, claimedRevision: request.maxRevision,
+                seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
                 resolver: TemporaryIDResolver(device: device.id))
             let outcomes = try request.changeSets.map(processor.process)
             // On SQLite, a device that is nearly up to date gets its answer from the writer at
             // once: the few log entries cost less than handing the request to a reader. A long
             // catch-up or a snapshot is built by a reader, so that it does not hold up writers;
             // on PostgreSQL every response is, readers working in parallel there.
-            let missing = try writer.currentRevision() - request.maxRevision
-            if embedded, missing <= Self.writerResponseLimit, request.maxRevision > 0, request.maxRevision >= (try writer.logFloor()) {
-                return .response(
-                    try ResponseBuilder(schema: schema, device: device, reader: writer).build(request: request, outcomes: outcomes))
+            let now = try writer.currentRevision()
+            let missing = now - request.maxRevision
+            if continues, embedded, missing <= Self.writerResponseLimit, request.maxRevision > 0,
+                request.maxRevision >= (try writer.logFloor())
+            {
+                let response = try ResponseBuilder(schema: schema, device: device, reader: writer).build(
+                    request: request, outcomes: outcomes)
+                // Before the answer leaves: in the same commit.
+                if response.maxRevision > device.deliveredRevision {
+                    try writer.recordDelivered(device: device.id, revision: response.maxRevision)
+                }
+                return .response(response)
             }
-            return .outcomes(device, outcomes)
+            // The reader answers up to `now` (a snapshot may go further; that is recorded
+            // after it is built). A device whose claim is not covered gets a snapshot.
+            guard continues else { return .outcomes(device, outcomes, recorded: device.deliveredRevision, continues: false) }
+            if now > device.deliveredRevision { try writer.recordDelivered(device: device.id, revision: now) }
+            return .outcomes(device, outcomes, recorded: max(now, device.deliveredRevision), continues: true)
         }
         let written = try await embedded ? groupCommit.write(work) : storage.withWriter(work)
         switch written {
         case .response(let response):
             return response
-        case .outcomes(let device, let outcomes):
-            return try await storage.withReader { reader in
-                try ResponseBuilder(schema: schema, device: device, reader: reader).build(request: request, outcomes: outcomes)
+        case .outcomes(let device, let outcomes, let recorded, let continues):
+            let response = try await storage.withReader { reader in
+                try ResponseBuilder(schema: schema, device: device, reader: reader)
+                    .build(request: request, outcomes: outcomes, through: continues ? recorded : nil, snapshot: !continues)
             }
+            try await recordDelivered(response.maxRevision, to: device, alreadyRecorded: recorded)
+            return response
+        }
+    }
+
+    /// The revision up to which the device was delivered the whole data set: what the server
+    /// recorded, or what a valid snapshot proof shows (the caller records it).
+    private static func delivered(
+        to device: Device, _ request: SyncMessage, _ proof: SnapshotProof?, _ reader: any StorageReader
+    ) throws -> Revision {
+        guard let proof, proof.revision > device.deliveredRevision, proof.revision <= request.maxRevision,
+            proof.isValid(secret: try reader.snapshotSecret(), dataset: try reader.datasetID())
+        else { return device.deliveredRevision }
+        return proof.revision
+    }
+
+    /// Whether the request carries on from what the device was delivered: its claim is covered
+    /// (it claims no more than it was sent, so it holds everything up to its claim), and the
+    /// response then delivers everything up to its own revision. A claim beyond what was
+    /// delivered (a revision copied from `GET /health`, a snapshot file without a proof) is
+    /// judged at the delivered revision and answered with a snapshot, after which the device
+    /// is covered again. Trusted senders always carry on.
+    private static func continues(_ request: SyncMessage, _ sender: Sender, _ delivered: Revision) -> Bool {
+        if case .trusted = sender { return true }
+        return request.maxRevision <= delivered
+    }
+
+    /// Makes sure the database knows that `revision` was delivered to `device` before the
+    /// response leaves: a device must never be judged against less than it was sent.
+    func recordDelivered(_ revision: Revision, to device: Device, alreadyRecorded: Revision) async throws {
+        guard revision > alreadyRecorded else { return }
+        if storage.isEmbedded {
+            // With the writes of concurrent requests, in their commit.
+            try await groupCommit.write { writer in try writer.recordDelivered(device: device.id, revision: revision) }
+        } else {
+            try await storage.withAutocommitWriter { writer in try writer.recordDelivered(device: device.id, revision: revision) }
         }
     }
 
@@ -126,7 +201,9 @@ public struct SyncEngine: Sendable {
 
     private enum Written: Sendable {
         case response(SyncResponse)
-        case outcomes(Device, [ChangeSetOutcome])
+        /// The outcomes, for a reader to answer with; `recorded` is the revision the database
+        /// already knows was delivered, and `continues` whether the answer delivers more.
+        case outcomes(Device, [ChangeSetOutcome], recorded: Revision, continues: Bool)
     }
 }
 
@@ -134,6 +211,8 @@ public struct SyncEngine: Sendable {
 public struct SyncResponse: Sendable {
     /// The revision the response brings the client to.
     public let maxRevision: Revision
+    /// Whether it holds the whole data set (a snapshot change set).
+    public var isSnapshot: Bool = false
     /// The response body: a sync message in the wire format.
     public let body: [UInt8]
 }

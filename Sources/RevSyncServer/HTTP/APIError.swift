@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTP1
 import RevSyncProtocol
 
 /// An error answered as JSON: `{"error": {"code": "...", "message": "...", "path": "..."}}`.
@@ -36,7 +37,21 @@ struct APIError: Error, Sendable {
         case let error as APIError:
             apiError = error
         case let error as ProtocolError:
-            apiError = APIError(status: .badRequest, code: error.code.rawValue, message: error.message, path: error.path)
+            apiError = APIError(
+                status: error.isTooLarge ? .contentTooLarge : .badRequest, code: error.code.rawValue, message: error.message,
+                path: error.path)
+        case let error as HTTPParserError:
+            // The request's framing is broken (chunk sizes, transfer codings, lengths), or the
+            // client went away mid-request: the client's doing, never a server failure.
+            switch error {
+            case .invalidEOFState, .closedConnection:
+                logger.debug("the client disconnected before the end of its request")
+                apiError = APIError(status: .badRequest, code: "incomplete_request", message: "the request ended before its body did")
+            default:
+                logger.info("malformed HTTP framing: \(error)")
+                apiError = APIError(
+                    status: .badRequest, code: "invalid_framing", message: "the request's HTTP framing is invalid: \(error)")
+            }
         case let error as SyncError:
             switch error {
             case .revisionAhead: apiError = APIError(status: .badRequest, code: error.code, message: error.description)

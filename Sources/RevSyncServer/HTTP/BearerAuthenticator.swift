@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import Logging
 import RevSyncProtocol
 
 /// The one check of `Authorization: Bearer <token>` that every authenticated route uses.
@@ -9,12 +10,21 @@ import RevSyncProtocol
 /// engine checks it again inside the sync's own database access) asks with `cached: true`,
 /// sparing a device that syncs often a database read per request; every other route reads
 /// the database each time.
+///
+/// Failed attempts are logged (the address, the path and why; never the token) and counted
+/// per client address (``AuthFailureLimiter``): an address that made too many gets `429`.
 struct BearerAuthenticator: Sendable {
     let storage: any SyncStorage
+    let failures: AuthFailureLimiter
+    let trustedProxies: Set<String>
+    let logger: Logger
     private let recent = TokenCache()
 
-    init(storage: any SyncStorage) {
+    init(storage: any SyncStorage, failures: AuthFailureLimiter, trustedProxies: Set<String>, logger: Logger) {
         self.storage = storage
+        self.failures = failures
+        self.trustedProxies = trustedProxies
+        self.logger = logger
     }
 
     /// An authenticated request: the device and the hash of its token.
@@ -27,15 +37,32 @@ struct BearerAuthenticator: Sendable {
     ///
     /// - Parameter cached: accept a token the database accepted in the last seconds.
     /// - Throws: ``APIError`` `401` (with `WWW-Authenticate: Bearer`) for a missing or
-    ///   malformed header, or an unknown or revoked token.
-    func authenticate(_ request: Request, cached: Bool = false) async throws -> Authenticated {
-        let hash = try Self.tokenHash(request)
-        if cached, let device = recent.device(tokenHash: hash) { return Authenticated(device: device, tokenHash: hash) }
-        guard let device = try await storage.withReader({ try $0.device(tokenHash: hash) }) else {
-            throw APIError.unauthorized("unknown or revoked token")
+    ///   malformed header, or an unknown or revoked token; `429` (with `Retry-After`) for an
+    ///   address with too many failures.
+    func authenticate(_ request: Request, context: RevSyncRequestContext, cached: Bool = false) async throws -> Authenticated {
+        let address = request.clientAddress(context, trustedProxies: trustedProxies)
+        if let wait = failures.blocked(address) {
+            let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
+            throw APIError(
+                status: .tooManyRequests, code: "too_many_failures",
+                message: "too many failed authentications from this address; try again in \(seconds) s",
+                headers: [.retryAfter: String(seconds)])
         }
-        recent.remember(device, tokenHash: hash)
-        return Authenticated(device: device, tokenHash: hash)
+        do {
+            let hash = try Self.tokenHash(request)
+            if cached, let device = recent.device(tokenHash: hash) { return Authenticated(device: device, tokenHash: hash) }
+            guard let device = try await storage.withReader({ try $0.device(tokenHash: hash) }) else {
+                throw APIError.unauthorized("unknown or revoked token")
+            }
+            recent.remember(device, tokenHash: hash)
+            return Authenticated(device: device, tokenHash: hash)
+        } catch let error as APIError where error.status == .unauthorized {
+            failures.recordFailure(address)
+            logger.warning(
+                "authentication failed",
+                metadata: ["address": "\(address)", "path": "\(request.uri.path)", "reason": "\(error.message)"])
+            throw error
+        }
     }
 
     /// The hash of the request's bearer token.

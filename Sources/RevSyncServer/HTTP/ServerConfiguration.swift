@@ -25,5 +25,15 @@ public struct ServerConfiguration: Sendable {
     /// the last one; devices catch up the rest with a normal sync.
     public var snapshotInterval: Int = 1000
 
+    /// The most bytes of request bodies being received, inflated and decoded at once, over all
+    /// requests (``BodyBudget``); a request that would pass it waits briefly, then gets `503`.
+    public var maxInflightBodyBytes: Int = 256 * 1024 * 1024
+    /// After this many failed authentications from one client address within
+    /// ``authFailureWindowSeconds``, its requests get `429` until the window ends.
+    public var authFailureLimit: Int = 20
+    public var authFailureWindowSeconds: Int = 60
+    /// Proxies whose `X-Forwarded-For` names the client (their own address is the peer's).
+    public var trustedProxies: Set<String> = []
+
     public init() {}
 }

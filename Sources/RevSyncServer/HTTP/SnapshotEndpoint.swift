@@ -19,10 +19,12 @@ import NIOCore
 ///   the store file inside the gzip, so that a device can check what it downloaded before it
 ///   opens it.
 extension SyncHTTPServer {
-    func snapshot(_ request: Request, context: some RequestContext) async throws -> Response {
+    func snapshot(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         // Always from the database, not the token cache: a snapshot is the whole data set.
-        _ = try await authenticator.authenticate(request)
+        let device = try await authenticator.authenticate(request, context: context).device
         let entry = try await snapshots.snapshot()
+        // What the device may now claim to have seen.
+        try await engine.recordDelivered(entry.revision, to: device, alreadyRecorded: device.deliveredRevision)
         var headers: HTTPFields = [
             .eTag: entry.etag,
             .acceptRanges: "bytes",
@@ -60,11 +62,13 @@ extension SyncHTTPServer {
         }
         let fileIO = FileIO()
         guard let range else {
-            return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: entry.file, context: context))
+            return Response(
+                status: .ok, headers: headers, body: try await fileIO.loadFile(path: snapshots.path(of: entry), context: context))
         }
         headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(length)"
         return Response(
-            status: .partialContent, headers: headers, body: try await fileIO.loadFile(path: entry.file, range: range, context: context))
+            status: .partialContent, headers: headers,
+            body: try await fileIO.loadFile(path: snapshots.path(of: entry), range: range, context: context))
     }
 
     /// Whether an `If-None-Match` list names `etag` (or is `*`); weak tags compare weakly, as
@@ -141,4 +145,6 @@ extension HTTPField.Name {
     static let revSyncRecords = Self("X-RevSync-Records")!
     static let revSyncSnapshotSHA256 = Self("X-RevSync-Snapshot-SHA256")!
     static let revSyncSnapshotLength = Self("X-RevSync-Snapshot-Length")!
+    /// A request header: the proof a snapshot file carries (``SnapshotProof``).
+    static let revSyncSnapshotProof = Self("RevSync-Snapshot-Proof")!
 }

@@ -27,15 +27,22 @@ public struct SyncHTTPServer: Sendable {
     public let snapshots: SnapshotCache
     let authenticator: BearerAuthenticator
     let compression: ResponseCompression
+    /// What request bodies in flight may cost in memory, together.
+    let bodyBudget: BodyBudget
 
     public init(engine: SyncEngine, configuration: ServerConfiguration, logger: Logger = Logger(label: "revsync")) {
         self.engine = engine
         self.configuration = configuration
         self.logger = logger
-        authenticator = BearerAuthenticator(storage: engine.storage)
+        authenticator = BearerAuthenticator(
+            storage: engine.storage,
+            failures: AuthFailureLimiter(
+                limit: configuration.authFailureLimit, window: .seconds(configuration.authFailureWindowSeconds)),
+            trustedProxies: configuration.trustedProxies, logger: logger)
         compression = ResponseCompression(level: configuration.gzipLevel, fastBelow: configuration.fastGzipBelow)
+        bodyBudget = BodyBudget(limit: configuration.maxInflightBodyBytes)
         snapshots = SnapshotCache(
-            directory: configuration.snapshotDirectory ?? (NSTemporaryDirectory() as NSString).appendingPathComponent("revsync-snapshots"),
+            directory: configuration.snapshotDirectory ?? SnapshotCache.privateDefaultDirectory(),
             interval: configuration.snapshotInterval, storage: engine.storage, schema: engine.schema, logger: logger)
     }
 
@@ -47,11 +54,11 @@ public struct SyncHTTPServer: Sendable {
         services: [any Service] = [],
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: RevSyncRequestContext.self)
         router.add(middleware: JSONErrorMiddleware())
         router.get("/health") { _, _ in try await self.health() }
         router.get("/schema") { request, _ in try await self.schema(request) }
-        router.post("/sync") { request, _ in try await self.sync(request) }
+        router.post("/sync") { request, context in try await self.sync(request, context: context) }
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         return Application(
             router: router,
@@ -96,11 +103,17 @@ public struct SyncHTTPServer: Sendable {
     /// accepted in the last seconds), and again by the engine inside the sync's own database
     /// access, so that a revoked token is refused at once without costing every request a
     /// separate read.
-    func sync(_ request: Request) async throws -> Response {
-        let sender = try await authenticator.authenticate(request, cached: true)
-        let body = try await request.jsonBody(limit: configuration.maxBodySize)
-        let message = try SyncMessage(json: body, sender: .client)
-        let response = try await engine.sync(message, tokenHash: sender.tokenHash)
+    ///
+    /// The body is read within the server's body budget and decoded with the engine's limits,
+    /// which stop the decode at the first excess.
+    func sync(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+        let sender = try await authenticator.authenticate(request, context: context, cached: true)
+        let reservation = bodyBudget.reservation()
+        defer { reservation.release() }
+        let body = try await request.jsonBody(limit: configuration.maxBodySize, reservation: reservation)
+        let message = try SyncMessage(json: body, sender: .client, limits: engine.limits.decoding)
+        let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
+        let response = try await engine.sync(message, tokenHash: sender.tokenHash, snapshotProof: proof)
         logger.debug(
             "sync",
             metadata: [

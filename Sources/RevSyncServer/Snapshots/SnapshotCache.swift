@@ -3,6 +3,12 @@ public import Logging
 public import RevSyncProtocol
 import RevSyncSQLite
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The snapshot `GET /snapshot` serves: the data set as a client store file, gzip-compressed,
 /// kept on disk and made again only when the data set has moved on by `interval` revisions.
 ///
@@ -23,7 +29,8 @@ public actor SnapshotCache {
         /// device checks after decompressing.
         public var storeBytes: Int
         public var storeSHA256: String
-        /// The gzip file that is served, and its size.
+        /// The gzip file that is served (its name; it is always in the cache's directory), and
+        /// its size.
         public var file: String
         public var gzipBytes: Int
         /// The strong entity tag of the gzip file, quoted as HTTP writes it.
@@ -51,11 +58,26 @@ public actor SnapshotCache {
         self.logger = logger
     }
 
+    /// The default directory when none is given: `revsync/snapshots` in the user's cache
+    /// directory (`$XDG_CACHE_HOME`, or `~/.cache`), or a directory named after the user in the
+    /// temporary directory, never a fixed name another user could make first. It is checked to
+    /// be private to this user when it is used.
+    public static func privateDefaultDirectory() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") {
+            return (cache as NSString).appendingPathComponent("revsync/snapshots")
+        }
+        if let home = environment["HOME"], home.hasPrefix("/"), home != "/" {
+            return (home as NSString).appendingPathComponent(".cache/revsync/snapshots")
+        }
+        return (NSTemporaryDirectory() as NSString).appendingPathComponent("revsync-snapshots-\(getuid())")
+    }
+
     /// The snapshot to serve now: the one on disk while it is fewer than `interval` revisions
     /// behind the data set (and of the same data set and schema version), else a new one.
     public func snapshot() async throws -> Entry {
         let (revision, dataset) = try await storage.withReader { (try $0.currentRevision(), try $0.datasetID()) }
-        if current == nil || !FileManager.default.fileExists(atPath: current!.file) { current = latestOnDisk(dataset: dataset) }
+        if current == nil || !FileManager.default.fileExists(atPath: path(of: current!)) { current = latestOnDisk(dataset: dataset) }
         if let current, current.dataset == dataset, current.schemaVersion == schema.version,
             current.revision <= revision, revision - current.revision < interval
         {
@@ -80,10 +102,10 @@ public actor SnapshotCache {
     // MARK: Building
 
     private static func build(in directory: String, storage: any SyncStorage, schema: Schema) async throws -> Entry {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try PrivateFiles.ensurePrivateDirectory(directory)
         let id = UUID().uuidString.prefix(8).lowercased()
         let work = (directory as NSString).appendingPathComponent(".building-\(id)")
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        try PrivateFiles.createDirectory(work)
         defer { try? FileManager.default.removeItem(atPath: work) }
         let store = (work as NSString).appendingPathComponent("snapshot.revsync")
         let info = try await SnapshotFile.write(from: storage, schema: schema, to: store)
@@ -91,33 +113,57 @@ public actor SnapshotCache {
         let gzipInWork = (work as NSString).appendingPathComponent("\(name).revsync.gz")
         try Gzip.compressFile(at: store, to: gzipInWork)
         let gzipSHA256 = try SnapshotFile.sha256(ofFile: gzipInWork)
-        let file = (directory as NSString).appendingPathComponent("\(name).revsync.gz")
-        try FileManager.default.moveItem(atPath: gzipInWork, toPath: file)
+        let file = "\(name).revsync.gz"
+        let path = (directory as NSString).appendingPathComponent(file)
+        try FileManager.default.moveItem(atPath: gzipInWork, toPath: path)
         let entry = Entry(
             revision: info.revision, dataset: info.dataset, schemaVersion: info.schemaVersion, records: info.records,
-            storeBytes: info.bytes, storeSHA256: info.sha256, file: file, gzipBytes: try fileSize(file),
+            storeBytes: info.bytes, storeSHA256: info.sha256, file: file, gzipBytes: try fileSize(path),
             etag: Self.etag(revision: info.revision, gzipSHA256: gzipSHA256), created: Date())
         // The manifest last: a snapshot without one is not there yet.
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        try encoder.encode(entry).write(
-            to: URL(fileURLWithPath: (directory as NSString).appendingPathComponent("\(name).json")), options: .atomic)
+        try PrivateFiles.write(try encoder.encode(entry), to: (directory as NSString).appendingPathComponent("\(name).json"))
         return entry
+    }
+
+    /// Where the gzip file of `entry` is.
+    nonisolated func path(of entry: Entry) -> String {
+        (directory as NSString).appendingPathComponent(entry.file)
     }
 
     // MARK: What is on disk
 
+    /// The manifests in the directory. One that does not decode, or names a file anywhere
+    /// but in this directory (`../`, an absolute path, a link), is ignored and removed: a
+    /// manifest never makes the server read or serve a file outside its directory.
     private func manifests() -> [(manifest: String, entry: Entry)] {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasPrefix("snapshot-") && $0.hasSuffix(".json") }.compactMap { name in
             let path = (directory as NSString).appendingPathComponent(name)
-            guard let data = FileManager.default.contents(atPath: path), let entry = try? decoder.decode(Entry.self, from: data) else {
+            guard let data = FileManager.default.contents(atPath: path), let entry = try? decoder.decode(Entry.self, from: data),
+                Self.isPlainName(entry.file), Self.isRegularFile(self.path(of: entry))
+            else {
+                logger.warning(
+                    "removing a snapshot manifest that is damaged or names a file outside its directory", metadata: ["manifest": "\(name)"])
+                try? FileManager.default.removeItem(atPath: path)
                 return nil
             }
             return (path, entry)
         }
+    }
+
+    /// A file name with no directory in it.
+    static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.contains("\0")
+    }
+
+    /// A regular file itself, not a link to one.
+    private static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
     /// The newest intact snapshot of `dataset` in the directory (a restart, or another
@@ -128,14 +174,14 @@ public actor SnapshotCache {
             .filter { $0.entry.dataset == dataset }
             .sorted { ($0.entry.revision, $0.entry.created) > ($1.entry.revision, $1.entry.created) }
         for (manifest, entry) in candidates {
-            if (try? Self.fileSize(entry.file)) == entry.gzipBytes, let digest = try? SnapshotFile.sha256(ofFile: entry.file),
+            if (try? Self.fileSize(path(of: entry))) == entry.gzipBytes, let digest = try? SnapshotFile.sha256(ofFile: path(of: entry)),
                 entry.etag == Self.etag(revision: entry.revision, gzipSHA256: digest)
             {
                 return entry
             }
             logger.warning("removing a damaged snapshot", metadata: ["file": "\(entry.file)"])
             try? FileManager.default.removeItem(atPath: manifest)
-            try? FileManager.default.removeItem(atPath: entry.file)
+            try? FileManager.default.removeItem(atPath: path(of: entry))
         }
         return nil
     }
@@ -150,7 +196,7 @@ public actor SnapshotCache {
         }
         for (manifest, entry) in sorted.dropFirst(keep) where entry.file != current?.file {
             try? FileManager.default.removeItem(atPath: manifest)
-            try? FileManager.default.removeItem(atPath: entry.file)
+            try? FileManager.default.removeItem(atPath: path(of: entry))
         }
     }
 

@@ -10,7 +10,9 @@ extension SnapshotFile {
     /// with, so the two cannot drift apart.
     package static func write(from storage: any SyncStorage, schema: Schema, to path: String) async throws -> Info {
         try await storage.withReader { reader in
-            try write(to: path, schema: schema, revision: try reader.currentRevision(), dataset: try reader.datasetID()) { add in
+            let (revision, dataset) = (try reader.currentRevision(), try reader.datasetID())
+            let proof = SnapshotProof(secret: try reader.snapshotSecret(), dataset: dataset, revision: revision)
+            return try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof.description) { add in
                 for entity in schema.entities {
                     let names = entity.attributes.map(\.name)
                     try reader.allRecords(entity) { record in

@@ -31,15 +31,20 @@ public enum StorageLocation: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The location for messages, without a password.
+    /// The location for messages, without a password (neither `user:password@` nor
+    /// `?password=`).
     public var description: String {
         switch self {
-        case .sqlite(let path): return path
-        case .postgres(let url):
-            guard let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://") else { return url }
-            let credentials = url[scheme.upperBound..<at]
-            guard let colon = credentials.firstIndex(of: ":") else { return url }
-            return url[..<scheme.upperBound] + credentials[..<colon] + ":***" + url[at...]
+        case .sqlite(let path): path
+        case .postgres(let url): PostgresURL.redacted(url)
+        }
+    }
+
+    /// `text` (an error message, say) without the passwords of this location.
+    public func redacting(_ text: String) -> String {
+        switch self {
+        case .sqlite: text
+        case .postgres(let url): PostgresURL.redact(text, url: url)
         }
     }
 }

@@ -18,6 +18,12 @@ public protocol SyncStorage: Sendable {
     /// Closes connections; the storage cannot be used afterwards.
     func close() async throws
 
+    /// Runs `body` with a writer on a connection of its own, outside the single writer: for a
+    /// small write that must not wait behind change sets (a device's delivered revision). Each
+    /// statement is its own transaction. The single writer itself where there is no other
+    /// connection (SQLite).
+    func withAutocommitWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T
+
     /// Whether the database runs inside this process with one writer connection (SQLite). The
     /// engine then writes concurrent requests together with one commit
     /// (``StorageWriter/group(_:)``; every commit waits for its own `fsync` otherwise), and
@@ -29,6 +35,10 @@ public protocol SyncStorage: Sendable {
 
 extension SyncStorage {
     public var isEmbedded: Bool { false }
+
+    public func withAutocommitWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
+        try await withWriter(body)
+    }
 }
 
 /// Reads, inside one read transaction.
@@ -47,8 +57,9 @@ public protocol StorageReader: AnyObject {
     func allRecords(_ entity: Entity, _ body: (StoredRecord) throws -> Void) throws
     /// The records of `entity` whose attribute at `attributeIndex` is `parent`.
     func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord]
-    /// The stored outcome of a change set this device already sent.
-    func outcome(device: Int64, changeSetID: String) throws -> StoredOutcome?
+    /// The stored outcome of a change set this device already sent, with the digest of its
+    /// content (`nil` for outcomes stored before digests were kept).
+    func outcome(device: Int64, changeSetID: String) throws -> OutcomeRecord?
     /// Every stored outcome of this device's change sets, by change set `id`.
     func outcomes(device: Int64) throws -> [String: StoredOutcome]
     /// The permanent ID the server gave one of this device's temporary IDs.
@@ -62,6 +73,9 @@ public protocol StorageReader: AnyObject {
     func datasetID() throws -> String
     /// Every device, revoked ones included.
     func allDevices() throws -> [DeviceRecord]
+    /// The key of snapshot proofs (``SnapshotProof``): made when the database was set up,
+    /// never sent anywhere.
+    func snapshotSecret() throws -> [UInt8]
 }
 
 /// Writes, by the one writer. Every change to synchronised data happens inside
@@ -92,12 +106,16 @@ public protocol StorageWriter: StorageReader {
     /// Raises the change log's floor (inside the transaction that locked the revision): a
     /// client older than it gets a snapshot instead of the log.
     func setLogFloor(_ revision: Revision) throws
-    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome) throws
+    /// Keeps a change set's outcome, and the digest of its content (``ChangeSetDigest``).
+    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws
     func saveMapping(device: Int64, _ mapping: IDMapping) throws
     /// Creates a device with a token hash; returns its ID.
     func createDevice(name: String, role: Role, tokenHash: String) throws -> Int64
     /// Revokes a device's token; returns whether a device was found.
     func revokeDevice(id: Int64) throws -> Bool
+    /// Raises the revision delivered to a device to `revision` (never lowers it). It may run
+    /// outside a transaction, as a statement of its own.
+    func recordDelivered(device: Int64, revision: Revision) throws
     /// Deletes outcomes processed before `date` (seconds since 1970).
     func purgeOutcomes(processedBefore date: Int64) throws -> Int
 }
@@ -175,4 +193,16 @@ public struct IDMapping: Sendable, Hashable {
 public enum StoredOutcome: Sendable, Hashable {
     case committed(revision: Revision)
     case conflict(reason: ConflictReason, entries: [ConflictEntry])
+}
+
+/// A stored outcome and the digest of the change set it answers.
+public struct OutcomeRecord: Sendable, Hashable {
+    public var outcome: StoredOutcome
+    /// SHA-256 (hex) of the change set's content, `nil` for outcomes kept before digests were.
+    public var digest: String?
+
+    public init(outcome: StoredOutcome, digest: String?) {
+        self.outcome = outcome
+        self.digest = digest
+    }
 }

@@ -53,7 +53,12 @@ public final class ServerFleet: Sendable {
     /// Starts instance `index` (again) and waits until it answers `/health`.
     public func start(_ index: Int) async throws {
         let process = try ChildProcess(
-            executable, ["--port", String(ports[index]), "--database", database, "--log-level", "error"] + extraArguments,
+            executable,
+            [
+                "--port", String(ports[index]), "--database", database, "--log-level", "error", "--admin-token-file",
+                logDirectory + "/admin-token",
+            ]
+                + extraArguments,
             log: logDirectory + "/server-\(index).log")
         state.withLock { $0.processes[index] = process }
         let deadline = Date().addingTimeInterval(60)

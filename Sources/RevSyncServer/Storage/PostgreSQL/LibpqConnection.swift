@@ -20,7 +20,7 @@ final class LibpqConnection: SQLConnection {
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
             PQfinish(connection)
-            throw StorageError.unavailable("cannot connect to PostgreSQL: \(message)")
+            throw StorageError.unavailable("cannot connect to PostgreSQL: \(PostgresURL.redact(message, url: url))")
         }
         self.connection = connection
         let result = PQexec(connection, "SET client_min_messages = warning")

@@ -44,6 +44,12 @@ public final class PostgresStorage: SyncStorage {
         }
     }
 
+    /// Any connection of the pool, without waiting for the instance's writer.
+    public func withAutocommitWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
+        let entities = self.entities
+        return try await pool.withConnection { connection in try body(SQLStorageAccess(connection, entities: entities)) }
+    }
+
     public func withReader<T: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> T) async throws -> T {
         let entities = self.entities
         return try await pool.withConnection { connection in

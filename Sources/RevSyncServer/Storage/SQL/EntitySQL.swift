@@ -8,6 +8,9 @@ import RevSyncSQLite
 struct EntitySQL: Sendable {
     let entity: Entity
     let select: String
+    /// The select of ``selectBatchSize`` IDs at once (`id IN (...)`).
+    let selectBatch: String
+    let selectBatchSize = 128
     let selectAll: String
     let insert: String
     /// The insert of ``insertBatchSize`` rows at once.
@@ -27,6 +30,7 @@ struct EntitySQL: Sendable {
         let columns = (["id", "revision", "_writer", "_other_revision"] + entity.attributes.map { quoted($0.name) })
             .joined(separator: ", ")
         select = "SELECT \(columns) FROM \(table) WHERE id = ?"
+        selectBatch = "SELECT \(columns) FROM \(table) WHERE id IN (" + Array(repeating: "?", count: 128).joined(separator: ", ") + ")"
         selectAll = "SELECT \(columns) FROM \(table) ORDER BY id"
         columnCount = 4 + entity.attributes.count
         insertPrefix = "INSERT INTO \(table) (\(columns)) VALUES "

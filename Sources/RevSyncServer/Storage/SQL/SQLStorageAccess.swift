@@ -95,7 +95,21 @@ final class SQLStorageAccess: StorageWriter {
         let sql = try sql(entity)
         var found: [StoredRecord] = []
         found.reserveCapacity(ids.count)
-        for id in ids { found.append(contentsOf: try records(sql.select, [.integer(id.rawValue)], sql)) }
+        if ids.count <= 2 {
+            for id in ids { found.append(contentsOf: try records(sql.select, [.integer(id.rawValue)], sql)) }
+            return found
+        }
+        // Many at once, a batch per statement; the last batch repeats an ID to fill the
+        // statement, so that one prepared statement serves every batch.
+        var seen = Set<RecordID>()
+        var start = 0
+        while start < ids.count {
+            let batch = ids[start..<min(start + sql.selectBatchSize, ids.count)]
+            var arguments = batch.map { SQLValue.integer($0.rawValue) }
+            arguments += Array(repeating: arguments[arguments.count - 1], count: sql.selectBatchSize - arguments.count)
+            for record in try records(sql.selectBatch, arguments, sql) where seen.insert(record.id).inserted { found.append(record) }
+            start += batch.count
+        }
         return found
     }
 
@@ -112,15 +126,15 @@ final class SQLStorageAccess: StorageWriter {
         return try records(select, [.integer(parent.rawValue)], sql)
     }
 
-    func outcome(device: Int64, changeSetID: String) throws -> StoredOutcome? {
+    func outcome(device: Int64, changeSetID: String) throws -> OutcomeRecord? {
         guard
             let row = try connection.firstRow(
-                "SELECT revision, conflict FROM _rs_outcomes WHERE device_id = ? AND change_set_id = ?",
+                "SELECT revision, conflict, digest FROM _rs_outcomes WHERE device_id = ? AND change_set_id = ?",
                 [.integer(device), .text(changeSetID)])
         else { return nil }
-        if let revision = row[0].integerValue { return .committed(revision: revision) }
+        if let revision = row[0].integerValue { return OutcomeRecord(outcome: .committed(revision: revision), digest: row[2].textValue) }
         guard let json = row[1].bytesValue else { throw StorageError.corrupt("an outcome has neither a revision nor a conflict") }
-        return try StoredOutcome.decodeConflict(json)
+        return OutcomeRecord(outcome: try StoredOutcome.decodeConflict(json), digest: row[2].textValue)
     }
 
     func outcomes(device: Int64) throws -> [String: StoredOutcome] {
@@ -167,23 +181,36 @@ final class SQLStorageAccess: StorageWriter {
     func device(tokenHash: String) throws -> Device? {
         guard
             let row = try connection.firstRow(
-                "SELECT id, name, role FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL", [.text(tokenHash)])
+                "SELECT id, name, role, delivered_revision FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL",
+                [.text(tokenHash)])
         else { return nil }
         return try Self.device(row)
     }
 
     func allDevices() throws -> [DeviceRecord] {
-        try connection.rows("SELECT id, name, role, created_at, revoked_at FROM _rs_devices ORDER BY id").map { row in
-            guard let created = row[3].integerValue else { throw StorageError.corrupt("a device has no creation date") }
-            return DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[4].integerValue)
+        try connection.rows("SELECT id, name, role, delivered_revision, created_at, revoked_at FROM _rs_devices ORDER BY id").map { row in
+            guard let created = row[4].integerValue else { throw StorageError.corrupt("a device has no creation date") }
+            return DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[5].integerValue)
         }
     }
 
+    /// A device from `id, name, role, delivered_revision`.
     private static func device(_ row: [SQLValue]) throws -> Device {
-        guard let id = row[0].integerValue, let name = row[1].textValue, let role = row[2].textValue.flatMap(Role.init(rawValue:)) else {
+        guard let id = row[0].integerValue, let name = row[1].textValue, let role = row[2].textValue.flatMap(Role.init(rawValue:)),
+            let delivered = row[3].integerValue
+        else {
             throw StorageError.corrupt("a device row does not have the expected columns")
         }
-        return Device(id: id, name: name, role: role)
+        return Device(id: id, name: name, role: role, deliveredRevision: delivered)
+    }
+
+    func snapshotSecret() throws -> [UInt8] {
+        guard let hex = try connection.firstRow("SELECT value FROM _rs_meta WHERE key = 'snapshot_secret'", [])?.first?.textValue,
+            let secret = Hex.decode(hex), secret.count == 32
+        else {
+            throw StorageError.corrupt("the database has no snapshot secret")
+        }
+        return secret
     }
 
     // MARK: StorageWriter
@@ -307,7 +334,7 @@ final class SQLStorageAccess: StorageWriter {
         if recentLog != nil { pendingLog.append(entry) }
     }
 
-    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome) throws {
+    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws {
         let revision: SQLValue
         let conflict: SQLValue
         switch outcome {
@@ -319,8 +346,14 @@ final class SQLStorageAccess: StorageWriter {
             conflict = .bytes(outcome.encodedConflict())
         }
         try connection.execute(
-            "INSERT INTO _rs_outcomes (device_id, change_set_id, revision, conflict, processed_at) VALUES (?, ?, ?, ?, ?)",
-            [.integer(device), .text(changeSetID), revision, conflict, .integer(Self.now())])
+            "INSERT INTO _rs_outcomes (device_id, change_set_id, revision, conflict, processed_at, digest) VALUES (?, ?, ?, ?, ?, ?)",
+            [.integer(device), .text(changeSetID), revision, conflict, .integer(Self.now()), digest.map(SQLValue.text) ?? .null])
+    }
+
+    func recordDelivered(device: Int64, revision: Revision) throws {
+        try connection.execute(
+            "UPDATE _rs_devices SET delivered_revision = ? WHERE id = ? AND delivered_revision < ?",
+            [.integer(revision), .integer(device), .integer(revision)])
     }
 
     func saveMapping(device: Int64, _ mapping: IDMapping) throws {

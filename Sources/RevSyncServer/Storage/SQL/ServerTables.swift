@@ -37,8 +37,28 @@ enum ServerTables {
                 """,
                 "INSERT INTO _rs_meta (key, value) VALUES ('dataset_id', '\(UUID().uuidString)')",
             ]
-        }
+        },
+        Migration(version: 2, name: "delivered revisions, change set digests, snapshot secret") { dialect in
+            [
+                // The highest revision a response (or a snapshot) delivered to the device: what
+                // its claims are judged against.
+                "ALTER TABLE _rs_devices ADD COLUMN delivered_revision \(dialect.bigint) NOT NULL DEFAULT 0",
+                // Devices that synced before this was kept are believed up to today's revision.
+                "UPDATE _rs_devices SET delivered_revision = (SELECT revision FROM _rs_counter WHERE id = 1)",
+                // The SHA-256 of a change set's content, kept with its outcome: a repeat must be
+                // the same change set.
+                "ALTER TABLE _rs_outcomes ADD COLUMN digest TEXT",
+                // The key of the proofs snapshot files carry (HMAC-SHA256), never sent anywhere.
+                "INSERT INTO _rs_meta (key, value) VALUES ('snapshot_secret', '\(ServerTables.randomSecret())')",
+            ]
+        },
     ]
+
+    /// 32 random bytes from the system's secure generator, in hexadecimal.
+    static func randomSecret() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Hex.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
 
     /// Brings the server's tables to the newest version and, given a schema, creates or
     /// upgrades its entity tables, in the caller's write transaction (which `lockSetup`

@@ -47,6 +47,9 @@ public final class SQLiteStorage: SyncStorage {
             // savepoint back inside an open transaction, so memory is as safe as the file.
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
         }
+        // A new database is private from the start (SQLite gives its -wal and -shm files the
+        // same permissions).
+        try PrivateFiles.create(path)
         pool = try DatabasePool(path: path, configuration: configuration)
         // GRDB sets `synchronous = NORMAL` on the writer when it turns WAL on, after
         // `prepareDatabase` ran: set it again, or `.full` would not be what commits do.

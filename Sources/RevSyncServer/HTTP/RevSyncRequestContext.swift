@@ -1,0 +1,30 @@
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// What the server knows of a request beyond its head and body: where it comes from.
+struct RevSyncRequestContext: RequestContext, RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The peer of the connection (a proxy's, behind one).
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
+extension Request {
+    /// The client's address: the connection's peer, or, when the peer is one of
+    /// `trustedProxies`, the last address it added to `X-Forwarded-For`.
+    func clientAddress(_ context: RevSyncRequestContext, trustedProxies: Set<String>) -> String {
+        let peer = context.remoteAddress?.ipAddress ?? "unknown"
+        guard trustedProxies.contains(peer), let forwarded = headers[.xForwardedFor] else { return peer }
+        let last = forwarded.split(separator: ",").last.map { $0.trimmingWhitespace() } ?? ""
+        return last.isEmpty ? peer : last
+    }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = Self("X-Forwarded-For")!
+}
