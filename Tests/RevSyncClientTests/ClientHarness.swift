@@ -49,10 +49,3 @@ extension LocalStore {
         }
     }
 }
-
-/// Runs `body` with a temporary directory, removed afterwards.
-func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) async throws -> T) async throws -> T {
-    let directory = try TemporaryDirectory()
-    defer { directory.remove() }
-    return try await body(directory)
-}

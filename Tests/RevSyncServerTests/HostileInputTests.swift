@@ -13,6 +13,8 @@ import Testing
         var gzip = false
         let status: Int
         let code: String
+        /// The JSON path the error must name, if any.
+        var path: String?
         var testDescription: String { name }
     }
 
@@ -85,6 +87,32 @@ import Testing
                 return bomb + deflater.finish()
             }, gzip: true, status: 413, code: "body_too_large"),
         Case(name: "gzip inside gzip", body: { Gzip.compress(Gzip.compress(request(""))) }, gzip: true, status: 400, code: "invalid_json"),
+        Case(
+            name: "1.37 M change sets in a little gzip",
+            body: {
+                // 1,370,000 change sets (63 MB, under the body limit) in about 200 KB: the decode
+                // stops at the first one past the limit.
+                let deflater = Gzip.Deflater(level: 9)
+                var body = deflater.compress(Array(#"{"maxRevision":1,"changeSets":["#.utf8))
+                let unit = Array(#"{"types":["venues"],"venues":{"create":[-1]}},"#.utf8)
+                let block = Array([[UInt8]](repeating: unit, count: 10_000).joined())
+                for _ in 0..<137 { body += deflater.compress(block) }
+                return body + deflater.compress(Array(#"{"types":["venues"],"venues":{"create":[-1]}}]}"#.utf8)) + deflater.finish()
+            }, gzip: true, status: 413, code: "request_too_large", path: "changeSets[10000]"),
+        Case(
+            name: "a value past the value limit",
+            body: {
+                request(
+                    #"{"types":["notes"],"notes":{"create":[-1],"attributes":{"-1":{"body":"\#(String(repeating: "a", count: 2 << 20))"}}}}"#
+                )
+            },
+            status: 413, code: "value_too_large", path: "changeSets[0].notes.attributes.-1.body"),
+        Case(
+            name: "one change set id twice",
+            body: {
+                let changeSet = #"{"id":"same","types":["venues"],"venues":{"create":[-1],"attributes":{"-1":{"name":"x"}}}}"#
+                return request(changeSet + "," + changeSet.replacing("-1", with: "-2"))
+            }, status: 400, code: "duplicate_change_set_id", path: "changeSets[1].id"),
     ]
 
     @Test(arguments: StoreKind.all, cases)
@@ -104,6 +132,7 @@ import Testing
 
             #expect(response.status == testCase.status, "\(response.bodyText.prefix(300))")
             #expect(response.bodyText.contains(#""code":"\#(testCase.code)""#), "\(response.bodyText.prefix(300))")
+            if let path = testCase.path { #expect(response.bodyText.contains(#""path":"\#(path)""#), "\(response.bodyText.prefix(300))") }
             #expect(normal.maxRevision == 1)
             #expect(try await server.contents() == before)
             #expect(try await server.revision() == 1)

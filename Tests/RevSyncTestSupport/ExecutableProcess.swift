@@ -24,7 +24,9 @@ public final class ExecutableProcess: Sendable {
     }
 
     /// Starts `executable` (a product name such as `revsync-server`) with `arguments`.
-    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    ///
+    /// - Parameter standardInput: what the process reads on standard input (nothing if `nil`).
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], standardInput: String? = nil) throws {
         let path = Self.productsDirectory.appendingPathComponent(executable).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw RawHTTPClient.Failure(description: "\(path) is not built; run `swift build` first")
@@ -35,7 +37,12 @@ public final class ExecutableProcess: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var inputPath = "/dev/null"
+        if let standardInput {
+            inputPath = base + ".in"
+            try Data(standardInput.utf8).write(to: URL(fileURLWithPath: inputPath))
+        }
+        posix_spawn_file_actions_addopen(&actions, 0, inputPath, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
@@ -61,13 +68,14 @@ public final class ExecutableProcess: Sendable {
         if exit.status == nil { kill(pid, SIGKILL) }
         try? FileManager.default.removeItem(atPath: outputPath)
         try? FileManager.default.removeItem(atPath: errorPath)
+        try? FileManager.default.removeItem(atPath: outputPath.dropLast(4) + ".in")
     }
 
     /// Runs `executable` to completion; returns its exit status and output.
     public static func run(
-        _ executable: String, _ arguments: [String], environment: [String: String] = [:]
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], standardInput: String? = nil
     ) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = try ExecutableProcess(executable, arguments, environment: environment)
+        let process = try ExecutableProcess(executable, arguments, environment: environment, standardInput: standardInput)
         let status = await process.exitStatus()
         return (status, process.standardOutput, process.standardError)
     }

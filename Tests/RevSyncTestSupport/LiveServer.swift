@@ -12,14 +12,22 @@ public struct LiveServer: TestServer {
     /// The database, as `--database` takes it: a file path or a PostgreSQL URL.
     public let database: String
     public let schema: Schema
+    /// What the server logged (of a server in this process; empty for one elsewhere).
+    public let logs: LogCapture
+    /// The server itself (of a server in this process).
+    public let http: SyncHTTPServer?
 
     /// A server running elsewhere (another process), reached on `port`, whose data `storage`
     /// reads.
-    public init(port: Int, storage: any SyncStorage, database: String, schema: Schema) {
+    public init(
+        port: Int, storage: any SyncStorage, database: String, schema: Schema, logs: LogCapture = LogCapture(), http: SyncHTTPServer? = nil
+    ) {
         self.port = port
         self.storage = storage
         self.database = database
         self.schema = schema
+        self.logs = logs
+        self.http = http
     }
 
     /// The same data, served by the instance on `port`.
@@ -67,8 +75,8 @@ public func withLiveServer<T: Sendable>(
     configure(&configuration)
     configuration.host = "127.0.0.1"
     configuration.port = 0
-    var logger = Logger(label: "revsync-test")
-    logger.logLevel = .warning
+    let logs = LogCapture()
+    let logger = logs.logger(level: .debug)
     let server = SyncHTTPServer(
         engine: SyncEngine(schema: schema, storage: storage, limits: limits), configuration: configuration, logger: logger)
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
@@ -77,7 +85,7 @@ public func withLiveServer<T: Sendable>(
         group.addTask { try await services.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw RawHTTPClient.Failure(description: "the server did not start") }
-        let live = LiveServer(port: port, storage: storage, database: database.location, schema: schema)
+        let live = LiveServer(port: port, storage: storage, database: database.location, schema: schema, logs: logs, http: server)
         let result: Result<T, any Error>
         do {
             result = .success(try await body(live))

@@ -150,6 +150,11 @@ public final class RawHTTPConnection: Sendable {
     }
 
     /// Reads until the server closes the connection and returns what it sent.
+    /// Closes the sending half: the server sees the end of the request's bytes.
+    public func finishSending() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     public func receiveAll() throws -> [UInt8] {
         receive { _ in false }
     }

@@ -18,3 +18,10 @@ public struct TemporaryDirectory: Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// Runs `body` with a temporary directory, removed afterwards.
+public func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) async throws -> T) async throws -> T {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    return try await body(directory)
+}

@@ -36,9 +36,16 @@ public final class TestDevice {
 
     /// Sends the change sets with the device's `maxRevision` (or the one given), checks the
     /// response is a valid sync message, and stores its `maxRevision`.
+    ///
+    /// - Parameter snapshotProof: the proof of a snapshot the device started from.
     @discardableResult
-    public func sync(_ changeSets: [ChangeSet] = [], from revision: Revision? = nil) async throws -> SyncMessage {
-        let message = try await send(SyncMessage(maxRevision: revision ?? maxRevision, changeSets: changeSets))
+    public func sync(
+        _ changeSets: [ChangeSet] = [], from revision: Revision? = nil, snapshotProof: SnapshotProof? = nil
+    ) async throws
+        -> SyncMessage
+    {
+        let message = try await send(
+            SyncMessage(maxRevision: revision ?? maxRevision, changeSets: changeSets), snapshotProof: snapshotProof)
         maxRevision = message.maxRevision
         return message
     }
@@ -48,17 +55,20 @@ public final class TestDevice {
     ///
     /// - Throws: when the server refuses the request as a whole (a status other than `200`
     ///   over HTTP, the engine's error in process).
-    public func send(_ request: SyncMessage) async throws -> SyncMessage {
+    public func send(_ request: SyncMessage, snapshotProof: SnapshotProof? = nil) async throws -> SyncMessage {
         switch route {
         case .http:
-            let response = try await post(request.jsonBytes())
+            let response = try await post(
+                request.jsonBytes(),
+                headers: [("Content-Type", "application/json")] + (snapshotProof.map { [("RevSync-Snapshot-Proof", $0.description)] } ?? [])
+            )
             guard response.status == 200 else {
                 throw RawHTTPClient.Failure(description: "sync answered \(response.status): \(response.bodyText)")
             }
             return try SyncMessage(json: response.body, sender: .server)
         case .engine(let engine):
             let decoded = try SyncMessage(json: request.jsonBytes(), sender: .client)
-            let response = try await engine.sync(decoded, tokenHash: Token.hash(token))
+            let response = try await engine.sync(decoded, tokenHash: Token.hash(token), snapshotProof: snapshotProof)
             return try SyncMessage(json: response.body, sender: .server)
         }
     }

@@ -13,7 +13,7 @@ final class BodyBudget: Sendable {
     let limit: Int
     /// How long a request waits for budget before `503`.
     let patience: Duration
-    private let used = Locked(0)
+    private let used = Locked((now: 0, peak: 0))
 
     init(limit: Int, patience: Duration = .seconds(1)) {
         self.limit = limit
@@ -21,7 +21,9 @@ final class BodyBudget: Sendable {
     }
 
     /// Bytes reserved now (for tests and metrics).
-    var reserved: Int { used.current }
+    var reserved: Int { used.current.now }
+    /// The most bytes reserved at once so far.
+    var peak: Int { used.current.peak }
 
     /// A reservation for one request, empty at first; ``Reservation/release()`` gives it back.
     func reservation() -> Reservation {
@@ -31,14 +33,15 @@ final class BodyBudget: Sendable {
     fileprivate func take(_ bytes: Int) -> Bool {
         used.withLock { used in
             // One request alone may always go ahead, whatever its size: the body limits bound it.
-            guard used == 0 || used + bytes <= limit else { return false }
-            used += bytes
+            guard used.now == 0 || used.now + bytes <= limit else { return false }
+            used.now += bytes
+            used.peak = max(used.peak, used.now)
             return true
         }
     }
 
     fileprivate func give(_ bytes: Int) {
-        used.withLock { $0 -= bytes }
+        used.withLock { $0.now -= bytes }
     }
 
     /// What one request holds of the budget.

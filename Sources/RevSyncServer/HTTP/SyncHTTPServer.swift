@@ -30,6 +30,9 @@ public struct SyncHTTPServer: Sendable {
     /// What request bodies in flight may cost in memory, together.
     let bodyBudget: BodyBudget
 
+    /// The bytes of the body budget reserved by requests in flight now, and the most so far.
+    public var bodyBytesReserved: (now: Int, peak: Int) { (bodyBudget.reserved, bodyBudget.peak) }
+
     public init(engine: SyncEngine, configuration: ServerConfiguration, logger: Logger = Logger(label: "revsync")) {
         self.engine = engine
         self.configuration = configuration

@@ -38,8 +38,8 @@ public actor SnapshotCache {
         public var created: Date
     }
 
-    public let directory: String
-    public let interval: Int
+    public nonisolated let directory: String
+    public nonisolated let interval: Int
     private let storage: any SyncStorage
     private let schema: Schema
     private let logger: Logger
