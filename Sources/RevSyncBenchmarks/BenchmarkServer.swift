@@ -39,8 +39,10 @@ final class BenchmarkServer: Sendable {
 
     /// Seeds `records` records, creates `devices` tokens, lets `prepare` write through the
     /// engine (before the server starts), then starts the server.
+    ///
+    /// - Parameter viewers: how many of the devices (the last ones) have the `viewer` role.
     static func start(
-        store: BenchmarkStore, records: Int, devices: Int, binaries: URL, label: String, serverArguments: [String] = [],
+        store: BenchmarkStore, records: Int, devices: Int, viewers: Int = 0, binaries: URL, label: String, serverArguments: [String] = [],
         prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
     ) async throws -> BenchmarkServer {
         let work = try ScratchDatabase.temporaryDirectory("bench")
@@ -50,7 +52,8 @@ final class BenchmarkServer: Sendable {
         var tokens: [String] = []
         var owners: [Device] = []
         for index in 0..<devices {
-            let (device, token) = try await Token.create(name: "bench device \(index)", role: .member, in: storage)
+            let role: Role = index >= devices - viewers ? .viewer : .member
+            let (device, token) = try await Token.create(name: "bench device \(index)", role: role, in: storage)
             tokens.append(token)
             owners.append(device)
         }

@@ -65,7 +65,11 @@ final class SyncConnection {
 
     /// Sends `message` (gzip) and reads the whole response.
     func sync(_ message: SyncMessage, timeout: TimeInterval = 30) throws -> Reply {
-        let body = Gzip.compress(message.jsonBytes(), level: 6)
+        try send(gzipped: Gzip.compress(message.jsonBytes(), level: 6), timeout: timeout)
+    }
+
+    /// Sends a gzip body as it is (one built for a purpose) and reads the whole response.
+    func send(gzipped body: [UInt8], timeout: TimeInterval = 30) throws -> Reply {
         let head =
             "POST /sync HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
             + "Content-Encoding: gzip\r\nAccept-Encoding: gzip\r\nContent-Length: \(body.count)\r\n\r\n"

@@ -132,6 +132,33 @@ struct Client: AsyncParsableCommand {
     }
 }
 
+struct Hostile: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Scenario 6: refused change sets of growing size (time, and a colleague's write meanwhile), and the server's peak memory under large concurrent bodies."
+    )
+
+    @Option(parsing: .upToNextOption, help: "Records named by the refused change set, one run per size.")
+    var records = [10_000, 20_000, 50_000, 100_000]
+    @Option(help: "Concurrent large bodies.") var bodies = 16
+    @Option(help: "Size of each body once inflated, in MB.") var bodyMegabytes = 60
+    @Option(help: "The server's --max-inflight-body-bytes for the memory run (default: the server's default).") var budget: Int?
+    @Flag(help: "Skip the memory run.") var skipMemory = false
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = HostileBenchmark(binaries: productsDirectory)
+        benchmark.store = try options.choice
+        benchmark.sizes = records
+        benchmark.bodies = bodies
+        benchmark.bodyMegabytes = bodyMegabytes
+        benchmark.budget = budget
+        let refusals = try await benchmark.refusals()
+        let memory = skipMemory ? nil : try await benchmark.memory()
+        printTable(benchmark.rows(refusals: refusals, memory: memory, command: commandLine))
+    }
+}
+
 struct Payload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Scenario 5: sizes of a typical change set, a catch-up and a full sync, raw and gzip.")

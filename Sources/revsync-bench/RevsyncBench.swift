@@ -8,7 +8,9 @@ struct RevsyncBench: AsyncParsableCommand {
         abstract: "Benchmarks and the many-device simulator. Build with -c release for figures.",
         discussion:
             "Each benchmark prints its result as a row of the Markdown table in docs/benchmarks.md, with the command that produced it.",
-        subcommands: [FullSync.self, FreshDevice.self, Concurrent.self, CatchUp.self, Client.self, Payload.self, Simulate.self])
+        subcommands: [
+            FullSync.self, FreshDevice.self, Concurrent.self, CatchUp.self, Client.self, Payload.self, Hostile.self, Simulate.self,
+        ])
 }
 
 /// Writes one line to standard output at once.

@@ -28,6 +28,25 @@ import Testing
         #expect(row.value("requests")?.hasPrefix("1 sync") == true)
     }
 
+    @Test func hostileRequestsAreRefusedAndMeasured() async throws {
+        var benchmark = HostileBenchmark(binaries: Self.binaries)
+        benchmark.sizes = [100, 300]
+        benchmark.bodies = 3
+        benchmark.bodyMegabytes = 1
+        benchmark.budget = 2 << 20
+        let refusals = try await benchmark.refusals()
+        #expect(refusals.map(\.records) == [100, 300])
+        #expect(refusals.allSatisfy { $0.seconds > 0 && $0.colleagueSeconds > 0 })
+        let memory = try await benchmark.memory()
+        #expect(memory.statuses.values.reduce(0, +) == 3)
+        #expect(Set(memory.statuses.keys).isSubset(of: [200, 503]), "\(memory.statuses)")
+        #expect(memory.peakAfter >= memory.peakBefore && memory.peakBefore > 0)
+        let rows = benchmark.rows(refusals: refusals, memory: memory, command: "revsync-bench hostile")
+        #expect(rows.count == 3)
+        #expect(rows[0].value("per 1,000 records") != nil)
+        #expect(rows[2].value("body budget") == "2.0 MB")
+    }
+
     @Test func aFreshDeviceFromTheSnapshotCatchesUpAndMatchesAFullSync() async throws {
         var benchmark = FreshDeviceBenchmark(binaries: Self.binaries)
         benchmark.records = 300
