@@ -72,6 +72,10 @@ public func withLiveServer<T: Sendable>(
 ) async throws -> T {
     let storage = try await database.open(schema: schema)
     var configuration = ServerConfiguration()
+    // Each server its own snapshots (the default directory is shared by every server of a user).
+    let snapshots = try TemporaryDirectory(prefix: "revsync-snapshots")
+    defer { snapshots.remove() }
+    configuration.snapshotDirectory = snapshots.path
     configure(&configuration)
     configuration.host = "127.0.0.1"
     configuration.port = 0

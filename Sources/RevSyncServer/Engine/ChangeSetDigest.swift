@@ -15,43 +15,81 @@ struct ChangeSetDigest {
     /// The permanent ID of one of the device's temporary IDs, if the server gave it one.
     let permanentID: (RecordID) throws -> RecordID?
 
+    /// The digest of a change set that names no temporary ID but those it creates (most do),
+    /// without the ID map: computed before the writer is involved, so that it costs the
+    /// writer nothing. `nil` for the others, whose digest needs the ID map.
+    static func withoutIDMap(_ changeSet: ChangeSet, schema: Schema) -> String? {
+        guard changeSet.id != nil else { return nil }
+        var created = Set<RecordID>()
+        for changes in changeSet.changes { created.formUnion(changes.create) }
+        for changes in changeSet.changes {
+            if changes.update.contains(where: \.isTemporary) || changes.delete.contains(where: \.isTemporary) { return nil }
+            guard let entity = schema.entity(changes.entity) else { continue }
+            for attributes in changes.attributes.values {
+                for (name, value) in attributes.values {
+                    if case .integer(let raw) = value, raw < 0, entity.attribute(name)?.referenceTarget != nil,
+                        !created.contains(RecordID(raw))
+                    {
+                        return nil
+                    }
+                }
+            }
+        }
+        return try? ChangeSetDigest(schema: schema) { _ in nil }.digest(of: changeSet)
+    }
+
+    /// Written into one buffer (JSON text pieces: every string is quoted, so no two
+    /// contents write the same bytes) and hashed once: it runs for every change set.
     func digest(of changeSet: ChangeSet) throws -> String {
-        var hasher = SHA256()
-        let created = Set(changeSet.changes.flatMap(\.create))
+        var writer = JSONWriter(capacity: 512)
+        var created = Set<RecordID>()
+        for changes in changeSet.changes { created.formUnion(changes.create) }
         func normalized(_ id: RecordID) throws -> RecordID {
             guard id.isTemporary, !created.contains(id) else { return id }
             return try permanentID(id) ?? id
         }
-        func add(_ text: String) { hasher.update(data: Array(text.utf8)) }
-        for changes in changeSet.changes.sorted(by: { $0.entity < $1.entity }) {
+        func writeIDs(_ tag: UInt8, _ ids: [RecordID]) {
+            writer.writeByte(tag)
+            for id in ids.sorted() {
+                writer.writeInteger(id.rawValue)
+                writer.writeByte(UInt8(ascii: ","))
+            }
+        }
+        let ordered = changeSet.changes.count < 2 ? changeSet.changes : changeSet.changes.sorted { $0.entity < $1.entity }
+        for changes in ordered {
             let entity = schema.entity(changes.entity)
-            add("E\(changes.entity)\n")
-            add("C\(changes.create.sorted().map(\.description).joined(separator: ","))\n")
-            add("U\(try changes.update.map(normalized).sorted().map(\.description).joined(separator: ","))\n")
-            add("D\(try changes.delete.map(normalized).sorted().map(\.description).joined(separator: ","))\n")
-            let records = try changes.attributes.map { id, attributes in (created.contains(id) ? id : try normalized(id), attributes) }
+            writer.writeByte(UInt8(ascii: "E"))
+            writer.writeString(changes.entity)
+            writeIDs(UInt8(ascii: "C"), changes.create)
+            writeIDs(UInt8(ascii: "U"), try changes.update.map(normalized))
+            writeIDs(UInt8(ascii: "D"), try changes.delete.map(normalized))
+            var records: [(RecordID, RecordAttributes)] = []
+            records.reserveCapacity(changes.attributes.count)
+            for (id, attributes) in changes.attributes { records.append((created.contains(id) ? id : try normalized(id), attributes)) }
             for (id, attributes) in records.sorted(by: { $0.0 < $1.0 }) {
-                add("R\(id) \(attributes.revision.map(String.init) ?? "-")\n")
+                writer.writeByte(UInt8(ascii: "R"))
+                writer.writeInteger(id.rawValue)
+                writer.writeByte(UInt8(ascii: ":"))
+                if let revision = attributes.revision { writer.writeInteger(revision) } else { writer.writeNull() }
                 for (name, value) in attributes.values.sorted(by: { $0.key < $1.key }) {
-                    var value = value
-                    if entity?.attribute(name)?.referenceTarget != nil, case .integer(let raw) = value {
-                        value = .integer(try normalized(RecordID(raw)).rawValue)
+                    writer.writeString(name)
+                    switch value {
+                    case .integer(let raw) where entity?.attribute(name)?.referenceTarget != nil:
+                        writer.writeByte(UInt8(ascii: "i"))
+                        writer.writeInteger(try normalized(RecordID(raw)).rawValue)
+                    case .integer(let integer):
+                        writer.writeByte(UInt8(ascii: "i"))
+                        writer.writeInteger(integer)
+                    case .real(let real):
+                        // The exact bits: 2 and 2.0 are different values here.
+                        writer.writeByte(UInt8(ascii: "r"))
+                        writer.writeInteger(Int64(bitPattern: real.bitPattern))
+                    case .null, .bool, .text:
+                        writer.write(value)
                     }
-                    add("\(name)=\(Self.canonical(value))\n")
                 }
             }
         }
-        return Hex.encode(hasher.finalize())
-    }
-
-    /// A value written so that different values never write the same text.
-    private static func canonical(_ value: Value) -> String {
-        switch value {
-        case .null: "n"
-        case .bool(let bool): bool ? "t" : "f"
-        case .integer(let integer): "i\(integer)"
-        case .real(let real): "r\(real.bitPattern)"
-        case .text(let text): "s\(text.utf8.count):\(text)"
-        }
+        return Hex.encode(SHA256.hash(data: writer.bytes))
     }
 }

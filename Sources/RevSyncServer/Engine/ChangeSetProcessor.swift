@@ -23,15 +23,18 @@ struct ChangeSetProcessor {
     let writer: any StorageWriter
     let resolver: TemporaryIDResolver
 
-    func process(_ changeSet: ChangeSet) throws -> ChangeSetOutcome {
+    /// - Parameter knownDigest: the change set's digest, when it could be computed without the
+    ///   ID map (``ChangeSetDigest/withoutIDMap(_:schema:)``).
+    func process(_ changeSet: ChangeSet, knownDigest: String? = nil) throws -> ChangeSetOutcome {
         let outcome: ChangeSetOutcome = try writer.transaction {
             // The lock comes first: another server instance may be committing this very change
             // set (a client retrying elsewhere), and its outcome must be seen once it commits.
             let current = try writer.lockRevision()
             var digest: String?
             if let id = changeSet.id {
-                digest = try ChangeSetDigest(schema: schema) { try resolver.mapping(of: $0, reader: writer)?.permanentID }
-                    .digest(of: changeSet)
+                digest =
+                    try knownDigest
+                    ?? ChangeSetDigest(schema: schema) { try resolver.mapping(of: $0, reader: writer)?.permanentID }.digest(of: changeSet)
                 if let stored = try writer.outcome(device: device.id, changeSetID: id) {
                     if let storedDigest = stored.digest, storedDigest != digest {
                         return try refusal(

@@ -110,6 +110,8 @@ public struct SyncEngine: Sendable {
             return response
         }
         let embedded = storage.isEmbedded
+        // Out of the writer's time: the writer is the server's one serial resource.
+        let digests = request.changeSets.map { ChangeSetDigest.withoutIDMap($0, schema: schema) }
         let work: @Sendable (any StorageWriter) throws -> Written = { writer in
             var device = try sender.device(writer)
             let current = try writer.currentRevision()
@@ -124,7 +126,7 @@ public struct SyncEngine: Sendable {
                 schema: schema, device: device, claimedRevision: request.maxRevision,
                 seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
                 resolver: TemporaryIDResolver(device: device.id))
-            let outcomes = try request.changeSets.map(processor.process)
+            let outcomes = try zip(request.changeSets, digests).map { try processor.process($0, knownDigest: $1) }
             // On SQLite, a device that is nearly up to date gets its answer from the writer at
             // once: the few log entries cost less than handing the request to a reader. A long
             // catch-up or a snapshot is built by a reader, so that it does not hold up writers;

@@ -113,8 +113,10 @@ public struct SyncHTTPServer: Sendable {
         let sender = try await authenticator.authenticate(request, context: context, cached: true)
         let reservation = bodyBudget.reservation()
         defer { reservation.release() }
-        let body = try await request.jsonBody(limit: configuration.maxBodySize, reservation: reservation)
-        let message = try SyncMessage(json: body, sender: .client, limits: engine.limits.decoding)
+        // The body's bytes are let go as soon as they are decoded.
+        let message = try SyncMessage(
+            json: try await request.jsonBody(limit: configuration.maxBodySize, reservation: reservation), sender: .client,
+            limits: engine.limits.decoding)
         let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
         let response = try await engine.sync(message, tokenHash: sender.tokenHash, snapshotProof: proof)
         logger.debug(
