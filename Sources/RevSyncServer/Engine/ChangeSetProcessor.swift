@@ -133,7 +133,7 @@ struct ChangeSetProcessor {
         case .conflict(let reason, _): earlier = "refused (\(reason))"
         }
         let message =
-            "change set id \(changeSet.id ?? "") was already used for a change set with other content, \(earlier); nothing of this one was applied (every change set needs an id of its own)"
+            "this change set's id was already used for a change set with other content, \(earlier); nothing of this one was applied (every change set needs an id of its own)"
         return changeSet.changes.flatMap { changes in
             (changes.create + changes.update + changes.delete).map { id in
                 ConflictEntry(
