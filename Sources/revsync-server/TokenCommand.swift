@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RevSyncProtocol
 import RevSyncServer
 
 struct TokenCommand: AsyncParsableCommand {
@@ -18,19 +19,49 @@ struct TokenCommand: AsyncParsableCommand {
         @Option(help: "Who or what the device is, for your records.")
         var name: String
 
-        @Option(help: "admin, member or viewer (a viewer may sync but not change data).")
+        @Option(
+            help:
+                "admin, member, viewer (may sync but not change data), or a role the served schema declares (its \"roles\")."
+        )
         var role: String = "member"
 
+        @Option(help: "The ID of the record of the schema's users entity this device belongs to (who \"$user\" is in its rules).")
+        var user: Int64?
+
         func validate() throws {
-            guard Role(rawValue: role) != nil else { throw ValidationError("--role must be admin, member or viewer") }
             guard !name.isEmpty else { throw ValidationError("--name must not be empty") }
         }
 
         func run() async throws {
             let storage = try await database.open(schema: nil)
-            let (_, token) = try await Token.create(name: name, role: Role(rawValue: role)!, in: storage)
-            try await storage.close()
-            print(token)
+            do {
+                let role = Role(rawValue: role)
+                let user = self.user.map { RecordID($0) }
+                let schema = try await storage.withReader { try $0.storedSchema() }
+                if let schema {
+                    guard schema.knows(role) else {
+                        throw CommandFailure("--role must be \(schema.allRoles.map(\.rawValue).joined(separator: ", ")), not \(role)")
+                    }
+                    if let user {
+                        guard let users = schema.users.flatMap(schema.entity) else {
+                            throw CommandFailure("--user needs a schema with a \"users\" entity; this data set's has none")
+                        }
+                        guard try await storage.withReader({ try !$0.records(users, ids: [user]).isEmpty }) else {
+                            throw CommandFailure("there is no \(users.name) \(user)")
+                        }
+                    }
+                } else {
+                    guard Role.builtIn.contains(role) else { throw CommandFailure("--role must be admin, member or viewer, not \(role)") }
+                    if user != nil { throw CommandFailure("--user needs a served schema with a \"users\" entity (start the server once)") }
+                }
+                let (_, token) = try await Token.create(name: name, role: role, user: user, in: storage)
+                try await storage.close()
+                print(token)
+            } catch let failure as CommandFailure {
+                try? await storage.close()
+                printError("revsync-server: \(failure.message)")
+                throw ExitCode.failure
+            }
         }
     }
 
@@ -43,11 +74,12 @@ struct TokenCommand: AsyncParsableCommand {
             let storage = try await database.open(schema: nil)
             let devices = try await storage.withReader { try $0.allDevices() }
             try await storage.close()
-            print("ID\tROLE\tSTATE\tCREATED\tNAME")
+            print("ID\tROLE\tUSER\tSTATE\tCREATED\tNAME")
             for record in devices {
                 let created = Date(timeIntervalSince1970: TimeInterval(record.createdAt)).formatted(.iso8601)
                 let state = record.revokedAt == nil ? "active" : "revoked"
-                print("\(record.device.id)\t\(record.device.role.rawValue)\t\(state)\t\(created)\t\(record.device.name)")
+                let user = record.device.user.map { String($0.rawValue) } ?? "-"
+                print("\(record.device.id)\t\(record.device.role.rawValue)\t\(user)\t\(state)\t\(created)\t\(record.device.name)")
             }
         }
     }
@@ -71,4 +103,10 @@ struct TokenCommand: AsyncParsableCommand {
             print("revoked device \(id)")
         }
     }
+}
+
+/// A command's failure, printed as one line.
+struct CommandFailure: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
 }

@@ -30,7 +30,7 @@ import Testing
 
             let listed = try await ExecutableProcess.run("revsync-server", ["token", "list", "--database", database])
             #expect(listed.status == 0)
-            #expect(listed.stdout.contains("viewer\tactive"))
+            #expect(listed.stdout.contains("viewer\t-\tactive"))
             #expect(listed.stdout.contains("tablet 7"))
             #expect(!listed.stdout.contains(token))
         }

@@ -35,6 +35,8 @@ extension Schema {
         let root = try SchemaFileReader.object(document, path: "")
         var version: Int?
         var entities: [Entity]?
+        var users: String?
+        var roles: [Role] = []
         for (key, value) in root {
             switch key {
             case "version":
@@ -48,13 +50,17 @@ extension Schema {
                 }
             case "description":
                 _ = try SchemaFileReader.string(value, path: "description")
+            case "users":
+                users = try SchemaFileReader.string(value, path: "users")
+            case "roles":
+                roles = try SchemaFileReader.roles(value, path: "roles")
             default:
-                throw SchemaError("unknown key \"\(key)\" (expected version, entities, description)", path: key)
+                throw SchemaError("unknown key \"\(key)\" (expected version, entities, users, roles, description)", path: key)
             }
         }
         guard let version else { throw SchemaError("missing \"version\"") }
         guard let entities else { throw SchemaError("missing \"entities\"") }
-        try self.init(version: version, entities: entities)
+        try self.init(version: version, entities: entities, users: users, roles: roles)
     }
 
     /// Loads a schema file.
@@ -75,6 +81,18 @@ extension Schema {
         var writer = JSONWriter(capacity: 4096)
         writer.writeRaw("{\"version\":")
         writer.writeInteger(version)
+        if let users {
+            writer.writeRaw(",\"users\":")
+            writer.writeString(users)
+        }
+        if !roles.isEmpty {
+            writer.writeRaw(",\"roles\":[")
+            for (index, role) in roles.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeString(role.rawValue)
+            }
+            writer.writeByte(UInt8(ascii: "]"))
+        }
         writer.writeRaw(",\"entities\":{")
         for (entityIndex, entity) in entities.enumerated() {
             if entityIndex > 0 { writer.writeByte(UInt8(ascii: ",")) }
@@ -102,12 +120,52 @@ extension Schema {
                     writer.writeRaw(",\"description\":")
                     writer.writeString(summary)
                 }
+                if let roles = attribute.writeRoles {
+                    writer.writeRaw(",\"write\":[")
+                    for (index, role) in roles.enumerated() {
+                        if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                        writer.writeString(role.rawValue)
+                    }
+                    writer.writeByte(UInt8(ascii: "]"))
+                }
                 writer.writeByte(UInt8(ascii: "}"))
             }
-            writer.writeRaw("}}")
+            writer.writeByte(UInt8(ascii: "}"))
+            if let permissions = entity.permissions { Self.write(permissions, into: &writer) }
+            writer.writeByte(UInt8(ascii: "}"))
         }
         writer.writeRaw("}}")
         return writer.bytes
+    }
+
+    private static func write(_ permissions: EntityPermissions, into writer: inout JSONWriter) {
+        writer.writeRaw(",\"permissions\":{")
+        var first = true
+        for operation in PermissionOperation.allCases {
+            guard let entries = permissions.rules[operation] else { continue }
+            if !first { writer.writeByte(UInt8(ascii: ",")) }
+            first = false
+            writer.writeKey(operation.rawValue)
+            writer.writeByte(UInt8(ascii: "["))
+            for (index, entry) in entries.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                guard !entry.conditions.isEmpty else {
+                    writer.writeString(entry.role.rawValue)
+                    continue
+                }
+                writer.writeRaw("{\"role\":")
+                writer.writeString(entry.role.rawValue)
+                writer.writeRaw(",\"where\":{")
+                for (conditionIndex, condition) in entry.conditions.enumerated() {
+                    if conditionIndex > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                    writer.writeKey(condition.description)
+                    writer.writeString("$user")
+                }
+                writer.writeRaw("}}")
+            }
+            writer.writeByte(UInt8(ascii: "]"))
+        }
+        writer.writeByte(UInt8(ascii: "}"))
     }
 }
 
@@ -127,6 +185,7 @@ private enum SchemaFileReader {
         let path = "entities.\(name)"
         var attributes: [Attribute]?
         var summary: String?
+        var permissions: EntityPermissions?
         for (key, member) in try object(value, path: path) {
             switch key {
             case "attributes":
@@ -135,12 +194,62 @@ private enum SchemaFileReader {
                 }
             case "description":
                 summary = try string(member, path: "\(path).description")
+            case "permissions":
+                permissions = try self.permissions(member, path: "\(path).permissions")
             default:
-                throw SchemaError("unknown key \"\(key)\" (expected attributes, description)", path: "\(path).\(key)")
+                throw SchemaError("unknown key \"\(key)\" (expected attributes, permissions, description)", path: "\(path).\(key)")
             }
         }
         guard let attributes else { throw SchemaError("missing \"attributes\"", path: path) }
-        return try Entity(name: name, attributes: attributes, summary: summary)
+        return try Entity(name: name, attributes: attributes, summary: summary, permissions: permissions)
+    }
+
+    static func roles(_ value: JSONValue, path: String) throws(SchemaError) -> [Role] {
+        guard case .array(let items) = value else { throw SchemaError("expected a list of role names, found \(value.kindName)", path: path) }
+        var roles: [Role] = []
+        for (index, item) in items.enumerated() { roles.append(Role(rawValue: try string(item, path: "\(path)[\(index)]"))) }
+        return roles
+    }
+
+    static func permissions(_ value: JSONValue, path: String) throws(SchemaError) -> EntityPermissions {
+        var rules: [PermissionOperation: [PermissionEntry]] = [:]
+        for (key, member) in try object(value, path: path) {
+            guard let operation = PermissionOperation(rawValue: key) else {
+                throw SchemaError("unknown operation \"\(key)\" (expected create, update, delete)", path: "\(path).\(key)")
+            }
+            guard case .array(let items) = member else {
+                throw SchemaError("expected a list of roles and conditions, found \(member.kindName)", path: "\(path).\(key)")
+            }
+            var entries: [PermissionEntry] = []
+            for (index, item) in items.enumerated() {
+                let itemPath = "\(path).\(key)[\(index)]"
+                if case .string(let role) = item {
+                    entries.append(PermissionEntry(role: Role(rawValue: role)))
+                    continue
+                }
+                var role: Role?
+                var conditions: [UserCondition] = []
+                for (entryKey, entryValue) in try object(item, path: itemPath) {
+                    switch entryKey {
+                    case "role": role = Role(rawValue: try string(entryValue, path: "\(itemPath).role"))
+                    case "where":
+                        for (conditionPath, expected) in try object(entryValue, path: "\(itemPath).where") {
+                            guard case .string("$user") = expected else {
+                                throw SchemaError("a condition compares with \"$user\" only", path: "\(itemPath).where.\(conditionPath)")
+                            }
+                            conditions.append(UserCondition(path: conditionPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)))
+                        }
+                        guard !conditions.isEmpty else { throw SchemaError("\"where\" names no condition", path: "\(itemPath).where") }
+                    default:
+                        throw SchemaError("unknown key \"\(entryKey)\" (expected role, where)", path: "\(itemPath).\(entryKey)")
+                    }
+                }
+                guard let role else { throw SchemaError("missing \"role\"", path: itemPath) }
+                entries.append(PermissionEntry(role: role, conditions: conditions))
+            }
+            rules[operation] = entries
+        }
+        return EntityPermissions(rules: rules)
     }
 
     static func attribute(name: String, _ value: JSONValue, path: String) throws(SchemaError) -> Attribute {
@@ -149,8 +258,10 @@ private enum SchemaFileReader {
         var target: String?
         var rule: DeleteRule?
         var summary: String?
+        var writeRoles: [Role]?
         for (key, member) in try object(value, path: path) {
             switch key {
+            case "write": writeRoles = try roles(member, path: "\(path).write")
             case "type": typeName = try string(member, path: "\(path).type")
             case "required":
                 guard case .bool(let flag) = member else { throw SchemaError("expected true or false", path: "\(path).required") }
@@ -164,7 +275,8 @@ private enum SchemaFileReader {
                 rule = parsed
             case "description": summary = try string(member, path: "\(path).description")
             default:
-                throw SchemaError("unknown key \"\(key)\" (expected type, required, target, onDelete, description)", path: "\(path).\(key)")
+                throw SchemaError(
+                    "unknown key \"\(key)\" (expected type, required, target, onDelete, write, description)", path: "\(path).\(key)")
             }
         }
         guard let typeName else { throw SchemaError("missing \"type\"", path: path) }
@@ -186,6 +298,6 @@ private enum SchemaFileReader {
         if type.name != "reference" && (target != nil || rule != nil) {
             throw SchemaError("\"target\" and \"onDelete\" belong to references only", path: path)
         }
-        return Attribute(name: name, type: type, isRequired: required, summary: summary)
+        return Attribute(name: name, type: type, isRequired: required, summary: summary, writeRoles: writeRoles)
     }
 }

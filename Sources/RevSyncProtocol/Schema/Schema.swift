@@ -18,13 +18,18 @@ public struct Schema: Sendable, Hashable {
     public let version: Int
     /// The entities, in declaration order.
     public let entities: [Entity]
+    /// The entity whose records are the people devices belong to (a token may be linked to
+    /// one), which `"$user"` in permission rules names; `nil` if the schema has none.
+    public let users: String?
+    /// The roles this schema declares, besides the built-in `admin`, `member` and `viewer`.
+    public let roles: [Role]
     private let entityIndex: [String: Int]
     private let incoming: [String: [IncomingReference]]
 
     /// Creates a schema, checking every rule of a valid schema.
     ///
     /// - Throws: ``SchemaError`` naming the first broken rule and where it is.
-    public init(version: Int, entities: [Entity]) throws(SchemaError) {
+    public init(version: Int, entities: [Entity], users: String? = nil, roles: [Role] = []) throws(SchemaError) {
         guard version >= 1 else { throw SchemaError("version must be 1 or more", path: "version") }
         guard !entities.isEmpty else { throw SchemaError("a schema needs at least one entity", path: "entities") }
         var index: [String: Int] = [:]
@@ -58,10 +63,83 @@ public struct Schema: Sendable, Hashable {
                     IncomingReference(entity: entity.name, attribute: attribute.name, attributeIndex: position, rule: rule))
             }
         }
+        if let users, index[users] == nil {
+            throw SchemaError("\"\(users)\" is not an entity of this schema", path: "users")
+        }
+        var declared = Set<Role>()
+        for role in roles {
+            guard Names.isValid(role.rawValue) else {
+                throw SchemaError("\"\(role)\" is not a valid role name (^[a-z][a-z0-9_]{0,62}$)", path: "roles")
+            }
+            guard !Role.builtIn.contains(role) else { throw SchemaError("\"\(role)\" is a built-in role", path: "roles") }
+            guard declared.insert(role).inserted else { throw SchemaError("role \"\(role)\" is declared twice", path: "roles") }
+        }
         self.version = version
         self.entities = entities
         self.entityIndex = index
         self.incoming = incoming
+        self.users = users
+        self.roles = roles
+        try checkPermissions()
+    }
+
+    /// Every role a token of this data set may have.
+    public var allRoles: [Role] { Role.builtIn + roles }
+
+    /// Whether `role` is built in or declared by this schema.
+    public func knows(_ role: Role) -> Bool {
+        Role.builtIn.contains(role) || roles.contains(role)
+    }
+
+    /// Whether any entity or attribute has a permission rule (without any, every role but
+    /// `viewer` may change everything).
+    public var hasPermissions: Bool {
+        entities.contains { $0.permissions != nil || $0.attributes.contains { $0.writeRoles != nil } }
+    }
+
+    /// Checks the roles and paths of every rule.
+    private func checkPermissions() throws(SchemaError) {
+        for entity in entities {
+            for attribute in entity.attributes {
+                for role in attribute.writeRoles ?? [] where !knows(role) {
+                    throw SchemaError(
+                        "unknown role \"\(role)\" (declare it in \"roles\")", path: "entities.\(entity.name).attributes.\(attribute.name).write")
+                }
+            }
+            guard let permissions = entity.permissions else { continue }
+            for (operation, entries) in permissions.rules {
+                let path = "entities.\(entity.name).permissions.\(operation.rawValue)"
+                for entry in entries {
+                    guard knows(entry.role) || (entry.role == .anyone && !entry.conditions.isEmpty) else {
+                        throw SchemaError(
+                            entry.role == .anyone
+                                ? "\"*\" needs a \"where\"" : "unknown role \"\(entry.role)\" (declare it in \"roles\")", path: path)
+                    }
+                    for condition in entry.conditions {
+                        guard users != nil else { throw SchemaError("\"$user\" needs the schema's \"users\" entity", path: path) }
+                        try checkPath(condition.path, in: entity, at: path)
+                    }
+                }
+            }
+        }
+    }
+
+    private func checkPath(_ components: [String], in entity: Entity, at path: String) throws(SchemaError) {
+        let text = components.joined(separator: ".")
+        switch components.count {
+        case 1 where components[0] == "id" || entity.attribute(components[0]) != nil:
+            return
+        case 2:
+            guard let target = entity.attribute(components[0])?.referenceTarget else {
+                throw SchemaError("\"\(components[0])\" in \"\(text)\" is not a reference of \(entity.name)", path: path)
+            }
+            guard components[1] == "id" || self.entity(target)?.attribute(components[1]) != nil else {
+                throw SchemaError("\(target) has no attribute \"\(components[1])\" (in \"\(text)\")", path: path)
+            }
+        default:
+            throw SchemaError(
+                "\"\(text)\" is not an attribute of \(entity.name), nor a reference and an attribute of its target", path: path)
+        }
     }
 
     /// The entity named `name`, if the schema has one.
@@ -95,10 +173,14 @@ public struct Entity: Sendable, Hashable {
     public let attributes: [Attribute]
     /// Documentation for people reading the schema.
     public let summary: String?
+    /// Who may create, update and delete its records; `nil`: every role but `viewer`.
+    public let permissions: EntityPermissions?
     private let attributeIndex: [String: Int]
 
     /// Creates an entity, checking its attribute names.
-    public init(name: String, attributes: [Attribute], summary: String? = nil) throws(SchemaError) {
+    public init(name: String, attributes: [Attribute], summary: String? = nil, permissions: EntityPermissions? = nil)
+        throws(SchemaError)
+    {
         var index: [String: Int] = [:]
         for (position, attribute) in attributes.enumerated() {
             let path = "entities.\(name).attributes.\(attribute.name)"
@@ -115,6 +197,7 @@ public struct Entity: Sendable, Hashable {
         self.name = name
         self.attributes = attributes
         self.summary = summary
+        self.permissions = permissions
         self.attributeIndex = index
     }
 
@@ -136,12 +219,16 @@ public struct Attribute: Sendable, Hashable {
     public let isRequired: Bool
     /// Documentation for people reading the schema.
     public let summary: String?
+    /// The roles that may set it on create or change it on update (besides `admin`); `nil`:
+    /// whoever may create or update the record.
+    public let writeRoles: [Role]?
 
-    public init(name: String, type: AttributeType, isRequired: Bool = false, summary: String? = nil) {
+    public init(name: String, type: AttributeType, isRequired: Bool = false, summary: String? = nil, writeRoles: [Role]? = nil) {
         self.name = name
         self.type = type
         self.isRequired = isRequired
         self.summary = summary
+        self.writeRoles = writeRoles
     }
 
     /// The target entity if this is a reference.

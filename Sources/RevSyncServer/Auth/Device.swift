@@ -1,33 +1,27 @@
 public import RevSyncProtocol
 
-/// What a token may do.
-public enum Role: String, Sendable, Hashable, CaseIterable {
-    /// Syncs and writes; meant for the people who run the server.
-    case admin
-    /// Syncs and writes.
-    case member
-    /// Syncs and reads; every change set it sends is refused as `forbidden`.
-    case viewer
-
-    /// Whether change sets from this role may be applied.
-    public var mayWrite: Bool { self != .viewer }
-}
-
 /// The device a request comes from, known from its token: one token per device.
 public struct Device: Sendable, Hashable {
     public let id: Int64
     public let name: String
     public let role: Role
+    /// The record of the schema's `users` entity the token belongs to, if any: who `"$user"`
+    /// is in permission rules.
+    public let user: RecordID?
     /// The highest revision the server has delivered to the device (in a sync response or a
     /// snapshot download): what the device may honestly claim to have seen, whatever it says.
     public var deliveredRevision: Revision
 
-    public init(id: Int64, name: String, role: Role, deliveredRevision: Revision = 0) {
+    public init(id: Int64, name: String, role: Role, user: RecordID? = nil, deliveredRevision: Revision = 0) {
         self.id = id
         self.name = name
         self.role = role
+        self.user = user
         self.deliveredRevision = deliveredRevision
     }
+
+    /// Who the device acts as, for permission rules.
+    public var actor: Actor { Actor(role: role, user: user) }
 
     /// The author of records the server writes itself (`revsync-server seed`): never a
     /// device's ID, so every device sees those records as changed by someone else.

@@ -1,5 +1,5 @@
 import Crypto
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// Bearer tokens: random secrets shown once, stored only as SHA-256 hashes.
 ///
@@ -20,13 +20,17 @@ public enum Token {
     }
 
     /// Creates a device with a new token; returns the token, which is not stored anywhere.
-    public static func create(name: String, role: Role, in storage: any SyncStorage) async throws -> (device: Device, token: String) {
+    ///
+    /// - Parameter user: the record of the schema's users entity the device belongs to.
+    public static func create(name: String, role: Role, user: RecordID? = nil, in storage: any SyncStorage) async throws -> (
+        device: Device, token: String
+    ) {
         let token = generate()
         let hash = hash(token)
         let id = try await storage.withWriter { writer in
-            try writer.transaction { try writer.createDevice(name: name, role: role, tokenHash: hash) }
+            try writer.transaction { try writer.createDevice(name: name, role: role, user: user, tokenHash: hash) }
         }
-        return (Device(id: id, name: name, role: role), token)
+        return (Device(id: id, name: name, role: role, user: user), token)
     }
 
     /// Creates an admin token if the store has no device at all; returns it, or `nil` if
@@ -39,7 +43,7 @@ public enum Token {
             try writer.transaction { () -> Bool in
                 _ = try writer.lockRevision()
                 guard try writer.allDevices().isEmpty else { return false }
-                _ = try writer.createDevice(name: "admin", role: .admin, tokenHash: hash)
+                _ = try writer.createDevice(name: "admin", role: .admin, user: nil, tokenHash: hash)
                 return true
             }
         }

@@ -10,6 +10,8 @@ struct CommittedChangeSet: Sendable {
     /// created and updated record, and every deleted ID including cascades.
     var changeSet: ChangeSet
     var mappings: [IDMapping]
+    /// What it did to each record, with the values before.
+    var history: [HistoryEntry] = []
 }
 
 /// Checks a planned change set against the data and applies it, inside the caller's
@@ -42,12 +44,17 @@ struct ChangeSetApplier {
         try application.loadTargets()
         try application.resolveReferences()
         if let refusal = application.refusal { return refusal }
+        try application.checkPermissionsBefore()
+        if let refusal = application.refusal { return refusal }
         try application.writeCreatesAndUpdates()
+        try application.checkPermissionsAfter()
+        if let refusal = application.refusal { return refusal }
         try application.applyDeletes()
         if let refusal = application.refusal { return refusal }
         return .applied(
             CommittedChangeSet(
-                revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.assigned.mappings))
+                revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.assigned.mappings,
+                history: application.historyEntries()))
     }
 }
 
@@ -68,6 +75,10 @@ extension ChangeSetApplier {
         /// Reference targets already known to exist.
         var existing: Set<RecordReference> = []
         var log: CommittedLog
+        let permissions: PermissionCheck
+        /// What the change set does to each record, first operation and the values before it.
+        var history: [RecordReference: (entity: Entity, operation: HistoryEntry.Operation, before: StoredRecord?)] = [:]
+        var historyOrder: [RecordReference] = []
 
         var writer: any StorageWriter { applier.writer }
         var device: Device { applier.device }
@@ -77,6 +88,83 @@ extension ChangeSetApplier {
             self.plan = plan
             self.revision = revision
             self.log = CommittedLog(revision: revision)
+            self.permissions = PermissionCheck(rules: PermissionRules(schema: applier.schema), actor: applier.device.actor, reader: applier.writer)
+        }
+
+        /// Notes what the change set does to a record: its values from before the change set,
+        /// and what became of it (an update then a nullify is an update; anything then a
+        /// delete is a delete).
+        func remember(_ entity: Entity, _ id: RecordID, _ operation: HistoryEntry.Operation, before: StoredRecord?) {
+            let key = RecordReference(entity: entity.name, id: id)
+            if var seen = history[key] {
+                // Removed after an earlier write of the same change set: removed, with the values
+                // from before the change set (a record created here and removed is dropped).
+                if operation == .cascade || operation == .delete { seen.operation = seen.operation == .create ? .cascade : operation }
+                history[key] = seen
+                return
+            }
+            history[key] = (entity, operation, before)
+            historyOrder.append(key)
+        }
+
+        func historyEntries() -> [HistoryEntry] {
+            historyOrder.compactMap { key in
+                let (entity, operation, before) = history[key]!
+                if operation == .cascade && before == nil { return nil }  // created and removed here
+                return HistoryEntry(
+                    entity: key.entity, id: key.id, revision: revision, operation: operation,
+                    before: before.map { record in
+                        var json = JSONWriter(capacity: 256)
+                        record.writeAttributes(of: entity, into: &json)
+                        return json.bytes
+                    })
+            }
+        }
+
+        /// The rules judge updates and deletes by the records as the change set found them.
+        func checkPermissionsBefore() throws {
+            guard permissions.isNeeded else { return }
+            for (entityIndex, changes) in plan.entities.enumerated() {
+                for (update, target) in zip(changes.updates, updateTargets[entityIndex]) {
+                    guard let target else { continue }
+                    if let entry = try permissions.judge(.update, changes.entity, target, clientID: update.id, clientRevision: update.baseRevision) {
+                        conflicts.append(entry)
+                    }
+                    conflicts += permissions.judgeWrites(
+                        changes.entity, update.changes, current: target, clientID: update.id, clientRevision: update.baseRevision)
+                }
+            }
+            for (entity, record) in deleteTargets {
+                let client = clientIDs[RecordReference(entity: entity.name, id: record.id)]
+                if let entry = try permissions.judge(.delete, entity, record, clientID: client?.id ?? record.id, clientRevision: client?.base) {
+                    conflicts.append(entry)
+                }
+            }
+        }
+
+        /// The rules judge creates, and updates once more, by the records as the change set
+        /// makes them (with the records it created before them in place).
+        func checkPermissionsAfter() throws {
+            guard permissions.isNeeded else { return }
+            for changes in plan.entities {
+                for create in changes.creates {
+                    guard let id = assigned.permanentID(of: create.id, entity: changes.entity.name),
+                        let record = log.record(changes.entity, id)
+                    else { continue }
+                    if let entry = try permissions.judge(.create, changes.entity, record, clientID: create.id, clientRevision: nil) {
+                        conflicts.append(entry)
+                    }
+                    conflicts += permissions.judgeWrites(
+                        changes.entity, create.values.enumerated().map { ($0.offset, $0.element) }, current: nil, clientID: create.id,
+                        clientRevision: nil)
+                }
+                for update in changes.updates {
+                    guard let id = try resolve(update.id, changes.entity.name), let record = log.record(changes.entity, id) else { continue }
+                    if let entry = try permissions.judge(.update, changes.entity, record, clientID: update.id, clientRevision: update.baseRevision) {
+                        conflicts.append(entry)
+                    }
+                }
+            }
         }
 
         var refusal: Result? {
@@ -210,11 +298,13 @@ extension ChangeSetApplier {
                         otherRevision: 0, values: create.values)
                     try writer.insert(changes.entity, record)
                     log.created(changes.entity, record)
+                    remember(changes.entity, record.id, .create, before: nil)
                 }
             }
             for (entityIndex, changes) in plan.entities.enumerated() {
                 for (update, target) in zip(changes.updates, updateTargets[entityIndex]) {
                     guard var record = target else { continue }
+                    remember(changes.entity, record.id, .update, before: record)
                     if let latest = log.record(changes.entity, record.id) { record = latest }
                     for change in update.changes { record.values[change.index] = change.value }
                     record.written(by: device.id, at: revision)
@@ -257,18 +347,40 @@ extension ChangeSetApplier {
             for nullified in deletes.nullified where nullified.record.changedByOthers(of: device.id, after: applier.seenRevision) {
                 conflicts.append(staleDependent(nullified.entity, nullified.record, "change"))
             }
+            // What the deletes drag along must be the device's to delete or change too.
+            if conflicts.isEmpty && permissions.isNeeded {
+                for deleted in deletes.deleted where !deleted.explicit {
+                    let cause = "the delete of \(Self.parentsDescription(deletes)) would also delete it"
+                    if let entry = try permissions.judge(.delete, deleted.entity, deleted.record, clientID: deleted.record.id, clientRevision: nil, because: cause) {
+                        conflicts.append(entry)
+                    }
+                }
+                for nullified in deletes.nullified {
+                    let cause = "the delete of \(Self.parentsDescription(deletes)) would set its \(nullified.attributeNames.joined(separator: ", ")) to null"
+                    if let entry = try permissions.judge(.update, nullified.entity, nullified.record, clientID: nullified.record.id, clientRevision: nil, because: cause) {
+                        conflicts.append(entry)
+                    }
+                }
+            }
             guard conflicts.isEmpty else { return }
             for deleted in deletes.deleted {
                 try writer.delete(deleted.entity, id: deleted.record.id)
                 log.deleted(deleted.entity, deleted.record.id)
+                remember(deleted.entity, deleted.record.id, deleted.explicit ? .delete : .cascade, before: deleted.record)
             }
             for nullified in deletes.nullified {
+                remember(nullified.entity, nullified.record.id, .nullify, before: nullified.record)
                 var record = log.record(nullified.entity, nullified.record.id) ?? nullified.record
                 for index in nullified.attributeIndices { record.values[index] = .null }
                 record.written(by: device.id, at: revision)
                 try writer.update(nullified.entity, record)
                 log.updated(nullified.entity, record)
             }
+        }
+
+        /// The records deleted explicitly, for messages: `teams 7` or `teams 7, teams 8`.
+        private static func parentsDescription(_ plan: DeletePlan<StoredRecord>) -> String {
+            plan.deleted.filter(\.explicit).prefix(3).map { "\($0.entity.name) \($0.record.id)" }.joined(separator: ", ")
         }
 
         private func staleDependent(_ entity: Entity, _ record: StoredRecord, _ verb: String) -> ConflictEntry {

@@ -81,6 +81,7 @@ struct ChangeSetProcessor {
                         revision: committed.revision, device: device.id, changeSetID: changeSet.id,
                         body: committed.changeSet.jsonBytes()))
                 for mapping in committed.mappings { try writer.saveMapping(device: device.id, mapping) }
+                try writer.appendHistory(committed.history)
                 if let id = changeSet.id {
                     try writer.saveOutcome(
                         device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision), digest: digest)

@@ -76,6 +76,23 @@ public protocol StorageReader: AnyObject {
     /// The key of snapshot proofs (``SnapshotProof``): made when the database was set up,
     /// never sent anywhere.
     func snapshotSecret() throws -> [UInt8]
+    /// The schema the database serves (as the last server that opened it set it up).
+    func storedSchema() throws -> Schema?
+
+    // History
+
+    /// Every change to one record, oldest first, with the change sets that made them.
+    func history(entity: String, id: RecordID) throws -> [(entry: HistoryEntry, changeSet: LoggedChangeSet)]
+    /// What the change set at `revision` did to each record.
+    func history(revision: Revision) throws -> [HistoryEntry]
+    /// The revisions after `revision` that changed the record.
+    func laterChanges(entity: String, id: RecordID, after revision: Revision) throws -> [Revision]
+    /// The change sets a device sent, oldest first (the newest `limit`).
+    func loggedChangeSets(device: Int64, limit: Int) throws -> [LoggedChangeSet]
+    /// The change set at `revision`, with who sent it and when.
+    func loggedChangeSet(revision: Revision) throws -> LoggedChangeSet?
+    /// The revisions of the committed change sets with this `id` (one, unless devices reused it).
+    func revisions(changeSetID: String) throws -> [Revision]
 }
 
 /// Writes, by the one writer. Every change to synchronised data happens inside
@@ -109,8 +126,11 @@ public protocol StorageWriter: StorageReader {
     /// Keeps a change set's outcome, and the digest of its content (``ChangeSetDigest``).
     func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws
     func saveMapping(device: Int64, _ mapping: IDMapping) throws
-    /// Creates a device with a token hash; returns its ID.
-    func createDevice(name: String, role: Role, tokenHash: String) throws -> Int64
+    /// Creates a device with a token hash, linked to a record of the schema's users entity if
+    /// `user` is given; returns its ID.
+    func createDevice(name: String, role: Role, user: RecordID?, tokenHash: String) throws -> Int64
+    /// Records what a change set did to each record (inside its transaction).
+    func appendHistory(_ entries: [HistoryEntry]) throws
     /// Revokes a device's token; returns whether a device was found.
     func revokeDevice(id: Int64) throws -> Bool
     /// Raises the revision delivered to a device to `revision` (never lowers it). It may run

@@ -181,27 +181,93 @@ final class SQLStorageAccess: StorageWriter {
     func device(tokenHash: String) throws -> Device? {
         guard
             let row = try connection.firstRow(
-                "SELECT id, name, role, delivered_revision FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL",
+                "SELECT id, name, role, delivered_revision, user_id FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL",
                 [.text(tokenHash)])
         else { return nil }
         return try Self.device(row)
     }
 
     func allDevices() throws -> [DeviceRecord] {
-        try connection.rows("SELECT id, name, role, delivered_revision, created_at, revoked_at FROM _rs_devices ORDER BY id").map { row in
-            guard let created = row[4].integerValue else { throw StorageError.corrupt("a device has no creation date") }
-            return DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[5].integerValue)
+        try connection.rows("SELECT id, name, role, delivered_revision, user_id, created_at, revoked_at FROM _rs_devices ORDER BY id").map {
+            row in
+            guard let created = row[5].integerValue else { throw StorageError.corrupt("a device has no creation date") }
+            return DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[6].integerValue)
         }
     }
 
-    /// A device from `id, name, role, delivered_revision`.
+    /// A device from `id, name, role, delivered_revision, user_id`.
     private static func device(_ row: [SQLValue]) throws -> Device {
-        guard let id = row[0].integerValue, let name = row[1].textValue, let role = row[2].textValue.flatMap(Role.init(rawValue:)),
+        guard let id = row[0].integerValue, let name = row[1].textValue, let role = row[2].textValue.map(Role.init(rawValue:)),
             let delivered = row[3].integerValue
         else {
             throw StorageError.corrupt("a device row does not have the expected columns")
         }
-        return Device(id: id, name: name, role: role, deliveredRevision: delivered)
+        return Device(id: id, name: name, role: role, user: row[4].integerValue.map { RecordID($0) }, deliveredRevision: delivered)
+    }
+
+    func storedSchema() throws -> Schema? {
+        try ServerTables.storedSchema(connection)
+    }
+
+    // MARK: History
+
+    private static let historyColumns = "h.entity, h.record_id, h.revision, h.operation, h.before"
+
+    private static func historyEntry(_ row: [SQLValue]) throws -> HistoryEntry {
+        guard let entity = row[0].textValue, let id = row[1].integerValue, let revision = row[2].integerValue,
+            let operation = row[3].textValue.flatMap(HistoryEntry.Operation.init(rawValue:))
+        else { throw StorageError.corrupt("a history row does not have the expected columns") }
+        return HistoryEntry(entity: entity, id: RecordID(id), revision: revision, operation: operation, before: row[4].bytesValue)
+    }
+
+    private static func loggedChangeSet(_ row: ArraySlice<SQLValue>) throws -> LoggedChangeSet {
+        let row = Array(row)
+        guard let revision = row[0].integerValue, let device = row[1].integerValue, let committedAt = row[3].integerValue,
+            let body = row[4].bytesValue
+        else { throw StorageError.corrupt("a change log row does not have the expected columns") }
+        return LoggedChangeSet(revision: revision, device: device, changeSetID: row[2].textValue, committedAt: committedAt, body: body)
+    }
+
+    func history(entity: String, id: RecordID) throws -> [(entry: HistoryEntry, changeSet: LoggedChangeSet)] {
+        try connection.rows(
+            """
+            SELECT \(Self.historyColumns), l.revision, l.device_id, l.change_set_id, l.committed_at, l.body
+            FROM _rs_history h JOIN _rs_log l ON l.revision = h.revision
+            WHERE h.entity = ? AND h.record_id = ? ORDER BY h.revision
+            """, [.text(entity), .integer(id.rawValue)]
+        ).map { row in (try Self.historyEntry(row), try Self.loggedChangeSet(row[5...])) }
+    }
+
+    func history(revision: Revision) throws -> [HistoryEntry] {
+        try connection.rows("SELECT \(Self.historyColumns) FROM _rs_history h WHERE h.revision = ?", [.integer(revision)])
+            .map(Self.historyEntry)
+    }
+
+    func laterChanges(entity: String, id: RecordID, after revision: Revision) throws -> [Revision] {
+        try connection.rows(
+            "SELECT revision FROM _rs_history WHERE entity = ? AND record_id = ? AND revision > ? ORDER BY revision",
+            [.text(entity), .integer(id.rawValue), .integer(revision)]
+        ).compactMap { $0.first?.integerValue }
+    }
+
+    func loggedChangeSets(device: Int64, limit: Int) throws -> [LoggedChangeSet] {
+        try connection.rows(
+            """
+            SELECT revision, device_id, change_set_id, committed_at, body FROM _rs_log WHERE device_id = ?
+            ORDER BY revision DESC LIMIT ?
+            """, [.integer(device), .integer(Int64(limit))]
+        ).map { try Self.loggedChangeSet($0[...]) }.reversed()
+    }
+
+    func loggedChangeSet(revision: Revision) throws -> LoggedChangeSet? {
+        try connection.firstRow(
+            "SELECT revision, device_id, change_set_id, committed_at, body FROM _rs_log WHERE revision = ?", [.integer(revision)]
+        ).map { try Self.loggedChangeSet($0[...]) }
+    }
+
+    func revisions(changeSetID: String) throws -> [Revision] {
+        try connection.rows("SELECT revision FROM _rs_log WHERE change_set_id = ? ORDER BY revision", [.text(changeSetID)])
+            .compactMap { $0.first?.integerValue }
     }
 
     func snapshotSecret() throws -> [UInt8] {
@@ -365,11 +431,22 @@ final class SQLStorageAccess: StorageWriter {
             ])
     }
 
-    func createDevice(name: String, role: Role, tokenHash: String) throws -> Int64 {
+    func appendHistory(_ entries: [HistoryEntry]) throws {
+        for entry in entries {
+            try connection.execute(
+                "INSERT INTO _rs_history (entity, record_id, revision, operation, before) VALUES (?, ?, ?, ?, ?)",
+                [
+                    .text(entry.entity), .integer(entry.id.rawValue), .integer(entry.revision), .text(entry.operation.rawValue),
+                    entry.before.map(SQLValue.bytes) ?? .null,
+                ])
+        }
+    }
+
+    func createDevice(name: String, role: Role, user: RecordID?, tokenHash: String) throws -> Int64 {
         guard
             let id = try connection.firstRow(
-                "INSERT INTO _rs_devices (name, role, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-                [.text(name), .text(role.rawValue), .text(tokenHash), .integer(Self.now())]
+                "INSERT INTO _rs_devices (name, role, user_id, token_hash, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+                [.text(name), .text(role.rawValue), user.map { .integer($0.rawValue) } ?? .null, .text(tokenHash), .integer(Self.now())]
             )?.first?.integerValue
         else {
             throw StorageError.corrupt("creating a device returned no ID")

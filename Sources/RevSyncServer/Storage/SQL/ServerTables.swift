@@ -38,7 +38,7 @@ enum ServerTables {
                 "INSERT INTO _rs_meta (key, value) VALUES ('dataset_id', '\(UUID().uuidString)')",
             ]
         },
-        Migration(version: 2, name: "delivered revisions, change set digests, snapshot secret") { dialect in
+        Migration(version: 2, name: "delivered revisions, change set digests, snapshot secret, device users, record history") { dialect in
             [
                 // The highest revision a response (or a snapshot) delivered to the device: what
                 // its claims are judged against.
@@ -50,6 +50,17 @@ enum ServerTables {
                 "ALTER TABLE _rs_outcomes ADD COLUMN digest TEXT",
                 // The key of the proofs snapshot files carry (HMAC-SHA256), never sent anywhere.
                 "INSERT INTO _rs_meta (key, value) VALUES ('snapshot_secret', '\(ServerTables.randomSecret())')",
+                // The record of the schema's users entity a token belongs to.
+                "ALTER TABLE _rs_devices ADD COLUMN user_id \(dialect.bigint)",
+                // What each committed change set did to each record, with the record's values
+                // before (the after values are in the change log): history and revert.
+                """
+                CREATE TABLE _rs_history (entity TEXT NOT NULL, record_id \(dialect.bigint) NOT NULL, revision \(dialect.bigint) NOT NULL,
+                    operation TEXT NOT NULL, before \(dialect.document), PRIMARY KEY (entity, record_id, revision))
+                """,
+                "CREATE INDEX _rs_history_revision ON _rs_history (revision)",
+                "CREATE INDEX _rs_log_device ON _rs_log (device_id, revision)",
+                "CREATE INDEX _rs_log_change_set ON _rs_log (change_set_id)",
             ]
         },
     ]

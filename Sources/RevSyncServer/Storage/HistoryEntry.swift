@@ -1,0 +1,41 @@
+public import RevSyncProtocol
+
+/// What one committed change set did to one record, with the record's values before it (the
+/// values after are in the change log): what history lists and revert undoes.
+public struct HistoryEntry: Sendable, Hashable {
+    public enum Operation: String, Sendable, Hashable {
+        case create, update, delete
+        /// Deleted by a cascade of another record's delete.
+        case cascade
+        /// A reference set to null by another record's delete.
+        case nullify
+    }
+
+    public var entity: String
+    public var id: RecordID
+    public var revision: Revision
+    public var operation: Operation
+    /// The record's attributes and revision before the change, as a JSON object (`nil` for a
+    /// create).
+    public var before: [UInt8]?
+
+    public init(entity: String, id: RecordID, revision: Revision, operation: Operation, before: [UInt8]?) {
+        self.entity = entity
+        self.id = id
+        self.revision = revision
+        self.operation = operation
+        self.before = before
+    }
+}
+
+/// A committed change set as the log keeps it, with who sent it and when.
+public struct LoggedChangeSet: Sendable {
+    public var revision: Revision
+    /// The device that sent it (0: the server itself, for a revert).
+    public var device: Int64
+    public var changeSetID: String?
+    /// Seconds since 1970.
+    public var committedAt: Int64
+    /// The committed change set in the wire format.
+    public var body: [UInt8]
+}
