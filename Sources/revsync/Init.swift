@@ -67,6 +67,7 @@ struct Init: AsyncParsableCommand {
                 throw CommandFailure("cannot fetch the schema from \(url.absoluteString): \(failure)")
             }
             let store = try LocalStore.create(at: options.store, schema: schema, server: .init(url: url, token: token))
+            try await learnDevice(store)
             try store.close()
             if options.json {
                 say(created(url: url, schemaVersion: schema.version) { _ in })
@@ -75,6 +76,18 @@ struct Init: AsyncParsableCommand {
                     "Created \(options.store) for \(url.absoluteString) (schema version \(schema.version), \(schema.entities.count) entities)."
                 )
             }
+        }
+    }
+
+    /// Asks the server for this device's role and user (writes are checked against the
+    /// schema's rules for them). If it cannot say (out of reach, or it does not know the token),
+    /// the store stays as it is, with a warning: the first sync tries again.
+    private func learnDevice(_ store: LocalStore) async throws {
+        do {
+            try await Synchronizer(store: store).fetchDevice()
+        } catch {
+            FileHandle.standardError.write(
+                Data("revsync: warning: could not ask the server for this device's role (\(error)); the first sync will\n".utf8))
         }
     }
 
@@ -115,6 +128,7 @@ struct Init: AsyncParsableCommand {
             at: options.store, from: snapshot, expectedSHA256: sha256, expecting: identity, server: .init(url: url, token: token))
         let status = try await store.status()
         let records = try await store.read { reader in try store.schema.entities.reduce(0) { $0 + (try reader.count($1.name)) } }
+        try await learnDevice(store)
         try store.close()
         if options.json {
             say(
@@ -138,6 +152,7 @@ struct Init: AsyncParsableCommand {
             throw CommandFailure("\(options.store) already exists; a store is never overwritten")
         }
         let (store, downloaded) = try await LocalStore.bootstrap(at: options.store, downloadingFrom: .init(url: url, token: token))
+        try await learnDevice(store)
         try store.close()
         guard let report = downloaded else { throw CommandFailure("\(options.store) appeared while the snapshot was downloading") }
         if options.json {

@@ -117,7 +117,7 @@ public final class LocalStore: Sendable {
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let schema = self.schema
         return try await pool.write { db in
-            let transaction = WriteTransaction(db: db, schema: schema)
+            let transaction = WriteTransaction(db: db, schema: schema, actor: try StoreState(db: db).actor)
             let result = try body(transaction)
             if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet) }
             return result
@@ -172,6 +172,18 @@ public final class LocalStore: Sendable {
     @discardableResult
     public func dismissConflict(_ id: Int64) async throws -> Bool {
         try await pool.write { db in try ConflictJournal(db: db).dismiss(id) }
+    }
+
+    /// The device's role and user, as the server last said (`nil` until it said: set up with
+    /// ``Synchronizer/fetchDevice()``, and kept up by every sync). Writes are checked against
+    /// the schema's permission rules for them.
+    public func actor() async throws -> Actor? {
+        try await pool.read { db in try StoreState(db: db).actor }
+    }
+
+    /// Remembers the device's role and user.
+    func setActor(_ actor: Actor) async throws {
+        try await pool.write { db in try StoreState(db: db).setActor(actor) }
     }
 
     /// The permanent ID the server gave a temporary ID, if known.

@@ -17,6 +17,9 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let notFound = Code(rawValue: "not_found")
         /// A delete a `deny` rule forbids while other records reference the record.
         public static let deleteDenied = Code(rawValue: "delete_denied")
+        /// The schema's permission rules do not let this device's role do it: the server would
+        /// refuse it. The message names the rule.
+        public static let forbidden = Code(rawValue: "forbidden")
         /// A numbered migration of the store failed; the store is as it was before it.
         public static let migrationFailed = Code(rawValue: "migration_failed")
         public static let storeExists = Code(rawValue: "store_exists")

@@ -152,9 +152,13 @@ struct LocalTables {
     /// Deletes a record and applies the delete rules (the planner the server uses too):
     /// cascades, nullifies, and refuses when a `deny` rule holds.
     ///
-    /// - Parameter enforcingDeny: `false` to plan a delete that `deny` would refuse: it then
-    ///   returns `nil` and changes nothing.
-    func deleteWithRules(_ entity: Entity, id: RecordID, enforcingDeny: Bool = true) throws -> Deletion? {
+    /// - Parameters:
+    ///   - enforcingDeny: `false` to plan a delete that `deny` would refuse: it then returns
+    ///     `nil` and changes nothing.
+    ///   - check: called with the plan before anything is deleted; what it throws stops the delete.
+    func deleteWithRules(
+        _ entity: Entity, id: RecordID, enforcingDeny: Bool = true, check: (DeletePlan<RecordID>) throws -> Void = { _ in }
+    ) throws -> Deletion? {
         let plan = try DeletePlan<RecordID>(schema: schema, deleting: [(entity, id)]) { reference, _, parent in
             try children(of: parent, via: reference)
         }
@@ -163,6 +167,7 @@ struct LocalTables {
             throw LocalStoreError(
                 .deleteDenied, "\(denial.parentReference) cannot be deleted while \(denial.child) references it (delete rule deny)")
         }
+        try check(plan)
         var deletion = Deletion()
         for removal in plan.deleted {
             try delete(removal.entity, id: removal.record)

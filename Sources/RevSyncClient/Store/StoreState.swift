@@ -22,6 +22,19 @@ struct StoreState {
         try LocalStoreError.reporting { try table.integer(key) }
     }
 
+    /// The device's role and user as the server last said; `nil` until it said.
+    var actor: Actor? {
+        get throws {
+            guard let role = try string(.role) else { return nil }
+            return Actor(role: Role(rawValue: role), user: try integer(.user).map { RecordID($0) })
+        }
+    }
+
+    func setActor(_ actor: Actor) throws {
+        try set(.role, actor.role.rawValue)
+        try set(.user, actor.user.map { String($0.rawValue) })
+    }
+
     var maxRevision: Revision {
         get throws { try integer(.maxRevision) ?? 0 }
     }

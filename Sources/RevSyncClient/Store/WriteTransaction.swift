@@ -19,12 +19,16 @@ public final class WriteTransaction {
     let db: Database
     public let schema: Schema
     var recorder = ChangeRecorder()
+    /// The device's role and user, when the server told them: writes are checked against the
+    /// schema's permission rules for them (the evaluator the server uses).
+    let actor: Actor?
     private var tables: LocalTables { LocalTables(schema: schema, db: db) }
     private var idMap: IDMap { IDMap(db: db) }
 
-    init(db: Database, schema: Schema) {
+    init(db: Database, schema: Schema, actor: Actor?) {
         self.db = db
         self.schema = schema
+        self.actor = actor
     }
 
     /// Reads that see this transaction's writes.
@@ -45,6 +49,8 @@ public final class WriteTransaction {
         }
         try resolveReferences(&accepted, of: entity)
         let id = try StoreState(db: db).takeTemporaryID()
+        try permit(.create, entity, id: id, values: accepted)
+        try permitWrites(entity, id: id, accepted, current: nil)
         try tables.upsert(entity, id: id, revision: nil, values: accepted)
         recorder.create(entity.name, id, accepted)
         return id
@@ -70,6 +76,9 @@ public final class WriteTransaction {
         try resolveReferences(&accepted, of: entity)
         let changed = accepted.filter { current[$0.key] != $0.value }
         guard !changed.isEmpty else { return }
+        try permit(.update, entity, id: id, values: current.values)
+        try permitWrites(entity, id: id, changed, current: current.values)
+        try permit(.update, entity, id: id, values: current.values.merging(changed) { _, new in new })
         try tables.setValues(entity, id: id, changed)
         recorder.update(entity.name, id, base: current.revision ?? 0, changed)
     }
@@ -94,7 +103,23 @@ public final class WriteTransaction {
         guard let current = try tables.record(entity, id: id) else {
             throw LocalStoreError(.notFound, "\(entity.name) \(id) does not exist")
         }
-        guard let deletion = try tables.deleteWithRules(entity, id: id) else { return }
+        try permit(.delete, entity, id: id, values: current.values)
+        // What the delete drags along must be this device's to delete or change too.
+        let check: (DeletePlan<RecordID>) throws -> Void = { plan in
+            for removal in plan.deleted where !removal.explicit {
+                guard let record = try self.tables.record(removal.entity, id: removal.record) else { continue }
+                try self.permit(
+                    .delete, removal.entity, id: removal.record, values: record.values,
+                    cause: "deleting \(entity.name) \(id) would delete it")
+            }
+            for nullification in plan.nullified {
+                guard let record = try self.tables.record(nullification.entity, id: nullification.record) else { continue }
+                try self.permit(
+                    .update, nullification.entity, id: nullification.record, values: record.values,
+                    cause: "deleting \(entity.name) \(id) would set its \(nullification.attributeNames.joined(separator: ", ")) to null")
+            }
+        }
+        guard let deletion = try tables.deleteWithRules(entity, id: id, check: check) else { return }
         // Records the delete nullifies survive it, so only a delete that nullifies nothing
         // may drop what created the records it removes.
         let removed = Set(deletion.deleted)
@@ -130,6 +155,52 @@ public final class WriteTransaction {
     }
 
     // MARK: Checks
+
+    /// Refuses what the schema's permission rules say the server will refuse: only when the
+    /// store can tell (a rule that follows a reference to a record the store does not hold is
+    /// left to the server, which stays the authority).
+    ///
+    /// - Throws: ``LocalStoreError`` `forbidden`, naming the rule.
+    private func permit(
+        _ operation: PermissionOperation, _ entity: Entity, id: RecordID, values: [String: Value], cause: String? = nil
+    ) throws {
+        guard let actor, actor.role != .admin else { return }
+        let rules = PermissionRules(schema: schema)
+        let verdict = try rules.judge(
+            operation, on: entity, values: { name in name == "id" ? .integer(id.rawValue) : values[name] ?? .null }, actor: actor
+        ) {
+            name, target in
+            guard let targetEntity = schema.entity(name), let record = try tables.record(targetEntity, id: try idMap.resolve(target)) else {
+                return nil
+            }
+            return { $0 == "id" ? .integer(record.id.rawValue) : record[$0] }
+        }
+        guard verdict != .refused else {
+            let reason = cause.map { "\($0), and " } ?? ""
+            throw LocalStoreError(
+                .forbidden,
+                "\(entity.name) \(id): \(reason)\(operation.rawValue) needs \(rules.requirement(operation, on: entity)) (you are \(Self.describe(actor)))"
+            )
+        }
+    }
+
+    /// Refuses setting (on create) or changing (on update) an attribute the device's role may
+    /// not write.
+    private func permitWrites(_ entity: Entity, id: RecordID, _ values: [String: Value], current: [String: Value]?) throws {
+        guard let actor else { return }
+        let rules = PermissionRules(schema: schema)
+        for (name, value) in values.sorted(by: { $0.key < $1.key }) {
+            guard let attribute = entity.attribute(name), !rules.mayWrite(attribute, actor: actor) else { continue }
+            if current == nil && value.isNull { continue }
+            throw LocalStoreError(
+                .forbidden,
+                "\(entity.name) \(id): \(name) may be set only by \(rules.writeRequirement(attribute)) (you are \(Self.describe(actor)))")
+        }
+    }
+
+    private static func describe(_ actor: Actor) -> String {
+        actor.user.map { "\(actor.role), user \($0)" } ?? "\(actor.role)"
+    }
 
     private func check(_ values: [String: Value], of entity: Entity) throws -> [String: Value] {
         var accepted: [String: Value] = [:]

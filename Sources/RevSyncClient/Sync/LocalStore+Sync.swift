@@ -69,7 +69,7 @@ extension LocalStore {
     ///   - lenient: skip entities and attributes the local schema does not know, instead of
     ///     stopping with ``ResponseNamesUnknownData``.
     func apply(
-        response json: [UInt8], to request: PreparedRequest, lenient: Bool,
+        response json: [UInt8], to request: PreparedRequest, lenient: Bool, actor: Actor? = nil,
         overwritten: @escaping @Sendable ([RecordReference]) -> Void,
         stageHook: (@Sendable (SyncStage) -> Void)?
     ) async throws -> SyncReport {
@@ -81,6 +81,7 @@ extension LocalStore {
                 snapshotBegins: { _ in try application.beginSnapshot() },
                 snapshotRecord: application.applySnapshotRecord,
                 changeSet: application.apply)
+            if let actor { try StoreState(db: db).setActor(actor) }
             return try application.finish(at: maxRevision, overwritten: overwritten, stageHook: stageHook)
         }
     }

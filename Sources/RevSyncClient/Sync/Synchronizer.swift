@@ -1,5 +1,5 @@
 import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 
 /// Syncs a ``LocalStore`` with the server, one request at a time, the way the case study's
 /// client does.
@@ -148,15 +148,16 @@ public actor Synchronizer {
         let json = try decompressedBody(of: response)
         guard response.status == 200 else { throw Self.rejection(status: response.status, body: json) }
         stageHook?(.responseReceived)
+        let actor = Self.actor(in: response.headers)
         var report: SyncReport
         do {
-            report = try await apply(json, to: request, lenient: false)
+            report = try await apply(json, to: request, lenient: false, actor: actor)
         } catch is ResponseNamesUnknownData {
             // The server's schema grew: follow it, then apply the same response again, so no
             // value is dropped. A server that sends names its own schema lacks gets them skipped.
             let newer = try await Schema.fetch(from: server.url, transport: transport)
             if newer.version > store.schema.version { try await store.upgrade(to: newer) }
-            report = try await apply(json, to: request, lenient: true)
+            report = try await apply(json, to: request, lenient: true, actor: actor)
         }
         report.bytesSent = body.count
         report.bytesReceived = response.body.count
@@ -168,15 +169,49 @@ public actor Synchronizer {
 
     /// Applies the response (see ``LocalStore/apply(response:to:lenient:overwritten:stageHook:)``);
     /// a response that does not decode is an invalid response, and nothing changed.
-    private func apply(_ json: [UInt8], to request: PreparedRequest, lenient: Bool) async throws -> SyncReport {
+    private func apply(_ json: [UInt8], to request: PreparedRequest, lenient: Bool, actor: Actor?) async throws -> SyncReport {
         let broadcaster = self.broadcaster
         do {
             return try await store.apply(
-                response: json, to: request, lenient: lenient,
+                response: json, to: request, lenient: lenient, actor: actor,
                 overwritten: { broadcaster.emit(.pendingEditsOverwritten($0)) }, stageHook: stageHook)
         } catch let error as ProtocolError {
             throw SyncFailure.invalidResponse("\(error)")
         }
+    }
+
+    /// Asks the server who this device is (`GET /device`: its role and user) and remembers it
+    /// in the store, so that local writes are checked against the schema's permission rules.
+    /// Every sync keeps it up to date too.
+    ///
+    /// - Throws: ``SyncFailure``.
+    @discardableResult
+    public func fetchDevice() async throws -> Actor {
+        var server = self.server
+        if server == nil { server = try await store.server() }
+        guard let server else { throw SyncFailure.notConfigured }
+        let response: TransportResponse
+        do {
+            response = try await transport.send(
+                TransportRequest(
+                    url: server.url.appendingPathComponent("device"), method: "GET", headers: ["Authorization": "Bearer \(server.token)"],
+                    body: Data()))
+        } catch {
+            throw SyncFailure.network("\(error)")
+        }
+        let body = try decompressedBody(of: response)
+        guard response.status == 200 else { throw Self.rejection(status: response.status, body: body) }
+        guard let actor = Self.actor(in: response.headers) else {
+            throw SyncFailure.invalidResponse("GET /device names no role (RevSync-Role)")
+        }
+        try await store.setActor(actor)
+        return actor
+    }
+
+    /// The device's role and user from a response's `RevSync-Role` and `RevSync-User`.
+    static func actor(in headers: [String: String]) -> Actor? {
+        guard let role = headers["revsync-role"], !role.isEmpty else { return nil }
+        return Actor(role: Role(rawValue: role), user: headers["revsync-user"].flatMap(Int64.init).map { RecordID($0) })
     }
 
     /// The body, gunzipped if it is gzip (URLSession may already have done it).

@@ -89,7 +89,9 @@ public struct PermissionRules: Sendable {
         return roles.map(\.rawValue).joined(separator: " or ")
     }
 
-    private func satisfied(_ conditions: [UserCondition], entity: Entity, values: Values, user: RecordID?, lookup: Lookup) rethrows
+    private func satisfied(
+        _ conditions: [UserCondition], entity: Entity, values: Values, user: RecordID?, lookup: Lookup
+    ) rethrows
         -> PermissionVerdict
     {
         var verdict = PermissionVerdict.allowed

@@ -205,7 +205,9 @@ private enum SchemaFileReader {
     }
 
     static func roles(_ value: JSONValue, path: String) throws(SchemaError) -> [Role] {
-        guard case .array(let items) = value else { throw SchemaError("expected a list of role names, found \(value.kindName)", path: path) }
+        guard case .array(let items) = value else {
+            throw SchemaError("expected a list of role names, found \(value.kindName)", path: path)
+        }
         var roles: [Role] = []
         for (index, item) in items.enumerated() { roles.append(Role(rawValue: try string(item, path: "\(path)[\(index)]"))) }
         return roles
@@ -237,7 +239,8 @@ private enum SchemaFileReader {
                             guard case .string("$user") = expected else {
                                 throw SchemaError("a condition compares with \"$user\" only", path: "\(itemPath).where.\(conditionPath)")
                             }
-                            conditions.append(UserCondition(path: conditionPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)))
+                            conditions.append(
+                                UserCondition(path: conditionPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)))
                         }
                         guard !conditions.isEmpty else { throw SchemaError("\"where\" names no condition", path: "\(itemPath).where") }
                     default:

@@ -103,7 +103,8 @@ public struct Schema: Sendable, Hashable {
             for attribute in entity.attributes {
                 for role in attribute.writeRoles ?? [] where !knows(role) {
                     throw SchemaError(
-                        "unknown role \"\(role)\" (declare it in \"roles\")", path: "entities.\(entity.name).attributes.\(attribute.name).write")
+                        "unknown role \"\(role)\" (declare it in \"roles\")",
+                        path: "entities.\(entity.name).attributes.\(attribute.name).write")
                 }
             }
             guard let permissions = entity.permissions else { continue }
@@ -178,7 +179,9 @@ public struct Entity: Sendable, Hashable {
     private let attributeIndex: [String: Int]
 
     /// Creates an entity, checking its attribute names.
-    public init(name: String, attributes: [Attribute], summary: String? = nil, permissions: EntityPermissions? = nil)
+    public init(
+        name: String, attributes: [Attribute], summary: String? = nil, permissions: EntityPermissions? = nil
+    )
         throws(SchemaError)
     {
         var index: [String: Int] = [:]

@@ -14,6 +14,9 @@ package struct StoreStateTable {
         /// A snapshot's proof that the server delivered its data set at its revision, sent on
         /// the first sync of a store started from it (the `RevSync-Snapshot-Proof` header).
         case snapshotProof = "snapshot_proof"
+        /// The device's role and user, as the server last said (`GET /device`, sync responses).
+        case role
+        case user
     }
 
     package let db: Database

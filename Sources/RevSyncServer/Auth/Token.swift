@@ -22,7 +22,9 @@ public enum Token {
     /// Creates a device with a new token; returns the token, which is not stored anywhere.
     ///
     /// - Parameter user: the record of the schema's users entity the device belongs to.
-    public static func create(name: String, role: Role, user: RecordID? = nil, in storage: any SyncStorage) async throws -> (
+    public static func create(
+        name: String, role: Role, user: RecordID? = nil, in storage: any SyncStorage
+    ) async throws -> (
         device: Device, token: String
     ) {
         let token = generate()

@@ -88,7 +88,8 @@ extension ChangeSetApplier {
             self.plan = plan
             self.revision = revision
             self.log = CommittedLog(revision: revision)
-            self.permissions = PermissionCheck(rules: PermissionRules(schema: applier.schema), actor: applier.device.actor, reader: applier.writer)
+            self.permissions = PermissionCheck(
+                rules: PermissionRules(schema: applier.schema), actor: applier.device.actor, reader: applier.writer)
         }
 
         /// Notes what the change set does to a record: its values from before the change set,
@@ -127,7 +128,9 @@ extension ChangeSetApplier {
             for (entityIndex, changes) in plan.entities.enumerated() {
                 for (update, target) in zip(changes.updates, updateTargets[entityIndex]) {
                     guard let target else { continue }
-                    if let entry = try permissions.judge(.update, changes.entity, target, clientID: update.id, clientRevision: update.baseRevision) {
+                    if let entry = try permissions.judge(
+                        .update, changes.entity, target, clientID: update.id, clientRevision: update.baseRevision)
+                    {
                         conflicts.append(entry)
                     }
                     conflicts += permissions.judgeWrites(
@@ -136,7 +139,9 @@ extension ChangeSetApplier {
             }
             for (entity, record) in deleteTargets {
                 let client = clientIDs[RecordReference(entity: entity.name, id: record.id)]
-                if let entry = try permissions.judge(.delete, entity, record, clientID: client?.id ?? record.id, clientRevision: client?.base) {
+                if let entry = try permissions.judge(
+                    .delete, entity, record, clientID: client?.id ?? record.id, clientRevision: client?.base)
+                {
                     conflicts.append(entry)
                 }
             }
@@ -159,8 +164,12 @@ extension ChangeSetApplier {
                         clientRevision: nil)
                 }
                 for update in changes.updates {
-                    guard let id = try resolve(update.id, changes.entity.name), let record = log.record(changes.entity, id) else { continue }
-                    if let entry = try permissions.judge(.update, changes.entity, record, clientID: update.id, clientRevision: update.baseRevision) {
+                    guard let id = try resolve(update.id, changes.entity.name), let record = log.record(changes.entity, id) else {
+                        continue
+                    }
+                    if let entry = try permissions.judge(
+                        .update, changes.entity, record, clientID: update.id, clientRevision: update.baseRevision)
+                    {
                         conflicts.append(entry)
                     }
                 }
@@ -351,13 +360,18 @@ extension ChangeSetApplier {
             if conflicts.isEmpty && permissions.isNeeded {
                 for deleted in deletes.deleted where !deleted.explicit {
                     let cause = "the delete of \(Self.parentsDescription(deletes)) would also delete it"
-                    if let entry = try permissions.judge(.delete, deleted.entity, deleted.record, clientID: deleted.record.id, clientRevision: nil, because: cause) {
+                    if let entry = try permissions.judge(
+                        .delete, deleted.entity, deleted.record, clientID: deleted.record.id, clientRevision: nil, because: cause)
+                    {
                         conflicts.append(entry)
                     }
                 }
                 for nullified in deletes.nullified {
-                    let cause = "the delete of \(Self.parentsDescription(deletes)) would set its \(nullified.attributeNames.joined(separator: ", ")) to null"
-                    if let entry = try permissions.judge(.update, nullified.entity, nullified.record, clientID: nullified.record.id, clientRevision: nil, because: cause) {
+                    let cause =
+                        "the delete of \(Self.parentsDescription(deletes)) would set its \(nullified.attributeNames.joined(separator: ", ")) to null"
+                    if let entry = try permissions.judge(
+                        .update, nullified.entity, nullified.record, clientID: nullified.record.id, clientRevision: nil, because: cause)
+                    {
                         conflicts.append(entry)
                     }
                 }

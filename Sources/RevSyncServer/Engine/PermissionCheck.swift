@@ -16,7 +16,10 @@ struct PermissionCheck {
     var isNeeded: Bool { actor.role != .admin && rules.schema.hasPermissions }
 
     /// `operation` on `record`, named `clientID` by the device: an entry if refused.
-    func judge(_ operation: PermissionOperation, _ entity: Entity, _ record: StoredRecord, clientID: RecordID, clientRevision: Revision?, because cause: String? = nil)
+    func judge(
+        _ operation: PermissionOperation, _ entity: Entity, _ record: StoredRecord, clientID: RecordID, clientRevision: Revision?,
+        because cause: String? = nil
+    )
         throws -> ConflictEntry?
     {
         let verdict = try rules.judge(operation, on: entity, values: Self.values(entity, record), actor: actor) { name, id in
@@ -32,7 +35,9 @@ struct PermissionCheck {
 
     /// The attributes `values` sets (by attribute index) that the actor may not write; on an
     /// update only those whose value changes count.
-    func judgeWrites(_ entity: Entity, _ values: [(index: Int, value: Value)], current: StoredRecord?, clientID: RecordID, clientRevision: Revision?)
+    func judgeWrites(
+        _ entity: Entity, _ values: [(index: Int, value: Value)], current: StoredRecord?, clientID: RecordID, clientRevision: Revision?
+    )
         -> [ConflictEntry]
     {
         values.compactMap { index, value in

@@ -24,7 +24,3 @@ extension Request {
         return last.isEmpty ? peer : last
     }
 }
-
-extension HTTPField.Name {
-    static let xForwardedFor = Self("X-Forwarded-For")!
-}

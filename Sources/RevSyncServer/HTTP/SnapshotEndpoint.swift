@@ -137,14 +137,3 @@ enum ByteRange: Equatable {
         self = .part(start...end)
     }
 }
-
-extension HTTPField.Name {
-    static let revSyncRevision = Self("X-RevSync-Revision")!
-    static let revSyncDataset = Self("X-RevSync-Dataset")!
-    static let revSyncSchemaVersion = Self("X-RevSync-Schema-Version")!
-    static let revSyncRecords = Self("X-RevSync-Records")!
-    static let revSyncSnapshotSHA256 = Self("X-RevSync-Snapshot-SHA256")!
-    static let revSyncSnapshotLength = Self("X-RevSync-Snapshot-Length")!
-    /// A request header: the proof a snapshot file carries (``SnapshotProof``).
-    static let revSyncSnapshotProof = Self("RevSync-Snapshot-Proof")!
-}

@@ -63,6 +63,7 @@ public struct SyncHTTPServer: Sendable {
         router.get("/schema") { request, _ in try await self.schema(request) }
         router.post("/sync") { request, context in try await self.sync(request, context: context) }
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
+        router.get("/device") { request, context in try await self.device(request, context: context) }
         return Application(
             router: router,
             server: .http1(
@@ -125,7 +126,35 @@ public struct SyncHTTPServer: Sendable {
                 "device": "\(sender.device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
                 "to": "\(response.maxRevision)", "bytes": "\(response.body.count)",
             ])
-        return compression.jsonResponse(response.body, for: request)
+        var answer = compression.jsonResponse(response.body, for: request)
+        Self.describe(sender.device, in: &answer.headers)
+        return answer
+    }
+
+    /// `GET /device`: who the token belongs to, so a device knows its role and user (and can
+    /// check its writes against the schema's rules before the server refuses them).
+    func device(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+        let device = try await authenticator.authenticate(request, context: context).device
+        var writer = JSONWriter()
+        writer.writeRaw("{\"id\":")
+        writer.writeInteger(device.id)
+        writer.writeRaw(",\"name\":")
+        writer.writeString(device.name)
+        writer.writeRaw(",\"role\":")
+        writer.writeString(device.role.rawValue)
+        writer.writeRaw(",\"user\":")
+        if let user = device.user { writer.writeInteger(user.rawValue) } else { writer.writeNull() }
+        writer.writeRaw("}")
+        var answer = compression.jsonResponse(writer.bytes, for: request)
+        Self.describe(device, in: &answer.headers)
+        return answer
+    }
+
+    /// `RevSync-Role` and `RevSync-User` (when the token has one): on every sync response, so
+    /// a device follows a change of its role.
+    static func describe(_ device: Device, in headers: inout HTTPFields) {
+        headers[.revSyncRole] = device.role.rawValue
+        if let user = device.user { headers[.revSyncUser] = String(user.rawValue) }
     }
 
     /// The schema is not secret: it describes the shape of the data, not the data.

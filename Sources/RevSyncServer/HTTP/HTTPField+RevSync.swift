@@ -1,0 +1,16 @@
+import HTTPTypes
+
+/// The HTTP headers RevSync reads and writes beyond the standard ones.
+extension HTTPField.Name {
+    static let revSyncRevision = Self("X-RevSync-Revision")!
+    static let revSyncDataset = Self("X-RevSync-Dataset")!
+    static let revSyncSchemaVersion = Self("X-RevSync-Schema-Version")!
+    static let revSyncRecords = Self("X-RevSync-Records")!
+    static let revSyncSnapshotSHA256 = Self("X-RevSync-Snapshot-SHA256")!
+    static let revSyncSnapshotLength = Self("X-RevSync-Snapshot-Length")!
+    static let revSyncRole = Self("RevSync-Role")!
+    static let revSyncUser = Self("RevSync-User")!
+    /// A request header: the proof a snapshot file carries (``SnapshotProof``).
+    static let revSyncSnapshotProof = Self("RevSync-Snapshot-Proof")!
+    static let xForwardedFor = Self("X-Forwarded-For")!
+}
