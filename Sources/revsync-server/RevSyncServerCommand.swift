@@ -8,7 +8,7 @@ struct RevSyncServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync-server",
         abstract: "The RevSync sync server: one POST /sync endpoint over SQLite or PostgreSQL.",
-        subcommands: [Serve.self, TokenCommand.self, SeedCommand.self, SnapshotCommand.self],
+        subcommands: [Serve.self, TokenCommand.self, SeedCommand.self, SnapshotCommand.self, HistoryCommand.self, RevertCommand.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -35,10 +35,14 @@ struct DatabaseOptions: ParsableArguments {
 }
 
 /// Prints to standard error.
-/// The schema of `--schema FILE`, or the built-in demo schema; an error ends the command.
+/// The schema of `--schema FILE` (or the name of a built-in one: `demo`, `club`), or the
+/// built-in demo schema; an error ends the command.
 func loadSchema(_ path: String?) throws -> Schema {
     do {
-        return try path.map { try Schema(contentsOfFile: $0) } ?? .demo
+        guard let path else { return .demo }
+        // A built-in schema's name, unless a file has that name.
+        if let builtIn = Schema.builtIn[path], !FileManager.default.fileExists(atPath: path) { return builtIn }
+        return try Schema(contentsOfFile: path)
     } catch {
         printError("revsync-server: \(error)")
         throw ExitCode.failure

@@ -23,7 +23,7 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "A schema file (JSON); the built-in demo schema if omitted.")
+    @Option(help: "A schema file (JSON), or a built-in schema: demo (the default) or club (with roles and permissions).")
     var schema: String?
 
     @Option(help: "The largest request body accepted, in bytes, after decompression.")

@@ -18,7 +18,10 @@ struct SnapshotCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "A schema file (JSON); the built-in demo schema if omitted. Must be the schema the server serves.")
+    @Option(
+        help:
+            "A schema file (JSON), or a built-in schema: demo (the default) or club (with roles and permissions). Must be the schema the server serves."
+    )
     var schema: String?
 
     @Option(help: "Where to write the snapshot; the file must not exist.")

@@ -37,6 +37,7 @@ public final class Replica {
         (data[entity] ?? [:]).keys.sorted()
     }
 
+    @discardableResult
     public func create(_ entity: String, _ values: [String: Value]) -> RecordID {
         let definition = schema.entity(entity)!
         let id = device.temporaryID()

@@ -13,9 +13,10 @@ public protocol TestServer: Sendable {
 }
 
 extension TestServer {
-    /// Creates a device with its own token.
-    public func device(_ name: String = "device", role: Role = .member) async throws -> TestDevice {
-        let (device, token) = try await Token.create(name: name, role: role, in: storage)
+    /// Creates a device with its own token (linked to a record of the schema's users entity if
+    /// `user` is given).
+    public func device(_ name: String = "device", role: Role = .member, user: RecordID? = nil) async throws -> TestDevice {
+        let (device, token) = try await Token.create(name: name, role: role, user: user, in: storage)
         return TestDevice(route: route, schema: schema, token: token, device: device)
     }
 

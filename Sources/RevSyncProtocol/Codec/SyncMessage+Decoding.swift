@@ -97,6 +97,16 @@ extension SyncMessage {
     }
 }
 
+extension RecordAttributes {
+    /// Decodes one record's attributes object as the server writes it
+    /// (`{"revision":R,"name":"U12",...}`).
+    public init(json: [UInt8]) throws(ProtocolError) {
+        self = try json.withUnsafeBufferPointer { buffer throws(ProtocolError) in
+            try WireDecoder(sender: .server).decode(buffer) { decoder, reader in try decoder.decodeRecord(&reader) }
+        }
+    }
+}
+
 extension ChangeSet {
     /// Decodes one change set on its own, with the same rules as inside a message.
     public init(json: [UInt8], sender: MessageSender) throws(ProtocolError) {
@@ -440,7 +450,7 @@ private final class WireDecoder {
 
     // MARK: Record
 
-    private func decodeRecord(_ reader: inout JSONReader) throws -> RecordAttributes {
+    func decodeRecord(_ reader: inout JSONReader) throws -> RecordAttributes {
         var record = RecordAttributes()
         var seen = Set<String>()
         try reader.readObject { reader, key in

@@ -198,6 +198,11 @@ public struct SyncEngine: Sendable {
         }
     }
 
+    /// Runs `work` on the writer in a commit group with concurrent syncs (SQLite).
+    func writeInGroup<T: Sendable>(_ work: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
+        try await groupCommit.write(work)
+    }
+
     /// The most change sets a response built by the writer carries.
     static let writerResponseLimit: Revision = 200
 

@@ -64,6 +64,8 @@ public struct SyncHTTPServer: Sendable {
         router.post("/sync") { request, context in try await self.sync(request, context: context) }
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         router.get("/device") { request, context in try await self.device(request, context: context) }
+        router.get("/admin/api/history") { request, context in try await self.adminHistory(request, context: context) }
+        router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
         return Application(
             router: router,
             server: .http1(

@@ -93,6 +93,8 @@ public protocol StorageReader: AnyObject {
     func loggedChangeSet(revision: Revision) throws -> LoggedChangeSet?
     /// The revisions of the committed change sets with this `id` (one, unless devices reused it).
     func revisions(changeSetID: String) throws -> [Revision]
+    /// The reverts committed after `revision`: each revert's revision and the one it undid.
+    func reverts(after revision: Revision) throws -> [(revision: Revision, reverted: Revision)]
 }
 
 /// Writes, by the one writer. Every change to synchronised data happens inside
@@ -131,6 +133,8 @@ public protocol StorageWriter: StorageReader {
     func createDevice(name: String, role: Role, user: RecordID?, tokenHash: String) throws -> Int64
     /// Records what a change set did to each record (inside its transaction).
     func appendHistory(_ entries: [HistoryEntry]) throws
+    /// Records that the change set at `revision` is the revert of the one at `reverted`.
+    func recordRevert(revision: Revision, reverted: Revision) throws
     /// Revokes a device's token; returns whether a device was found.
     func revokeDevice(id: Int64) throws -> Bool
     /// Raises the revision delivered to a device to `revision` (never lowers it). It may run

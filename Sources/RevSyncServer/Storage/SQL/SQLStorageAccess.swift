@@ -431,6 +431,19 @@ final class SQLStorageAccess: StorageWriter {
             ])
     }
 
+    func reverts(after revision: Revision) throws -> [(revision: Revision, reverted: Revision)] {
+        try connection.rows("SELECT revision, reverted FROM _rs_reverts WHERE revision > ? ORDER BY revision", [.integer(revision)])
+            .compactMap {
+                row in
+                guard let revision = row[0].integerValue, let reverted = row[1].integerValue else { return nil }
+                return (revision, reverted)
+            }
+    }
+
+    func recordRevert(revision: Revision, reverted: Revision) throws {
+        try connection.execute("INSERT INTO _rs_reverts (revision, reverted) VALUES (?, ?)", [.integer(revision), .integer(reverted)])
+    }
+
     func appendHistory(_ entries: [HistoryEntry]) throws {
         for entry in entries {
             try connection.execute(

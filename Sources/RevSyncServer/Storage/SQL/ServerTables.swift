@@ -59,6 +59,8 @@ enum ServerTables {
                     operation TEXT NOT NULL, before \(dialect.document), PRIMARY KEY (entity, record_id, revision))
                 """,
                 "CREATE INDEX _rs_history_revision ON _rs_history (revision)",
+                // Which change set each revert undid.
+                "CREATE TABLE _rs_reverts (revision \(dialect.bigint) PRIMARY KEY, reverted \(dialect.bigint) NOT NULL)",
                 "CREATE INDEX _rs_log_device ON _rs_log (device_id, revision)",
                 "CREATE INDEX _rs_log_change_set ON _rs_log (change_set_id)",
             ]

@@ -1,0 +1,179 @@
+import Foundation
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncTestSupport
+import Testing
+
+/// Who changed what, and undoing what should not have happened: through the running server's
+/// admin API, for admin tokens only.
+@Suite struct HistoryAndRevertTests {
+    static func admin(
+        _ server: LiveServer, _ token: String, _ method: String, _ path: String, _ body: String? = nil
+    ) async throws
+        -> (status: Int, json: [String: Any])
+    {
+        let response = try await server.send(
+            method, path, headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+            body: Array((body ?? "").utf8))
+        return (response.status, (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:])
+    }
+
+    @Test(arguments: StoreKind.all)
+    func historyListsEveryChangeInOrderWithBeforeAndAfter(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let alice = try await server.device("alice")
+            let bob = try await server.device("bob")
+            let (team, created) = try await alice.create("teams", ["name": "U12"])
+            try await bob.sync()
+            let rename = ChangeSet.new().updating("teams", team, base: created, ["name": "U13"])
+            try await bob.sync([rename])
+            try await alice.sync()
+            let delete = ChangeSet.new().deleting("teams", team, base: created + 1)
+            try await alice.sync([delete])
+
+            let (status, json) = try await Self.admin(server, admin.token, "GET", "/admin/api/history?entity=teams&id=\(team)")
+            #expect(status == 200)
+            let changes = try #require(json["changes"] as? [[String: Any]])
+            #expect(changes.map { $0["operation"] as? String } == ["create", "update", "delete"])
+            #expect(changes.map { ($0["revision"] as? NSNumber)?.int64Value } == [created, created + 1, created + 2])
+            #expect(changes.map { $0["device"] as? String } == ["alice", "bob", "alice"])
+            #expect(changes[1]["changeSet"] as? String == rename.id && changes[2]["changeSet"] as? String == delete.id)
+            #expect((changes[0]["time"] as? String).flatMap { try? Date($0, strategy: .iso8601) } != nil)
+            #expect(changes[0]["before"] is NSNull && (changes[0]["after"] as? [String: Any])?["name"] as? String == "U12")
+            #expect((changes[1]["before"] as? [String: Any])?["name"] as? String == "U12")
+            #expect((changes[1]["after"] as? [String: Any])?["name"] as? String == "U13")
+            #expect((changes[2]["before"] as? [String: Any])?["name"] as? String == "U13" && changes[2]["after"] is NSNull)
+
+            let (_, byDevice) = try await Self.admin(server, admin.token, "GET", "/admin/api/history?device=alice")
+            let changeSets = try #require(byDevice["changeSets"] as? [[String: Any]])
+            #expect(changeSets.map { ($0["revision"] as? NSNumber)?.int64Value } == [created, created + 2])
+            #expect(((changeSets[1]["records"] as? [[String: Any]])?.first)?["operation"] as? String == "delete")
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func revertingACascadingDeleteBringsBackEveryRecordOnEveryDevice(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let coach = Replica(device: try await server.device("coach"))
+            let other = Replica(device: try await server.device("other"))
+            let team = coach.create("teams", ["name": "U12"])
+            let players = (0..<2).map { coach.create("players", ["first_name": .text("P\($0)"), "last_name": "X"]) }
+            for player in players {
+                coach.create("team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
+            }
+            coach.create("notes", ["body": "good session", "team_id": .integer(team.rawValue)])
+            try await coach.sync()
+            try await other.sync()
+            let full = try await server.contents()
+            let teamID = try #require(coach.records("teams").first)
+
+            // A careless delete, cascading to the memberships and the note.
+            #expect(coach.delete("teams", teamID))
+            let careless = try #require(coach.outbox.last?.id)
+            try await coach.sync()
+            try await other.sync()
+            #expect(try await server.count("team_players") == 0)
+            #expect(try await server.count("notes") == 0)
+
+            let (status, json) = try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"changeSet": "\#(careless)"}"#)
+            #expect(status == 200, "\(json)")
+            #expect((json["recreated"] as? NSNumber)?.intValue == 4)
+            var restored = try await server.contents()
+            for entity in restored.keys { restored[entity] = restored[entity]?.mapValues { Array($0.dropFirst()) } }
+            var original = full
+            for entity in original.keys { original[entity] = original[entity]?.mapValues { Array($0.dropFirst()) } }
+            #expect(restored == original)  // the same records, IDs and values (new revisions)
+
+            try await coach.sync()
+            try await other.sync()
+            let now = try await server.contents()
+            #expect(differences(coach.contents, now).isEmpty)
+            #expect(differences(other.contents, now).isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aRevertIsRefusedWhileALaterChangeSetTouchedTheSameRecords(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let alice = try await server.device("alice")
+            let bob = try await server.device("bob")
+            let (venue, created) = try await alice.create("venues", ["name": "North"])
+            try await alice.sync([.new().updating("venues", venue, base: created, ["capacity": 100])])
+            try await bob.sync()
+            try await bob.sync([.new().updating("venues", venue, base: created + 1, ["capacity": 120])])
+            let before = try await server.contents()
+
+            let (status, json) = try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"revision": \#(created + 1)}"#)
+            #expect(status == 409)
+            let error = try #require(json["error"] as? [String: Any])
+            #expect(error["code"] as? String == "later_changes")
+            #expect((error["message"] as? String)?.contains("revision \(created + 2)") == true)
+            #expect(try await server.contents() == before)
+
+            // Newest first: both undone.
+            #expect(try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"revision": \#(created + 2)}"#).status == 200)
+            #expect(try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"revision": \#(created + 1)}"#).status == 200)
+            #expect(try await server.record("venues", venue)?["capacity"] == .null)
+            // Deleting what a change set created would take later records with it: refused.
+            try await alice.create(
+                "training_sessions", ["team_id": .integer(try await alice.create("teams", ["name": "T"]).id.rawValue), "starts_at": "x"])
+            let teamRevision = try await server.revision() - 1
+            let (refused, _) = try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"revision": \#(teamRevision)}"#)
+            #expect(refused == 409)
+        }
+    }
+
+    @Test func theAdminAPIIsForAdminTokensOnly() async throws {
+        try await withLiveServer { server in
+            let member = try await server.device("member")
+            let admin = try await server.device("admin", role: .admin)
+            for (method, path, body) in [
+                ("GET", "/admin/api/history?entity=teams&id=1", ""), ("POST", "/admin/api/revert", #"{"revision": 1}"#),
+            ] {
+                let (status, json) = try await Self.admin(server, member.token, method, path, body)
+                #expect(status == 403)
+                #expect((json["error"] as? [String: Any])?["code"] as? String == "forbidden")
+                #expect(try await server.send(method, path, body: Array(body.utf8)).status == 401)
+            }
+            #expect(try await Self.admin(server, admin.token, "GET", "/admin/api/history").status == 400)
+            #expect(try await Self.admin(server, admin.token, "GET", "/admin/api/history?entity=nope&id=1").status == 404)
+            #expect(try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"revision": 99}"#).status == 404)
+            #expect(try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"nothing": 1}"#).status == 400)
+        }
+    }
+
+    @Test func historyAndRevertFromTheCommandLine() async throws {
+        try await withLiveServer { server in
+            let admin = try await server.device("admin", role: .admin)
+            let alice = try await server.device("alice")
+            let (team, created) = try await alice.create("teams", ["name": "U12"])
+            let delete = ChangeSet.new().deleting("teams", team, base: created)
+            try await alice.sync([delete])
+            let url = "http://127.0.0.1:\(server.port)"
+
+            let history = try await ExecutableProcess.run(
+                "revsync-server", ["history", "--server", url, "--token", admin.token, "--entity", "teams", "--id", String(team.rawValue)])
+            #expect(history.status == 0, "\(history.stderr)")
+            #expect(history.stdout.contains("teams \(team): 2 changes"))
+            #expect(history.stdout.contains("alice") && history.stdout.contains("delete") && history.stdout.contains(delete.id!))
+            let json = try await ExecutableProcess.run(
+                "revsync-server", ["history", "--server", url, "--device", "alice", "--json"], environment: ["REVSYNC_TOKEN": admin.token])
+            #expect(json.stdout.contains(#""changeSets""#))
+
+            let revert = try await ExecutableProcess.run(
+                "revsync-server", ["revert", "--server", url, "--token", admin.token, "--change-set", delete.id!])
+            #expect(revert.status == 0, "\(revert.stderr)")
+            #expect(revert.stdout.contains("Reverted revision \(created + 1) as revision \(created + 2)"))
+            #expect(try await server.record("teams", team)?["name"] == "U12")
+            let again = try await ExecutableProcess.run(
+                "revsync-server", ["revert", "--server", url, "--token", admin.token, "--change-set", delete.id!])
+            #expect(again.status != 0 && again.stderr.contains("409 cannot_revert") && again.stderr.contains("already reverted"))
+            let denied = try await ExecutableProcess.run(
+                "revsync-server", ["revert", "--server", url, "--token", alice.token, "--revision", "1"])
+            #expect(denied.status != 0 && denied.stderr.contains("403 forbidden"))
+        }
+    }
+}
