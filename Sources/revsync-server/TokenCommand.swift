@@ -33,11 +33,15 @@ struct TokenCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let storage = try await database.open(schema: nil)
+            // With the schema the data set is served with (to check the role and the user), if
+            // a server set it up already.
+            let served = try await database.open(schema: nil)
+            let schema = try await served.withReader { try $0.storedSchema() }
+            try await served.close()
+            let storage = try await database.open(schema: schema)
             do {
                 let role = Role(rawValue: role)
                 let user = self.user.map { RecordID($0) }
-                let schema = try await storage.withReader { try $0.storedSchema() }
                 if let schema {
                     guard schema.knows(role) else {
                         throw CommandFailure("--role must be \(schema.allRoles.map(\.rawValue).joined(separator: ", ")), not \(role)")

@@ -23,9 +23,9 @@ extension LiveServer {
 
     /// A new device with its own token and store in `directory`.
     func clientDevice(
-        _ name: String, in directory: TemporaryDirectory, role: Role = .member, transport: (any SyncTransport)? = nil
+        _ name: String, in directory: TemporaryDirectory, role: Role = .member, user: RecordID? = nil, transport: (any SyncTransport)? = nil
     ) async throws -> ClientDevice {
-        let (_, token) = try await Token.create(name: name, role: role, in: storage)
+        let (_, token) = try await Token.create(name: name, role: role, user: user, in: storage)
         let connection = LocalStore.ServerConnection(url: url, token: token)
         let store = try LocalStore.create(at: directory.file("\(name).sqlite"), schema: schema, server: connection)
         return ClientDevice(
