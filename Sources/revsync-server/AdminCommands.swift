@@ -11,16 +11,31 @@ struct AdminServerOptions: ParsableArguments {
     @Option(help: "The running server, such as http://127.0.0.1:8080.")
     var server: String
 
-    @Option(help: "An admin token (or REVSYNC_TOKEN).")
+    @Option(help: "An admin token (shows in the process list: prefer --token-file or REVSYNC_TOKEN).")
     var token: String?
+
+    @Option(help: "A file holding the admin token.")
+    var tokenFile: String?
+
+    /// The token from `--token`, `--token-file` or `REVSYNC_TOKEN`, in that order.
+    private func adminToken() throws -> String {
+        if let token { return token }
+        if let tokenFile {
+            guard let contents = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
+                printError("revsync-server: cannot read \(tokenFile)")
+                throw ExitCode.failure
+            }
+            return contents.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        if let token = ProcessInfo.processInfo.environment["REVSYNC_TOKEN"] { return token }
+        printError("revsync-server: give an admin token with --token-file, REVSYNC_TOKEN or --token")
+        throw ExitCode.failure
+    }
 
     /// Sends a request to the admin API and returns the JSON body of a `2xx`; prints the
     /// server's error and exits otherwise.
     func call(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> Data {
-        guard let token = token ?? ProcessInfo.processInfo.environment["REVSYNC_TOKEN"] else {
-            printError("revsync-server: give an admin token with --token or REVSYNC_TOKEN")
-            throw ExitCode.failure
-        }
+        let token = try adminToken()
         guard let base = URL(string: server), base.scheme == "http" || base.scheme == "https" else {
             printError("revsync-server: \(server) is not an http(s) URL")
             throw ExitCode.failure

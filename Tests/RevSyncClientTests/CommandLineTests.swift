@@ -180,6 +180,69 @@ import Testing
     }
 }
 
+extension RevsyncCommandLineTests {
+    /// The README's "Who may change what": roles on the device, refusal before the server, history and revert.
+    @Test func theClubWalkthrough() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .club) { server in
+                let url = "http://127.0.0.1:\(server.port)"
+                func token(_ arguments: String...) async throws -> String {
+                    let result = try await ExecutableProcess.run(
+                        "revsync-server", ["token", "create", "--database", server.database] + arguments)
+                    #expect(result.status == 0, "token create: \(result.stderr)")
+                    return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                }
+                let admin = directory.file("admin.sqlite")
+                let ann = directory.file("ann.sqlite")
+                let adminToken = try await token("--name", "admin", "--role", "admin")
+                try await revsync("init", "--server", url, "--token", adminToken, "--store", admin)
+                #expect(try await revsync("create", "users", "first_name=Ann", "last_name=Coach", "--store", admin) == "-1\n")
+                #expect(try await revsync("create", "users", "first_name=Bob", "last_name=Coach", "--store", admin) == "-2\n")
+                #expect(try await revsync("create", "teams", "name=U12", "coach_id=-1", "--store", admin) == "-3\n")
+                #expect(try await revsync("create", "teams", "name=U14", "coach_id=-2", "--store", admin) == "-4\n")
+                #expect(try await revsync("create", "players", "first_name=Ana", "last_name=Lopez", "--store", admin) == "-5\n")
+                #expect(try await revsync("create", "team_players", "team_id=-3", "player_id=-5", "--store", admin) == "-6\n")
+                #expect(try await revsync("sync", "--store", admin).contains("Sent 6 change sets"))
+
+                // Ann's tablet: a coach, linked to users 1; her team yes, Bob's no, refused on the device.
+                let annToken = try await token("--name", "ann's tablet", "--role", "coach", "--user", "1")
+                let initialized = try await ExecutableProcess.run(
+                    "revsync", ["init", "--server", url, "--store", ann], standardInput: annToken + "\n")
+                #expect(initialized.status == 0, "init: \(initialized.stderr)")
+                try await revsync("sync", "--store", ann)
+                #expect(try await revsync("update", "teams", "1", "name=U12 Lions", "--store", ann) == "Updated teams 1.\n")
+                let refused = try await revsync("update", "teams", "2", "name=U14 Lions", "--store", ann, expectFailure: true)
+                #expect(refused.contains("teams 2: update needs admin, or coach where coach_id is you (you are coach, user 1)"))
+                #expect(try await revsync("sync", "--store", ann).contains("Sent 1 change set"))
+                #expect(try await server.record("teams", 2)?["name"] == .text("U14"))
+
+                // The administrator deletes U12 by mistake; the history shows it, the revert undoes it.
+                try await revsync("sync", "--store", admin)
+                try await revsync("delete", "teams", "1", "--store", admin)
+                try await revsync("sync", "--store", admin)
+                let history = try await ExecutableProcess.run(
+                    "revsync-server", ["history", "--server", url, "--token", adminToken, "--entity", "teams", "--id", "1"])
+                #expect(history.status == 0, "history: \(history.stderr)")
+                #expect(history.stdout.contains("teams 1: 3 changes"))
+                #expect(history.stdout.contains("ann's tablet (user 1)"))
+                #expect(history.stdout.contains(#"name: "U12" → "U12 Lions""#))
+                let deleteLine = try #require(history.stdout.split(separator: "\n").last { $0.hasSuffix("delete") })
+                let changeSet = try #require(deleteLine.split(separator: " ").first { $0.count == 36 }.map(String.init))
+                let reverted = try await ExecutableProcess.run(
+                    "revsync-server", ["revert", "--server", url, "--token", adminToken, "--change-set", changeSet])
+                #expect(reverted.status == 0, "revert: \(reverted.stderr)")
+                #expect(reverted.stdout.contains("2 records created again"))
+
+                try await revsync("sync", "--store", ann)
+                let members = try await revsync("list", "team_players", "--store", ann)
+                #expect(members.split(separator: "\n").count == 2)
+                #expect(members.contains("\t1\t1\t"))
+                #expect(try await revsync("get", "teams", "1", "--store", ann).contains(#"name: "U12 Lions""#))
+            }
+        }
+    }
+}
+
 @Suite struct RevsyncWatchTests {
     @Test func watchSyncsWhatIsQueuedUntilInterrupted() async throws {
         try await withTemporaryDirectory { directory in

@@ -146,34 +146,40 @@ import Testing
     }
 
     @Test func historyAndRevertFromTheCommandLine() async throws {
-        try await withLiveServer { server in
-            let admin = try await server.device("admin", role: .admin)
-            let alice = try await server.device("alice")
-            let (team, created) = try await alice.create("teams", ["name": "U12"])
-            let delete = ChangeSet.new().deleting("teams", team, base: created)
-            try await alice.sync([delete])
-            let url = "http://127.0.0.1:\(server.port)"
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let admin = try await server.device("admin", role: .admin)
+                let alice = try await server.device("alice")
+                let (team, created) = try await alice.create("teams", ["name": "U12"])
+                let delete = ChangeSet.new().deleting("teams", team, base: created)
+                try await alice.sync([delete])
+                let url = "http://127.0.0.1:\(server.port)"
 
-            let history = try await ExecutableProcess.run(
-                "revsync-server", ["history", "--server", url, "--token", admin.token, "--entity", "teams", "--id", String(team.rawValue)])
-            #expect(history.status == 0, "\(history.stderr)")
-            #expect(history.stdout.contains("teams \(team): 2 changes"))
-            #expect(history.stdout.contains("alice") && history.stdout.contains("delete") && history.stdout.contains(delete.id!))
-            let json = try await ExecutableProcess.run(
-                "revsync-server", ["history", "--server", url, "--device", "alice", "--json"], environment: ["REVSYNC_TOKEN": admin.token])
-            #expect(json.stdout.contains(#""changeSets""#))
+                let history = try await ExecutableProcess.run(
+                    "revsync-server",
+                    ["history", "--server", url, "--token", admin.token, "--entity", "teams", "--id", String(team.rawValue)])
+                #expect(history.status == 0, "\(history.stderr)")
+                #expect(history.stdout.contains("teams \(team): 2 changes"))
+                #expect(history.stdout.contains("alice") && history.stdout.contains("delete") && history.stdout.contains(delete.id!))
+                let json = try await ExecutableProcess.run(
+                    "revsync-server", ["history", "--server", url, "--device", "alice", "--json"],
+                    environment: ["REVSYNC_TOKEN": admin.token])
+                #expect(json.stdout.contains(#""changeSets""#))
 
-            let revert = try await ExecutableProcess.run(
-                "revsync-server", ["revert", "--server", url, "--token", admin.token, "--change-set", delete.id!])
-            #expect(revert.status == 0, "\(revert.stderr)")
-            #expect(revert.stdout.contains("Reverted revision \(created + 1) as revision \(created + 2)"))
-            #expect(try await server.record("teams", team)?["name"] == "U12")
-            let again = try await ExecutableProcess.run(
-                "revsync-server", ["revert", "--server", url, "--token", admin.token, "--change-set", delete.id!])
-            #expect(again.status != 0 && again.stderr.contains("409 cannot_revert") && again.stderr.contains("already reverted"))
-            let denied = try await ExecutableProcess.run(
-                "revsync-server", ["revert", "--server", url, "--token", alice.token, "--revision", "1"])
-            #expect(denied.status != 0 && denied.stderr.contains("403 forbidden"))
+                let tokenFile = directory.file("admin-token")
+                try (admin.token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+                let revert = try await ExecutableProcess.run(
+                    "revsync-server", ["revert", "--server", url, "--token-file", tokenFile, "--change-set", delete.id!])
+                #expect(revert.status == 0, "\(revert.stderr)")
+                #expect(revert.stdout.contains("Reverted revision \(created + 1) as revision \(created + 2)"))
+                #expect(try await server.record("teams", team)?["name"] == "U12")
+                let again = try await ExecutableProcess.run(
+                    "revsync-server", ["revert", "--server", url, "--token", admin.token, "--change-set", delete.id!])
+                #expect(again.status != 0 && again.stderr.contains("409 cannot_revert") && again.stderr.contains("already reverted"))
+                let denied = try await ExecutableProcess.run(
+                    "revsync-server", ["revert", "--server", url, "--token", alice.token, "--revision", "1"])
+                #expect(denied.status != 0 && denied.stderr.contains("403 forbidden"))
+            }
         }
     }
 }
