@@ -52,17 +52,6 @@ struct Outbox {
 }
 
 extension ChangeSet {
-    /// Every record this change set names in `create`, `update` or `delete`.
-    var listedRecords: Set<RecordReference> {
-        var records: Set<RecordReference> = []
-        for changes in changes {
-            for id in changes.create + changes.update + changes.delete {
-                records.insert(RecordReference(entity: changes.entity, id: id))
-            }
-        }
-        return records
-    }
-
     /// Whether the change set names one of `records`, in its lists or in a reference value.
     func mentions(_ records: Set<RecordReference>, schema: Schema) -> Bool {
         if !listedRecords.isDisjoint(with: records) { return true }

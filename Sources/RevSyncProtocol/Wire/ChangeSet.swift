@@ -141,3 +141,16 @@ public struct SyncMessage: Sendable, Hashable {
         self.changeSets = changeSets
     }
 }
+
+extension ChangeSet {
+    /// Every record this change set names in `create`, `update` or `delete`.
+    public var listedRecords: Set<RecordReference> {
+        var records: Set<RecordReference> = []
+        for changes in changes {
+            for id in changes.create + changes.update + changes.delete {
+                records.insert(RecordReference(entity: changes.entity, id: id))
+            }
+        }
+        return records
+    }
+}

@@ -87,7 +87,8 @@ public protocol StorageReader: AnyObject {
     func history(revision: Revision) throws -> [HistoryEntry]
     /// The revisions after `revision` that changed the record.
     func laterChanges(entity: String, id: RecordID, after revision: Revision) throws -> [Revision]
-    /// The change sets a device sent, oldest first (the newest `limit`).
+    /// The change sets a device sent, oldest first (the newest `limit`), as far as their
+    /// outcomes are kept (see outcome retention).
     func loggedChangeSets(device: Int64, limit: Int) throws -> [LoggedChangeSet]
     /// The change set at `revision`, with who sent it and when.
     func loggedChangeSet(revision: Revision) throws -> LoggedChangeSet?

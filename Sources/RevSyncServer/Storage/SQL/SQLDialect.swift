@@ -37,6 +37,10 @@ struct SQLDialect: Sendable {
     /// A column holding a JSON document.
     var document: String { database == .sqlite ? "BLOB" : "TEXT" }
 
+    /// Ends `CREATE TABLE` for a table read only by its primary key: SQLite then keeps one
+    /// B-tree instead of two (PostgreSQL's tables are heaps with an index anyway).
+    var withoutRowID: String { database == .sqlite ? " WITHOUT ROWID" : "" }
+
     var real: String { database == .sqlite ? "REAL" : "DOUBLE PRECISION" }
 
     func columnType(_ type: AttributeType) -> String {

@@ -238,9 +238,22 @@ final class SQLStorageAccess: StorageWriter {
         ).map { row in (try Self.historyEntry(row), try Self.loggedChangeSet(row[5...])) }
     }
 
+    /// The records the revision's log entry lists, each looked up by its key (the history has
+    /// no index by revision: it would cost every commit).
     func history(revision: Revision) throws -> [HistoryEntry] {
-        try connection.rows("SELECT \(Self.historyColumns) FROM _rs_history h WHERE h.revision = ?", [.integer(revision)])
-            .map(Self.historyEntry)
+        guard let entry = try logEntry(at: revision) else { return [] }
+        let changeSet: ChangeSet
+        do {
+            changeSet = try ChangeSet(json: entry.body, sender: .server)
+        } catch {
+            throw StorageError.corrupt("the change log entry at revision \(revision) does not decode: \(error)")
+        }
+        return try changeSet.listedRecords.compactMap { record in
+            try connection.firstRow(
+                "SELECT \(Self.historyColumns) FROM _rs_history h WHERE h.entity = ? AND h.record_id = ? AND h.revision = ?",
+                [.text(record.entity), .integer(record.id.rawValue), .integer(revision)]
+            ).map(Self.historyEntry)
+        }
     }
 
     func laterChanges(entity: String, id: RecordID, after revision: Revision) throws -> [Revision] {
@@ -250,11 +263,14 @@ final class SQLStorageAccess: StorageWriter {
         ).compactMap { $0.first?.integerValue }
     }
 
+    /// Found through the device's outcomes (their key starts with the device): the change log
+    /// has no index by device, which would cost every commit.
     func loggedChangeSets(device: Int64, limit: Int) throws -> [LoggedChangeSet] {
         try connection.rows(
             """
-            SELECT revision, device_id, change_set_id, committed_at, body FROM _rs_log WHERE device_id = ?
-            ORDER BY revision DESC LIMIT ?
+            SELECT l.revision, l.device_id, l.change_set_id, l.committed_at, l.body
+            FROM _rs_outcomes o JOIN _rs_log l ON l.revision = o.revision
+            WHERE o.device_id = ? AND o.revision IS NOT NULL ORDER BY o.revision DESC LIMIT ?
             """, [.integer(device), .integer(Int64(limit))]
         ).map { try Self.loggedChangeSet($0[...]) }.reversed()
     }
@@ -265,6 +281,7 @@ final class SQLStorageAccess: StorageWriter {
         ).map { try Self.loggedChangeSet($0[...]) }
     }
 
+    /// A scan of the change log (an admin's question; an index would cost every commit).
     func revisions(changeSetID: String) throws -> [Revision] {
         try connection.rows("SELECT revision FROM _rs_log WHERE change_set_id = ? ORDER BY revision", [.text(changeSetID)])
             .compactMap { $0.first?.integerValue }

@@ -53,16 +53,15 @@ enum ServerTables {
                 // The record of the schema's users entity a token belongs to.
                 "ALTER TABLE _rs_devices ADD COLUMN user_id \(dialect.bigint)",
                 // What each committed change set did to each record, with the record's values
-                // before (the after values are in the change log): history and revert.
+                // before (the after values are in the change log): history and revert. One
+                // B-tree and no other index, for it is written with every commit: a revision's
+                // rows are found through the records its log entry lists.
                 """
                 CREATE TABLE _rs_history (entity TEXT NOT NULL, record_id \(dialect.bigint) NOT NULL, revision \(dialect.bigint) NOT NULL,
-                    operation TEXT NOT NULL, before \(dialect.document), PRIMARY KEY (entity, record_id, revision))
+                    operation TEXT NOT NULL, before \(dialect.document), PRIMARY KEY (entity, record_id, revision))\(dialect.withoutRowID)
                 """,
-                "CREATE INDEX _rs_history_revision ON _rs_history (revision)",
                 // Which change set each revert undid.
                 "CREATE TABLE _rs_reverts (revision \(dialect.bigint) PRIMARY KEY, reverted \(dialect.bigint) NOT NULL)",
-                "CREATE INDEX _rs_log_device ON _rs_log (device_id, revision)",
-                "CREATE INDEX _rs_log_change_set ON _rs_log (change_set_id)",
             ]
         },
     ]
