@@ -94,6 +94,28 @@ func residentPeak(ofProcess pid: Int32) -> Int {
     return 0
 }
 
+/// The resident memory of a running process now (`VmRSS`), in bytes; 0 where `/proc` is
+/// missing.
+func residentNow(ofProcess pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) * 1024
+    }
+    return 0
+}
+
+/// The CPU time (user and system) a process used so far, in seconds; 0 where `/proc` is
+/// missing.
+func cpuSeconds(ofProcess pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let end = stat.lastIndex(of: ")")
+    else { return 0 }
+    // After "pid (name) ": state is field 3; utime and stime are fields 14 and 15.
+    let fields = stat[stat.index(after: end)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 /// A failure of a benchmark's run (not a slow figure: those are reported).
 public struct BenchmarkError: Error, CustomStringConvertible {
     public let description: String

@@ -40,9 +40,12 @@ final class BenchmarkServer: Sendable {
     /// Seeds `records` records, creates `devices` tokens, lets `prepare` write through the
     /// engine (before the server starts), then starts the server.
     ///
-    /// - Parameter viewers: how many of the devices (the last ones) have the `viewer` role.
+    /// - Parameters:
+    ///   - viewers: how many of the devices (the last ones) have the `viewer` role.
+    ///   - instances: server processes on the database (more than one on PostgreSQL only).
     static func start(
-        store: BenchmarkStore, records: Int, devices: Int, viewers: Int = 0, binaries: URL, label: String, serverArguments: [String] = [],
+        store: BenchmarkStore, records: Int, devices: Int, viewers: Int = 0, instances: Int = 1, binaries: URL, label: String,
+        serverArguments: [String] = [],
         prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
     ) async throws -> BenchmarkServer {
         let work = try ScratchDatabase.temporaryDirectory("bench")
@@ -72,7 +75,7 @@ final class BenchmarkServer: Sendable {
         if let prepare { try await prepare(SyncEngine(schema: .demo, storage: storage), owners) }
         try await storage.close()
         let fleet = try await ServerFleet.start(
-            count: 1, database: database.location, binaries: binaries, logDirectory: work, arguments: serverArguments)
+            count: instances, database: database.location, binaries: binaries, logDirectory: work, arguments: serverArguments)
         return BenchmarkServer(
             work: work, database: database, fleet: fleet, tokens: tokens, seedRevision: summary.revision,
             players: players, teams: teams)
@@ -94,6 +97,11 @@ final class BenchmarkServer: Sendable {
     /// The server's peak resident memory so far.
     var peakMemory: Int {
         fleet.pid(of: 0).map { residentPeak(ofProcess: $0) } ?? 0
+    }
+
+    /// The resident memory and CPU seconds used so far of each server process.
+    var usage: [(resident: Int, cpuSeconds: Double)] {
+        fleet.ports.indices.compactMap { fleet.pid(of: $0) }.map { (residentNow(ofProcess: $0), cpuSeconds(ofProcess: $0)) }
     }
 
     /// Runs `body` with the server, then stops it, whether `body` succeeded or not.

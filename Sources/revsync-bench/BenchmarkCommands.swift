@@ -171,3 +171,40 @@ struct Payload: AsyncParsableCommand {
         printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
     }
 }
+
+struct Live: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Scenario 7: live updates: commit to applied on every other live device (p50, p99, max), and the server's memory and CPU with many idle streams."
+    )
+
+    @Option(help: "Devices in live mode (one of them writes).") var devices = 50
+    @Option(help: "The writer's commits per second.") var rate = 20.0
+    @Option(help: "Seconds measured.") var seconds = 10.0
+    @Option(help: "Server instances (PostgreSQL): the writer syncs with the first, the others stream from the last.") var instances = 1
+    @Option(help: "Idle streams held open for the memory and CPU row (0: skip it).") var idleStreams = 5_000
+    @Option(help: "Seconds the idle streams are measured.") var idleSeconds = 30.0
+    @Flag(help: "Skip the latency row.") var skipLatency = false
+    @OptionGroup var options: StoreOptions
+
+    func validate() throws {
+        guard devices >= 2, rate > 0, seconds > 0, instances >= 1, idleStreams >= 0, idleSeconds > 0 else {
+            throw ValidationError("--devices must be 2 or more; --rate, --seconds, --instances and --idle-seconds more than 0")
+        }
+        if instances > 1 && options.store != "postgres" { throw ValidationError("--instances above 1 needs --store postgres") }
+    }
+
+    func run() async throws {
+        var benchmark = LiveBenchmark(binaries: productsDirectory)
+        benchmark.store = try options.choice
+        benchmark.devices = devices
+        benchmark.rate = rate
+        benchmark.seconds = seconds
+        benchmark.instances = instances
+        benchmark.idleStreams = idleStreams
+        benchmark.idleSeconds = idleSeconds
+        let latency = skipLatency ? nil : try await benchmark.latency()
+        let idle = idleStreams == 0 ? nil : try await benchmark.idle()
+        printTable(benchmark.rows(latency: latency, idle: idle, command: commandLine))
+    }
+}

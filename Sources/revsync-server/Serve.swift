@@ -68,6 +68,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "GET /snapshot makes a new snapshot only once the data set is this many revisions past the last one.")
     var snapshotInterval: Int = 1000
 
+    @Option(help: "GET /events: the largest changes event in bytes; more change sets at once are a revision event (the device syncs).")
+    var maxEventBytes: Int = 64 * 1024
+
+    @Option(help: "GET /events: seconds between heartbeats (a comment line) on every stream.")
+    var eventHeartbeat: Double = 15
+
+    @Option(help: "GET /events: the most live streams at once; more are answered 503.")
+    var maxStreams: Int = 10_000
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -82,6 +91,9 @@ struct Serve: AsyncParsableCommand {
         guard snapshotInterval >= 1 else { throw ValidationError("--snapshot-interval must be 1 or more") }
         guard maxBodySize >= 1, maxInflightBodyBytes >= 1, maxValueBytes >= 1 else {
             throw ValidationError("--max-body-size, --max-inflight-body-bytes and --max-value-bytes must be 1 or more")
+        }
+        guard maxEventBytes >= 1, eventHeartbeat > 0, maxStreams >= 0 else {
+            throw ValidationError("--max-event-bytes and --event-heartbeat must be more than 0, --max-streams 0 or more")
         }
         guard authFailureLimit >= 1, authFailureWindow >= 1 else {
             throw ValidationError("--auth-failure-limit and --auth-failure-window must be 1 or more")
@@ -98,6 +110,8 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         keepFreedMemoryForReuse()
+        // Each live stream is a socket: as many as the system lets this user open.
+        let openFiles = OpenFileLimit.raise()
         var logger = Logger(label: "revsync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let schema = try loadSchema(self.schema)
@@ -125,6 +139,9 @@ struct Serve: AsyncParsableCommand {
         configuration.authFailureWindowSeconds = authFailureWindow
         configuration.trustedProxies = Set(trustedProxy)
         configuration.snapshotInterval = snapshotInterval
+        configuration.live.maxEventBytes = maxEventBytes
+        configuration.live.heartbeat = .milliseconds(Int64(eventHeartbeat * 1000))
+        configuration.live.maxStreams = maxStreams
         configuration.snapshotDirectory = snapshotDirectory
         if snapshotDirectory == nil, case .sqlite(let path) = database.location {
             configuration.snapshotDirectory = path + ".snapshots"
@@ -137,6 +154,11 @@ struct Serve: AsyncParsableCommand {
             services.append(OutcomeRetention(storage: storage, days: days, logger: logger))
         }
         let revision = try await storage.withReader { try $0.currentRevision() }
+        if openFiles > 0 && openFiles < maxStreams + 100 {
+            logger.warning(
+                "this process may open \(openFiles) files: fewer live streams than --max-streams \(maxStreams) will fit; raise the limit (ulimit -n)"
+            )
+        }
         let server = SyncHTTPServer(engine: engine, configuration: configuration, logger: logger)
         try await server.run(services: services) { [host, database] port in
             printOutput(

@@ -4,7 +4,10 @@ import RevSyncClient
 import RevSyncProtocol
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the revision, pending change sets and unresolved conflicts.")
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Show the state (live, offline, ...), the revision, pending change sets, unresolved conflicts, the last sync and the last error.",
+        discussion: "The state is `live`, `connecting` or `syncing` while `revsync watch` runs on the store, `offline` otherwise.")
 
     @OptionGroup var options: StoreOptions
 
@@ -13,24 +16,36 @@ struct Status: AsyncParsableCommand {
             let store = try options.open()
             let status = try await store.status()
             let server = try await store.server()
+            let live = try await store.recordedLiveState()
+            let state = live?.state ?? .offline
+            let lastSync = status.lastSuccessfulSync.map { ISO8601DateFormatter().string(from: $0) }
             if options.json {
                 say(
                     Output.json { writer in
-                        writer.writeRaw("{\"maxRevision\":")
+                        writer.writeRaw("{\"state\":")
+                        writer.writeString(state.rawValue)
+                        writer.writeRaw(",\"maxRevision\":")
                         writer.writeInteger(status.maxRevision)
                         writer.writeRaw(",\"pendingChangeSets\":")
                         writer.writeInteger(status.pendingChangeSets)
                         writer.writeRaw(",\"unresolvedConflicts\":")
                         writer.writeInteger(status.unresolvedConflicts)
+                        writer.writeRaw(",\"lastSync\":")
+                        if let lastSync { writer.writeString(lastSync) } else { writer.writeNull() }
+                        writer.writeRaw(",\"lastError\":")
+                        if let error = status.lastError { writer.writeString(error) } else { writer.writeNull() }
                         writer.writeRaw(",\"server\":")
                         if let server { writer.writeString(server.url.absoluteString) } else { writer.writeNull() }
                         writer.writeRaw("}")
                     })
                 return
             }
+            say("state: \(state.rawValue)\(live.map { " (revsync watch, process \($0.process))" } ?? "")")
             say("maxRevision: \(status.maxRevision)")
             say("pending change sets: \(status.pendingChangeSets)")
             say("unresolved conflicts: \(status.unresolvedConflicts)")
+            say("last sync: \(lastSync ?? "never")")
+            if let error = status.lastError { say("last error: \(error)") }
             say("server: \(server?.url.absoluteString ?? "none")")
         }
     }

@@ -39,39 +39,78 @@ struct Sync: AsyncParsableCommand {
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Sync whenever something is queued, and every few seconds otherwise, until interrupted (Ctrl-C).")
+        abstract: "Stay live until interrupted (Ctrl-C): colleagues' changes applied as the server pushes them, local ones sent at once.",
+        discussion:
+            "Keeps the server's event stream open (GET /events) and prints each change as it is applied. Reconnects by itself after failures; `revsync status` in another terminal shows the state."
+    )
 
     @OptionGroup var options: StoreOptions
 
-    @Option(help: "Seconds between syncs when nothing is queued.")
-    var interval: Double = 5
+    @Option(help: "Seconds between looks for change sets other processes queued in the store.")
+    var interval: Double = 1
 
     func run() async throws {
         try await reportingErrors {
             guard interval > 0 else { throw CommandFailure("--interval must be more than 0") }
             let store = try options.open()
             let synchronizer = makeSynchronizer(store)
-            let stop = InterruptFlag()
             let server = try await store.server()?.url.absoluteString ?? "no server"
+            var liveOptions = LiveOptions()
+            liveOptions.outboxPollInterval = .milliseconds(Int64(interval * 1000))
+            let events = synchronizer.events()
+            let live = Task { try await synchronizer.live(liveOptions) }
+            let stop = InterruptFlag { live.cancel() }
+            let json = options.json
+            let printer = Task {
+                for await event in events { Self.show(event, json: json) }
+            }
             if !options.json {
-                say("Watching \(options.store): syncing with \(server) when something is queued and every \(interval) s; Ctrl-C stops.")
+                say("Watching \(options.store): live with \(server); Ctrl-C stops.")
             }
-            var lastSync = Date.distantPast
-            while !stop.isSet {
-                if try await synchronizer.hasPendingChanges() || Date().timeIntervalSince(lastSync) >= interval {
-                    lastSync = Date()
-                    do {
-                        let report = try await synchronizer.sync(retrying: RetryPolicy(maxAttempts: 3))
-                        if report.sent > 0 || report.received > 0 {
-                            if options.json { say(Output.json(for: report)) } else { Output.lines(for: report).forEach(say) }
-                        }
-                    } catch let failure as SyncFailure {
-                        FileHandle.standardError.write(Data("revsync: sync failed: \(failure)\n".utf8))
-                        if !failure.isRetryable { throw failure }
-                    }
+            defer { printer.cancel() }
+            do {
+                try await live.value
+            } catch is CancellationError {}
+            _ = stop
+        }
+    }
+
+    /// One event as it happens: syncs and pushed change sets with each change, state changes,
+    /// failures (on standard error).
+    static func show(_ event: SyncEvent, json: Bool) {
+        switch event {
+        case .finished(let report) where report.sent > 0 || report.received > 0:
+            if json { return say(Output.json(for: report)) }
+            Output.lines(for: report).forEach(say)
+            changeLines(report).forEach(say)
+        case .received(let report):
+            if json { return say(Output.json(for: report)) }
+            say("Received \(report.received) change set\(report.received == 1 ? "" : "s"); now at revision \(report.maxRevision).")
+            changeLines(report).forEach(say)
+        case .statusChanged(let status) where !json:
+            guard status.state != .syncing else { return }
+            say("[\(status.state.rawValue)]\(status.state == .offline ? status.lastError.map { " \($0)" } ?? "" : "")")
+        case .failed(let failure, let retryIn):
+            let retry =
+                retryIn.map {
+                    String(format: "; again in %.1f s", Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18)
+                } ?? ""
+            FileHandle.standardError.write(Data("revsync: sync failed: \(failure)\(retry)\n".utf8))
+        default:
+            break
+        }
+    }
+
+    /// `  revision 12: teams 1 updated`, for each record the server's data changed.
+    static func changeLines(_ report: SyncReport) -> [String] {
+        report.changes.map { change in
+            let verb =
+                switch change.operation {
+                case .create: "created"
+                case .update: "updated"
+                case .delete: "deleted"
                 }
-                try await Task.sleep(for: .milliseconds(250))
-            }
+            return "  revision \(change.revision.map(String.init) ?? "?"): \(change.record.entity) \(change.record.id) \(verb)"
         }
     }
 }
@@ -93,21 +132,19 @@ func makeSynchronizer(_ store: LocalStore) -> Synchronizer {
         })
 }
 
-/// Set by SIGINT or SIGTERM, so that `watch` ends after the sync in progress.
+/// Calls `onInterrupt` on SIGINT or SIGTERM, so that `watch` ends cleanly (the sync in
+/// progress is applied or not at all).
 final class InterruptFlag: Sendable {
-    private let interrupted = Locked(false)
     /// Kept so that the handlers stay installed.
     private let sources = Locked<[any DispatchSourceSignal]>([])
 
-    init() {
+    init(onInterrupt: @escaping @Sendable () -> Void) {
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber)
-            source.setEventHandler { [interrupted] in interrupted.withLock { $0 = true } }
+            source.setEventHandler(handler: onInterrupt)
             source.resume()
             sources.withLock { $0.append(source) }
         }
     }
-
-    var isSet: Bool { interrupted.current }
 }

@@ -259,4 +259,35 @@ extension RevsyncCommandLineTests {
             }
         }
     }
+
+    @Test func watchPrintsWhatColleaguesChangeAsItArrivesAndStatusShowsLive() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let alice = try await server.clientDevice("alice", in: directory)
+                let bob = try await server.clientDevice("bob", in: directory)
+                let watch = try ExecutableProcess("revsync", ["watch", "--store", alice.store.path])
+                _ = try await watch.waitForOutput(containing: "[live]", timeout: 30)
+                let status = try await ExecutableProcess.run("revsync", ["status", "--store", alice.store.path])
+                #expect(status.stdout.contains("state: live (revsync watch, process"))
+                let json = try await ExecutableProcess.run("revsync", ["status", "--json", "--store", alice.store.path])
+                #expect(json.stdout.contains(#""state":"live""#))
+
+                let team = try await bob.table("teams").insert(["name": "U12"])
+                try await bob.sync()
+                let permanent = try #require(try await bob.store.permanentID(of: team))
+                let output = try await watch.waitForOutput(containing: "teams \(permanent) created", timeout: 30)
+                #expect(output.contains("Received 1 change set; now at revision 1."))
+                #expect(output.contains("revision 1: teams \(permanent) created"))
+                try await bob.table("teams").update(permanent, ["name": "U12 Lions"])
+                try await bob.sync()
+                _ = try await watch.waitForOutput(containing: "revision 2: teams \(permanent) updated", timeout: 30)
+
+                watch.terminate()
+                #expect(await watch.exitStatus() == 0)
+                let after = try await ExecutableProcess.run("revsync", ["status", "--store", alice.store.path])
+                #expect(after.stdout.contains("state: offline"))
+                #expect(after.stdout.contains("last sync: 20"))
+            }
+        }
+    }
 }

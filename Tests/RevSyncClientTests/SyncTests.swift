@@ -266,6 +266,8 @@ import Testing
                     case .conflicts(let conflicts): seen.append("conflicts \(conflicts.count)")
                     case .finished: seen.append("finished")
                     case .failed: seen.append("failed")
+                    case .received: seen.append("received")
+                    case .statusChanged: continue  // the status has tests of its own
                     }
                     if seen.last == "finished" { break }
                 }

@@ -23,11 +23,12 @@ public final class ExecutableProcess: Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     }
 
-    /// Starts `executable` (a product name such as `revsync-server`) with `arguments`.
+    /// Starts `executable` (a product name such as `revsync-server`, or an absolute path) with
+    /// `arguments`.
     ///
     /// - Parameter standardInput: what the process reads on standard input (nothing if `nil`).
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], standardInput: String? = nil) throws {
-        let path = Self.productsDirectory.appendingPathComponent(executable).path
+        let path = executable.hasPrefix("/") ? executable : Self.productsDirectory.appendingPathComponent(executable).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw RawHTTPClient.Failure(description: "\(path) is not built; run `swift build` first")
         }
@@ -119,6 +120,20 @@ public final class ExecutableProcess: Sendable {
         let signal = status & 0x7f
         return signal != 0 && signal != 0x7f
     }
+    /// Waits until a `revsync-server` says where it listens; returns the port.
+    public func waitForListeningPort(timeout: Double = 60) async throws -> Int {
+        let output = try await waitForOutput(containing: "listening on http://127.0.0.1:", timeout: timeout)
+        guard let port = Self.listeningPort(in: output) else {
+            throw RawHTTPClient.Failure(description: "no port in: \(output.suffix(200))")
+        }
+        return port
+    }
+
+    /// The port in a `revsync-server`'s "listening on http://127.0.0.1:PORT" line.
+    public static func listeningPort(in output: String) -> Int? {
+        guard let range = output.range(of: "http://127.0.0.1:") else { return nil }
+        return Int(output[range.upperBound...].prefix { $0.isNumber })
+    }
 }
 
 /// The raw wait status of a child, once it ended.
@@ -127,4 +142,5 @@ private final class ExitStatus: Sendable {
 
     var status: Int32? { value.current }
     func set(_ status: Int32) { value.withLock { $0 = status } }
+
 }

@@ -116,7 +116,9 @@ public final class RawHTTPConnection: Sendable {
     /// How many bytes ``send(_:)`` has written so far.
     public var bytesSent: Int { sent.current }
 
-    public init(port: Int) throws {
+    /// - Parameter receiveBuffer: the socket's receive buffer (`SO_RCVBUF`), set before
+    ///   connecting so that the window stays that small.
+    public init(port: Int, receiveBuffer: Int? = nil) throws {
         #if canImport(Glibc)
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -124,6 +126,9 @@ public final class RawHTTPConnection: Sendable {
         #endif
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer.map(Int32.init) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -153,6 +158,19 @@ public final class RawHTTPConnection: Sendable {
     /// Closes the sending half: the server sees the end of the request's bytes.
     public func finishSending() {
         shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// Reads what is there (waiting up to 30 s for something); empty at the end of the
+    /// connection.
+    public func receiveSome() -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? Array(buffer[0..<count]) : []
+    }
+
+    /// Ends both directions (a thread blocked reading wakes up).
+    public func shutdownBoth() {
+        shutdown(fd, Int32(SHUT_RDWR))
     }
 
     public func receiveAll() throws -> [UInt8] {

@@ -35,12 +35,18 @@ public final class LocalStore: Sendable {
         public let pendingChangeSets: Int
         /// Conflicts in the journal nobody dismissed yet.
         public let unresolvedConflicts: Int
+        /// When a sync (or change sets the server pushed) last completed.
+        public let lastSuccessfulSync: Date?
+        /// Why the last sync failed, if it did and none succeeded since.
+        public let lastError: String?
     }
 
     public let path: String
     let pool: DatabasePool
     /// The schema, replaced when the store follows a newer one.
     private let currentSchema: Locked<Schema>
+    /// Told after every local write that queued a change set (for the live mode).
+    let localChanges = ChangeNotifier()
 
     /// The schema the local tables follow.
     public var schema: Schema { currentSchema.current }
@@ -116,12 +122,14 @@ public final class LocalStore: Sendable {
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let schema = self.schema
-        return try await pool.write { db in
+        let result = try await pool.write { db in
             let transaction = WriteTransaction(db: db, schema: schema, actor: try StoreState(db: db).actor)
             let result = try body(transaction)
             if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet) }
             return result
         }
+        localChanges.notify()
+        return result
     }
 
     /// The single-entity operations of `entity`.
@@ -152,9 +160,12 @@ public final class LocalStore: Sendable {
 
     public func status() async throws -> Status {
         try await pool.read { db in
-            Status(
-                maxRevision: try StoreState(db: db).maxRevision, pendingChangeSets: try Outbox(db: db).count(),
-                unresolvedConflicts: try ConflictJournal(db: db).unresolvedCount())
+            let state = StoreState(db: db)
+            return Status(
+                maxRevision: try state.maxRevision, pendingChangeSets: try Outbox(db: db).count(),
+                unresolvedConflicts: try ConflictJournal(db: db).unresolvedCount(),
+                lastSuccessfulSync: try state.string(.lastSync).flatMap(Double.init).map { Date(timeIntervalSince1970: $0) },
+                lastError: try state.string(.lastError))
         }
     }
 

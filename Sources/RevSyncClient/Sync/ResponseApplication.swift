@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import RevSyncProtocol
 import RevSyncSQLite
@@ -92,6 +93,8 @@ final class ResponseApplication {
         try state.setMaxRevision(maxRevision)
         // The server has now delivered at least the snapshot's revision: the proof is done.
         try state.set(.snapshotProof, nil)
+        try state.set(.lastSync, String(Date().timeIntervalSince1970))
+        try state.set(.lastError, nil)
         report.maxRevision = maxRevision
         return report
     }
@@ -117,7 +120,9 @@ final class ResponseApplication {
     private func applyServerData(_ changeSet: ChangeSet) throws {
         let idMap = IDMap(db: db)
         for changes in changeSet.changes {
-            for id in changes.create + changes.update {
+            for (id, operation) in changes.create.map({ ($0, AppliedChange.Operation.create) })
+                + changes.update.map({ ($0, AppliedChange.Operation.update) })
+            {
                 guard let attributes = changes.attributes[id] else { continue }
                 guard let entity = try entity(changes.entity, attributes.values) else { continue }
                 if let oldID = attributes.oldID, oldID.isTemporary {
@@ -127,11 +132,16 @@ final class ResponseApplication {
                 }
                 try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
                 report.recordsApplied += 1
+                report.changes.append(
+                    AppliedChange(
+                        revision: changeSet.revision, record: RecordReference(entity: entity.name, id: id), operation: operation))
             }
             guard !changes.delete.isEmpty, let entity = try entity(changes.entity, [:]) else { continue }
             for id in changes.delete {
                 try tables.delete(entity, id: id)
                 report.recordsApplied += 1
+                report.changes.append(
+                    AppliedChange(revision: changeSet.revision, record: RecordReference(entity: entity.name, id: id), operation: .delete))
             }
         }
     }

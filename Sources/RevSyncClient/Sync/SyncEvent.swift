@@ -21,12 +21,33 @@ public struct SyncReport: Sendable, Hashable {
     public var snapshot: Bool = false
     /// Temporary IDs that became permanent: temporary → permanent.
     public var permanentIDs: [RecordReference: RecordID] = [:]
+    /// The server data applied, record by record (not the records of a snapshot, which
+    /// replaces everything).
+    public var changes: [AppliedChange] = []
     /// The request body's size on the wire (gzip).
     public var bytesSent: Int = 0
     /// The response body's size on the wire (gzip when the server compressed it).
     public var bytesReceived: Int = 0
     /// The response body's size decompressed: the JSON.
     public var responseBytes: Int = 0
+}
+
+/// One record the server's data created, updated or deleted on the device.
+public struct AppliedChange: Sendable, Hashable {
+    public enum Operation: String, Sendable, Hashable {
+        case create, update, delete
+    }
+
+    /// The revision of the change set that made it.
+    public var revision: Revision?
+    public var record: RecordReference
+    public var operation: Operation
+
+    public init(revision: Revision?, record: RecordReference, operation: Operation) {
+        self.revision = revision
+        self.record = record
+        self.operation = operation
+    }
 }
 
 /// A change set the server refused, with the reasons for each record.
@@ -48,6 +69,10 @@ public enum SyncEvent: Sendable {
     /// Change sets the server refused, now in the conflict journal.
     case conflicts([SyncConflict])
     case finished(SyncReport)
+    /// Change sets the server pushed over the live stream were applied (no sync was needed).
+    case received(SyncReport)
+    /// The status changed (``Synchronizer/statusUpdates()`` has the same).
+    case statusChanged(SyncStatus)
     /// The sync failed; if `retryIn` is set, it will be tried again after that long.
     case failed(SyncFailure, retryIn: Duration?)
 }

@@ -30,13 +30,22 @@ public actor Synchronizer {
     }
 
     public let store: LocalStore
-    private let server: LocalStore.ServerConnection?
-    private let transport: any SyncTransport
+    let server: LocalStore.ServerConnection?
+    let transport: any SyncTransport
     private let configuration: Configuration
     private let sleep: @Sendable (Duration) async throws -> Void
     private let stageHook: (@Sendable (SyncStage) -> Void)?
-    private let broadcaster = EventBroadcaster()
-    private var inFlight: Task<SyncReport, any Error>?
+    let broadcaster = EventBroadcaster()
+    let statusBroadcaster = StatusBroadcaster()
+    /// Whether a sync or a push is being applied; the others wait in `waiting`, in order.
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    /// The live stream's state (``SyncStatus/State/syncing`` is added while a sync runs).
+    var connection: SyncStatus.State = .offline
+    private var syncing = false
+    private var lastPublished: SyncStatus?
+    /// Whether ``live(_:)`` runs.
+    var isLive = false
 
     /// - Parameters:
     ///   - server: where to sync; the server remembered in the store if `nil`.
@@ -83,11 +92,22 @@ public actor Synchronizer {
     /// - Throws: ``SyncFailure``; nothing local changed (what was sent stays queued).
     @discardableResult
     public func sync() async throws -> SyncReport {
-        while let running = inFlight { _ = try? await running.value }
-        let task = Task { try await self.performSync() }
-        inFlight = task
-        defer { inFlight = nil }
-        return try await task.value
+        try await exclusively { try await self.performSync() }
+    }
+
+    /// Runs `work` when no sync or push is being applied, to the end even if the caller is
+    /// cancelled (a sync half applied would be rolled back, but one whose request left should
+    /// get its answer applied).
+    func exclusively<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        if busy {
+            await withCheckedContinuation { waiting.append($0) }
+        } else {
+            busy = true
+        }
+        defer {
+            if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+        }
+        return try await Task { try await work() }.value
     }
 
     /// One sync, tried again after network failures and server errors with exponential
@@ -117,14 +137,48 @@ public actor Synchronizer {
 
     private func performSync() async throws -> SyncReport {
         broadcaster.emit(.started)
+        syncing = true
+        await publishStatus()
+        defer { syncing = false }
         do {
             let report = try await exchange()
             broadcaster.emit(.finished(report))
+            syncing = false
+            await publishStatus()
             return report
         } catch let failure as SyncFailure {
             broadcaster.emit(.failed(failure, retryIn: nil))
+            await store.recordSyncFailure(failure.description)
+            syncing = false
+            await publishStatus()
             throw failure
         }
+    }
+
+    // MARK: Status
+
+    /// Where the device stands now.
+    public func status() async throws -> SyncStatus {
+        let stored = try await store.status()
+        return SyncStatus(
+            state: syncing ? .syncing : connection, maxRevision: stored.maxRevision, pendingChangeSets: stored.pendingChangeSets,
+            unresolvedConflicts: stored.unresolvedConflicts, lastSuccessfulSync: stored.lastSuccessfulSync, lastError: stored.lastError)
+    }
+
+    /// The status now, and again each time it changes (a slow consumer gets the newest).
+    public nonisolated func statusUpdates() -> AsyncStream<SyncStatus> {
+        let stream = statusBroadcaster.stream()
+        Task { await self.publishStatus(always: true) }
+        return stream
+    }
+
+    /// Tells listeners the status, if it changed (or `always`).
+    func publishStatus(always: Bool = false) async {
+        guard let status = try? await status() else { return }
+        guard always || status != lastPublished else { return }
+        if status != lastPublished { broadcaster.emit(.statusChanged(status)) }
+        lastPublished = status
+        statusBroadcaster.emit(status)
     }
 
     private func exchange() async throws -> SyncReport {

@@ -1,4 +1,5 @@
 public import Foundation
+import RevSyncProtocol
 
 #if canImport(Glibc)
 import Glibc
@@ -27,27 +28,45 @@ public struct SocketTransport: SyncTransport {
     }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        try await onThread { try exchange(request, receive: nil) }
+        try await onThread { try exchange(request, receive: nil, connection: $0) }
     }
 
     /// Streams the body as it arrives; `timeout` is then the longest wait for the next bytes,
     /// not for the whole body (a large download on a slow network takes as long as it takes).
+    /// Cancelling the task closes the connection at once (`CancellationError`).
     public func download(
         _ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
     ) async throws -> TransportResponse {
-        try await onThread { try exchange(request, receive: receive) }
+        try await onThread { try exchange(request, receive: receive, connection: $0) }
     }
 
-    private func onThread(_ work: @escaping @Sendable () throws -> TransportResponse) async throws -> TransportResponse {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try work() }) }
-            thread.stackSize = 1 << 20
-            thread.start()
+    /// Runs `work` on a thread of its own; cancelling the task shuts the connection down, which
+    /// wakes the thread from whatever it waits for.
+    private func onThread(_ work: @escaping @Sendable (OpenConnection) throws -> TransportResponse) async throws -> TransportResponse {
+        let connection = OpenConnection()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let thread = Thread {
+                    continuation.resume(
+                        with: Result {
+                            do {
+                                return try work(connection)
+                            } catch  where connection.isCancelled {
+                                throw CancellationError()
+                            }
+                        })
+                }
+                thread.stackSize = 1 << 20
+                thread.start()
+            }
+        } onCancel: {
+            connection.cancel()
         }
     }
 
-    private func exchange(_ request: TransportRequest, receive: ((TransportResponse, [UInt8]) throws -> Void)?) throws -> TransportResponse
-    {
+    private func exchange(
+        _ request: TransportRequest, receive: ((TransportResponse, [UInt8]) throws -> Void)?, connection: OpenConnection
+    ) throws -> TransportResponse {
         guard request.url.scheme == "http", let host = request.url.host else {
             throw TransportError("SocketTransport speaks http:// only, not \(request.url.scheme ?? "?")://")
         }
@@ -55,6 +74,8 @@ public struct SocketTransport: SyncTransport {
         let port = request.url.port ?? 80
         let socket = try Socket.connect(host: host, port: port, deadline: deadline)
         defer { socket.close() }
+        try connection.opened(socket)
+        defer { connection.closed() }
         var path = request.url.path.isEmpty ? "/" : request.url.path
         if let query = request.url.query { path += "?" + query }
         var head = "\(request.method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
@@ -72,6 +93,37 @@ public struct SocketTransport: SyncTransport {
     }
 }
 
+/// The socket of a request in progress, so that another thread can cancel it.
+private final class OpenConnection: Sendable {
+    private struct State {
+        var socket: Socket?
+        var cancelled = false
+    }
+
+    private let state = Locked(State())
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func opened(_ socket: Socket) throws {
+        let cancelled = state.withLock { state in
+            state.socket = socket
+            return state.cancelled
+        }
+        if cancelled { throw CancellationError() }
+    }
+
+    func closed() {
+        state.withLock { $0.socket = nil }
+    }
+
+    func cancel() {
+        state.withLock { state in
+            state.cancelled = true
+            state.socket?.shutdown()
+        }
+    }
+}
+
 /// A request that got no response.
 public struct TransportError: Error, Sendable, CustomStringConvertible {
     public let description: String
@@ -79,11 +131,21 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A connected TCP socket with deadlines on every operation.
-package final class Socket {
+package final class Socket: Sendable {
     private let fd: Int32
 
     private init(fd: Int32) {
         self.fd = fd
+    }
+
+    /// Ends both directions at once, from any thread: a thread waiting on the socket wakes up
+    /// and sees the connection closed.
+    package func shutdown() {
+        #if canImport(Glibc)
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        #else
+        _ = Darwin.shutdown(fd, SHUT_RDWR)
+        #endif
     }
 
     package func close() {

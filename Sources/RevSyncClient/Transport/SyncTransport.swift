@@ -1,4 +1,5 @@
 public import Foundation
+import RevSyncProtocol
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -95,5 +96,91 @@ public struct URLSessionTransport: SyncTransport {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
         return TransportResponse(status: http.statusCode, headers: headers, body: data)
+    }
+}
+
+extension URLSessionTransport {
+    /// Streams the body of a `200` or `206` to `receive` as URLSession hands it over (a
+    /// delegate of its own per download); cancelling the task cancels the request.
+    public func download(
+        _ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
+    ) async throws -> TransportResponse {
+        var urlRequest = URLRequest(url: request.url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        if !request.body.isEmpty { urlRequest.httpBody = request.body }
+        let delegate = StreamingDelegate(receive: receive)
+        let session = URLSession(configuration: self.session.configuration, delegate: delegate, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let task = session.dataTask(with: urlRequest)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                delegate.start(continuation)
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
+        }
+    }
+}
+
+/// Hands a download's body over as it arrives.
+private final class StreamingDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // Safe: the mutable state is behind `state`'s lock; `receive` is Sendable.
+    private struct State {
+        var continuation: CheckedContinuation<TransportResponse, any Error>?
+        var head: TransportResponse?
+        var body = Data()
+        var failure: (any Error)?
+    }
+
+    private let receive: @Sendable (TransportResponse, [UInt8]) throws -> Void
+    private let state = Locked(State())
+
+    init(receive: @escaping @Sendable (TransportResponse, [UInt8]) throws -> Void) {
+        self.receive = receive
+    }
+
+    func start(_ continuation: CheckedContinuation<TransportResponse, any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        var headers: [String: String] = [:]
+        let http = response as? HTTPURLResponse
+        for (name, value) in http?.allHeaderFields ?? [:] {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        state.withLock { $0.head = TransportResponse(status: http?.statusCode ?? 0, headers: headers, body: Data()) }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let head = state.withLock { $0.head }
+        guard let head, head.status == 200 || head.status == 206 else {
+            state.withLock { $0.body.append(data) }
+            return
+        }
+        do {
+            try receive(head, [UInt8](data))
+        } catch {
+            state.withLock { $0.failure = error }
+            dataTask.cancel()
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (continuation, result) = state.withLock {
+            state -> (CheckedContinuation<TransportResponse, any Error>?, Result<TransportResponse, any Error>) in
+            defer { state.continuation = nil }
+            if let failure = state.failure ?? error { return (state.continuation, .failure(failure)) }
+            var response = state.head ?? TransportResponse(status: 0, headers: [:], body: Data())
+            response.body = state.body
+            return (state.continuation, .success(response))
+        }
+        continuation?.resume(with: result)
     }
 }

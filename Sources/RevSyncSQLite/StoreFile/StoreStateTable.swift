@@ -17,6 +17,13 @@ package struct StoreStateTable {
         /// The device's role and user, as the server last said (`GET /device`, sync responses).
         case role
         case user
+        /// When the last sync (or pushed change sets) completed: seconds since 1970.
+        case lastSync = "last_sync"
+        /// Why the last sync failed, until one succeeds.
+        case lastError = "last_error"
+        /// The live mode's state (`connecting`, `live`, `offline`) and the process running it.
+        case liveState = "live_state"
+        case liveProcess = "live_process"
     }
 
     package let db: Database

@@ -13,4 +13,8 @@ extension HTTPField.Name {
     /// A request header: the proof a snapshot file carries (``SnapshotProof``).
     static let revSyncSnapshotProof = Self("RevSync-Snapshot-Proof")!
     static let xForwardedFor = Self("X-Forwarded-For")!
+    /// Server-Sent Events: where a reconnecting stream resumes.
+    static let lastEventID = Self("Last-Event-ID")!
+    /// Asks nginx not to buffer the event stream.
+    static let xAccelBuffering = Self("X-Accel-Buffering")!
 }

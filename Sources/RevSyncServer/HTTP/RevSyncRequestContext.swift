@@ -7,10 +7,13 @@ struct RevSyncRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     /// The peer of the connection (a proxy's, behind one).
     let remoteAddress: SocketAddress?
+    /// Completes when the connection closes (the client went away, or the server closed it).
+    let connectionClosed: EventLoopFuture<Void>
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        connectionClosed = source.channel.closeFuture
     }
 }
 

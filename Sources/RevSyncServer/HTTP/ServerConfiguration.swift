@@ -34,6 +34,8 @@ public struct ServerConfiguration: Sendable {
     public var authFailureWindowSeconds: Int = 60
     /// Proxies whose `X-Forwarded-For` names the client (their own address is the peer's).
     public var trustedProxies: Set<String> = []
+    /// `GET /events`: event size, heartbeat, streams, buffers (``LiveFeed/Configuration``).
+    public var live = LiveFeed.Configuration()
 
     public init() {}
 }

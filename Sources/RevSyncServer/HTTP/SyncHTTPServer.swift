@@ -8,7 +8,8 @@ import RevSyncProtocol
 public import ServiceLifecycle
 public import UnixSignals
 
-/// The HTTP face of the engine: `POST /sync`, `GET /schema`, `GET /health`, `GET /snapshot`.
+/// The HTTP face of the engine: `POST /sync`, `GET /schema`, `GET /health`, `GET /snapshot`,
+/// `GET /events`, `GET /device` and the admin API.
 ///
 /// It only authenticates, reads and decodes bodies, calls the ``SyncEngine`` and encodes;
 /// every failure becomes a JSON error with the status codes of the protocol.
@@ -29,6 +30,8 @@ public struct SyncHTTPServer: Sendable {
     let compression: ResponseCompression
     /// What request bodies in flight may cost in memory, together.
     let bodyBudget: BodyBudget
+    /// What `GET /events` streams.
+    public let liveFeed: LiveFeed
 
     /// The bytes of the body budget reserved by requests in flight now, and the most so far.
     public var bodyBytesReserved: (now: Int, peak: Int) { (bodyBudget.reserved, bodyBudget.peak) }
@@ -44,6 +47,7 @@ public struct SyncHTTPServer: Sendable {
             trustedProxies: configuration.trustedProxies, logger: logger)
         compression = ResponseCompression(level: configuration.gzipLevel, fastBelow: configuration.fastGzipBelow)
         bodyBudget = BodyBudget(limit: configuration.maxInflightBodyBytes)
+        liveFeed = LiveFeed(storage: engine.storage, configuration: configuration.live, logger: logger)
         snapshots = SnapshotCache(
             directory: configuration.snapshotDirectory ?? SnapshotCache.privateDefaultDirectory(),
             interval: configuration.snapshotInterval, storage: engine.storage, schema: engine.schema, logger: logger)
@@ -64,6 +68,7 @@ public struct SyncHTTPServer: Sendable {
         router.post("/sync") { request, context in try await self.sync(request, context: context) }
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         router.get("/device") { request, context in try await self.device(request, context: context) }
+        router.get("/events") { request, context in try await self.events(request, context: context) }
         router.get("/admin/api/history") { request, context in try await self.adminHistory(request, context: context) }
         router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
         return Application(
@@ -73,11 +78,12 @@ public struct SyncHTTPServer: Sendable {
                     additionalChannelHandlers: [
                         RequestDeadlines(
                             headTimeout: .seconds(configuration.headerTimeoutSeconds),
-                            bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9)))
+                            bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9))),
+                        EventStreamHangUp(),
                     ],
                     idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
-            services: services,
+            services: [liveFeed] + services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )

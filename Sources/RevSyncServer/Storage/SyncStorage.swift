@@ -1,3 +1,4 @@
+public import Logging
 public import RevSyncProtocol
 
 /// Where the server keeps the data set, the change log, devices and outcomes.
@@ -18,6 +19,15 @@ public protocol SyncStorage: Sendable {
     /// Closes connections; the storage cannot be used afterwards.
     func close() async throws
 
+    /// Signalled after every commit that moved the revision: this process's, and on
+    /// PostgreSQL, once ``startCommitListener(logger:)`` ran, every instance's.
+    var commits: CommitSignal { get }
+
+    /// Signals ``commits`` with the commits of other server instances sharing the database,
+    /// until the task is cancelled (PostgreSQL: `LISTEN`). Returns at once where there are
+    /// none (SQLite: one process writes).
+    func followCommitsOfOtherInstances(logger: Logger) async
+
     /// Runs `body` with a writer on a connection of its own, outside the single writer: for a
     /// small write that must not wait behind change sets (a device's delivered revision). Each
     /// statement is its own transaction. The single writer itself where there is no other
@@ -36,6 +46,8 @@ public protocol SyncStorage: Sendable {
 extension SyncStorage {
     public var isEmbedded: Bool { false }
 
+    public func followCommitsOfOtherInstances(logger: Logger) async {}
+
     public func withAutocommitWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
         try await withWriter(body)
     }
@@ -49,6 +61,9 @@ public protocol StorageReader: AnyObject {
     func logFloor() throws -> Revision
     /// Change log entries with `after < revision <= through`, in revision order.
     func logEntries(after: Revision, through: Revision) throws -> [LogEntry]
+    /// The same, unless their bodies hold more than `maxBytes` together (`nil` then, without
+    /// reading them).
+    func logEntries(after: Revision, through: Revision, maxBytes: Int) throws -> [LogEntry]?
     /// The change log entry at `revision`.
     func logEntry(at revision: Revision) throws -> LogEntry?
     /// The records of `entity` with these IDs that exist, in no particular order.
@@ -73,6 +88,8 @@ public protocol StorageReader: AnyObject {
     func datasetID() throws -> String
     /// Every device, revoked ones included.
     func allDevices() throws -> [DeviceRecord]
+    /// The IDs of the devices whose token was revoked.
+    func revokedDevices() throws -> Set<Int64>
     /// The key of snapshot proofs (``SnapshotProof``): made when the database was set up,
     /// never sent anywhere.
     func snapshotSecret() throws -> [UInt8]
@@ -141,6 +158,11 @@ public protocol StorageWriter: StorageReader {
     /// Raises the revision delivered to a device to `revision` (never lowers it). It may run
     /// outside a transaction, as a statement of its own.
     func recordDelivered(device: Int64, revision: Revision) throws
+    /// Raises the delivered revision of each of `devices` whose delivered revision is at least
+    /// `base` (and whose token stands) to `revision`, in one statement per few hundred
+    /// devices; returns the devices it applies to. The live feed calls it before it sends the
+    /// change sets after `base` to their streams.
+    func recordDelivered(devices: [Int64], revision: Revision, ifAtLeast base: Revision) throws -> Set<Int64>
     /// Deletes outcomes processed before `date` (seconds since 1970).
     func purgeOutcomes(processedBefore date: Int64) throws -> Int
 }

@@ -66,6 +66,36 @@ final class LibpqConnection: SQLConnection {
         }
     }
 
+    // MARK: Notifications
+
+    /// Waits up to `timeout` seconds for notifications of channels this connection `LISTEN`s
+    /// on; returns their payloads (none at the timeout).
+    ///
+    /// - Throws: ``StorageError/unavailable(_:)`` when the connection broke.
+    func notifications(timeout: Double) throws -> [String] {
+        var payloads = takeNotifications()
+        guard payloads.isEmpty else { return payloads }
+        let socket = PQsocket(connection)
+        guard socket >= 0 else { throw StorageError.unavailable("PostgreSQL: the notification connection has no socket") }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, Int32(timeout * 1000))
+        if ready < 0 && errno != EINTR { throw StorageError.unavailable("PostgreSQL: poll failed: \(String(cString: strerror(errno)))") }
+        guard PQconsumeInput(connection) == 1, PQstatus(connection) == CONNECTION_OK else {
+            throw StorageError.unavailable("PostgreSQL: \(String(cString: PQerrorMessage(connection)))")
+        }
+        payloads = takeNotifications()
+        return payloads
+    }
+
+    private func takeNotifications() -> [String] {
+        var payloads: [String] = []
+        while let notification = PQnotifies(connection) {
+            payloads.append(String(cString: notification.pointee.extra))
+            PQfreemem(notification)
+        }
+        return payloads
+    }
+
     // MARK: Internals
 
     private func run(_ sql: String, _ arguments: [SQLValue]) throws -> OpaquePointer {

@@ -1,4 +1,5 @@
 import Foundation
+public import Logging
 public import RevSyncProtocol
 
 /// The production store: PostgreSQL, shared by any number of server instances.
@@ -19,6 +20,7 @@ public final class PostgresStorage: SyncStorage {
     /// Within one instance, one change set commits at a time (the counter row would make
     /// the others wait inside PostgreSQL anyway, each holding a connection readers need).
     private let writerLock = AsyncLock()
+    public let commits = CommitSignal()
 
     /// Connects and sets up the tables (in one transaction, under an advisory lock, so
     /// instances starting at once do it one after the other).
@@ -38,9 +40,9 @@ public final class PostgresStorage: SyncStorage {
     }
 
     public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
-        let entities = self.entities
+        let (entities, commits) = (self.entities, self.commits)
         return try await writerLock.withLock {
-            try await pool.withConnection { connection in try body(SQLStorageAccess(connection, entities: entities)) }
+            try await pool.withConnection { connection in try body(SQLStorageAccess(connection, entities: entities, commits: commits)) }
         }
     }
 
@@ -63,6 +65,10 @@ public final class PostgresStorage: SyncStorage {
                 throw error
             }
         }
+    }
+
+    public func followCommitsOfOtherInstances(logger: Logger) async {
+        await PostgresCommitListener(url: pool.url, commits: commits, logger: logger).run()
     }
 
     public func close() async throws {

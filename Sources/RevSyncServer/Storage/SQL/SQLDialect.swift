@@ -41,6 +41,11 @@ struct SQLDialect: Sendable {
     /// B-tree instead of two (PostgreSQL's tables are heaps with an index anyway).
     var withoutRowID: String { database == .sqlite ? " WITHOUT ROWID" : "" }
 
+    /// The size in bytes of a document column's value.
+    func byteLength(_ column: String) -> String {
+        database == .sqlite ? "LENGTH(\(column))" : "OCTET_LENGTH(\(column))"
+    }
+
     var real: String { database == .sqlite ? "REAL" : "DOUBLE PRECISION" }
 
     func columnType(_ type: AttributeType) -> String {

@@ -18,11 +18,16 @@ final class SQLStorageAccess: StorageWriter {
     private let recentLog: RecentLog?
     /// The log entries of the open transaction, for ``recentLog`` once it commits.
     private var pendingLog: [LogEntry] = []
+    /// Told of each commit that moved the revision.
+    private let commits: CommitSignal?
+    /// The revision the open transaction set, for ``commits`` once it commits.
+    private var pendingRevision: Revision?
 
-    init(_ connection: any SQLConnection, entities: [String: EntitySQL], recentLog: RecentLog? = nil) {
+    init(_ connection: any SQLConnection, entities: [String: EntitySQL], recentLog: RecentLog? = nil, commits: CommitSignal? = nil) {
         self.connection = connection
         self.entities = entities
         self.recentLog = recentLog
+        self.commits = commits
     }
 
     private func sql(_ entity: Entity) throws -> EntitySQL {
@@ -60,6 +65,17 @@ final class SQLStorageAccess: StorageWriter {
             [.integer(after), .integer(through)]
         ) { entries.append(try Self.logEntry($0)) }
         return entries
+    }
+
+    func logEntries(after: Revision, through: Revision, maxBytes: Int) throws -> [LogEntry]? {
+        if let kept = keptLogEntries(after: after, through: through) {
+            return kept.reduce(0, { $0 + $1.body.count }) <= maxBytes ? kept : nil
+        }
+        let size =
+            try connection.firstRow(
+                "SELECT COALESCE(SUM(\(dialect.byteLength("body"))), 0) FROM _rs_log WHERE revision > ? AND revision <= ?",
+                [.integer(after), .integer(through)])?.first?.integerValue ?? 0
+        return size <= maxBytes ? try logEntries(after: after, through: through) : nil
     }
 
     /// The entries from ``recentLog`` and, after them, the open transaction's own; `nil` unless
@@ -322,11 +338,15 @@ final class SQLStorageAccess: StorageWriter {
     /// `body` in one write transaction: committed if it returns, rolled back if it throws.
     private func committed<T>(_ body: () throws -> T) throws -> T {
         try connection.execute(dialect.beginWrite, [])
-        defer { pendingLog = [] }
+        defer {
+            pendingLog = []
+            pendingRevision = nil
+        }
         do {
             let result = try body()
             try connection.execute("COMMIT", [])
             recentLog?.committed(pendingLog)
+            if let pendingRevision { commits?.committed(pendingRevision) }
             return result
         } catch {
             _ = try? connection.execute("ROLLBACK", [])
@@ -362,6 +382,7 @@ final class SQLStorageAccess: StorageWriter {
 
     func setRevision(_ revision: Revision) throws {
         try connection.execute("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(revision)])
+        pendingRevision = revision
     }
 
     func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
@@ -482,6 +503,30 @@ final class SQLStorageAccess: StorageWriter {
             throw StorageError.corrupt("creating a device returned no ID")
         }
         return id
+    }
+
+    func recordDelivered(devices: [Int64], revision: Revision, ifAtLeast base: Revision) throws -> Set<Int64> {
+        var raised = Set<Int64>()
+        // At most 512 at a time, padded to a power of two by repeating one: well under both
+        // databases' limits on bound parameters, and ten statements to prepare at most.
+        for start in stride(from: 0, to: devices.count, by: 512) {
+            var chunk = Array(devices[start..<min(start + 512, devices.count)])
+            var size = 1
+            while size < chunk.count { size *= 2 }
+            chunk += Array(repeating: chunk[0], count: size - chunk.count)
+            let placeholders = Array(repeating: "?", count: size).joined(separator: ", ")
+            try connection.query(
+                """
+                UPDATE _rs_devices SET delivered_revision = CASE WHEN delivered_revision < ? THEN ? ELSE delivered_revision END
+                WHERE id IN (\(placeholders)) AND delivered_revision >= ? AND revoked_at IS NULL RETURNING id
+                """, [.integer(revision), .integer(revision)] + chunk.map { .integer($0) } + [.integer(base)]
+            ) { row in if let id = row[0].integerValue { raised.insert(id) } }
+        }
+        return raised
+    }
+
+    func revokedDevices() throws -> Set<Int64> {
+        Set(try connection.rows("SELECT id FROM _rs_devices WHERE revoked_at IS NOT NULL", []).compactMap { $0[0].integerValue })
     }
 
     func revokeDevice(id: Int64) throws -> Bool {

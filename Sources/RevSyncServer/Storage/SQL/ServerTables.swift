@@ -64,6 +64,25 @@ enum ServerTables {
                 "CREATE TABLE _rs_reverts (revision \(dialect.bigint) PRIMARY KEY, reverted \(dialect.bigint) NOT NULL)",
             ]
         },
+        Migration(version: 3, name: "commit notifications") { dialect in
+            // Every instance learns of every commit (the live feed's `LISTEN`): the counter row
+            // notifies with the new revision, delivered when the transaction commits. SQLite
+            // has one writer process, which signals its own commits.
+            guard dialect.database == .postgres else { return [] }
+            return [
+                """
+                CREATE OR REPLACE FUNCTION _rs_notify_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    PERFORM pg_notify('\(PostgresCommitListener.channel)', NEW.revision::text);
+                    RETURN NULL;
+                END $$
+                """,
+                """
+                CREATE TRIGGER _rs_counter_notify AFTER UPDATE OF revision ON _rs_counter FOR EACH ROW
+                WHEN (NEW.revision IS DISTINCT FROM OLD.revision) EXECUTE FUNCTION _rs_notify_commit()
+                """,
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

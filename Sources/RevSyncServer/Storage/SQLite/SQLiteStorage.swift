@@ -23,6 +23,7 @@ public final class SQLiteStorage: SyncStorage {
     private let entities: [String: EntitySQL]
     /// The newest committed change log entries: most responses are built from them.
     private let recentLog = RecentLog()
+    public let commits = CommitSignal()
 
     /// Opens (or creates) the store at `path`.
     ///
@@ -62,9 +63,9 @@ public final class SQLiteStorage: SyncStorage {
     }
 
     public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
-        let (entities, recentLog) = (self.entities, self.recentLog)
+        let (entities, recentLog, commits) = (self.entities, self.recentLog, self.commits)
         return try await pool.writeWithoutTransaction { db in
-            try body(SQLStorageAccess(GRDBConnection(db), entities: entities, recentLog: recentLog))
+            try body(SQLStorageAccess(GRDBConnection(db), entities: entities, recentLog: recentLog, commits: commits))
         }
     }
 

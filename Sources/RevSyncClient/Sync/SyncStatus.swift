@@ -1,0 +1,67 @@
+public import Foundation
+public import RevSyncProtocol
+
+/// Where a device stands, for a UI to show without guessing.
+///
+/// Observe it with ``Synchronizer/statusUpdates()`` (or the ``SyncEvent/statusChanged(_:)``
+/// events); read it once with ``Synchronizer/status()``.
+public struct SyncStatus: Sendable, Hashable {
+    public enum State: String, Sendable, Hashable, CaseIterable {
+        /// Not connected: no live mode, or waiting to reconnect after a failure.
+        case offline
+        /// Opening the live stream.
+        case connecting
+        /// The live stream is open: colleagues' changes arrive as they are committed.
+        case live
+        /// A sync is in progress.
+        case syncing
+    }
+
+    public var state: State
+    /// The server revision the local data reflects.
+    public var maxRevision: Revision
+    /// Change sets waiting to be sent or answered.
+    public var pendingChangeSets: Int
+    /// Conflicts in the journal nobody dismissed yet.
+    public var unresolvedConflicts: Int
+    /// When a sync (or change sets the server pushed) last completed.
+    public var lastSuccessfulSync: Date?
+    /// Why the last sync or connection failed, if it did and nothing succeeded since.
+    public var lastError: String?
+
+    public init(
+        state: State, maxRevision: Revision, pendingChangeSets: Int, unresolvedConflicts: Int, lastSuccessfulSync: Date?,
+        lastError: String?
+    ) {
+        self.state = state
+        self.maxRevision = maxRevision
+        self.pendingChangeSets = pendingChangeSets
+        self.unresolvedConflicts = unresolvedConflicts
+        self.lastSuccessfulSync = lastSuccessfulSync
+        self.lastError = lastError
+    }
+}
+
+/// Hands the newest status to every listener (a listener that falls behind gets the newest
+/// only).
+final class StatusBroadcaster: Sendable {
+    private let listeners = Locked<[UUID: AsyncStream<SyncStatus>.Continuation]>([:])
+
+    func stream() -> AsyncStream<SyncStatus> {
+        let (stream, continuation) = AsyncStream<SyncStatus>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        listeners.withLock { $0[id] = continuation }
+        continuation.onTermination = { [listeners] _ in
+            _ = listeners.withLock { $0.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func emit(_ status: SyncStatus) {
+        for listener in listeners.withLock({ Array($0.values) }) { listener.yield(status) }
+    }
+
+    deinit {
+        for listener in listeners.withLock({ Array($0.values) }) { listener.finish() }
+    }
+}

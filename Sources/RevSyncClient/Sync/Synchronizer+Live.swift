@@ -1,0 +1,224 @@
+import Foundation
+public import RevSyncProtocol
+
+/// How ``Synchronizer/live(_:)`` behaves.
+public struct LiveOptions: Sendable {
+    /// How long after a local write the outbox is sent (more writes in that time go along).
+    public var debounce: Duration = .milliseconds(300)
+    /// Waits before reconnecting after the stream failed, and between attempts of a sync that
+    /// failed (exponential backoff with full jitter; `maxAttempts` is not used: live mode
+    /// keeps trying until cancelled).
+    public var backoff = RetryPolicy(initialDelay: .milliseconds(500), maxDelay: .seconds(30))
+    /// Also look for change sets queued by other processes that write the same store this
+    /// often (`revsync create` while `revsync watch` runs); `nil`: only this process's writes,
+    /// which are noticed at once.
+    public var outboxPollInterval: Duration?
+
+    public init() {}
+}
+
+extension Synchronizer {
+    /// Keeps the device live until the task is cancelled: the event stream (`GET /events`) open,
+    /// colleagues' change sets applied as they are pushed, the outbox sent shortly after each
+    /// local write.
+    ///
+    /// - Pushed change sets go through the same path as a sync response, in one transaction,
+    ///   when they continue the store's revision; otherwise (and on a `revision` event ahead
+    ///   of the store) the device syncs.
+    /// - After any failure of the stream it reconnects with backoff and jitter, resuming after
+    ///   the store's revision (`Last-Event-ID`); a sync that fails is tried again the same way.
+    /// - The status (``statusUpdates()``) says `connecting`, `live`, `syncing` or `offline`.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let live = Task { try await synchronizer.live() }
+    /// // ... later
+    /// live.cancel()
+    /// ```
+    ///
+    /// - Throws: a ``SyncFailure`` the server's answer makes final (the token was revoked: `401`),
+    ///   after which live mode ends; nothing on cancellation, which ends it cleanly.
+    public func live(_ options: LiveOptions = LiveOptions()) async throws {
+        guard !isLive else { throw SyncFailure.invalidResponse("live mode already runs on this synchronizer") }
+        isLive = true
+        await setConnection(.connecting)
+        let wanted = ChangeNotifier()
+        let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+            let wants = wanted.notices()
+            group.addTask { await Result { try await self.syncWhenWanted(wants, options: options) } }
+            let writes = store.localChanges.notices()
+            group.addTask {
+                for await _ in writes {
+                    try? await Task.sleep(for: options.debounce)
+                    wanted.notify()
+                }
+                return nil
+            }
+            if let interval = options.outboxPollInterval {
+                group.addTask {
+                    while (try? await Task.sleep(for: interval)) != nil {
+                        if (try? await self.hasPendingChanges()) == true { wanted.notify() }
+                    }
+                    return nil
+                }
+            }
+            group.addTask { await Result { try await self.followStream(options: options, wanted: wanted) } }
+            // The stream and the syncs end only by cancellation or a final failure.
+            var first: Result<Void, any Error> = .success(())
+            while let next = await group.next() {
+                if let next {
+                    first = next
+                    break
+                }
+            }
+            group.cancelAll()
+            return first
+        }
+        isLive = false
+        // Recorded even though the task is cancelled (a cancelled task's database writes would
+        // not start).
+        await Task { await self.stopped() }.value
+        if case .failure(let error) = outcome, !(error is CancellationError) { throw error }
+    }
+
+    private func stopped() async {
+        connection = .offline
+        await store.recordLiveState(nil)
+        await publishStatus()
+    }
+
+    private func setConnection(_ state: SyncStatus.State) async {
+        guard connection != state else { return }
+        connection = state
+        await store.recordLiveState(state)
+        await publishStatus()
+    }
+
+    /// Syncs each time a sync is wanted, trying again with backoff while it fails for reasons
+    /// that pass (the network, the server's trouble), until the outbox is sent.
+    private func syncWhenWanted(_ wants: AsyncStream<Void>, options: LiveOptions) async throws {
+        var random = SystemRandomNumberGenerator()
+        for await _ in wants {
+            var attempt = 0
+            while !Task.isCancelled {
+                do {
+                    let report = try await sync()
+                    if report.sent > 0, try await hasPendingChanges() { continue }  // more than one request's worth
+                    break
+                } catch let failure as SyncFailure {
+                    guard failure.isRetryable else {
+                        if case .rejected(401, _, _) = failure { throw failure }
+                        break  // reported (events, status); the next want tries again
+                    }
+                    attempt += 1
+                    let delay = options.backoff.delay(after: attempt, using: &random)
+                    broadcaster.emit(.failed(failure, retryIn: delay))
+                    try await Task.sleep(for: delay)
+                }
+            }
+        }
+    }
+
+    /// Keeps the event stream open, reconnecting after failures, and handles its events.
+    private func followStream(options: LiveOptions, wanted: ChangeNotifier) async throws {
+        var random = SystemRandomNumberGenerator()
+        var attempt = 0
+        while !Task.isCancelled {
+            await setConnection(.connecting)
+            do {
+                for try await event in try await openStream() {
+                    if connection != .live {
+                        attempt = 0
+                        await setConnection(.live)
+                    }
+                    try await handle(event, wanted: wanted)
+                }
+            } catch is CancellationError {
+                return
+            } catch let failure as SyncFailure {
+                await store.recordSyncFailure("live stream: \(failure)")
+                // A revoked token, or a server without live streams: trying again changes nothing.
+                if case .rejected(let status, _, _) = failure, status == 401 || status == 403 || status == 404 { throw failure }
+            } catch {
+                guard !Task.isCancelled else { return }
+                await store.recordSyncFailure("live stream: \(error)")
+            }
+            await setConnection(.offline)
+            attempt += 1
+            try await Task.sleep(for: options.backoff.delay(after: attempt, using: &random))
+        }
+    }
+
+    /// What to do with one event.
+    private func handle(_ event: ServerSentEvent, wanted: ChangeNotifier) async throws {
+        guard let revision = event.maxRevision else { return }
+        let status = try await store.status()
+        switch event.name {
+        case "changes" where revision > status.maxRevision:
+            let broadcaster = self.broadcaster
+            do {
+                let report = try await exclusively {
+                    try await self.store.applyPushed(event.data, overwritten: { broadcaster.emit(.pendingEditsOverwritten($0)) })
+                }
+                if let report {
+                    broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
+                    broadcaster.emit(.received(report))
+                    await publishStatus()
+                }
+            } catch {
+                // Not right after the store's revision, or names the store does not know yet
+                // (the server's schema grew): a sync sorts it out.
+                wanted.notify()
+            }
+        case "revision" where revision > status.maxRevision || status.pendingChangeSets > 0:
+            wanted.notify()
+        default:
+            break
+        }
+    }
+
+    /// Opens `GET /events` after the store's revision; the events as they arrive.
+    private func openStream() async throws -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        var server = self.server
+        if server == nil { server = try await store.server() }
+        guard let server else { throw SyncFailure.notConfigured }
+        let since = try await store.status().maxRevision
+        let request = TransportRequest(
+            url: server.url.appendingPathComponent("events"), method: "GET",
+            headers: ["Authorization": "Bearer \(server.token)", "Accept": "text/event-stream", "Last-Event-ID": String(since)],
+            body: Data())
+        let (events, continuation) = AsyncThrowingStream<ServerSentEvent, any Error>.makeStream()
+        let transport = self.transport
+        let parser = Locked(ServerSentEventParser())
+        let reading = Task {
+            do {
+                let response = try await transport.download(request) { _, bytes in
+                    for event in try parser.withLock({ try $0.feed(bytes) }) { continuation.yield(event) }
+                }
+                if response.status != 200 {
+                    continuation.finish(throwing: Self.rejection(status: response.status, body: [UInt8](response.body)))
+                } else {
+                    continuation.finish(throwing: SyncFailure.network("the server ended the live stream"))
+                }
+            } catch is CancellationError {
+                continuation.finish(throwing: CancellationError())
+            } catch {
+                continuation.finish(throwing: SyncFailure.network("\(error)"))
+            }
+        }
+        continuation.onTermination = { _ in reading.cancel() }
+        return events
+    }
+}
+
+extension Result where Failure == any Error {
+    /// The result of `body`, `nil`-free: success or the error it threw.
+    fileprivate init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}

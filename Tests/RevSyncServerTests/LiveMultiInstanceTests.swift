@@ -1,0 +1,62 @@
+import Foundation
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncTestSupport
+import Testing
+
+/// `GET /events` with several server processes on one PostgreSQL database: every instance
+/// learns of every commit (`LISTEN`/`NOTIFY`), and a lost notification connection skips
+/// nothing.
+@Suite(.enabled(if: StoreKind.all.contains(.postgres))) struct LiveMultiInstanceTests {
+    func changeSets(of event: ServerSentEvent?) throws -> SyncMessage {
+        let event = try #require(event)
+        #expect(event.name == "changes")
+        return try SyncMessage(json: event.data, sender: .server)
+    }
+
+    @Test func aCommitOnOneInstanceIsPushedByTheOther() async throws {
+        try await withTestDatabase(.postgres) { database in
+            let storage = try await database.open(schema: .demo)
+            let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
+            let alice = try await setup.device("alice")
+            let bob = try await setup.device("bob")
+            var instances: [ExecutableProcess] = []
+            defer { for instance in instances { instance.terminate() } }
+            var ports: [Int] = []
+            for _ in 0..<2 {
+                let instance = try ExecutableProcess(
+                    "revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
+                instances.append(instance)
+                ports.append(try await instance.waitForListeningPort())
+            }
+            let writer = bob.rebound(to: setup.instance(on: ports[0]))
+            let stream = try await EventStreamReader.open(port: ports[1], token: alice.token)
+            defer { stream.close() }
+            #expect(try await stream.next()?.maxRevision == 0)
+            for (index, name) in ["U10", "U12", "U14"].enumerated() {
+                let (_, revision) = try await writer.create("teams", ["name": .text(name)])
+                let message = try changeSets(of: try await stream.next(timeout: .seconds(60)))
+                #expect(message.maxRevision == revision && revision == Revision(index + 1))
+            }
+
+            // The instance's LISTEN connection is cut (as a PostgreSQL restart or a network
+            // failure would): it comes back, reads the log, and nothing is skipped.
+            let cut = try await ExecutableProcess.run(
+                "/usr/bin/psql",
+                [
+                    database.location, "-Atc",
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'revsync commit listener'",
+                ])
+            #expect(cut.status == 0 && Int(cut.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 >= 2, "\(cut.stderr)")
+            try await writer.create("teams", ["name": "U16"])
+            try await writer.create("teams", ["name": "U18"])
+            var seen: [Revision] = []
+            while seen.last != 5, let event = try await stream.next(timeout: .seconds(60)) {
+                if event.name == "changes" { seen += try changeSets(of: event).changeSets.compactMap(\.revision) }
+                if event.name == "revision" { break }
+            }
+            #expect(seen == [4, 5])
+            try await storage.close()
+        }
+    }
+}
