@@ -159,7 +159,7 @@ public struct LiveBenchmark: Sendable {
     public func idle() async throws -> Idle {
         OpenFileLimit.raise()
         let server = try await BenchmarkServer.start(
-            store: store, records: 100, devices: 1, binaries: binaries, label: "live-idle",
+            store: store, records: 100, devices: 1, binaries: binaries, label: "live_idle",
             serverArguments: ["--max-streams", String(idleStreams + 10)])
         return try await server.use { server in
             let (port, token) = (server.port, server.tokens[0])

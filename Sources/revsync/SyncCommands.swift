@@ -62,7 +62,15 @@ struct Watch: AsyncParsableCommand {
             let stop = InterruptFlag { live.cancel() }
             let json = options.json
             let printer = Task {
-                for await event in events { Self.show(event, json: json) }
+                var state: SyncStatus.State?
+                for await event in events {
+                    if case .statusChanged(let status) = event {
+                        // The state only, when it changes (the counts change with every sync).
+                        guard status.state != .syncing, status.state != state else { continue }
+                        state = status.state
+                    }
+                    Self.show(event, json: json)
+                }
             }
             if !options.json {
                 say("Watching \(options.store): live with \(server); Ctrl-C stops.")

@@ -47,9 +47,10 @@ extension LocalStore {
         }
     }
 
-    /// Remembers why a sync failed, for ``status()`` (and `revsync status` in another process).
-    func recordSyncFailure(_ message: String) async {
-        _ = try? await pool.write { db in try StoreState(db: db).set(.lastError, String(message.prefix(1000))) }
+    /// Remembers why a sync failed, for ``status()`` (and `revsync status` in another process);
+    /// `nil` forgets it (the connection works again).
+    func recordSyncFailure(_ message: String?) async {
+        _ = try? await pool.write { db in try StoreState(db: db).set(.lastError, message.map { String($0.prefix(1000)) }) }
     }
 
     /// Remembers the live mode's state and the process running it, for `revsync status`.

@@ -130,6 +130,7 @@ extension Synchronizer {
                 for try await event in try await openStream() {
                     if connection != .live {
                         attempt = 0
+                        await store.recordSyncFailure(nil)
                         await setConnection(.live)
                     }
                     try await handle(event, wanted: wanted)
