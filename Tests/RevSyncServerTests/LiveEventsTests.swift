@@ -156,6 +156,56 @@ import Testing
         }
     }
 
+    /// A stream is served below the application, which closes connections idle for
+    /// `idleTimeoutSeconds`: a stream with nothing to say for longer stays open.
+    @Test func aStreamOutlivesTheIdleTimeout() async throws {
+        try await withLiveServer(configure: {
+            $0.idleTimeoutSeconds = 1
+            $0.live.heartbeat = .seconds(60)
+        }) { server in
+            let alice = try await server.device("alice")
+            let bob = try await server.device("bob")
+            let stream = try await EventStreamReader.open(port: server.port, token: alice.token)
+            defer { stream.close() }
+            _ = try await stream.next()
+            try await Task.sleep(for: .milliseconds(2_500))
+            #expect(!stream.hasEnded)
+            let (_, revision) = try await bob.create("teams", ["name": "U12"])
+            #expect(try changeSets(of: try await stream.next()).maxRevision == revision)
+        }
+    }
+
+    /// `GET /events` after other requests on the same connection (here pipelined, in one
+    /// write) is answered as well: by the application's route rather than below it.
+    @Test func eventsAfterAnotherRequestOnTheSameConnection() async throws {
+        try await withLiveServer { server in
+            let alice = try await server.device("alice")
+            let bob = try await server.device("bob")
+            try await bob.create("teams", ["name": "U10"])
+            let port = server.port
+            let token = alice.token
+            let text = try await RawHTTPConnection.run {
+                let connection = try RawHTTPConnection(port: port)
+                let requests =
+                    "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                    + "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n"
+                try connection.send(Array(requests.utf8))
+                var received: [UInt8] = []
+                while !String(decoding: received, as: UTF8.self).contains("event: revision") {
+                    let more = connection.receiveSome()
+                    if more.isEmpty { break }
+                    received += more
+                }
+                connection.shutdownBoth()
+                return String(decoding: received, as: UTF8.self)
+            }
+            #expect(text.hasPrefix("HTTP/1.1 200"))
+            #expect(text.components(separatedBy: "HTTP/1.1 200").count == 3)  // two answers
+            #expect(text.contains("text/event-stream"))
+            #expect(text.contains("event: revision"))
+        }
+    }
+
     @Test func aRevokedTokensStreamEndsWithinSeconds() async throws {
         try await withLiveServer(configure: { $0.live.revocationCheck = .milliseconds(200) }) { server in
             let alice = try await server.device("alice")

@@ -32,6 +32,12 @@ struct APIError: Error, Sendable {
     /// The response for any error a request may end in; unknown errors are logged and
     /// answered 500 without details.
     static func response(for error: any Error, logger: Logger) -> Response {
+        let (status, headers, body) = rendered(error, logger: logger)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// The status, headers and JSON body an error is answered with.
+    static func rendered(_ error: any Error, logger: Logger) -> (status: HTTPResponse.Status, headers: HTTPFields, body: [UInt8]) {
         let apiError: APIError
         switch error {
         case let error as APIError:
@@ -85,6 +91,6 @@ struct APIError: Error, Sendable {
         writer.writeRaw("}}")
         var headers = apiError.headers
         headers[.contentType] = "application/json"
-        return Response(status: apiError.status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+        return (apiError.status, headers, writer.bytes)
     }
 }

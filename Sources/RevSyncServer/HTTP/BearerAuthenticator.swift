@@ -40,7 +40,18 @@ struct BearerAuthenticator: Sendable {
     ///   malformed header, or an unknown or revoked token; `429` (with `Retry-After`) for an
     ///   address with too many failures.
     func authenticate(_ request: Request, context: RevSyncRequestContext, cached: Bool = false) async throws -> Authenticated {
-        let address = request.clientAddress(context, trustedProxies: trustedProxies)
+        try await authenticate(
+            headers: request.headers, clientAddress: request.clientAddress(context, trustedProxies: trustedProxies), path: request.uri.path,
+            cached: cached)
+    }
+
+    /// The same, from a request's headers and the client's address (for the event streams that
+    /// are served below the application, ``EventStreamRouter``).
+    func authenticate(
+        headers: HTTPFields, clientAddress address: String, path: String, cached: Bool = false
+    ) async throws
+        -> Authenticated
+    {
         if let wait = failures.blocked(address) {
             let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
             throw APIError(
@@ -49,7 +60,7 @@ struct BearerAuthenticator: Sendable {
                 headers: [.retryAfter: String(seconds)])
         }
         do {
-            let hash = try Self.tokenHash(request)
+            let hash = try Self.tokenHash(headers)
             if cached, let device = recent.device(tokenHash: hash) { return Authenticated(device: device, tokenHash: hash) }
             guard let device = try await storage.withReader({ try $0.device(tokenHash: hash) }) else {
                 throw APIError.unauthorized("unknown or revoked token")
@@ -60,14 +71,14 @@ struct BearerAuthenticator: Sendable {
             failures.recordFailure(address)
             logger.warning(
                 "authentication failed",
-                metadata: ["address": "\(address)", "path": "\(request.uri.path)", "reason": "\(error.message)"])
+                metadata: ["address": "\(address)", "path": "\(path)", "reason": "\(error.message)"])
             throw error
         }
     }
 
     /// The hash of the request's bearer token.
-    static func tokenHash(_ request: Request) throws -> String {
-        guard let header = request.headers[.authorization] else {
+    static func tokenHash(_ headers: HTTPFields) throws -> String {
+        guard let header = headers[.authorization] else {
             throw APIError.unauthorized("missing Authorization: Bearer <token>")
         }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)

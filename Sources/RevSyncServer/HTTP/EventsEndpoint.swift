@@ -7,29 +7,19 @@ import RevSyncProtocol
 import ServiceLifecycle
 
 extension SyncHTTPServer {
-    /// `GET /events`: the live feed of one device, as Server-Sent Events (``LiveFeed``).
+    /// `GET /events` as the first request of a connection is served below the application, on
+    /// the connection's event loop (``EventStreamRouter``), so that an open stream costs no task;
+    /// this route serves it when it comes later on a kept-alive connection.
     ///
     /// `Last-Event-ID` (or `?since=R`) resumes after revision `R`. The stream ends when the
     /// device's connection does, when its token is revoked, and when the server shuts down.
     func events(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        // Not from the cache of recently accepted tokens: a revoked token must not reconnect.
-        let sender = try await authenticator.authenticate(request, context: context)
-        let since = try Self.resumeRevision(request)
-        let stream: EventStream
-        do {
-            stream = try await liveFeed.open(device: sender.device.id, since: since)
-        } catch let error as LiveFeed.TooManyStreams {
-            throw APIError(
-                status: .serviceUnavailable, code: "busy", message: "the server holds \(error.limit) live streams already; sync instead",
-                headers: [.retryAfter: "30"])
-        }
+        let (stream, headers) = try await openEventStream(
+            headers: request.headers, query: request.uri.query,
+            clientAddress: request.clientAddress(context, trustedProxies: configuration.trustedProxies))
         let feed = liveFeed
         // A device that goes away frees its place at once, not at the next write.
         context.connectionClosed.whenComplete { _ in feed.close(stream) }
-        logger.debug("live stream opened", metadata: ["device": "\(sender.device.id)", "since": "\(since.map(String.init) ?? "-")"])
-        var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
-        headers[.xAccelBuffering] = "no"
-        Self.describe(sender.device, in: &headers)
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
@@ -45,9 +35,35 @@ extension SyncHTTPServer {
             })
     }
 
+    /// Authenticates the request (against the database: a revoked token must not reconnect)
+    /// and opens its stream; returns it with the response's headers.
+    ///
+    /// - Throws: ``APIError``: `401`/`429` from authentication, `400` for a resume point that is
+    ///   not a revision, `503` when the server holds `--max-streams` streams.
+    func openEventStream(headers: HTTPFields, query: String?, clientAddress: String) async throws -> (EventStream, HTTPFields) {
+        let sender = try await authenticator.authenticate(headers: headers, clientAddress: clientAddress, path: "/events")
+        let since = try Self.resumeRevision(headers: headers, query: query)
+        let stream: EventStream
+        do {
+            stream = try await liveFeed.open(device: sender.device.id, since: since)
+        } catch let error as LiveFeed.TooManyStreams {
+            throw APIError(
+                status: .serviceUnavailable, code: "busy", message: "the server holds \(error.limit) live streams already; sync instead",
+                headers: [.retryAfter: "30"])
+        }
+        logger.debug("live stream opened", metadata: ["device": "\(sender.device.id)", "since": "\(since.map(String.init) ?? "-")"])
+        var responseHeaders: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
+        responseHeaders[.xAccelBuffering] = "no"
+        Self.describe(sender.device, in: &responseHeaders)
+        return (stream, responseHeaders)
+    }
+
     /// The revision to resume after: `Last-Event-ID`, else `?since=`; a number or nothing.
-    private static func resumeRevision(_ request: Request) throws -> Revision? {
-        let text = request.headers[.lastEventID] ?? request.uri.queryParameters.get("since")
+    static func resumeRevision(headers: HTTPFields, query: String?) throws -> Revision? {
+        var text = headers[.lastEventID]
+        if text == nil, let query {
+            for pair in query.split(separator: "&") where pair.hasPrefix("since=") { text = String(pair.dropFirst(6)) }
+        }
         guard let text, !text.isEmpty else { return nil }
         guard let revision = Revision(text), revision >= 0 else {
             throw APIError(

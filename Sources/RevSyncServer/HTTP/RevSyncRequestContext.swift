@@ -21,7 +21,12 @@ extension Request {
     /// The client's address: the connection's peer, or, when the peer is one of
     /// `trustedProxies`, the last address it added to `X-Forwarded-For`.
     func clientAddress(_ context: RevSyncRequestContext, trustedProxies: Set<String>) -> String {
-        let peer = context.remoteAddress?.ipAddress ?? "unknown"
+        Self.clientAddress(peer: context.remoteAddress, headers: headers, trustedProxies: trustedProxies)
+    }
+
+    /// The same from the connection's peer and the request's headers.
+    static func clientAddress(peer address: SocketAddress?, headers: HTTPFields, trustedProxies: Set<String>) -> String {
+        let peer = address?.ipAddress ?? "unknown"
         guard trustedProxies.contains(peer), let forwarded = headers[.xForwardedFor] else { return peer }
         let last = forwarded.split(separator: ",").last.map { $0.trimmingWhitespace() } ?? ""
         return last.isEmpty ? peer : last

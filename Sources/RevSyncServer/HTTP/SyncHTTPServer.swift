@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 public import Hummingbird
+import HummingbirdCore
 public import Logging
 import NIOCore
 import NIOHTTPTypes
@@ -73,15 +74,18 @@ public struct SyncHTTPServer: Sendable {
         router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
         return Application(
             router: router,
-            server: .http1(
-                configuration: .init(
-                    additionalChannelHandlers: [
-                        RequestDeadlines(
-                            headTimeout: .seconds(configuration.headerTimeoutSeconds),
-                            bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9))),
-                        EventStreamHangUp(),
-                    ],
-                    idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
+            server: HTTPServerBuilder { responder in
+                RevSyncHTTP1Channel(
+                    responder: responder, server: self,
+                    additionalChannelHandlers: {
+                        [
+                            RequestDeadlines(
+                                headTimeout: .seconds(configuration.headerTimeoutSeconds),
+                                bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9))),
+                            EventStreamHangUp(),
+                        ]
+                    }, idleTimeout: .seconds(configuration.idleTimeoutSeconds))
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
             services: [liveFeed] + services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },

@@ -3,8 +3,10 @@ import RevSyncProtocol
 /// One device's open `GET /events`: the events waiting to be written to it, in a bounded
 /// buffer.
 ///
-/// The feed puts events in without ever waiting; the stream's own task takes them out and
-/// writes them to the connection (where a slow reader makes it wait). When what waits would
+/// The feed puts events in without ever waiting; they are taken out either by a task that
+/// awaits ``next()`` and writes them (the application's route), or, when the connection is
+/// served on its event loop (``EventStreamRouter``), by ``drain()`` each time ``onAvailable(_:)``
+/// says there is something, as long as the connection is writable. When what waits would
 /// pass ``capacity`` bytes, it is all dropped and replaced by one `revision` event: the device
 /// then syncs, and the server never holds more than the capacity for a reader that does not
 /// keep up.
@@ -25,6 +27,8 @@ final class EventStream: Sendable {
     }
 
     private let state: Locked<State>
+    /// Called when something waits to be drained, or the stream finished (push mode).
+    private let notify = Locked<(@Sendable () -> Void)?>(nil)
 
     /// Counts the overflows of every stream of the feed.
     private let overflowCount: Locked<Int>
@@ -58,7 +62,7 @@ final class EventStream: Sendable {
             state.bytes += ServerSentEvent.heartbeat.count
             return nil
         }
-        reader?.resume(returning: ServerSentEvent.heartbeat)
+        if let reader { reader.resume(returning: ServerSentEvent.heartbeat) } else { notify.current?() }
     }
 
     private func hand(_ bytes: [UInt8], revision: Revision, first: Bool) {
@@ -87,7 +91,26 @@ final class EventStream: Sendable {
             return nil
         }
         if overflowed { overflowCount.withLock { $0 += 1 } }
-        reader?.resume(returning: bytes)
+        if let reader { reader.resume(returning: bytes) } else { notify.current?() }
+    }
+
+    /// Push mode: `notify` is called (on any thread) each time something waits to be drained or
+    /// the stream finished, and once now.
+    func onAvailable(_ notify: @escaping @Sendable () -> Void) {
+        self.notify.withLock { $0 = notify }
+        notify()
+    }
+
+    /// Push mode: everything waiting, in one piece (`nil` if nothing), and whether the stream
+    /// finished (once drained, nothing more comes).
+    func drain() -> (bytes: [UInt8]?, finished: Bool) {
+        state.withLock { state in
+            guard !state.waiting.isEmpty else { return (nil, state.finished) }
+            let bytes = state.waiting.count == 1 ? state.waiting[0] : Array(state.waiting.joined())
+            state.waiting.removeAll()
+            state.bytes = 0
+            return (bytes, state.finished)
+        }
     }
 
     /// The next bytes to write, waiting for them; `nil` once the stream is finished (or the
@@ -121,7 +144,7 @@ final class EventStream: Sendable {
             defer { state.reader = nil }
             return state.reader
         }
-        reader?.resume(returning: nil)
+        if let reader { reader.resume(returning: nil) } else { notify.current?() }
     }
 
     var isFinished: Bool { state.withLock { $0.finished } }
