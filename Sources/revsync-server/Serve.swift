@@ -80,11 +80,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(help: "Log lines as text (the default) or json (one object per line); at info, one line per request.")
+    var logFormat: String = "text"
+
     func validate() throws {
         guard SQLiteStorage.Durability(rawValue: durability) != nil else {
             throw ValidationError("--durability must be full or normal")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
         guard database.poolSize >= 1 else { throw ValidationError("--pool-size must be 1 or more") }
@@ -112,6 +116,7 @@ struct Serve: AsyncParsableCommand {
         keepFreedMemoryForReuse()
         // Each live stream is a socket: as many as the system lets this user open.
         let openFiles = OpenFileLimit.raise()
+        if logFormat == "json" { LoggingSystem.bootstrap { label in JSONLogHandler(label: label) } }
         var logger = Logger(label: "revsync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let schema = try loadSchema(self.schema)

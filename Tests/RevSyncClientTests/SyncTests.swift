@@ -7,6 +7,26 @@ import Testing
 
 /// Devices syncing with a real server over HTTP.
 @Suite struct SyncTests {
+    /// The library tells the server who it is (`RevSync-Client`) and what its outbox still
+    /// holds after each sync (`RevSync-Pending`), which the operator sees.
+    @Test func theServerLearnsTheClientVersionAndTheOutbox() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await server.clientDevice("ipad", in: directory)
+                _ = try await device.table("teams").insert(["name": "U12"])
+                try await device.sync()
+                try await #require(server.http).activity.flush()
+                let activity = try await server.storage.withReader { try $0.deviceActivity() }
+                let seen = try #require(activity.values.first)
+                #expect(seen.clientVersion == RevSyncClientVersion.header)
+                #expect(seen.clientVersion?.hasPrefix("RevSyncClient/") == true)
+                #expect(seen.pending == 0)
+                #expect(seen.claimedRevision == 0)
+                #expect(seen.syncs == 1)
+            }
+        }
+    }
+
     /// Over URLSession, the transport of Apple platforms and of `https://` (the other tests use
     /// the default transport, which on Linux speaks `http://` over a plain socket).
     @Test func theCaseStudysCreateEndToEnd() async throws {

@@ -36,6 +36,49 @@ import Testing
         }
     }
 
+    /// `--log-format json`: one JSON object per line, one line per request with its method,
+    /// path, status, duration, device and bytes; never the token.
+    @Test func jsonLogsHaveALinePerRequest() async throws {
+        try await withTestDatabase(.sqlite) { testDatabase in
+            let database = testDatabase.location
+            let created = try await ExecutableProcess.run(
+                "revsync-server", ["token", "create", "--database", database, "--name", "tablet 7", "--role", "member"])
+            let token = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let process = try ExecutableProcess(
+                "revsync-server",
+                ["--port", "0", "--database", database, "--log-format", "json", "--admin-token-file", database + ".admin"])
+            defer { process.terminate() }
+            let port = try #require(Self.port(in: try await process.waitForOutput(containing: "listening on http://127.0.0.1:")))
+            let body = try SyncMessage(maxRevision: 0, changeSets: []).jsonBytes()
+            let response = try await RawHTTPClient.send(
+                port: port, method: "POST", path: "/sync",
+                headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                body: body)
+            #expect(response.status == 200)
+            #expect(try await RawHTTPClient.send(port: port, method: "GET", path: "/nowhere").status == 404)
+            var lines: [[String: Any]] = []
+            for _ in 0..<100 {
+                lines = process.standardError.split(separator: "\n").compactMap {
+                    try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+                }
+                if lines.filter({ $0["message"] as? String == "request" }).count >= 2 { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let requests = lines.filter { $0["message"] as? String == "request" }
+            let sync = try #require(requests.first { $0["path"] as? String == "/sync" })
+            #expect(sync["method"] as? String == "POST" && sync["status"] as? String == "200")
+            #expect(sync["device"] as? String == "tablet 7")
+            #expect(sync["bytes_in"] as? String == String(body.count))
+            #expect(Int(sync["bytes_out"] as? String ?? "") ?? 0 > 0)
+            #expect(Double(sync["duration_ms"] as? String ?? "") != nil)
+            #expect(sync["level"] as? String == "info" && sync["time"] is String)
+            #expect(requests.contains { $0["path"] as? String == "/nowhere" && $0["status"] as? String == "404" })
+            #expect(!process.standardError.contains(token))
+            let refused = try await ExecutableProcess.run("revsync-server", ["--database", database, "--log-format", "xml"])
+            #expect(refused.status != 0 && refused.stderr.contains("--log-format must be text or json"))
+        }
+    }
+
     @Test func tokenCreateRefusesAnUnknownRole() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

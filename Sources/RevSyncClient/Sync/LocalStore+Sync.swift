@@ -26,6 +26,8 @@ struct PreparedRequest: Sendable {
     /// The proof of the snapshot the store started from, until a sync succeeded (sent as the
     /// `RevSync-Snapshot-Proof` header, so the server believes the revision the store claims).
     var snapshotProof: String?
+    /// The change sets the outbox still holds beyond this request's (`RevSync-Pending`).
+    var pendingAfter = 0
 }
 
 extension LocalStore {
@@ -38,7 +40,8 @@ extension LocalStore {
             let idMap = IDMap(db: db)
             var changeSets: [ChangeSet] = []
             var records = 0
-            for entry in try Outbox(db: db).entries() {
+            let entries = try Outbox(db: db).entries()
+            for entry in entries {
                 if !changeSets.isEmpty && records + entry.changeSet.recordCount > maxRecords { break }
                 records += entry.changeSet.recordCount
                 changeSets.append(try entry.changeSet.swappingTemporaryIDs(schema: schema) { try idMap.permanentID(of: $0)?.id })
@@ -48,7 +51,7 @@ extension LocalStore {
             let state = StoreState(db: db)
             return PreparedRequest(
                 message: SyncMessage(maxRevision: try state.maxRevision, changeSets: changeSets), changeSetIDs: Set(ids),
-                snapshotProof: try state.string(.snapshotProof))
+                snapshotProof: try state.string(.snapshotProof), pendingAfter: entries.count - changeSets.count)
         }
     }
 

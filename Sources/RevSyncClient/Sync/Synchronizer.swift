@@ -192,6 +192,7 @@ public actor Synchronizer {
             "Accept-Encoding": "gzip",
         ]
         if let proof = request.snapshotProof { headers["RevSync-Snapshot-Proof"] = proof }
+        headers["RevSync-Pending"] = String(request.pendingAfter)
         let response: TransportResponse
         do {
             response = try await transport.send(

@@ -12,6 +12,7 @@ public struct DefaultTransport: SyncTransport {
     }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let request = request.identifyingClient()
         #if os(Linux)
         if request.url.scheme == "http" { return try await socket.send(request) }
         #endif
@@ -21,9 +22,40 @@ public struct DefaultTransport: SyncTransport {
     public func download(
         _ request: TransportRequest, receive: @escaping @Sendable (_ head: TransportResponse, _ bytes: [UInt8]) throws -> Void
     ) async throws -> TransportResponse {
+        let request = request.identifyingClient()
         #if os(Linux)
         if request.url.scheme == "http" { return try await socket.download(request, receive: receive) }
         #endif
         return try await session.download(request, receive: receive)
+    }
+}
+
+extension TransportRequest {
+    /// The request with `RevSync-Client` (``RevSyncClientVersion/header``), which the server
+    /// shows its operator, unless it has one.
+    func identifyingClient() -> TransportRequest {
+        guard headers["RevSync-Client"] == nil else { return self }
+        var request = self
+        request.headers["RevSync-Client"] = RevSyncClientVersion.header
+        return request
+    }
+}
+
+/// The version of this library, as the server's operator sees it.
+public enum RevSyncClientVersion {
+    public static let version = "0.5"
+
+    /// `RevSyncClient/0.5 (Linux)`.
+    public static var header: String {
+        #if os(Linux)
+        let system = "Linux"
+        #elseif os(macOS)
+        let system = "macOS"
+        #elseif os(iOS)
+        let system = "iOS"
+        #else
+        let system = "unknown"
+        #endif
+        return "RevSyncClient/\(version) (\(system))"
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import RevSyncProtocol
 
 /// Writes the response to a sync request, inside one read transaction.
@@ -87,7 +88,17 @@ struct ResponseBuilder {
             }
         }
         writer.writeRaw("]}")
-        return SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: writer.bytes)
+        var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: writer.bytes)
+        let now = Int64(Date().timeIntervalSince1970)
+        for outcome in outcomes {
+            switch outcome {
+            case .committed: response.committed += 1
+            case .repeated: break
+            case .conflict(let changeSet, _):
+                response.refusals.append(Refusal(time: now, reason: changeSet.reason ?? .invalid, changeSetID: changeSet.id ?? ""))
+            }
+        }
+        return response
     }
 
     // MARK: The author's view of its own change sets

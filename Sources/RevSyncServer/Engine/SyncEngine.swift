@@ -222,6 +222,10 @@ public struct SyncResponse: Sendable {
     public var isSnapshot: Bool = false
     /// The response body: a sync message in the wire format.
     public let body: [UInt8]
+    /// How many of the request's change sets were committed by it.
+    public var committed = 0
+    /// The request's change sets the server refused.
+    public var refusals: [Refusal] = []
 }
 
 /// A request refused as a whole, before anything was applied.

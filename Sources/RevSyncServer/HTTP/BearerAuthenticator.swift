@@ -40,9 +40,11 @@ struct BearerAuthenticator: Sendable {
     ///   malformed header, or an unknown or revoked token; `429` (with `Retry-After`) for an
     ///   address with too many failures.
     func authenticate(_ request: Request, context: RevSyncRequestContext, cached: Bool = false) async throws -> Authenticated {
-        try await authenticate(
+        let authenticated = try await authenticate(
             headers: request.headers, clientAddress: request.clientAddress(context, trustedProxies: trustedProxies), path: request.uri.path,
             cached: cached)
+        context.record.authenticated(authenticated.device)
+        return authenticated
     }
 
     /// The same, from a request's headers and the client's address (for the event streams that

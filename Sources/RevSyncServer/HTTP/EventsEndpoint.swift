@@ -52,6 +52,9 @@ extension SyncHTTPServer {
                 headers: [.retryAfter: "30"])
         }
         logger.debug("live stream opened", metadata: ["device": "\(sender.device.id)", "since": "\(since.map(String.init) ?? "-")"])
+        var seen = DeviceActivity.Request(device: sender.device.id)
+        seen.clientVersion = headers[.revSyncClient].map { String($0.prefix(200)) }
+        activity.record(seen)
         var responseHeaders: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
         responseHeaders[.xAccelBuffering] = "no"
         Self.describe(sender.device, in: &responseHeaders)

@@ -12,6 +12,10 @@ extension HTTPField.Name {
     static let revSyncUser = Self("RevSync-User")!
     /// A request header: the proof a snapshot file carries (``SnapshotProof``).
     static let revSyncSnapshotProof = Self("RevSync-Snapshot-Proof")!
+    /// A request header: the client library and its version (`RevSyncClient/0.5 (Linux)`).
+    static let revSyncClient = Self("RevSync-Client")!
+    /// A request header: the change sets still waiting in the device's outbox after this request.
+    static let revSyncPending = Self("RevSync-Pending")!
     static let xForwardedFor = Self("X-Forwarded-For")!
     /// Server-Sent Events: where a reconnecting stream resumes.
     static let lastEventID = Self("Last-Event-ID")!

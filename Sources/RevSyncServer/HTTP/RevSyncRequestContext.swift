@@ -2,13 +2,16 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// What the server knows of a request beyond its head and body: where it comes from.
+/// What the server knows of a request beyond its head and body: where it comes from, and what
+/// the routes learnt of it.
 struct RevSyncRequestContext: RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     /// The peer of the connection (a proxy's, behind one).
     let remoteAddress: SocketAddress?
     /// Completes when the connection closes (the client went away, or the server closed it).
     let connectionClosed: EventLoopFuture<Void>
+    /// What the routes learn of the request, for ``RequestRecording``.
+    let record = RequestRecord()
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -14,6 +14,9 @@ public struct ServerConfiguration: Sendable {
     /// A request body must arrive in full within this many seconds; otherwise `408`
     /// (slow-loris on bodies: a byte now and then would keep an idle timeout from firing).
     public var bodyTimeoutSeconds: Double = 60
+    /// How often what the server learnt about devices is written to the database
+    /// (``DeviceActivity``).
+    public var activityFlushInterval: Duration = .seconds(1)
     /// gzip level of responses: 1 fastest, 9 smallest.
     public var gzipLevel: Int32 = 6
     /// Responses smaller than this many bytes (uncompressed) use gzip level 1.

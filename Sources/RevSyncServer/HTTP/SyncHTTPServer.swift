@@ -33,6 +33,8 @@ public struct SyncHTTPServer: Sendable {
     let bodyBudget: BodyBudget
     /// What `GET /events` streams.
     public let liveFeed: LiveFeed
+    /// What the server learns about each device from its requests.
+    public let activity: DeviceActivity
 
     /// The bytes of the body budget reserved by requests in flight now, and the most so far.
     public var bodyBytesReserved: (now: Int, peak: Int) { (bodyBudget.reserved, bodyBudget.peak) }
@@ -48,7 +50,11 @@ public struct SyncHTTPServer: Sendable {
             trustedProxies: configuration.trustedProxies, logger: logger)
         compression = ResponseCompression(level: configuration.gzipLevel, fastBelow: configuration.fastGzipBelow)
         bodyBudget = BodyBudget(limit: configuration.maxInflightBodyBytes)
-        liveFeed = LiveFeed(storage: engine.storage, configuration: configuration.live, logger: logger)
+        let liveFeed = LiveFeed(storage: engine.storage, configuration: configuration.live, logger: logger)
+        self.liveFeed = liveFeed
+        activity = DeviceActivity(
+            storage: engine.storage, interval: configuration.activityFlushInterval, logger: logger,
+            liveDevices: { liveFeed.liveDevices })
         snapshots = SnapshotCache(
             directory: configuration.snapshotDirectory ?? SnapshotCache.privateDefaultDirectory(),
             interval: configuration.snapshotInterval, storage: engine.storage, schema: engine.schema, logger: logger)
@@ -63,6 +69,7 @@ public struct SyncHTTPServer: Sendable {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = Router(context: RevSyncRequestContext.self)
+        router.add(middleware: RequestRecording(activity: activity))
         router.add(middleware: JSONErrorMiddleware())
         router.get("/health") { _, _ in try await self.health() }
         router.get("/schema") { request, _ in try await self.schema(request) }
@@ -72,6 +79,8 @@ public struct SyncHTTPServer: Sendable {
         router.get("/events") { request, context in try await self.events(request, context: context) }
         router.get("/admin/api/history") { request, context in try await self.adminHistory(request, context: context) }
         router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
+        router.get("/admin/api/devices") { request, context in try await self.adminDevices(request, context: context) }
+        router.get("/admin/api/overview") { request, context in try await self.adminOverview(request, context: context) }
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
@@ -87,7 +96,7 @@ public struct SyncHTTPServer: Sendable {
                     }, idleTimeout: .seconds(configuration.idleTimeoutSeconds))
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
-            services: [liveFeed] + services,
+            services: [liveFeed, activity] + services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
@@ -132,6 +141,7 @@ public struct SyncHTTPServer: Sendable {
             limits: engine.limits.decoding)
         let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
         let response = try await engine.sync(message, tokenHash: sender.tokenHash, snapshotProof: proof)
+        context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
         logger.debug(
             "sync",
             metadata: [

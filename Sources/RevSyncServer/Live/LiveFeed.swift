@@ -64,6 +64,9 @@ public final class LiveFeed: Service, Sendable {
     /// The number of streams open now.
     public var streamCount: Int { state.withLock { $0.streams.count } }
 
+    /// The devices that hold a stream open now.
+    public var liveDevices: Set<Int64> { state.withLock { Set($0.streams.values.map(\.device)) } }
+
     // MARK: Streams
 
     /// Opens a stream for `device`. Its first event is the `changes` after `since` when that is

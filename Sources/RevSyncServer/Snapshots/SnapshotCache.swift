@@ -99,6 +99,13 @@ public actor SnapshotCache {
         return entry
     }
 
+    /// The newest snapshot of `dataset` made so far (by any instance), as its manifest says,
+    /// without reading the file: for the console.
+    public func newest(dataset: String) -> Entry? {
+        let candidates = manifests().map(\.entry).filter { $0.dataset == dataset } + [current].compactMap { $0 }
+        return candidates.filter { $0.dataset == dataset }.max { ($0.revision, $0.created) < ($1.revision, $1.created) }
+    }
+
     // MARK: Building
 
     private static func build(in directory: String, storage: any SyncStorage, schema: Schema) async throws -> Entry {

@@ -113,6 +113,18 @@ public protocol StorageReader: AnyObject {
     func revisions(changeSetID: String) throws -> [Revision]
     /// The reverts committed after `revision`: each revert's revision and the one it undid.
     func reverts(after revision: Revision) throws -> [(revision: Revision, reverted: Revision)]
+    /// The activity of every device that made a request since it was kept.
+    func deviceActivity() throws -> [Int64: DeviceActivityRecord]
+    /// The requests counted per minute from `minute` on (minutes since 1970), oldest first.
+    func traffic(since minute: Int64) throws -> [TrafficMinute]
+    /// The newest refused change sets of every device, newest first (`device`: of one).
+    func refusals(device: Int64?, limit: Int) throws -> [StoredRefusal]
+    /// When each of `revisions` was committed (seconds since 1970), for those still in the log.
+    func commitTimes(_ revisions: [Revision]) throws -> [Revision: Int64]
+    /// How many records each entity of the schema holds.
+    func recordCounts() throws -> [(entity: String, count: Int64)]
+    /// The database's size on disk in bytes (`nil` where the store cannot tell).
+    func databaseBytes() throws -> Int64?
 }
 
 /// Writes, by the one writer. Every change to synchronised data happens inside
@@ -165,6 +177,12 @@ public protocol StorageWriter: StorageReader {
     func recordDelivered(devices: [Int64], revision: Revision, ifAtLeast base: Revision) throws -> Set<Int64>
     /// Deletes outcomes processed before `date` (seconds since 1970).
     func purgeOutcomes(processedBefore date: Int64) throws -> Int
+    /// Adds what devices did to their activity rows and the counts to their minutes.
+    func recordActivity(_ updates: [DeviceActivityUpdate], traffic: [TrafficMinute]) throws
+    /// Marks devices as holding an open stream until `until` (seconds since 1970; `nil`: not).
+    func recordLive(devices: [Int64], until: Int64?) throws
+    /// Drops the minutes before `minute`.
+    func purgeTraffic(before minute: Int64) throws
 }
 
 /// A record as stored: its values in the order of its entity's attributes, plus what the

@@ -7,8 +7,8 @@ import RevSyncProtocol
 /// time.
 final class SQLStorageAccess: StorageWriter {
     let connection: any SQLConnection
-    private let entities: [String: EntitySQL]
-    private var dialect: SQLDialect { connection.dialect }
+    let entities: [String: EntitySQL]
+    var dialect: SQLDialect { connection.dialect }
     /// How many savepoints are open; a savepoint is named after its depth, so that the few
     /// statements that open and close them are prepared once per connection.
     private var savepointDepth = 0
@@ -43,7 +43,7 @@ final class SQLStorageAccess: StorageWriter {
         return records
     }
 
-    private static func now() -> Int64 {
+    static func now() -> Int64 {
         Int64(Date().timeIntervalSince1970)
     }
 

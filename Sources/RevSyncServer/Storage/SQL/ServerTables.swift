@@ -83,6 +83,25 @@ enum ServerTables {
                 """,
             ]
         },
+        Migration(version: 4, name: "device activity and traffic") { dialect in
+            [
+                // What each device did last (the console and `GET /admin/api/devices`): written
+                // in batches off the commit path (``DeviceActivity``), one row per device.
+                """
+                CREATE TABLE _rs_device_activity (device_id \(dialect.bigint) PRIMARY KEY, last_seen \(dialect.bigint) NOT NULL,
+                    claimed_revision \(dialect.bigint), client_version TEXT, pending \(dialect.bigint),
+                    bytes_in \(dialect.bigint) NOT NULL, bytes_out \(dialect.bigint) NOT NULL, syncs \(dialect.bigint) NOT NULL,
+                    refusal_at \(dialect.bigint), refusal_reason TEXT, refusal_change_set TEXT, live_until \(dialect.bigint))
+                """,
+                // Syncs, commits and refusals per minute (the console's chart), every instance adding
+                // its own counts; minutes older than a day are dropped.
+                """
+                CREATE TABLE _rs_traffic (minute \(dialect.bigint) PRIMARY KEY, syncs \(dialect.bigint) NOT NULL,
+                    commits \(dialect.bigint) NOT NULL, refusals \(dialect.bigint) NOT NULL,
+                    bytes_in \(dialect.bigint) NOT NULL, bytes_out \(dialect.bigint) NOT NULL)
+                """,
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

@@ -1,0 +1,138 @@
+public import Foundation
+public import Logging
+public import RevSyncProtocol
+public import ServiceLifecycle
+
+/// What the server learns about each device from its requests (the time, the revision it
+/// claimed, its client version and outbox, bytes in and out, its last refusal, whether it holds
+/// a live stream), and the requests per minute: kept in memory as requests end and written to
+/// the database once a second, in one transaction of one row per device that made a request,
+/// so that every instance sees the same and no commit waits for it.
+///
+/// The revision the server brought a device to is not kept here: the engine records it with
+/// every response (`delivered_revision`), and so does the live feed with every push.
+///
+/// A server that crashes loses at most the last second of it; an instance that vanishes
+/// leaves its devices shown live for at most ``liveWindow``.
+public final class DeviceActivity: Service, Sendable {
+    /// What one request tells about its device.
+    public struct Request: Sendable {
+        public var device: Int64
+        public var clientVersion: String?
+        public var pending: Int?
+        public var claimedRevision: Revision?
+        public var bytesIn = 0
+        public var bytesOut = 0
+        public var isSync = false
+        public var committed = 0
+        public var refusals: [Refusal] = []
+
+        public init(device: Int64) {
+            self.device = device
+        }
+    }
+
+    private struct Pending {
+        var devices: [Int64: DeviceActivityUpdate] = [:]
+        var minutes: [Int64: TrafficMinute] = [:]
+        /// The devices whose streams this instance vouched for last, and when.
+        var vouched: Set<Int64> = []
+        var vouchedAt: Int64 = 0
+    }
+
+    private let storage: any SyncStorage
+    private let liveDevices: @Sendable () -> Set<Int64>
+    private let logger: Logger
+    private let pending = Locked(Pending())
+    /// How often what was learnt is written.
+    let interval: Duration
+    /// How long a write that a device is live holds (it is written again well before).
+    let liveWindow: Int64 = 60
+
+    /// - Parameter liveDevices: the devices holding a stream to this instance now.
+    init(storage: any SyncStorage, interval: Duration = .seconds(1), logger: Logger, liveDevices: @escaping @Sendable () -> Set<Int64>) {
+        self.storage = storage
+        self.interval = interval
+        self.logger = logger
+        self.liveDevices = liveDevices
+    }
+
+    /// Notes what a request told (called as its response leaves; never waits).
+    public func record(_ request: Request, at date: Date = Date()) {
+        let now = Int64(date.timeIntervalSince1970)
+        let minute = now / 60
+        pending.withLock { pending in
+            var update = pending.devices[request.device] ?? DeviceActivityUpdate(device: request.device, lastSeen: now)
+            update.lastSeen = max(update.lastSeen, now)
+            if let version = request.clientVersion { update.clientVersion = version }
+            if let outbox = request.pending { update.pending = outbox }
+            if let claimed = request.claimedRevision { update.claimedRevision = claimed }
+            update.bytesIn += request.bytesIn
+            update.bytesOut += request.bytesOut
+            if request.isSync { update.syncs += 1 }
+            if let refusal = request.refusals.last { update.refusal = refusal }
+            pending.devices[request.device] = update
+
+            var traffic = pending.minutes[minute] ?? TrafficMinute(minute: minute)
+            if request.isSync { traffic.syncs += 1 }
+            traffic.commits += request.committed
+            traffic.refusals += request.refusals.count
+            traffic.bytesIn += request.bytesIn
+            traffic.bytesOut += request.bytesOut
+            pending.minutes[minute] = traffic
+        }
+    }
+
+    /// Writes what was learnt since the last flush, and which devices hold a stream here.
+    ///
+    /// - Parameter live: the devices holding a stream here (by default, as the live feed says).
+    public func flush(at date: Date = Date(), live: Set<Int64>? = nil) async throws {
+        let now = Int64(date.timeIntervalSince1970)
+        let live = live ?? liveDevices()
+        let liveWindow = self.liveWindow
+        let (updates, minutes, newlyLive, gone, refresh) = pending.withLock { pending in
+            let updates = Array(pending.devices.values)
+            let minutes = Array(pending.minutes.values)
+            pending.devices = [:]
+            pending.minutes = [:]
+            // Vouched for again a third of the window before it lapses; at once when it changes.
+            let refresh = now - pending.vouchedAt >= liveWindow / 3
+            let newlyLive = refresh ? live : live.subtracting(pending.vouched)
+            let gone = pending.vouched.subtracting(live)
+            pending.vouched = live
+            if refresh { pending.vouchedAt = now }
+            return (updates, minutes, newlyLive, gone, refresh)
+        }
+        guard !updates.isEmpty || !minutes.isEmpty || !newlyLive.isEmpty || !gone.isEmpty || refresh else { return }
+        do {
+            try await storage.withWriter { writer in
+                try writer.transaction {
+                    try writer.recordActivity(updates, traffic: minutes)
+                    if !newlyLive.isEmpty { try writer.recordLive(devices: Array(newlyLive), until: now + liveWindow) }
+                    if !gone.isEmpty { try writer.recordLive(devices: Array(gone), until: nil) }
+                    if refresh { try writer.purgeTraffic(before: now / 60 - 24 * 60) }
+                }
+            }
+        } catch {
+            // Kept for the next flush rather than lost.
+            pending.withLock { pending in
+                for update in updates where pending.devices[update.device] == nil { pending.devices[update.device] = update }
+                for minute in minutes where pending.minutes[minute.minute] == nil { pending.minutes[minute.minute] = minute }
+                pending.vouched.subtract(newlyLive)
+                pending.vouched.formUnion(gone)
+            }
+            throw error
+        }
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: self.interval) } catch { break }
+                do { try await self.flush() } catch { self.logger.warning("device activity: cannot write it: \(error)") }
+            }
+        }
+        // Shutting down: what was learnt last, and this instance's streams are over.
+        do { try await flush(live: []) } catch { logger.warning("device activity: cannot write it: \(error)") }
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import RevSyncProtocol
+
+/// Every device as the operator sees it (``DeviceActivity``'s rows with the tokens and the
+/// revisions the server delivered), and how current the fleet is: what
+/// `GET /admin/api/devices` and `GET /admin/api/overview` answer and the console shows.
+struct FleetReport: Sendable {
+    /// How current a device is.
+    enum Currency: String, Sendable, CaseIterable {
+        /// It was delivered the latest revision.
+        case current
+        /// It lacks changes committed less than ``farBehindSeconds`` ago, and was seen within
+        /// ``silentSeconds``.
+        case behind
+        /// It lacks changes committed ``farBehindSeconds`` ago or more.
+        case farBehind
+        /// It lacks changes and was not seen for ``silentSeconds`` (or never).
+        case silent
+    }
+
+    /// One device.
+    struct Row: Sendable {
+        var record: DeviceRecord
+        var activity: DeviceActivityRecord?
+        /// The revision the server delivered to it (responses and pushes).
+        var revision: Revision
+        var behind: Revision
+        /// How long it has lacked the oldest change it lacks (`nil`: none, or not in the log).
+        var behindSeconds: Int64?
+        var live: Bool
+        var currency: Currency
+
+        var device: Device { record.device }
+        var isRevoked: Bool { record.revokedAt != nil }
+    }
+
+    static let farBehindSeconds: Int64 = 3600
+    static let silentSeconds: Int64 = 24 * 3600
+
+    let maxRevision: Revision
+    /// Seconds since 1970, when the report was made.
+    let now: Int64
+    let rows: [Row]
+
+    /// The tokens that are not revoked.
+    var activeRows: [Row] { rows.filter { !$0.isRevoked } }
+
+    static func load(from storage: any SyncStorage, now date: Date = Date()) async throws -> FleetReport {
+        let now = Int64(date.timeIntervalSince1970)
+        let (maxRevision, records, activity) = try await storage.withReader { reader in
+            (try reader.currentRevision(), try reader.allDevices(), try reader.deviceActivity())
+        }
+        let lacking = records.map(\.device.deliveredRevision).filter { $0 < maxRevision }.map { $0 + 1 }
+        let commitTimes = lacking.isEmpty ? [:] : try await storage.withReader { try $0.commitTimes(lacking) }
+        let rows = records.map { record in
+            let revision = min(record.device.deliveredRevision, maxRevision)
+            let behind = maxRevision - revision
+            let seen = activity[record.device.id]
+            let behindSeconds = behind > 0 ? commitTimes[revision + 1].map { max(0, now - $0) } : nil
+            let currency: Currency =
+                if behind == 0 {
+                    .current
+                } else if seen.map({ now - $0.lastSeen >= silentSeconds }) ?? true {
+                    .silent
+                } else if behindSeconds.map({ $0 >= farBehindSeconds }) ?? true {
+                    .farBehind
+                } else {
+                    .behind
+                }
+            return Row(
+                record: record, activity: seen, revision: revision, behind: behind, behindSeconds: behindSeconds,
+                live: (seen?.liveUntil ?? 0) > now && record.revokedAt == nil, currency: currency)
+        }
+        return FleetReport(maxRevision: maxRevision, now: now, rows: rows)
+    }
+
+    // MARK: JSON
+
+    /// `{"maxRevision": N, "devices": [...]}`.
+    func devicesJSON() -> [UInt8] {
+        var writer = JSONWriter(capacity: 256 + rows.count * 400)
+        writer.writeRaw("{\"maxRevision\":")
+        writer.writeInteger(maxRevision)
+        writer.writeRaw(",\"devices\":[")
+        for (index, row) in rows.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            write(row, into: &writer)
+        }
+        writer.writeRaw("]}")
+        return writer.bytes
+    }
+
+    private func write(_ row: Row, into writer: inout JSONWriter) {
+        let device = row.device
+        writer.writeRaw("{\"id\":")
+        writer.writeInteger(device.id)
+        writer.writeRaw(",\"name\":")
+        writer.writeString(device.name)
+        writer.writeRaw(",\"role\":")
+        writer.writeString(device.role.rawValue)
+        writer.writeRaw(",\"user\":")
+        if let user = device.user { writer.writeInteger(user.rawValue) } else { writer.writeNull() }
+        writer.writeRaw(",\"lastSeen\":")
+        writeTime(row.activity?.lastSeen, into: &writer)
+        writer.writeRaw(",\"revision\":")
+        writer.writeInteger(row.revision)
+        writer.writeRaw(",\"behind\":")
+        writer.writeInteger(row.behind)
+        writer.writeRaw(",\"behindSeconds\":")
+        if let seconds = row.behindSeconds { writer.writeInteger(seconds) } else { writer.writeNull() }
+        writer.writeRaw(",\"currency\":")
+        writer.writeString(row.currency.rawValue)
+        writer.writeRaw(",\"claimedRevision\":")
+        if let claimed = row.activity?.claimedRevision { writer.writeInteger(claimed) } else { writer.writeNull() }
+        writer.writeRaw(",\"pending\":")
+        if let pending = row.activity?.pending { writer.writeInteger(Int64(pending)) } else { writer.writeNull() }
+        writer.writeRaw(",\"live\":")
+        writer.writeRaw(row.live ? "true" : "false")
+        writer.writeRaw(",\"clientVersion\":")
+        if let version = row.activity?.clientVersion { writer.writeString(version) } else { writer.writeNull() }
+        writer.writeRaw(",\"lastRefusal\":")
+        if let refusal = row.activity?.lastRefusal {
+            writer.writeRaw("{\"time\":")
+            writeTime(refusal.time, into: &writer)
+            writer.writeRaw(",\"reason\":")
+            writer.writeString(refusal.reason.rawValue)
+            writer.writeRaw(",\"changeSet\":")
+            writer.writeString(refusal.changeSetID)
+            writer.writeByte(UInt8(ascii: "}"))
+        } else {
+            writer.writeNull()
+        }
+        writer.writeRaw(",\"syncs\":")
+        writer.writeInteger(row.activity?.syncs ?? 0)
+        writer.writeRaw(",\"bytesIn\":")
+        writer.writeInteger(row.activity?.bytesIn ?? 0)
+        writer.writeRaw(",\"bytesOut\":")
+        writer.writeInteger(row.activity?.bytesOut ?? 0)
+        writer.writeRaw(",\"created\":")
+        writeTime(row.record.createdAt, into: &writer)
+        writer.writeRaw(",\"revoked\":")
+        writer.writeRaw(row.isRevoked ? "true" : "false")
+        writer.writeByte(UInt8(ascii: "}"))
+    }
+
+    /// The fleet's currency: `{"current": {"count": N, "devices": [names]}, ...}`, revoked
+    /// tokens left out.
+    func writeCurrency(into writer: inout JSONWriter) {
+        writer.writeByte(UInt8(ascii: "{"))
+        for (index, currency) in Currency.allCases.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            let names = activeRows.filter { $0.currency == currency }.map(\.device.name)
+            writer.writeString(currency.rawValue)
+            writer.writeRaw(":{\"count\":")
+            writer.writeInteger(Int64(names.count))
+            writer.writeRaw(",\"devices\":[")
+            for (nameIndex, name) in names.enumerated() {
+                if nameIndex > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeString(name)
+            }
+            writer.writeRaw("]}")
+        }
+        writer.writeByte(UInt8(ascii: "}"))
+    }
+
+    /// ISO 8601 (UTC, to the second), or `null`.
+    func writeTime(_ seconds: Int64?, into writer: inout JSONWriter) {
+        guard let seconds else { return writer.writeNull() }
+        writer.writeString(Self.iso8601(seconds))
+    }
+
+    static func iso8601(_ seconds: Int64) -> String {
+        Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import RevSyncProtocol
+
+/// What the routes learn of a request as they serve it (the device of its token, what a sync
+/// claimed, committed and had refused), for ``RequestRecording`` once the response is ready:
+/// one per request, in its context.
+final class RequestRecord: Sendable {
+    private struct State {
+        var device: Device?
+        var sync: (claimed: Revision, committed: Int, refusals: [Refusal])?
+    }
+
+    private let state = Locked(State())
+
+    var device: Device? { state.withLock { $0.device } }
+
+    func authenticated(_ device: Device) {
+        state.withLock { $0.device = device }
+    }
+
+    func synced(claimed: Revision, committed: Int, refusals: [Refusal]) {
+        state.withLock { $0.sync = (claimed, committed, refusals) }
+    }
+
+    fileprivate var sync: (claimed: Revision, committed: Int, refusals: [Refusal])? { state.withLock { $0.sync } }
+}
+
+/// The outermost middleware: once a request is answered (errors included), tells
+/// ``DeviceActivity`` what the request said about its device, and logs one line (method, path,
+/// status, duration, device, bytes) at `info`.
+struct RequestRecording: RouterMiddleware {
+    typealias Context = RevSyncRequestContext
+    let activity: DeviceActivity
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        let record = context.record
+        let bytesIn = request.headers[.contentLength].flatMap { Int($0) } ?? 0
+        let bytesOut = response.body.contentLength ?? 0
+        if let device = record.device {
+            var seen = DeviceActivity.Request(device: device.id)
+            seen.clientVersion = request.headers[.revSyncClient].map { String($0.prefix(200)) }
+            seen.pending = request.headers[.revSyncPending].flatMap { Int($0) }.map { max(0, $0) }
+            seen.bytesIn = bytesIn
+            seen.bytesOut = bytesOut
+            if let sync = record.sync {
+                seen.isSync = true
+                seen.claimedRevision = sync.claimed
+                seen.committed = sync.committed
+                seen.refusals = sync.refusals
+            }
+            activity.record(seen)
+        }
+        let duration = ContinuousClock.now - start
+        let milliseconds = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+                "duration_ms": "\((milliseconds * 100).rounded() / 100)", "device": "\(record.device?.name ?? "-")",
+                "bytes_in": "\(bytesIn)", "bytes_out": "\(bytesOut)",
+            ])
+        return response
+    }
+}

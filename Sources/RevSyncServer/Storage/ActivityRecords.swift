@@ -1,0 +1,80 @@
+public import RevSyncProtocol
+
+/// A device's refused change set, as the console shows it.
+public struct Refusal: Sendable, Hashable {
+    /// Seconds since 1970.
+    public var time: Int64
+    public var reason: ConflictReason
+    public var changeSetID: String
+
+    public init(time: Int64, reason: ConflictReason, changeSetID: String) {
+        self.time = time
+        self.reason = reason
+        self.changeSetID = changeSetID
+    }
+}
+
+/// What the server learnt of one device from its requests since the last flush: one row's
+/// update of `_rs_device_activity` (``StorageWriter/recordActivity(_:traffic:)``).
+public struct DeviceActivityUpdate: Sendable, Hashable {
+    public var device: Int64
+    /// Seconds since 1970.
+    public var lastSeen: Int64
+    /// The `RevSync-Client` header of its latest request that had one.
+    public var clientVersion: String?
+    /// The `RevSync-Pending` header of its latest sync that had one.
+    public var pending: Int?
+    /// The `maxRevision` its latest sync claimed.
+    public var claimedRevision: Revision?
+    /// Added to the totals.
+    public var bytesIn = 0
+    public var bytesOut = 0
+    public var syncs = 0
+    /// Its latest refused change set, if one was refused since the last flush.
+    public var refusal: Refusal?
+
+    public init(device: Int64, lastSeen: Int64) {
+        self.device = device
+        self.lastSeen = lastSeen
+    }
+}
+
+/// A device's activity as stored.
+public struct DeviceActivityRecord: Sendable, Hashable {
+    public var device: Int64
+    public var lastSeen: Int64
+    public var clientVersion: String?
+    public var pending: Int?
+    public var claimedRevision: Revision?
+    public var bytesIn: Int64
+    public var bytesOut: Int64
+    public var syncs: Int64
+    public var lastRefusal: Refusal?
+    /// Until when (seconds since 1970) an instance vouches for an open stream of the device.
+    public var liveUntil: Int64?
+}
+
+/// Requests of one minute, as counted by the instances (added together).
+public struct TrafficMinute: Sendable, Hashable {
+    /// Minutes since 1970.
+    public var minute: Int64
+    public var syncs = 0
+    public var commits = 0
+    public var refusals = 0
+    public var bytesIn = 0
+    public var bytesOut = 0
+
+    public init(minute: Int64) {
+        self.minute = minute
+    }
+}
+
+/// A refused change set as the server kept its outcome (for as long as outcomes are kept).
+public struct StoredRefusal: Sendable, Hashable {
+    public var device: Int64
+    public var changeSetID: String
+    /// Seconds since 1970.
+    public var time: Int64
+    public var reason: ConflictReason
+    public var entries: [ConflictEntry]
+}

@@ -1,0 +1,145 @@
+import RevSyncProtocol
+
+/// Device activity, traffic per minute and the figures of the console, on both stores.
+extension SQLStorageAccess {
+    func deviceActivity() throws -> [Int64: DeviceActivityRecord] {
+        var activity: [Int64: DeviceActivityRecord] = [:]
+        try connection.query(
+            """
+            SELECT device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out, syncs,
+                refusal_at, refusal_reason, refusal_change_set, live_until FROM _rs_device_activity
+            """, []
+        ) { row in
+            guard let device = row[0].integerValue, let lastSeen = row[1].integerValue else {
+                throw StorageError.corrupt("a device activity row has no device or time")
+            }
+            var refusal: Refusal?
+            if let time = row[8].integerValue, let reason = row[9].textValue, let changeSet = row[10].textValue {
+                refusal = Refusal(time: time, reason: ConflictReason(rawValue: reason), changeSetID: changeSet)
+            }
+            activity[device] = DeviceActivityRecord(
+                device: device, lastSeen: lastSeen, clientVersion: row[3].textValue, pending: row[4].integerValue.map { Int($0) },
+                claimedRevision: row[2].integerValue, bytesIn: row[5].integerValue ?? 0, bytesOut: row[6].integerValue ?? 0,
+                syncs: row[7].integerValue ?? 0, lastRefusal: refusal, liveUntil: row[11].integerValue)
+        }
+        return activity
+    }
+
+    func traffic(since minute: Int64) throws -> [TrafficMinute] {
+        try connection.rows(
+            "SELECT minute, syncs, commits, refusals, bytes_in, bytes_out FROM _rs_traffic WHERE minute >= ? ORDER BY minute",
+            [.integer(minute)]
+        ).map { row in
+            var traffic = TrafficMinute(minute: row[0].integerValue ?? 0)
+            traffic.syncs = Int(row[1].integerValue ?? 0)
+            traffic.commits = Int(row[2].integerValue ?? 0)
+            traffic.refusals = Int(row[3].integerValue ?? 0)
+            traffic.bytesIn = Int(row[4].integerValue ?? 0)
+            traffic.bytesOut = Int(row[5].integerValue ?? 0)
+            return traffic
+        }
+    }
+
+    func refusals(device: Int64?, limit: Int) throws -> [StoredRefusal] {
+        let filter = device == nil ? "" : " AND device_id = ?"
+        let arguments: [SQLValue] = (device.map { [SQLValue.integer($0)] } ?? []) + [.integer(Int64(limit))]
+        return try connection.rows(
+            """
+            SELECT device_id, change_set_id, processed_at, conflict FROM _rs_outcomes
+            WHERE revision IS NULL\(filter) ORDER BY processed_at DESC LIMIT ?
+            """, arguments
+        ).map { row in
+            guard let device = row[0].integerValue, let id = row[1].textValue, let time = row[2].integerValue,
+                let json = row[3].bytesValue, case .conflict(let reason, let entries) = try StoredOutcome.decodeConflict(json)
+            else { throw StorageError.corrupt("a refused change set's outcome does not have the expected columns") }
+            return StoredRefusal(device: device, changeSetID: id, time: time, reason: reason, entries: entries)
+        }
+    }
+
+    func commitTimes(_ revisions: [Revision]) throws -> [Revision: Int64] {
+        var times: [Revision: Int64] = [:]
+        for revision in Set(revisions) {
+            if let time = try connection.firstRow("SELECT committed_at FROM _rs_log WHERE revision = ?", [.integer(revision)])?.first?
+                .integerValue
+            {
+                times[revision] = time
+            }
+        }
+        return times
+    }
+
+    func recordCounts() throws -> [(entity: String, count: Int64)] {
+        try entities.keys.sorted().map { name in
+            (name, try connection.firstRow("SELECT count(*) FROM \(quoted(name))")?.first?.integerValue ?? 0)
+        }
+    }
+
+    func databaseBytes() throws -> Int64? {
+        switch dialect.database {
+        case .sqlite:
+            let pages = try connection.firstRow("PRAGMA page_count")?.first?.integerValue
+            let size = try connection.firstRow("PRAGMA page_size")?.first?.integerValue
+            return pages.flatMap { pages in size.map { pages * $0 } }
+        case .postgres:
+            return try connection.firstRow("SELECT pg_database_size(current_database())")?.first?.integerValue
+        }
+    }
+
+    func recordActivity(_ updates: [DeviceActivityUpdate], traffic: [TrafficMinute]) throws {
+        for update in updates {
+            // Totals add up; the rest is the latest known (a value not sent this time stays).
+            try connection.execute(
+                """
+                INSERT INTO _rs_device_activity (device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out,
+                    syncs, refusal_at, refusal_reason, refusal_change_set)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (device_id) DO UPDATE SET
+                    last_seen = CASE WHEN excluded.last_seen > _rs_device_activity.last_seen
+                        THEN excluded.last_seen ELSE _rs_device_activity.last_seen END,
+                    claimed_revision = COALESCE(excluded.claimed_revision, _rs_device_activity.claimed_revision),
+                    client_version = COALESCE(excluded.client_version, _rs_device_activity.client_version),
+                    pending = COALESCE(excluded.pending, _rs_device_activity.pending),
+                    bytes_in = _rs_device_activity.bytes_in + excluded.bytes_in,
+                    bytes_out = _rs_device_activity.bytes_out + excluded.bytes_out,
+                    syncs = _rs_device_activity.syncs + excluded.syncs,
+                    refusal_at = COALESCE(excluded.refusal_at, _rs_device_activity.refusal_at),
+                    refusal_reason = COALESCE(excluded.refusal_reason, _rs_device_activity.refusal_reason),
+                    refusal_change_set = COALESCE(excluded.refusal_change_set, _rs_device_activity.refusal_change_set)
+                """,
+                [
+                    .integer(update.device), .integer(update.lastSeen), update.claimedRevision.map(SQLValue.integer) ?? .null,
+                    update.clientVersion.map(SQLValue.text) ?? .null, update.pending.map { .integer(Int64($0)) } ?? .null,
+                    .integer(Int64(update.bytesIn)), .integer(Int64(update.bytesOut)), .integer(Int64(update.syncs)),
+                    update.refusal.map { .integer($0.time) } ?? .null, update.refusal.map { .text($0.reason.rawValue) } ?? .null,
+                    update.refusal.map { .text($0.changeSetID) } ?? .null,
+                ])
+        }
+        for minute in traffic {
+            try connection.execute(
+                """
+                INSERT INTO _rs_traffic (minute, syncs, commits, refusals, bytes_in, bytes_out) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (minute) DO UPDATE SET syncs = _rs_traffic.syncs + excluded.syncs,
+                    commits = _rs_traffic.commits + excluded.commits, refusals = _rs_traffic.refusals + excluded.refusals,
+                    bytes_in = _rs_traffic.bytes_in + excluded.bytes_in, bytes_out = _rs_traffic.bytes_out + excluded.bytes_out
+                """,
+                [
+                    .integer(minute.minute), .integer(Int64(minute.syncs)), .integer(Int64(minute.commits)),
+                    .integer(Int64(minute.refusals)), .integer(Int64(minute.bytesIn)), .integer(Int64(minute.bytesOut)),
+                ])
+        }
+    }
+
+    func recordLive(devices: [Int64], until: Int64?) throws {
+        for device in devices {
+            try connection.execute(
+                """
+                INSERT INTO _rs_device_activity (device_id, last_seen, bytes_in, bytes_out, syncs, live_until) VALUES (?, ?, 0, 0, 0, ?)
+                ON CONFLICT (device_id) DO UPDATE SET live_until = excluded.live_until
+                """, [.integer(device), .integer(Self.now()), until.map(SQLValue.integer) ?? .null])
+        }
+    }
+
+    func purgeTraffic(before minute: Int64) throws {
+        try connection.execute("DELETE FROM _rs_traffic WHERE minute < ?", [.integer(minute)])
+    }
+}
