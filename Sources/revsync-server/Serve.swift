@@ -77,6 +77,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "GET /events: the most live streams at once; more are answered 503.")
     var maxStreams: Int = 10_000
 
+    @Option(help: "Serve GET /metrics (Prometheus) to this bearer token; without it /metrics is not served.")
+    var metricsToken: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -89,6 +92,7 @@ struct Serve: AsyncParsableCommand {
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
+        if let metricsToken, metricsToken.count < 16 { throw ValidationError("--metrics-token must be at least 16 characters") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
         guard database.poolSize >= 1 else { throw ValidationError("--pool-size must be 1 or more") }
@@ -148,6 +152,7 @@ struct Serve: AsyncParsableCommand {
         configuration.live.heartbeat = .milliseconds(Int64(eventHeartbeat * 1000))
         configuration.live.maxStreams = maxStreams
         configuration.snapshotDirectory = snapshotDirectory
+        configuration.metricsToken = metricsToken
         if snapshotDirectory == nil, case .sqlite(let path) = database.location {
             configuration.snapshotDirectory = path + ".snapshots"
         }

@@ -54,13 +54,7 @@ struct BearerAuthenticator: Sendable {
     ) async throws
         -> Authenticated
     {
-        if let wait = failures.blocked(address) {
-            let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
-            throw APIError(
-                status: .tooManyRequests, code: "too_many_failures",
-                message: "too many failed authentications from this address; try again in \(seconds) s",
-                headers: [.retryAfter: String(seconds)])
-        }
+        try refuseIfBlocked(address)
         do {
             let hash = try Self.tokenHash(headers)
             if cached, let device = recent.device(tokenHash: hash) { return Authenticated(device: device, tokenHash: hash) }
@@ -70,12 +64,36 @@ struct BearerAuthenticator: Sendable {
             recent.remember(device, tokenHash: hash)
             return Authenticated(device: device, tokenHash: hash)
         } catch let error as APIError where error.status == .unauthorized {
-            failures.recordFailure(address)
-            logger.warning(
-                "authentication failed",
-                metadata: ["address": "\(address)", "path": "\(path)", "reason": "\(error.message)"])
-            throw error
+            throw failed(error, address: address, path: path)
         }
+    }
+
+    /// Checks the request's bearer token against one fixed token (by hash, as `/metrics` asks
+    /// for `--metrics-token`), with the same logging and limits as a device's token.
+    func checkFixedToken(_ headers: HTTPFields, expectedHash: String, clientAddress address: String, path: String) throws {
+        try refuseIfBlocked(address)
+        do {
+            guard try Self.tokenHash(headers) == expectedHash else { throw APIError.unauthorized("wrong token") }
+        } catch let error as APIError where error.status == .unauthorized {
+            throw failed(error, address: address, path: path)
+        }
+    }
+
+    /// `429` (with `Retry-After`) for an address with too many failures.
+    private func refuseIfBlocked(_ address: String) throws {
+        guard let wait = failures.blocked(address) else { return }
+        let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
+        throw APIError(
+            status: .tooManyRequests, code: "too_many_failures",
+            message: "too many failed authentications from this address; try again in \(seconds) s",
+            headers: [.retryAfter: String(seconds)])
+    }
+
+    /// Counts and logs a failed authentication (never the token); the error to throw.
+    private func failed(_ error: APIError, address: String, path: String) -> APIError {
+        failures.recordFailure(address)
+        logger.warning("authentication failed", metadata: ["address": "\(address)", "path": "\(path)", "reason": "\(error.message)"])
+        return error
     }
 
     /// The hash of the request's bearer token.

@@ -29,11 +29,12 @@ final class RequestRecord: Sendable {
 }
 
 /// The outermost middleware: once a request is answered (errors included), tells
-/// ``DeviceActivity`` what the request said about its device, and logs one line (method, path,
-/// status, duration, device, bytes) at `info`.
+/// ``DeviceActivity`` what the request said about its device and ``ServerMetrics`` what it
+/// cost, and logs one line (method, path, status, duration, device, bytes) at `info`.
 struct RequestRecording: RouterMiddleware {
     typealias Context = RevSyncRequestContext
     let activity: DeviceActivity
+    let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
@@ -56,6 +57,12 @@ struct RequestRecording: RouterMiddleware {
             activity.record(seen)
         }
         let duration = ContinuousClock.now - start
+        metrics.requestEnded(bytesIn: bytesIn, bytesOut: bytesOut)
+        if request.method == .post, request.uri.path == "/sync" {
+            let sync = record.sync
+            metrics.syncEnded(
+                status: Int(response.status.code), duration: duration, committed: sync?.committed ?? 0, refusals: sync?.refusals ?? [])
+        }
         let milliseconds = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
         context.logger.info(
             "request",

@@ -35,6 +35,8 @@ public struct SyncHTTPServer: Sendable {
     public let liveFeed: LiveFeed
     /// What the server learns about each device from its requests.
     public let activity: DeviceActivity
+    /// What `GET /metrics` reports.
+    let metrics = ServerMetrics()
 
     /// The bytes of the body budget reserved by requests in flight now, and the most so far.
     public var bodyBytesReserved: (now: Int, peak: Int) { (bodyBudget.reserved, bodyBudget.peak) }
@@ -69,7 +71,7 @@ public struct SyncHTTPServer: Sendable {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let router = Router(context: RevSyncRequestContext.self)
-        router.add(middleware: RequestRecording(activity: activity))
+        router.add(middleware: RequestRecording(activity: activity, metrics: metrics))
         router.add(middleware: JSONErrorMiddleware())
         router.get("/health") { _, _ in try await self.health() }
         router.get("/schema") { request, _ in try await self.schema(request) }
@@ -81,6 +83,9 @@ public struct SyncHTTPServer: Sendable {
         router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
         router.get("/admin/api/devices") { request, context in try await self.adminDevices(request, context: context) }
         router.get("/admin/api/overview") { request, context in try await self.adminOverview(request, context: context) }
+        if configuration.metricsToken != nil {
+            router.get("/metrics") { request, context in try await self.metrics(request, context: context) }
+        }
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
