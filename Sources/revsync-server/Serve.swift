@@ -77,6 +77,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "GET /events: the most live streams at once; more are answered 503.")
     var maxStreams: Int = 10_000
 
+    @Option(help: "A console session (/admin) ends after this many minutes without a request.")
+    var consoleIdleMinutes: Int = 30
+
     @Option(help: "Serve GET /metrics (Prometheus) to this bearer token; without it /metrics is not served.")
     var metricsToken: String?
 
@@ -92,6 +95,7 @@ struct Serve: AsyncParsableCommand {
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
+        guard consoleIdleMinutes >= 1 else { throw ValidationError("--console-idle-minutes must be 1 or more") }
         if let metricsToken, metricsToken.count < 16 { throw ValidationError("--metrics-token must be at least 16 characters") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
@@ -153,6 +157,7 @@ struct Serve: AsyncParsableCommand {
         configuration.live.maxStreams = maxStreams
         configuration.snapshotDirectory = snapshotDirectory
         configuration.metricsToken = metricsToken
+        configuration.consoleIdleTimeoutSeconds = Int64(consoleIdleMinutes) * 60
         if snapshotDirectory == nil, case .sqlite(let path) = database.location {
             configuration.snapshotDirectory = path + ".snapshots"
         }

@@ -59,10 +59,21 @@ public struct RecordHistory: Sendable {
     /// The change sets of the devices named `name` (names need not be unique), oldest first,
     /// at most `limit` per device.
     public func changeSets(deviceNamed name: String, limit: Int = 500) async throws -> [DeviceChangeSet] {
+        try await changeSets(limit: limit) { _, device in device.name == name }
+    }
+
+    /// The change sets of the device `id`, oldest first, at most `limit`.
+    public func changeSets(device id: Int64, limit: Int = 500) async throws -> [DeviceChangeSet] {
+        try await changeSets(limit: limit) { candidate, _ in candidate == id }
+    }
+
+    private func changeSets(
+        limit: Int, of wanted: @escaping @Sendable (Int64, (name: String, user: RecordID?)) -> Bool
+    ) async throws -> [DeviceChangeSet] {
         try await storage.withReader { reader in
             let devices = try Self.devices(reader)
             var found: [DeviceChangeSet] = []
-            for (id, device) in devices where device.name == name {
+            for (id, device) in devices where wanted(id, device) {
                 for changeSet in try reader.loggedChangeSets(device: id, limit: limit) {
                     let records = try reader.history(revision: changeSet.revision).map { ($0.entity, $0.id, $0.operation) }
                     found.append(

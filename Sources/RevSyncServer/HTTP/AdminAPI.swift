@@ -28,8 +28,18 @@ extension SyncHTTPServer {
         return device
     }
 
-    func adminHistory(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+    /// An admin token, or (for reading only) a signed-in console session: the console's pages
+    /// may read the same JSON.
+    func requireAdminOrSession(_ request: Request, context: RevSyncRequestContext) async throws {
+        if request.headers[.authorization] == nil, request.method == .get, let current = try await console.sessions.current(request) {
+            context.record.authenticated(current.session.device)
+            return
+        }
         _ = try await requireAdmin(request, context: context)
+    }
+
+    func adminHistory(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+        try await requireAdminOrSession(request, context: context)
         let query = request.uri.queryParameters
         let history = RecordHistory(schema: engine.schema, storage: engine.storage)
         var writer = JSONWriter(capacity: 4096)

@@ -90,7 +90,7 @@ struct BearerAuthenticator: Sendable {
     }
 
     /// Counts and logs a failed authentication (never the token); the error to throw.
-    private func failed(_ error: APIError, address: String, path: String) -> APIError {
+    func failed(_ error: APIError, address: String, path: String) -> APIError {
         failures.recordFailure(address)
         logger.warning("authentication failed", metadata: ["address": "\(address)", "path": "\(path)", "reason": "\(error.message)"])
         return error

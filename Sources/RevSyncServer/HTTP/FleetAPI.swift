@@ -2,37 +2,58 @@ import Foundation
 import Hummingbird
 import RevSyncProtocol
 
-/// `GET /admin/api/devices` and `GET /admin/api/overview`, for admin tokens only: every
-/// device as the server knows it, and the figures of the console's overview
-/// (``FleetReport``).
+/// `GET /admin/api/devices` and `GET /admin/api/overview`, for admin tokens (or a console
+/// session): every device as the server knows it, and the figures of the console's overview
+/// (``FleetReport``, ``Overview``).
 extension SyncHTTPServer {
-    func adminDevices(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        _ = try await requireAdmin(request, context: context)
-        let report = try await FleetReport.load(from: engine.storage)
-        return compression.jsonResponse(report.devicesJSON(), for: request)
+    /// The figures of the overview, as the JSON and the console's page show them.
+    struct Overview: Sendable {
+        var report: FleetReport
+        var records: [(entity: String, count: Int64)]
+        /// The last 60 minutes, oldest first, empty ones included.
+        var minutes: [TrafficMinute]
+        var databaseBytes: Int64?
+        var snapshot: SnapshotCache.Entry?
+
+        var liveDevices: Int { report.activeRows.filter(\.live).count }
     }
 
-    func adminOverview(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        _ = try await requireAdmin(request, context: context)
-        return compression.jsonResponse(try await overviewJSON(), for: request)
-    }
-
-    /// The overview: `{"maxRevision", "records": {entity: count}, "devices": {"total", "live",
-    /// "revoked"}, "fleet": {currency: {"count", "devices"}}, "perMinute": [{"minute", "syncs",
-    /// "commits", "refusals"}] (the last 60 minutes, oldest first), "databaseBytes",
-    /// "snapshot": {"revision", "created", "ageSeconds", "records"} or null}`.
-    func overviewJSON(now date: Date = Date()) async throws -> [UInt8] {
+    func loadOverview(now date: Date = Date()) async throws -> Overview {
         let report = try await FleetReport.load(from: engine.storage, now: date)
         let firstMinute = report.now / 60 - 59
         let (counts, traffic, size, dataset) = try await engine.storage.withReader { reader in
             (try reader.recordCounts(), try reader.traffic(since: firstMinute), try reader.databaseBytes(), try reader.datasetID())
         }
-        let snapshot = await snapshots.newest(dataset: dataset)
+        let byMinute = Dictionary(traffic.map { ($0.minute, $0) }, uniquingKeysWith: { first, _ in first })
+        return Overview(
+            report: report, records: counts,
+            minutes: (firstMinute...(firstMinute + 59)).map { byMinute[$0] ?? TrafficMinute(minute: $0) },
+            databaseBytes: size, snapshot: await snapshots.newest(dataset: dataset))
+    }
+
+    func adminDevices(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+        try await requireAdminOrSession(request, context: context)
+        let report = try await FleetReport.load(from: engine.storage)
+        return compression.jsonResponse(report.devicesJSON(), for: request)
+    }
+
+    func adminOverview(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+        try await requireAdminOrSession(request, context: context)
+        return compression.jsonResponse(try await loadOverview().json(), for: request)
+    }
+}
+
+extension SyncHTTPServer.Overview {
+    /// `{"maxRevision", "records": {entity: count}, "devices": {"total", "live", "revoked"},
+    /// "fleet": {currency: {"count", "devices"}}, "perMinute": [{"minute", "syncs", "commits",
+    /// "refusals"}], "databaseBytes", "snapshot": {"revision", "created", "ageSeconds",
+    /// "records"} or null}`.
+    func json() -> [UInt8] {
         var writer = JSONWriter(capacity: 4096)
         writer.writeRaw("{\"maxRevision\":")
         writer.writeInteger(report.maxRevision)
         writer.writeRaw(",\"records\":{")
-        for (index, count) in counts.enumerated() {
+        for (index, count) in records.enumerated() {
             if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
             writer.writeString(count.entity)
             writer.writeByte(UInt8(ascii: ":"))
@@ -41,18 +62,16 @@ extension SyncHTTPServer {
         writer.writeRaw("},\"devices\":{\"total\":")
         writer.writeInteger(Int64(report.activeRows.count))
         writer.writeRaw(",\"live\":")
-        writer.writeInteger(Int64(report.activeRows.filter(\.live).count))
+        writer.writeInteger(Int64(liveDevices))
         writer.writeRaw(",\"revoked\":")
         writer.writeInteger(Int64(report.rows.count - report.activeRows.count))
         writer.writeRaw("},\"fleet\":")
         report.writeCurrency(into: &writer)
         writer.writeRaw(",\"perMinute\":[")
-        let byMinute = Dictionary(traffic.map { ($0.minute, $0) }, uniquingKeysWith: { first, _ in first })
-        for minute in firstMinute...(firstMinute + 59) {
-            if minute > firstMinute { writer.writeByte(UInt8(ascii: ",")) }
-            let counted = byMinute[minute] ?? TrafficMinute(minute: minute)
+        for (index, counted) in minutes.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
             writer.writeRaw("{\"minute\":")
-            report.writeTime(minute * 60, into: &writer)
+            report.writeTime(counted.minute * 60, into: &writer)
             writer.writeRaw(",\"syncs\":")
             writer.writeInteger(Int64(counted.syncs))
             writer.writeRaw(",\"commits\":")
@@ -62,15 +81,16 @@ extension SyncHTTPServer {
             writer.writeByte(UInt8(ascii: "}"))
         }
         writer.writeRaw("],\"databaseBytes\":")
-        if let size { writer.writeInteger(size) } else { writer.writeNull() }
+        if let databaseBytes { writer.writeInteger(databaseBytes) } else { writer.writeNull() }
         writer.writeRaw(",\"snapshot\":")
         if let snapshot {
+            let created = Int64(snapshot.created.timeIntervalSince1970)
             writer.writeRaw("{\"revision\":")
             writer.writeInteger(snapshot.revision)
             writer.writeRaw(",\"created\":")
-            report.writeTime(Int64(snapshot.created.timeIntervalSince1970), into: &writer)
+            report.writeTime(created, into: &writer)
             writer.writeRaw(",\"ageSeconds\":")
-            writer.writeInteger(max(0, report.now - Int64(snapshot.created.timeIntervalSince1970)))
+            writer.writeInteger(max(0, report.now - created))
             writer.writeRaw(",\"records\":")
             writer.writeInteger(Int64(snapshot.records))
             writer.writeByte(UInt8(ascii: "}"))

@@ -17,6 +17,8 @@ extension HTTPField.Name {
     /// A request header: the change sets still waiting in the device's outbox after this request.
     static let revSyncPending = Self("RevSync-Pending")!
     static let xForwardedFor = Self("X-Forwarded-For")!
+    /// Set by a proxy: `https` when the browser reached it over TLS.
+    static let xForwardedProto = Self("X-Forwarded-Proto")!
     /// Server-Sent Events: where a reconnecting stream resumes.
     static let lastEventID = Self("Last-Event-ID")!
     /// Asks nginx not to buffer the event stream.

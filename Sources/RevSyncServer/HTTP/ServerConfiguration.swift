@@ -14,6 +14,8 @@ public struct ServerConfiguration: Sendable {
     /// A request body must arrive in full within this many seconds; otherwise `408`
     /// (slow-loris on bodies: a byte now and then would keep an idle timeout from firing).
     public var bodyTimeoutSeconds: Double = 60
+    /// A console session ends after this many seconds without a request.
+    public var consoleIdleTimeoutSeconds: Int64 = 30 * 60
     /// The bearer token `GET /metrics` asks for; `nil`: `/metrics` is not served.
     public var metricsToken: String?
     /// How often what the server learnt about devices is written to the database

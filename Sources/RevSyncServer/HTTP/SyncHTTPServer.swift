@@ -37,6 +37,8 @@ public struct SyncHTTPServer: Sendable {
     public let activity: DeviceActivity
     /// What `GET /metrics` reports.
     let metrics = ServerMetrics()
+    /// The operator's console at `/admin`.
+    let console: Console
 
     /// The bytes of the body budget reserved by requests in flight now, and the most so far.
     public var bodyBytesReserved: (now: Int, peak: Int) { (bodyBudget.reserved, bodyBudget.peak) }
@@ -52,6 +54,10 @@ public struct SyncHTTPServer: Sendable {
             trustedProxies: configuration.trustedProxies, logger: logger)
         compression = ResponseCompression(level: configuration.gzipLevel, fastBelow: configuration.fastGzipBelow)
         bodyBudget = BodyBudget(limit: configuration.maxInflightBodyBytes)
+        console = Console(
+            sessions: ConsoleSessions(
+                storage: engine.storage, idleTimeout: configuration.consoleIdleTimeoutSeconds, trustedProxies: configuration.trustedProxies)
+        )
         let liveFeed = LiveFeed(storage: engine.storage, configuration: configuration.live, logger: logger)
         self.liveFeed = liveFeed
         activity = DeviceActivity(
@@ -83,6 +89,7 @@ public struct SyncHTTPServer: Sendable {
         router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
         router.get("/admin/api/devices") { request, context in try await self.adminDevices(request, context: context) }
         router.get("/admin/api/overview") { request, context in try await self.adminOverview(request, context: context) }
+        addConsoleRoutes(to: router)
         if configuration.metricsToken != nil {
             router.get("/metrics") { request, context in try await self.metrics(request, context: context) }
         }

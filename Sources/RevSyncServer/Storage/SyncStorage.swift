@@ -121,6 +121,8 @@ public protocol StorageReader: AnyObject {
     func refusals(device: Int64?, limit: Int) throws -> [StoredRefusal]
     /// When each of `revisions` was committed (seconds since 1970), for those still in the log.
     func commitTimes(_ revisions: [Revision]) throws -> [Revision: Int64]
+    /// The console session of a cookie's hash, if its token is still an unrevoked admin's.
+    func consoleSession(hash: String) throws -> ConsoleSession?
     /// How many records each entity of the schema holds.
     func recordCounts() throws -> [(entity: String, count: Int64)]
     /// The database's size on disk in bytes (`nil` where the store cannot tell).
@@ -181,6 +183,11 @@ public protocol StorageWriter: StorageReader {
     func recordActivity(_ updates: [DeviceActivityUpdate], traffic: [TrafficMinute]) throws
     /// Marks devices as holding an open stream until `until` (seconds since 1970; `nil`: not).
     func recordLive(devices: [Int64], until: Int64?) throws
+    func createConsoleSession(hash: String, device: Int64, csrf: String, at time: Int64) throws
+    /// Notes that the session was used at `time`.
+    func touchConsoleSession(hash: String, at time: Int64) throws
+    /// Ends one session (`hash`), or every session last used before `idleBefore`.
+    func deleteConsoleSessions(hash: String?, idleBefore: Int64?) throws
     /// Drops the minutes before `minute`.
     func purgeTraffic(before minute: Int64) throws
 }

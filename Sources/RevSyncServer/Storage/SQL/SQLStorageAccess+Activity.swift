@@ -68,6 +68,36 @@ extension SQLStorageAccess {
         return times
     }
 
+    func consoleSession(hash: String) throws -> ConsoleSession? {
+        guard
+            let row = try connection.firstRow(
+                """
+                SELECT d.id, d.name, d.role, d.delivered_revision, d.user_id, s.csrf, s.created_at, s.last_used
+                FROM _rs_console_sessions s JOIN _rs_devices d ON d.id = s.device_id
+                WHERE s.session_hash = ? AND d.revoked_at IS NULL AND d.role = 'admin'
+                """, [.text(hash)])
+        else { return nil }
+        guard let csrf = row[5].textValue, let created = row[6].integerValue, let used = row[7].integerValue else {
+            throw StorageError.corrupt("a console session row does not have the expected columns")
+        }
+        return ConsoleSession(device: try Self.device(Array(row[0..<5])), csrf: csrf, createdAt: created, lastUsed: used)
+    }
+
+    func createConsoleSession(hash: String, device: Int64, csrf: String, at time: Int64) throws {
+        try connection.execute(
+            "INSERT INTO _rs_console_sessions (session_hash, device_id, csrf, created_at, last_used) VALUES (?, ?, ?, ?, ?)",
+            [.text(hash), .integer(device), .text(csrf), .integer(time), .integer(time)])
+    }
+
+    func touchConsoleSession(hash: String, at time: Int64) throws {
+        try connection.execute("UPDATE _rs_console_sessions SET last_used = ? WHERE session_hash = ?", [.integer(time), .text(hash)])
+    }
+
+    func deleteConsoleSessions(hash: String?, idleBefore: Int64?) throws {
+        if let hash { try connection.execute("DELETE FROM _rs_console_sessions WHERE session_hash = ?", [.text(hash)]) }
+        if let idleBefore { try connection.execute("DELETE FROM _rs_console_sessions WHERE last_used < ?", [.integer(idleBefore)]) }
+    }
+
     func recordCounts() throws -> [(entity: String, count: Int64)] {
         try entities.keys.sorted().map { name in
             (name, try connection.firstRow("SELECT count(*) FROM \(quoted(name))")?.first?.integerValue ?? 0)

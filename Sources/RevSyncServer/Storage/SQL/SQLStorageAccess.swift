@@ -212,7 +212,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     /// A device from `id, name, role, delivered_revision, user_id`.
-    private static func device(_ row: [SQLValue]) throws -> Device {
+    static func device(_ row: [SQLValue]) throws -> Device {
         guard let id = row[0].integerValue, let name = row[1].textValue, let role = row[2].textValue.map(Role.init(rawValue:)),
             let delivered = row[3].integerValue
         else {

@@ -102,6 +102,16 @@ enum ServerTables {
                 """,
             ]
         },
+        Migration(version: 5, name: "console sessions") { dialect in
+            [
+                // Signed-in operators of the console: the SHA-256 of the session cookie (never the
+                // cookie), the admin token's device, the session's CSRF token.
+                """
+                CREATE TABLE _rs_console_sessions (session_hash TEXT PRIMARY KEY, device_id \(dialect.bigint) NOT NULL,
+                    csrf TEXT NOT NULL, created_at \(dialect.bigint) NOT NULL, last_used \(dialect.bigint) NOT NULL)
+                """
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.
