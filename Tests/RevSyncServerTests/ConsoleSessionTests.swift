@@ -139,6 +139,26 @@ import Testing
         }
     }
 
+    @Test func aRevertFromTheConsoleIsConfirmedThenDone() async throws {
+        try await withLiveServer { server in
+            let admin = try await server.device("admin", role: .admin)
+            let alice = try await server.device("alice")
+            let (team, revision) = try await alice.create("teams", ["name": "U12"])
+            var browser = Browser(server: server)
+            _ = try await browser.signIn(admin.token)
+            let history = try await browser.get("/admin/history?entity=teams&id=\(team.rawValue)")
+            #expect(history.status == 200 && history.bodyText.contains("/admin/revert?revision=\(revision)"))
+            let confirm = try await browser.get("/admin/revert?revision=\(revision)")
+            #expect(confirm.status == 200 && confirm.bodyText.contains("teams #\(team.rawValue): create"))
+            let csrf = try #require(Browser.csrf(in: confirm))
+            let done = try await browser.post("/admin/revert", "csrf=\(csrf)&revision=\(revision)")
+            #expect(done.status == 200 && done.bodyText.contains("Revision \(revision) was reverted as revision \(revision + 1)"))
+            #expect(try await server.count("teams") == 0)
+            let again = try await browser.post("/admin/revert", "csrf=\(csrf)&revision=\(revision)")
+            #expect(again.status == 409)
+        }
+    }
+
     @Test func aSessionEndsWhenIdleOrWhenItsTokenIsRevoked() async throws {
         try await withLiveServer(configure: { $0.consoleIdleTimeoutSeconds = 30 * 60 }) { server in
             let admin = try await server.device("admin", role: .admin)

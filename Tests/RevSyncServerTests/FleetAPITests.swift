@@ -157,3 +157,56 @@ import Testing
         }
     }
 }
+
+/// Two server processes on one PostgreSQL database: what one learns of a device, the other
+/// reports, and a console session made on one is good on the other.
+@Suite(.enabled(if: StoreKind.all.contains(.postgres))) struct FleetMultiInstanceTests {
+    @Test func everyInstanceSeesTheSameDevicesAndSessions() async throws {
+        try await withTestDatabase(.postgres) { database in
+            let storage = try await database.open(schema: .demo)
+            let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
+            let admin = try await setup.device("admin", role: .admin)
+            let alice = try await setup.device("alice")
+            var instances: [ExecutableProcess] = []
+            defer { for instance in instances { instance.terminate() } }
+            var ports: [Int] = []
+            for _ in 0..<2 {
+                let instance = try ExecutableProcess(
+                    "revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
+                instances.append(instance)
+                ports.append(try await instance.waitForListeningPort())
+            }
+            let first = setup.instance(on: ports[0])
+            let second = setup.instance(on: ports[1])
+            let synced = try await first.send(
+                "POST", "/sync",
+                headers: [
+                    ("Authorization", "Bearer \(alice.token)"), ("Content-Type", "application/json"),
+                    ("RevSync-Client", "RevSyncClient/0.5 (Linux)"), ("RevSync-Pending", "3"),
+                ],
+                body: try SyncMessage(maxRevision: 0, changeSets: []).jsonBytes())
+            #expect(synced.status == 200)
+            let stream = try await EventStreamReader.open(port: ports[1], token: alice.token)
+            defer { stream.close() }
+            _ = try await stream.next()
+            // Each instance writes what it learnt once a second.
+            var row: [String: Any] = [:]
+            for _ in 0..<100 {
+                let (status, json) = try await FleetAPITests.get(first, admin.token, "/admin/api/devices")
+                #expect(status == 200)
+                row = (json["devices"] as? [[String: Any]])?.first { $0["name"] as? String == "alice" } ?? [:]
+                if row["live"] as? Bool == true, row["pending"] as? Int == 3 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(row["live"] as? Bool == true)  // its stream is on the other instance
+            #expect(row["pending"] as? Int == 3 && row["clientVersion"] as? String == "RevSyncClient/0.5 (Linux)")
+
+            var browser = ConsoleSessionTests.Browser(server: first)
+            #expect(try await browser.signIn(admin.token).status == 303)
+            var other = ConsoleSessionTests.Browser(server: second)
+            other.cookies = browser.cookies
+            #expect(try await other.get("/admin/devices").status == 200)
+            try await storage.close()
+        }
+    }
+}
