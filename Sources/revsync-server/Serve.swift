@@ -61,6 +61,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Keep this much of the change log: N revisions, or Nd days (default: all). Devices behind what is kept get a snapshot; history and revert reach as far."
+    )
+    var logRetention: String?
+
+    @Option(
+        help:
             "Where GET /snapshot keeps its snapshots (default: DATABASE.snapshots next to a SQLite file; for PostgreSQL, revsync/snapshots in your cache directory, made private)."
     )
     var snapshotDirectory: String?
@@ -99,6 +105,9 @@ struct Serve: AsyncParsableCommand {
         if let metricsToken, metricsToken.count < 16 { throw ValidationError("--metrics-token must be at least 16 characters") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
+        if let logRetention, LogRetention.Policy(logRetention) == nil {
+            throw ValidationError("--log-retention must be a number of revisions (100000) or of days (30d), 1 or more")
+        }
         guard database.poolSize >= 1 else { throw ValidationError("--pool-size must be 1 or more") }
         guard snapshotInterval >= 1 else { throw ValidationError("--snapshot-interval must be 1 or more") }
         guard maxBodySize >= 1, maxInflightBodyBytes >= 1, maxValueBytes >= 1 else {
@@ -167,6 +176,9 @@ struct Serve: AsyncParsableCommand {
         var services: [any Service] = []
         if let days = outcomeRetentionDays {
             services.append(OutcomeRetention(storage: storage, days: days, logger: logger))
+        }
+        if let policy = logRetention.flatMap(LogRetention.Policy.init) {
+            services.append(LogRetention(storage: storage, policy: policy, logger: logger))
         }
         let revision = try await storage.withReader { try $0.currentRevision() }
         if openFiles > 0 && openFiles < maxStreams + 100 {

@@ -121,6 +121,9 @@ public protocol StorageReader: AnyObject {
     func refusals(device: Int64?, limit: Int) throws -> [StoredRefusal]
     /// When each of `revisions` was committed (seconds since 1970), for those still in the log.
     func commitTimes(_ revisions: [Revision]) throws -> [Revision: Int64]
+    /// The newest revision committed before `time` (seconds since 1970), among those still in
+    /// the log.
+    func newestRevision(committedBefore time: Int64) throws -> Revision?
     /// The console session of a cookie's hash, if its token is still an unrevoked admin's.
     func consoleSession(hash: String) throws -> ConsoleSession?
     /// How many records each entity of the schema holds.
@@ -183,6 +186,9 @@ public protocol StorageWriter: StorageReader {
     func recordActivity(_ updates: [DeviceActivityUpdate], traffic: [TrafficMinute]) throws
     /// Marks devices as holding an open stream until `until` (seconds since 1970; `nil`: not).
     func recordLive(devices: [Int64], until: Int64?) throws
+    /// Deletes the log entries after `start` through `end`, with the history (values before)
+    /// they hold and the reverts committed at them. The caller raises the floor first.
+    func pruneLog(after start: Revision, through end: Revision) throws -> (entries: Int, history: Int)
     func createConsoleSession(hash: String, device: Int64, csrf: String, at time: Int64) throws
     /// Notes that the session was used at `time`.
     func touchConsoleSession(hash: String, at time: Int64) throws
