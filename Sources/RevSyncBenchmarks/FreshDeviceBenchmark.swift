@@ -33,12 +33,14 @@ public struct FreshDeviceBenchmark: Sendable {
         public var snapshotMakingSeconds = 0.0
         public var snapshotStoreBytes = 0
         public var snapshot = Path()
+        /// `revsync init`, then a first `revsync sync` that starts from the snapshot by itself.
+        public var automatic = Path()
         public var json = Path()
         public var serverPeakMemory = 0
     }
 
     public func run() async throws -> Result {
-        try await BenchmarkServer.start(store: store, records: records, devices: 3, binaries: binaries, label: "fresh").use(measure)
+        try await BenchmarkServer.start(store: store, records: records, devices: 4, binaries: binaries, label: "fresh").use(measure)
     }
 
     private func measure(_ server: BenchmarkServer) async throws -> Result {
@@ -71,14 +73,18 @@ public struct FreshDeviceBenchmark: Sendable {
 
         result.snapshot = try await device(
             server, token: server.tokens[0], name: "snapshot", initArguments: ["--download-snapshot"], expectSnapshotSync: false)
+        result.automatic = try await device(
+            server, token: server.tokens[3], name: "automatic", initArguments: [], syncArguments: [], expectSnapshotSync: false)
         result.json = try await device(server, token: server.tokens[1], name: "json", initArguments: [], expectSnapshotSync: true)
         result.serverPeakMemory = server.peakMemory
         return result
     }
 
-    /// `revsync init` with `initArguments`, then `revsync sync`: time, bytes, memory.
+    /// `revsync init` with `initArguments`, then `revsync sync` with `syncArguments` (by default
+    /// the JSON path as it was: no automatic start from the snapshot): time, bytes, memory.
     private func device(
-        _ server: BenchmarkServer, token: String, name: String, initArguments: [String], expectSnapshotSync: Bool
+        _ server: BenchmarkServer, token: String, name: String, initArguments: [String], syncArguments: [String] = ["--no-snapshot"],
+        expectSnapshotSync: Bool
     ) async throws -> Path {
         let revsync = binaries.appendingPathComponent("revsync").path
         let store = server.work + "/\(name).sqlite"
@@ -89,7 +95,7 @@ public struct FreshDeviceBenchmark: Sendable {
             revsync, ["init", "--json", "--server", server.url, "--token", token, "--store", store] + initArguments, log: initLog)
         guard await initProcess.waitForExit() == 0 else { throw BenchmarkError("revsync init failed: \(log(initLog))") }
         let syncLog = server.work + "/\(name)-sync.log"
-        let sync = try ChildProcess(revsync, ["sync", "--json", "--store", store], log: syncLog)
+        let sync = try ChildProcess(revsync, ["sync", "--json", "--store", store] + syncArguments, log: syncLog)
         guard await sync.waitForExit() == 0 else { throw BenchmarkError("revsync sync failed: \(log(syncLog))") }
         path.seconds = seconds(since: start)
         path.clientPeakMemory = max(initProcess.peakMemory, sync.peakMemory)
@@ -99,11 +105,17 @@ public struct FreshDeviceBenchmark: Sendable {
         guard syncReport["snapshot"] as? Bool == expectSnapshotSync else {
             throw BenchmarkError("the \(name) device's sync was not what it should be: \(log(syncLog))")
         }
-        let downloaded = initReport["gzipBytes"] as? Int ?? 0
+        let started = syncReport["startedFromSnapshot"] as? [String: Any]
+        guard (started != nil) == syncArguments.isEmpty else {
+            throw BenchmarkError("the \(name) device did not start as it should: \(log(syncLog))")
+        }
+        let downloaded = (initReport["gzipBytes"] as? Int ?? 0) + (started?["gzipBytes"] as? Int ?? 0)
         path.wireBytes = downloaded + (syncReport["bytesReceived"] as? Int ?? 0)
-        // init: GET /schema, or GET /health + GET /snapshot; then one POST /sync.
-        path.requests = (downloaded > 0 ? 2 : 1) + 1
-        path.records = (initReport["records"] as? Int ?? 0) + (syncReport["recordsApplied"] as? Int ?? 0)
+        // init: GET /schema, or GET /health + GET /snapshot; the sync: GET /health + GET /snapshot
+        // when it starts from the snapshot; then one POST /sync.
+        path.requests = (initArguments.isEmpty ? 1 : 2) + (started != nil ? 2 : 0) + 1
+        path.records =
+            (initReport["records"] as? Int ?? 0) + (started?["records"] as? Int ?? 0) + (syncReport["recordsApplied"] as? Int ?? 0)
         return path
     }
 
@@ -127,6 +139,10 @@ public struct FreshDeviceBenchmark: Sendable {
                     )
                 ],
                 command: command),
+            BenchmarkRow(
+                scenario:
+                    "Fresh device, \(Format.count(records)) records, \(store): first sync of an empty store (starts from the snapshot by itself) + catch-up of \(missed) revisions",
+                figures: figures(result.automatic, "GET /schema; GET /health, GET /snapshot, 1 sync"), command: command),
             BenchmarkRow(
                 scenario: "Fresh device, \(Format.count(records)) records, \(store): full JSON sync",
                 figures: figures(result.json, "GET /schema, 1 sync") + [("server peak memory", Format.bytes(result.serverPeakMemory))],

@@ -42,7 +42,7 @@ public struct FullSyncBenchmark: Sendable {
         result.initSeconds = seconds(since: initStart)
 
         let start = ContinuousClock.now
-        let sync = try ChildProcess(revsync, ["sync", "--json", "--store", device], log: server.work + "/sync.log")
+        let sync = try ChildProcess(revsync, ["sync", "--json", "--no-snapshot", "--store", device], log: server.work + "/sync.log")
         guard await sync.waitForExit() == 0 else { throw BenchmarkError("revsync sync failed: \(log(server.work + "/sync.log"))") }
         result.seconds = seconds(since: start)
         result.clientPeakMemory = sync.peakMemory

@@ -37,7 +37,13 @@ enum Output {
     }
 
     static func lines(for report: SyncReport) -> [String] {
-        var lines = [
+        var lines: [String] = []
+        if let started = report.startedFromSnapshot {
+            lines.append(
+                "Started from the server's snapshot: \(started.records) records at revision \(started.revision) (\(started.gzipBytes) bytes gzip)."
+            )
+        }
+        lines += [
             "Sent \(report.sent) change set\(report.sent == 1 ? "" : "s"), received \(report.received)\(report.snapshot ? " (a snapshot of the whole data set)" : ""); now at revision \(report.maxRevision)."
         ]
         for (temporary, permanent) in report.permanentIDs.sorted(by: { ($0.key.entity, $0.key.id) < ($1.key.entity, $1.key.id) }) {
@@ -66,6 +72,18 @@ enum Output {
             writer.writeInteger(report.maxRevision)
             writer.writeRaw(",\"snapshot\":")
             writer.writeBool(report.snapshot)
+            writer.writeRaw(",\"startedFromSnapshot\":")
+            if let started = report.startedFromSnapshot {
+                writer.writeRaw("{\"revision\":")
+                writer.writeInteger(started.revision)
+                writer.writeRaw(",\"records\":")
+                writer.writeInteger(started.records)
+                writer.writeRaw(",\"gzipBytes\":")
+                writer.writeInteger(started.gzipBytes)
+                writer.writeByte(UInt8(ascii: "}"))
+            } else {
+                writer.writeNull()
+            }
             writer.writeRaw(",\"recordsApplied\":")
             writer.writeInteger(report.recordsApplied)
             writer.writeRaw(",\"bytesSent\":")

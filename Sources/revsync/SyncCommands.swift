@@ -21,10 +21,13 @@ struct Sync: AsyncParsableCommand {
     @Option(help: "Attempts in all when the network fails or the server has trouble (1: no retry).")
     var attempts: Int = 1
 
+    @Flag(help: "An empty store receives every record as JSON instead of starting from the server's snapshot (GET /snapshot).")
+    var noSnapshot = false
+
     func run() async throws {
         try await reportingErrors {
             let store = try options.open()
-            let synchronizer = makeSynchronizer(store)
+            let synchronizer = makeSynchronizer(store, startFromSnapshot: !noSnapshot)
             let report =
                 attempts > 1
                 ? try await synchronizer.sync(retrying: RetryPolicy(maxAttempts: attempts)) : try await synchronizer.sync()
@@ -126,10 +129,12 @@ struct Watch: AsyncParsableCommand {
 /// The synchronizer of the commands. `REVSYNC_CRASH_AT` (`response-received` or
 /// `before-revision`) kills the process at that step: a fault-injection hook for the crash
 /// tests, which prove that nothing is lost or doubled.
-func makeSynchronizer(_ store: LocalStore) -> Synchronizer {
+func makeSynchronizer(_ store: LocalStore, startFromSnapshot: Bool = true) -> Synchronizer {
     let crashAt = ProcessInfo.processInfo.environment["REVSYNC_CRASH_AT"]
+    var configuration = Synchronizer.Configuration()
+    configuration.startFromSnapshot = startFromSnapshot
     return Synchronizer(
-        store: store,
+        store: store, configuration: configuration,
         stageHook: { stage in
             switch (stage, crashAt) {
             case (.responseReceived, "response-received"), (.appliedBeforeRevision, "before-revision"):

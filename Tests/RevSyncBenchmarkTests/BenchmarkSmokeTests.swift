@@ -53,12 +53,14 @@ import Testing
         benchmark.missed = 3
         let result = try await benchmark.run()
         #expect(result.snapshot.records == result.json.records)
+        #expect(result.automatic.records == result.json.records)
         #expect(result.json.records == 303)
+        #expect(result.automatic.requests == 4)
         #expect(result.snapshot.wireBytes > 0 && result.json.wireBytes > 0)
         #expect(result.snapshot.clientPeakMemory > 0 && result.json.clientPeakMemory > 0)
         #expect(result.snapshotStoreBytes > 0)
         let rows = benchmark.rows(result, command: "revsync-bench fresh-device --records 300")
-        #expect(rows.count == 2)
+        #expect(rows.count == 3)
         #expect(rows[0].value("requests") == "GET /health, GET /snapshot, 1 sync")
     }
 

@@ -46,7 +46,10 @@ import Testing
                 #expect(synced.contains("Sent 3 change sets"))
                 #expect(synced.contains("teams -1 is now 1"))
                 #expect(try await revsync("get", "team_players", "-3", "--store", alice).contains("team_id: 1"))
-                try await revsync("sync", "--store", bob)
+                // An empty store starts from the server's snapshot, as the README shows.
+                let first = try await revsync("sync", "--store", bob)
+                #expect(first.hasPrefix("Started from the server's snapshot: 3 records at revision 3"))
+                #expect(first.contains("Sent 0 change sets, received 0; now at revision 3."))
                 #expect(try await revsync("list", "players", "--store", bob).contains("1\t2\tAna\tLopez"))
 
                 // Both edit the same player; Alice syncs first.

@@ -64,14 +64,65 @@ import Testing
                 #expect(report.received == 2)
 
                 // The same as a device that got everything as JSON, record for record.
+                var jsonOnly = Synchronizer.Configuration()
+                jsonOnly.startFromSnapshot = false
                 let full = try await server.clientDevice("full", in: directory)
-                #expect(try await full.sync().snapshot)
+                #expect(try await Synchronizer(store: full.store, configuration: jsonOnly).sync().snapshot)
                 #expect(try await store.contents() == server.contents())
                 #expect(try await store.contents() == full.store.contents())
                 // And it works as a device: its edits reach the server.
                 try await store.table("venues").insert(["name": "Pitch 9"])
                 #expect(try await Synchronizer(store: store).sync().committed.count == 1)
                 try store.close()
+            }
+        }
+    }
+
+    /// An empty store's first sync starts from the server's snapshot by itself, then brings
+    /// only what was committed since; it ends where a JSON full sync ends.
+    @Test func anEmptyStoreStartsFromTheServersSnapshotByItself() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let maker = try await server.clientDevice("maker", in: directory)
+                try await Self.work(maker, "A")
+                let newcomer = try await server.clientDevice("newcomer", in: directory)
+                let report = try await newcomer.sync()
+                let started = try #require(report.startedFromSnapshot)
+                #expect(started.revision == 1 && started.records == 12 && started.gzipBytes > 0)
+                #expect(!report.snapshot && report.received == 0 && report.maxRevision == 1)
+                #expect(try await newcomer.store.contents() == server.contents())
+                #expect(!FileManager.default.fileExists(atPath: newcomer.store.path + ".snapshot.gz"))
+
+                // Later commits come as usual, and the device works as any other.
+                try await Self.work(maker, "B")
+                let next = try await newcomer.sync()
+                #expect(next.startedFromSnapshot == nil && next.received == 1)
+                try await newcomer.table("venues").insert(["name": "Pitch 9"])
+                #expect(try await newcomer.sync().committed.count == 1)
+                #expect(try await newcomer.store.contents() == server.contents())
+            }
+        }
+    }
+
+    /// Not when told not to, and not for a store that has work of its own (a device that
+    /// wrote before its first sync): those get the JSON full sync.
+    @Test func notWhenToldNotToOrWhenTheStoreHasWorkOfItsOwn() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let maker = try await server.clientDevice("maker", in: directory)
+                try await Self.work(maker, "A")
+                var jsonOnly = Synchronizer.Configuration()
+                jsonOnly.startFromSnapshot = false
+                let told = try await server.clientDevice("told", in: directory)
+                let toldReport = try await Synchronizer(store: told.store, configuration: jsonOnly).sync()
+                #expect(toldReport.startedFromSnapshot == nil && toldReport.snapshot)
+
+                let busy = try await server.clientDevice("busy", in: directory)
+                try await busy.table("venues").insert(["name": "Offline pitch"])
+                let busyReport = try await busy.sync()
+                #expect(busyReport.startedFromSnapshot == nil && busyReport.snapshot && busyReport.committed.count == 1)
+                #expect(try await busy.store.contents() == server.contents())
+                #expect(try await told.store.contents() == (try await maker.store.contents()))
             }
         }
     }

@@ -19,6 +19,9 @@ public struct SyncReport: Sendable, Hashable {
     public var maxRevision: Revision = 0
     /// Whether the response was a snapshot of the whole data set.
     public var snapshot: Bool = false
+    /// The server's snapshot file the empty store started from before this sync's request,
+    /// if it did (``Synchronizer/Configuration/startFromSnapshot``).
+    public var startedFromSnapshot: SnapshotDownloadReport?
     /// Temporary IDs that became permanent: temporary → permanent.
     public var permanentIDs: [RecordReference: RecordID] = [:]
     /// The server data applied, record by record (not the records of a snapshot, which

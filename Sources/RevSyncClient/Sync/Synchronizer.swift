@@ -25,6 +25,9 @@ public actor Synchronizer {
         public var gzipLevel: Int32 = 6
         /// The largest response accepted, decompressed.
         public var maxResponseSize: Int = 512 * 1024 * 1024
+        /// Whether the first sync of an empty store starts from the server's snapshot
+        /// (`GET /snapshot`) rather than receiving every record as JSON.
+        public var startFromSnapshot = true
 
         public init() {}
     }
@@ -32,7 +35,7 @@ public actor Synchronizer {
     public let store: LocalStore
     let server: LocalStore.ServerConnection?
     let transport: any SyncTransport
-    private let configuration: Configuration
+    let configuration: Configuration
     private let sleep: @Sendable (Duration) async throws -> Void
     private let stageHook: (@Sendable (SyncStage) -> Void)?
     let broadcaster = EventBroadcaster()
@@ -185,6 +188,7 @@ public actor Synchronizer {
         var server = self.server
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
+        let started = try await startFromServerSnapshot(server)
         let request = try await store.prepareRequest(maxRecords: configuration.maxRecordsPerRequest)
         let body = Gzip.compress(request.message.jsonBytes(), level: configuration.gzipLevel)
         var headers = [
@@ -214,6 +218,7 @@ public actor Synchronizer {
             if newer.version > store.schema.version { try await store.upgrade(to: newer) }
             report = try await apply(json, to: request, lenient: true, actor: actor)
         }
+        report.startedFromSnapshot = started
         report.bytesSent = body.count
         report.bytesReceived = response.body.count
         report.responseBytes = json.count
