@@ -3,6 +3,7 @@
 #
 #   source scripts/postgres.sh
 #   postgres_start        # sets REVSYNC_POSTGRES_URL (and POSTGRES_DIR); returns 1 without PostgreSQL
+#                         # REVSYNC_POSTGRES_DURABLE=1: fsync on, as in production (benchmarks)
 #   postgres_stop
 #
 # initdb refuses to run as root: as root, the cluster runs as the `postgres` user (created by
@@ -50,8 +51,12 @@ postgres_start() {
     postgres_as_owner "$bindir/initdb" -D "$POSTGRES_DIR/data" --auth=trust --username=revsync \
         --encoding=UTF8 --locale=C -N >"$POSTGRES_DIR/initdb.log" 2>&1 \
         || { cat "$POSTGRES_DIR/initdb.log" >&2; return 1; }
-    # Tests need speed, not durability: the data directory is thrown away afterwards.
-    echo "-c listen_addresses=127.0.0.1 -p $port -k $POSTGRES_DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+    # Tests need speed, not durability: the data directory is thrown away afterwards. Benchmarks
+    # ask for PostgreSQL's production settings (fsync, synchronous_commit and full_page_writes
+    # on, its defaults) with REVSYNC_POSTGRES_DURABLE=1.
+    local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    if [ "${REVSYNC_POSTGRES_DURABLE:-0}" = "1" ]; then durability=""; fi
+    echo "-c listen_addresses=127.0.0.1 -p $port -k $POSTGRES_DIR $durability -c max_connections=400" \
         >"$POSTGRES_DIR/options"
     echo "$bindir" >"$POSTGRES_DIR/bindir"
     echo "$POSTGRES_OWNER" >"$POSTGRES_DIR/owner"

@@ -108,6 +108,66 @@ import Testing
     }
 }
 
+/// Exactly once across instances with group commit: the same change set sent many times at
+/// once (a device retrying after lost responses) to two instances is committed once, and every
+/// answer names the same revision.
+@Suite(.enabled(if: StoreKind.all.contains(.postgres))) struct MultiInstanceExactlyOnceTests {
+    @Test func concurrentRetriesAcrossTwoInstancesCommitOnce() async throws {
+        try await withTestDatabase(.postgres) { database in
+            let storage = try await database.open(schema: .demo)
+            let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
+            let alice = try await setup.device("alice")
+            let others = [try await setup.device("bob"), try await setup.device("carol")]
+            var instances: [ExecutableProcess] = []
+            defer { for instance in instances { instance.terminate() } }
+            var ports: [Int] = []
+            for _ in 0..<2 {
+                let instance = try ExecutableProcess(
+                    "revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
+                instances.append(instance)
+                ports.append(try await instance.waitForListeningPort())
+            }
+            let body = try SyncMessage(
+                maxRevision: 0, changeSets: [ChangeSet.new(id: "retried-everywhere").creating("teams", -1, ["name": "U12"])]
+            )
+            .jsonBytes()
+            let headers = [("Authorization", "Bearer \(alice.token)"), ("Content-Type", "application/json")]
+            let answers = try await withThrowingTaskGroup(of: RawHTTPResponse.self) { group in
+                for attempt in 0..<12 {
+                    let port = ports[attempt % 2]
+                    group.addTask { try await RawHTTPClient.send(port: port, method: "POST", path: "/sync", headers: headers, body: body) }
+                }
+                // Others commit meanwhile, in the same groups.
+                for (index, other) in others.enumerated() {
+                    let port = ports[index % 2]
+                    let token = other.token
+                    group.addTask {
+                        let create = try SyncMessage(
+                            maxRevision: 0, changeSets: [ChangeSet.new().creating("teams", -1, ["name": .text("other \(index)")])]
+                        ).jsonBytes()
+                        return try await RawHTTPClient.send(
+                            port: port, method: "POST", path: "/sync",
+                            headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")], body: create)
+                    }
+                }
+                var answers: [RawHTTPResponse] = []
+                for try await answer in group { answers.append(answer) }
+                return answers
+            }
+            #expect(answers.allSatisfy { $0.status == 200 })
+            let outcomes = try answers.compactMap { answer in
+                try SyncMessage(json: answer.body, sender: .server).outcome(of: "retried-everywhere")
+            }
+            #expect(outcomes.count == 12 && outcomes.allSatisfy { $0.conflict != true })
+            #expect(Set(outcomes.compactMap(\.revision)).count == 1)
+            #expect(try await setup.count("teams") == 3)
+            for instance in instances { instance.terminate() }
+            instances = []
+            try await storage.close()
+        }
+    }
+}
+
 @Suite struct ConcurrentStartTests {
     @Test(.enabled(if: StoreKind.all.contains(.postgres)))
     func instancesStartingAtOnceSetUpOnceAndCreateOneAdminToken() async throws {

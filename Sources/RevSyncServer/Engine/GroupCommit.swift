@@ -4,7 +4,10 @@ import RevSyncProtocol
 /// for all the requests waiting, instead of one each.
 ///
 /// With `synchronous = FULL` every commit waits for an `fsync` (0.5–1 ms here), and the single
-/// writer made that the ceiling: about 1,000 syncs per second. Requests that arrive while a
+/// writer made that the ceiling: about 1,000 syncs per second. On PostgreSQL each commit waits
+/// for the WAL's flush too, and each change set holds the revision counter row: one instance's
+/// concurrent requests are one transaction there as well, the counter row locked by the first
+/// change set and released by the commit (other instances' groups take turns with it). Requests that arrive while a
 /// group is being written wait for the next group; a group takes at most `maximumGroup`
 /// requests. Each change set stays atomic as before: its transaction becomes a savepoint of the
 /// group's, rolled back alone when it fails. A request that fails as a whole (its token was

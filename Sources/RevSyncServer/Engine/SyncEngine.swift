@@ -150,7 +150,9 @@ public struct SyncEngine: Sendable {
             if now > device.deliveredRevision { try writer.recordDelivered(device: device.id, revision: now) }
             return .outcomes(device, outcomes, recorded: max(now, device.deliveredRevision), continues: true)
         }
-        let written = try await embedded ? groupCommit.write(work) : storage.withWriter(work)
+        // Concurrent requests share one writer turn and one commit on both stores (on PostgreSQL
+        // too: one transaction, a savepoint per change set, the counter row locked once).
+        let written = try await groupCommit.write(work)
         switch written {
         case .response(let response):
             return response
