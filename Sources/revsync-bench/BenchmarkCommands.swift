@@ -117,6 +117,23 @@ struct CatchUp: AsyncParsableCommand {
     }
 }
 
+struct BulkLoad: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bulk-load", abstract: "Many change sets of one record each from one device, in large requests.")
+
+    @Option(help: "Change sets in all.") var changeSets = 10_000
+    @Option(help: "Change sets per request.") var perRequest = 5_000
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = BulkLoadBenchmark(binaries: productsDirectory)
+        benchmark.changeSets = changeSets
+        benchmark.perRequest = perRequest
+        benchmark.store = try options.choice
+        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
 struct Client: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Scenario 4: the device's apply rate and the latency of one local write.")

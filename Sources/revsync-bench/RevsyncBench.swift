@@ -9,7 +9,8 @@ struct RevsyncBench: AsyncParsableCommand {
         discussion:
             "Each benchmark prints its result as a row of the Markdown table in docs/benchmarks.md, with the command that produced it.",
         subcommands: [
-            FullSync.self, FreshDevice.self, Concurrent.self, CatchUp.self, Client.self, Payload.self, Hostile.self, Live.self,
+            FullSync.self, FreshDevice.self, Concurrent.self, BulkLoad.self, CatchUp.self, Client.self, Payload.self, Hostile.self,
+            Live.self,
             Simulate.self,
         ])
 }

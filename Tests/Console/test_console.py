@@ -72,6 +72,7 @@ class Server:
     def stop(self):
         self.process.terminate()
         self.process.wait(timeout=30)
+        self.process.stdout.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -245,15 +246,15 @@ class ConsoleTests(unittest.TestCase):
         # The devices page follows by itself (it refreshes every few seconds).
         bob.run("create", "teams", "name=U14")
         bob.sync()
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            cells = [row.find_element(By.CSS_SELECTOR, "td.behind").text
-                     for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")
-                     if row.get_attribute("data-name") == "alice"]
-            if cells == ["1"]:
-                break
-            time.sleep(0.5)
-        self.assertEqual(cells, ["1"])
+        def alice_behind():
+            # Read in one script: the page may replace its rows between two calls.
+            return self.driver.execute_script(
+                """
+                const row = [...document.querySelectorAll('#devices tbody tr')].find(r => r.dataset.name === 'alice');
+                return row ? row.querySelector('td.behind').textContent.trim() : null;
+                """)
+
+        self.wait_for(lambda: alice_behind() == "1", message="the devices page did not follow by itself")
         self.row_text("alice", "RevSyncClient/")  # the CLI's client version
 
     def test_a_token_created_in_the_console_syncs(self):

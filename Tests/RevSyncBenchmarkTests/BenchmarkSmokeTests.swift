@@ -65,6 +65,17 @@ import Testing
     }
 
     @Test(arguments: StoreKind.all)
+    func aBulkLoadCommitsEveryChangeSet(store: StoreKind) async throws {
+        var benchmark = BulkLoadBenchmark(binaries: Self.binaries)
+        benchmark.changeSets = 50
+        benchmark.perRequest = 20
+        benchmark.store = Self.store(store)
+        let result = try await benchmark.run()
+        #expect(result.committed == 50 && result.requests == 3 && result.seconds > 0)
+        #expect(benchmark.row(result, command: "revsync-bench bulk-load").markdown.contains("50 change sets of one record"))
+    }
+
+    @Test(arguments: StoreKind.all)
     func concurrentDevicesSyncWithoutFailuresOrConflicts(store: StoreKind) async throws {
         for rate in [nil, 40.0] {
             var benchmark = ConcurrentSyncBenchmark(binaries: Self.binaries)

@@ -14,6 +14,19 @@ final class SQLStorageAccess: StorageWriter {
     private var savepointDepth = 0
     /// Inside ``group(_:)``: transactions are savepoints of the group's transaction.
     private var grouping = false
+    /// Inside a group on PostgreSQL: the revision counter and the ID counters as the group
+    /// moved them, written once before it commits. Updating the same row again in each change
+    /// set's savepoint made PostgreSQL walk a chain of row versions that grew with every change
+    /// set: quadratic (measured: 10,000 savepoints updating one row, 13 s; 5,000, 3.7 s). The
+    /// group's transaction locks the counter row first, so no other writer moves them meanwhile.
+    private var deferred: DeferredCounters?
+
+    private struct DeferredCounters {
+        var revision: Revision
+        let lockedRevision: Revision
+        /// The next free ID of each entity the group allocated IDs of.
+        var nextIDs: [String: Int64] = [:]
+    }
     /// The store's newest committed log entries, if it keeps them (SQLite).
     private let recentLog: RecentLog?
     /// The log entries of the open transaction, for ``recentLog`` once it commits.
@@ -50,7 +63,8 @@ final class SQLStorageAccess: StorageWriter {
     // MARK: StorageReader
 
     func currentRevision() throws -> Revision {
-        try connection.firstRow("SELECT revision FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
+        if let deferred { return deferred.revision }
+        return try connection.firstRow("SELECT revision FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
     }
 
     func logFloor() throws -> Revision {
@@ -330,8 +344,24 @@ final class SQLStorageAccess: StorageWriter {
         precondition(!grouping, "groups do not nest")
         return try committed {
             grouping = true
-            defer { grouping = false }
-            return try body()
+            defer {
+                grouping = false
+                deferred = nil
+            }
+            if dialect.database == .postgres {
+                let locked = try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
+                deferred = DeferredCounters(revision: locked, lockedRevision: locked)
+            }
+            let result = try body()
+            if let counters = deferred {
+                for (entity, next) in counters.nextIDs {
+                    try connection.execute("UPDATE _rs_ids SET next_id = ? WHERE entity = ?", [.integer(next), .text(entity)])
+                }
+                if counters.revision != counters.lockedRevision {
+                    try connection.execute("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(counters.revision)])
+                }
+            }
+            return result
         }
     }
 
@@ -360,32 +390,49 @@ final class SQLStorageAccess: StorageWriter {
         let name = "rs_\(savepointDepth)"
         try connection.execute("SAVEPOINT \(name)", [])
         let pendingBefore = pendingLog.count
+        let (countersBefore, revisionBefore) = (deferred, pendingRevision)
         let keep: Bool
         do {
             keep = try body()
         } catch {
             pendingLog.removeSubrange(pendingBefore...)
+            (deferred, pendingRevision) = (countersBefore, revisionBefore)
             _ = try? connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
             _ = try? connection.execute("RELEASE SAVEPOINT \(name)", [])
             throw error
         }
         if !keep {
             pendingLog.removeSubrange(pendingBefore...)
+            (deferred, pendingRevision) = (countersBefore, revisionBefore)
             try connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
         }
         try connection.execute("RELEASE SAVEPOINT \(name)", [])
     }
 
     func lockRevision() throws -> Revision {
-        try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
+        if let deferred { return deferred.revision }
+        return try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
     }
 
     func setRevision(_ revision: Revision) throws {
-        try connection.execute("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(revision)])
+        if deferred != nil {
+            deferred?.revision = revision
+        } else {
+            try connection.execute("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(revision)])
+        }
         pendingRevision = revision
     }
 
     func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
+        if let counters = deferred {
+            var next = counters.nextIDs[entity.name]
+            if next == nil {
+                next = try connection.firstRow("SELECT next_id FROM _rs_ids WHERE entity = ?", [.text(entity.name)])?.first?.integerValue
+            }
+            guard let first = next else { throw StorageError.corrupt("no ID counter for \(entity.name)") }
+            deferred?.nextIDs[entity.name] = first + Int64(count)
+            return RecordID(first)
+        }
         guard
             let first = try connection.firstRow(
                 "UPDATE _rs_ids SET next_id = next_id + ? WHERE entity = ? RETURNING next_id - ?",
