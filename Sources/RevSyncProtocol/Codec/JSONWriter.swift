@@ -12,6 +12,15 @@ public struct JSONWriter: Sendable {
 
     public var string: String { String(decoding: bytes, as: UTF8.self) }
 
+    /// The bytes written so far, leaving the writer empty, for callers that send a long
+    /// document in pieces.
+    public mutating func takeBytes() -> [UInt8] {
+        let taken = bytes
+        bytes = []
+        bytes.reserveCapacity(taken.count)
+        return taken
+    }
+
     public mutating func writeByte(_ byte: UInt8) {
         bytes.append(byte)
     }

@@ -12,6 +12,9 @@ struct ResponseBuilder {
     let schema: Schema
     let device: Device
     let reader: any StorageReader
+    /// Where a long response goes in pieces as it is written (``ResponseStream``); `nil`: the
+    /// response is built whole.
+    var stream: ResponseStream?
 
     /// - Parameters:
     ///   - cap: answer with the change log up to this revision at most, even if more is
@@ -28,6 +31,7 @@ struct ResponseBuilder {
         let floor = try reader.logFloor()
         let needsSnapshot = (snapshot && latest > 0) || (request.maxRevision == 0 && latest > 0) || request.maxRevision < floor
         let current = needsSnapshot ? latest : max(request.maxRevision, min(latest, cap ?? latest))
+        stream?.began(revision: current)
         var writer = JSONWriter(capacity: 1024)
         writer.writeRaw("{\"maxRevision\":")
         writer.writeInteger(current)
@@ -89,6 +93,16 @@ struct ResponseBuilder {
         }
         writer.writeRaw("]}")
         var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: writer.bytes)
+        Self.tally(outcomes, into: &response)
+        return response
+    }
+
+    /// A streamed response's pieces are about this size (a snapshot's records are written
+    /// whole into the piece they start in).
+    static let pieceBytes = 256 * 1024
+
+    /// What the request's change sets came to: commits and refusals.
+    static func tally(_ outcomes: [ChangeSetOutcome], into response: inout SyncResponse) {
         let now = Int64(Date().timeIntervalSince1970)
         for outcome in outcomes {
             switch outcome {
@@ -98,7 +112,6 @@ struct ResponseBuilder {
                 response.refusals.append(Refusal(time: now, reason: changeSet.reason ?? .invalid, changeSetID: changeSet.id ?? ""))
             }
         }
-        return response
     }
 
     // MARK: The author's view of its own change sets
@@ -203,6 +216,7 @@ struct ResponseBuilder {
                 writer.writeInteger(record.id.rawValue)
                 writer.writeRaw("\":")
                 record.writeAttributes(of: entity, into: &writer)
+                if let stream, writer.bytes.count >= Self.pieceBytes { try stream.send(writer.takeBytes()) }
             }
             writer.writeRaw("},\"create\":[")
             for (index, id) in ids.enumerated() {

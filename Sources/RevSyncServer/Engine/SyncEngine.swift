@@ -1,3 +1,4 @@
+import Dispatch
 public import RevSyncProtocol
 
 /// Processes sync requests: the protocol's sections 3 to 5, over a ``SyncStorage``.
@@ -37,6 +38,8 @@ public struct SyncEngine: Sendable {
 
     /// Writes the change sets of concurrent requests together, with one commit.
     private let groupCommit: GroupCommit
+    /// The responses being streamed (``concurrentStreams`` at most).
+    private let streams = AsyncLock(permits: SyncEngine.concurrentStreams)
 
     public init(schema: Schema, storage: any SyncStorage, limits: Limits = Limits()) {
         self.schema = schema
@@ -52,7 +55,7 @@ public struct SyncEngine: Sendable {
     /// - Throws: ``SyncError`` for a request refused as a whole (nothing was applied), or the
     ///   storage's error.
     public func sync(_ request: SyncMessage, from device: Device) async throws -> SyncResponse {
-        try await sync(request, as: .trusted(device), snapshotProof: nil)
+        try await sync(request, as: .trusted(device), snapshotProof: nil, streaming: false)
     }
 
     /// Applies the request's change sets for the device of `tokenHash`, checked inside the
@@ -65,7 +68,14 @@ public struct SyncEngine: Sendable {
     /// - Throws: ``SyncError/unauthorized`` for an unknown or revoked token, and as
     ///   ``sync(_:from:)``.
     public func sync(_ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil) async throws -> SyncResponse {
-        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof)
+        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: false)
+    }
+
+    /// The same, for the HTTP layer: a response larger than one piece (a full sync's snapshot)
+    /// comes as ``SyncResponse/stream``, written from its read transaction as the connection
+    /// takes it, so that its memory does not grow with the data set.
+    public func syncStreamed(_ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil) async throws -> SyncResponse {
+        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: true)
     }
 
     /// Who sends a request: a device whose claims are trusted, or the one of a token to look up.
@@ -83,7 +93,9 @@ public struct SyncEngine: Sendable {
         }
     }
 
-    private func sync(_ request: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?) async throws -> SyncResponse {
+    private func sync(
+        _ request: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?, streaming: Bool
+    ) async throws -> SyncResponse {
         let recordCount = request.changeSets.reduce(0) { $0 + $1.recordCount }
         guard recordCount <= limits.maxRecordsPerRequest else {
             throw SyncError.tooLarge(
@@ -96,18 +108,14 @@ public struct SyncEngine: Sendable {
         }
         let schema = self.schema
         guard !request.changeSets.isEmpty else {
-            let (response, device) = try await storage.withReader { reader in
+            return try await respondFromReader(streaming: streaming, outcomes: []) { reader, stream in
                 let device = try sender.device(reader)
                 let delivered = try Self.delivered(to: device, request, snapshotProof, reader)
                 let continues = Self.continues(request, sender, delivered)
-                return (
-                    try ResponseBuilder(schema: schema, device: device, reader: reader).build(
-                        request: request, outcomes: [], snapshot: !continues),
-                    device
-                )
+                var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
+                builder.stream = stream
+                return (try builder.build(request: request, outcomes: [], snapshot: !continues), device, device.deliveredRevision)
             }
-            try await recordDelivered(response.maxRevision, to: device, alreadyRecorded: device.deliveredRevision)
-            return response
         }
         let embedded = storage.isEmbedded
         // Out of the writer's time: the writer is the server's one serial resource.
@@ -157,11 +165,67 @@ public struct SyncEngine: Sendable {
         case .response(let response):
             return response
         case .outcomes(let device, let outcomes, let recorded, let continues):
-            let response = try await storage.withReader { reader in
-                try ResponseBuilder(schema: schema, device: device, reader: reader)
-                    .build(request: request, outcomes: outcomes, through: continues ? recorded : nil, snapshot: !continues)
+            return try await respondFromReader(streaming: streaming, outcomes: outcomes) { reader, stream in
+                var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
+                builder.stream = stream
+                let response = try builder.build(
+                    request: request, outcomes: outcomes, through: continues ? recorded : nil, snapshot: !continues)
+                return (response, device, recorded)
             }
+        }
+    }
+
+    /// At most this many responses are streamed at once: each holds a read transaction (and a
+    /// reader connection) as long as its device reads; the others wait for their turn.
+    public static let concurrentStreams = 2
+
+    /// Builds a response on a reader and makes sure the database knows what it delivers before
+    /// it leaves (the device's delivered revision). Streaming, the reader writes the pieces of
+    /// a long response as the connection takes them and the last piece is held back until the
+    /// delivered revision is recorded; a response that fits in one piece is answered whole.
+    ///
+    /// - Parameter build: the response, the device, and the revision the database already
+    ///   knows was delivered to it.
+    private func respondFromReader(
+        streaming: Bool, outcomes: [ChangeSetOutcome],
+        _ build: @escaping @Sendable (any StorageReader, ResponseStream?) throws -> (SyncResponse, Device, Revision)
+    ) async throws -> SyncResponse {
+        guard streaming else {
+            let (response, device, recorded) = try await storage.withReader { try build($0, nil) }
             try await recordDelivered(response.maxRevision, to: device, alreadyRecorded: recorded)
+            return response
+        }
+        let stream = ResponseStream()
+        let whole = Locked<SyncResponse?>(nil)
+        let streams = self.streams
+        await streams.acquire()
+        Task {
+            defer { streams.release() }
+            do {
+                let (response, device, recorded) = try await storage.withReader { try build($0, stream) }
+                try await recordDelivered(response.maxRevision, to: device, alreadyRecorded: recorded)
+                if stream.hasSentPieces {
+                    // The last piece, off Swift's threads: sending may wait for the connection.
+                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                        DispatchQueue.global().async { continuation.resume(with: Result { try stream.send(response.body) }) }
+                    }
+                    stream.finish(.success(()))
+                } else {
+                    whole.withLock { $0 = response }
+                    stream.finishWhole(response.body)
+                }
+            } catch {
+                stream.finish(.failure(error))
+            }
+        }
+        switch try await stream.start() {
+        case .whole:
+            guard let response = whole.current else { throw StorageError.unavailable("the response was not kept") }
+            return response
+        case .pieces:
+            var response = SyncResponse(maxRevision: stream.maxRevision, isSnapshot: true, body: [])
+            ResponseBuilder.tally(outcomes, into: &response)
+            response.stream = stream
             return response
         }
     }
@@ -228,6 +292,9 @@ public struct SyncResponse: Sendable {
     public var committed = 0
     /// The request's change sets the server refused.
     public var refusals: [Refusal] = []
+    /// A long response in pieces, to be sent as they come (``SyncEngine/syncStreamed(_:tokenHash:snapshotProof:)``);
+    /// ``body`` is then empty.
+    public var stream: ResponseStream?
 }
 
 /// A request refused as a whole, before anything was applied.

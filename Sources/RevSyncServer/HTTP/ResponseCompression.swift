@@ -24,6 +24,28 @@ struct ResponseCompression: Sendable {
         }
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
+
+    /// A JSON response sent as its pieces come (chunked), gzip-compressed as it goes when the
+    /// client accepts it. A connection that goes away stops the stream's producer; a producer
+    /// that fails cuts the response off, so the client never takes it for complete.
+    func streamedJSONResponse(_ stream: ResponseStream, for request: Request) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json", .vary: "Accept-Encoding"]
+        let gzip = request.acceptsGzip
+        if gzip { headers[.contentEncoding] = "gzip" }
+        let level = self.level
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                defer { stream.cancel() }
+                let deflater = gzip ? Gzip.Deflater(level: level) : nil
+                while let piece = try await stream.next() {
+                    let bytes = deflater?.compress(piece) ?? piece
+                    if !bytes.isEmpty { try await writer.write(ByteBuffer(bytes: bytes)) }
+                }
+                if let deflater { try await writer.write(ByteBuffer(bytes: deflater.finish())) }
+                try await writer.finish(nil)
+            })
+    }
 }
 
 extension Request {

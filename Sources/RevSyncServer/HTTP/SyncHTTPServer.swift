@@ -152,7 +152,7 @@ public struct SyncHTTPServer: Sendable {
             json: try await request.jsonBody(limit: configuration.maxBodySize, reservation: reservation), sender: .client,
             limits: engine.limits.decoding)
         let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
-        let response = try await engine.sync(message, tokenHash: sender.tokenHash, snapshotProof: proof)
+        let response = try await engine.syncStreamed(message, tokenHash: sender.tokenHash, snapshotProof: proof)
         context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
         logger.debug(
             "sync",
@@ -160,7 +160,12 @@ public struct SyncHTTPServer: Sendable {
                 "device": "\(sender.device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
                 "to": "\(response.maxRevision)", "bytes": "\(response.body.count)",
             ])
-        var answer = compression.jsonResponse(response.body, for: request)
+        var answer =
+            if let stream = response.stream {
+                compression.streamedJSONResponse(stream, for: request)
+            } else {
+                compression.jsonResponse(response.body, for: request)
+            }
         Self.describe(sender.device, in: &answer.headers)
         return answer
     }

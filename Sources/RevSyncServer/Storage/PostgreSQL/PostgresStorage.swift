@@ -76,14 +76,19 @@ public final class PostgresStorage: SyncStorage {
     }
 }
 
-/// A lock for async code: one holder at a time, in arrival order.
+/// A lock for async code: one holder at a time (or `permits`), in arrival order.
 final class AsyncLock: Sendable {
     private struct State {
-        var locked = false
+        var available: Int
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
+
+    /// - Parameter permits: how many may hold it at once (1: a lock).
+    init(permits: Int = 1) {
+        state = Locked(State(available: permits))
+    }
 
     func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         await acquire()
@@ -91,24 +96,25 @@ final class AsyncLock: Sendable {
         return try await body()
     }
 
-    private func acquire() async {
+    /// Waits for a permit; give it back with ``release()``.
+    func acquire() async {
         await withCheckedContinuation { continuation in
             let acquired = state.withLock { state -> Bool in
-                if state.locked {
+                guard state.available > 0 else {
                     state.waiting.append(continuation)
                     return false
                 }
-                state.locked = true
+                state.available -= 1
                 return true
             }
             if acquired { continuation.resume() }
         }
     }
 
-    private func release() {
+    func release() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             if state.waiting.isEmpty {
-                state.locked = false
+                state.available += 1
                 return nil
             }
             return state.waiting.removeFirst()
