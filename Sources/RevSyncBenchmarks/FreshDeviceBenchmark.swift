@@ -119,6 +119,53 @@ public struct FreshDeviceBenchmark: Sendable {
         return path
     }
 
+    /// `devices` fresh devices doing a full JSON sync at the same time (`revsync sync
+    /// --no-snapshot`), on a server that made no snapshot: the server's peak memory, the time
+    /// until the last is done, the largest client peak.
+    public struct Concurrent: Sendable {
+        public var devices = 0
+        public var seconds = 0.0
+        public var serverPeakMemory = 0
+        public var clientPeakMemory = 0
+        public var records = 0
+    }
+
+    public func runConcurrent(devices: Int) async throws -> Concurrent {
+        try await BenchmarkServer.start(store: store, records: records, devices: devices, binaries: binaries, label: "fresh-concurrent")
+            .use { server in
+                let start = ContinuousClock.now
+                let paths = try await withThrowingTaskGroup(of: Path.self) { group in
+                    for index in 0..<devices {
+                        group.addTask {
+                            try await device(
+                                server, token: server.tokens[index], name: "json-\(index)", initArguments: [], expectSnapshotSync: true)
+                        }
+                    }
+                    var paths: [Path] = []
+                    for try await path in group { paths.append(path) }
+                    return paths
+                }
+                guard paths.allSatisfy({ $0.records == paths[0].records }) else {
+                    throw BenchmarkError("the devices did not all get the same records: \(paths.map(\.records))")
+                }
+                return Concurrent(
+                    devices: devices, seconds: seconds(since: start), serverPeakMemory: server.peakMemory,
+                    clientPeakMemory: paths.map(\.clientPeakMemory).max() ?? 0, records: paths[0].records)
+            }
+    }
+
+    public func row(_ result: Concurrent, command: String) -> BenchmarkRow {
+        BenchmarkRow(
+            scenario: "\(result.devices) fresh devices at once, \(Format.count(records)) records, \(store): full JSON sync each",
+            figures: [
+                ("server peak memory", Format.bytes(result.serverPeakMemory)),
+                ("wall time (all done)", Format.seconds(result.seconds)),
+                ("client peak memory (largest)", Format.bytes(result.clientPeakMemory)),
+                ("records per device", Format.count(result.records)),
+            ],
+            command: command)
+    }
+
     public func rows(_ result: Result, command: String) -> [BenchmarkRow] {
         func figures(_ path: Path, _ requests: String) -> [(String, String)] {
             [

@@ -54,7 +54,13 @@ struct FreshDevice: AsyncParsableCommand {
 
     @Option(parsing: .upToNextOption, help: "Records in the store, one run per size.") var records = [100_000, 1_000_000]
     @Option(help: "Change sets committed after the snapshot, for the snapshot device to catch up.") var missed = 10
+    @Option(help: "Instead: this many fresh devices doing a full JSON sync at the same time (the server's peak memory).")
+    var concurrent: Int?
     @OptionGroup var options: StoreOptions
+
+    func validate() throws {
+        if let concurrent, concurrent < 1 { throw ValidationError("--concurrent must be 1 or more") }
+    }
 
     func run() async throws {
         var rows: [BenchmarkRow] = []
@@ -63,7 +69,11 @@ struct FreshDevice: AsyncParsableCommand {
             benchmark.records = size
             benchmark.missed = missed
             benchmark.store = try options.choice
-            rows += benchmark.rows(try await benchmark.run(), command: commandLine)
+            if let concurrent {
+                rows.append(benchmark.row(try await benchmark.runConcurrent(devices: concurrent), command: commandLine))
+            } else {
+                rows += benchmark.rows(try await benchmark.run(), command: commandLine)
+            }
         }
         printTable(rows)
     }

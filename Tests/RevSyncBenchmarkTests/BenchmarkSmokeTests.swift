@@ -64,6 +64,15 @@ import Testing
         #expect(rows[0].value("requests") == "GET /health, GET /snapshot, 1 sync")
     }
 
+    @Test func freshDevicesAtOnceAllGetEverything() async throws {
+        var benchmark = FreshDeviceBenchmark(binaries: Self.binaries)
+        benchmark.records = 300
+        let result = try await benchmark.runConcurrent(devices: 3)
+        #expect(result.devices == 3 && result.records == 300)
+        #expect(result.serverPeakMemory > 0 && result.clientPeakMemory > 0 && result.seconds > 0)
+        #expect(benchmark.row(result, command: "revsync-bench fresh-device --concurrent 3").markdown.contains("3 fresh devices at once"))
+    }
+
     @Test(arguments: StoreKind.all)
     func aBulkLoadCommitsEveryChangeSet(store: StoreKind) async throws {
         var benchmark = BulkLoadBenchmark(binaries: Self.binaries)
