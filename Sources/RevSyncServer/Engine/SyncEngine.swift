@@ -108,7 +108,8 @@ public struct SyncEngine: Sendable {
         }
         let schema = self.schema
         guard !request.changeSets.isEmpty else {
-            return try await respondFromReader(streaming: streaming, outcomes: []) { reader, stream in
+            // Streamed: a device's first sync, the full sync that grows with the data set.
+            return try await respondFromReader(streaming: streaming && request.maxRevision == 0, outcomes: []) { reader, stream in
                 let device = try sender.device(reader)
                 let delivered = try Self.delivered(to: device, request, snapshotProof, reader)
                 let continues = Self.continues(request, sender, delivered)
@@ -165,7 +166,9 @@ public struct SyncEngine: Sendable {
         case .response(let response):
             return response
         case .outcomes(let device, let outcomes, let recorded, let continues):
-            return try await respondFromReader(streaming: streaming, outcomes: outcomes) { reader, stream in
+            // Streamed: a first sync, or a claim the server cannot vouch for (answered with a snapshot).
+            let fullSync = request.maxRevision == 0 || !continues
+            return try await respondFromReader(streaming: streaming && fullSync, outcomes: outcomes) { reader, stream in
                 var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
                 builder.stream = stream
                 let response = try builder.build(
@@ -175,8 +178,10 @@ public struct SyncEngine: Sendable {
         }
     }
 
-    /// At most this many responses are streamed at once: each holds a read transaction (and a
-    /// reader connection) as long as its device reads; the others wait for their turn.
+    /// At most this many full syncs are streamed at once: each holds a read transaction (and a
+    /// reader connection) as long as its device reads; the others wait for their turn. Other
+    /// responses are built whole, as fast as before, and never wait for these: a device below
+    /// the log's floor (``LogRetention``) gets its snapshot built whole too.
     public static let concurrentStreams = 2
 
     /// Builds a response on a reader and makes sure the database knows what it delivers before
