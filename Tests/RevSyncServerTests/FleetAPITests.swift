@@ -167,15 +167,8 @@ import Testing
             let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
             let admin = try await setup.device("admin", role: .admin)
             let alice = try await setup.device("alice")
-            var instances: [ExecutableProcess] = []
+            let (instances, ports) = try await ExecutableProcess.serverInstances(2, database: database.location)
             defer { for instance in instances { instance.terminate() } }
-            var ports: [Int] = []
-            for _ in 0..<2 {
-                let instance = try ExecutableProcess(
-                    "revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
-                instances.append(instance)
-                ports.append(try await instance.waitForListeningPort())
-            }
             let first = setup.instance(on: ports[0])
             let second = setup.instance(on: ports[1])
             let synced = try await first.send(

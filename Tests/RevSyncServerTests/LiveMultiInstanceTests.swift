@@ -20,15 +20,8 @@ import Testing
             let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
             let alice = try await setup.device("alice")
             let bob = try await setup.device("bob")
-            var instances: [ExecutableProcess] = []
+            let (instances, ports) = try await ExecutableProcess.serverInstances(2, database: database.location)
             defer { for instance in instances { instance.terminate() } }
-            var ports: [Int] = []
-            for _ in 0..<2 {
-                let instance = try ExecutableProcess(
-                    "revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
-                instances.append(instance)
-                ports.append(try await instance.waitForListeningPort())
-            }
             let writer = bob.rebound(to: setup.instance(on: ports[0]))
             let stream = try await EventStreamReader.open(port: ports[1], token: alice.token)
             defer { stream.close() }

@@ -17,16 +17,8 @@ import Testing
             var readers: [Replica] = []
             for index in 0..<3 { readers.append(Replica(device: try await server.device("reader \(index)"))) }
 
-            var instances: [ExecutableProcess] = []
-            var ports: [Int] = []
+            let (instances, ports) = try await ExecutableProcess.serverInstances(3, database: database.location)
             defer { for instance in instances { instance.terminate() } }
-            for _ in 0..<3 {
-                let instance = try ExecutableProcess(
-                    "revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
-                instances.append(instance)
-                let output = try await instance.waitForOutput(containing: "listening on http://127.0.0.1:")
-                ports.append(try #require(CommandLineTests.port(in: output)))
-            }
             // Devices spread across the instances.
             func rebind(_ replica: Replica, _ index: Int) -> Replica {
                 Replica(device: replica.device.rebound(to: server.instance(on: ports[index % ports.count])))
@@ -102,7 +94,6 @@ import Testing
             }
             for instance in instances { instance.terminate() }
             for instance in instances { #expect(await instance.exitStatus() == 0) }
-            instances = []
             try await storage.close()
         }
     }
@@ -118,15 +109,8 @@ import Testing
             let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
             let alice = try await setup.device("alice")
             let others = [try await setup.device("bob"), try await setup.device("carol")]
-            var instances: [ExecutableProcess] = []
+            let (instances, ports) = try await ExecutableProcess.serverInstances(2, database: database.location)
             defer { for instance in instances { instance.terminate() } }
-            var ports: [Int] = []
-            for _ in 0..<2 {
-                let instance = try ExecutableProcess(
-                    "revsync-server", ["--port", "0", "--database", database.location, "--log-level", "warning", "--pool-size", "4"])
-                instances.append(instance)
-                ports.append(try await instance.waitForListeningPort())
-            }
             let body = try SyncMessage(
                 maxRevision: 0, changeSets: [ChangeSet.new(id: "retried-everywhere").creating("teams", -1, ["name": "U12"])]
             )
@@ -162,7 +146,6 @@ import Testing
             #expect(Set(outcomes.compactMap(\.revision)).count == 1)
             #expect(try await setup.count("teams") == 3)
             for instance in instances { instance.terminate() }
-            instances = []
             try await storage.close()
         }
     }

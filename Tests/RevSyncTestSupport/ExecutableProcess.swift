@@ -144,3 +144,25 @@ private final class ExitStatus: Sendable {
     func set(_ status: Int32) { value.withLock { $0 = status } }
 
 }
+
+extension ExecutableProcess {
+    /// `count` `revsync-server` processes on one database (several instances on PostgreSQL),
+    /// each on a free port; if one does not start, those started are stopped. Stop them with
+    /// `terminate()` when done.
+    public static func serverInstances(_ count: Int, database: String) async throws -> (processes: [ExecutableProcess], ports: [Int]) {
+        var processes: [ExecutableProcess] = []
+        var ports: [Int] = []
+        do {
+            for _ in 0..<count {
+                let process = try ExecutableProcess(
+                    "revsync-server", ["--port", "0", "--database", database, "--log-level", "warning", "--pool-size", "4"])
+                processes.append(process)
+                ports.append(try await process.waitForListeningPort())
+            }
+        } catch {
+            for process in processes { process.terminate() }
+            throw error
+        }
+        return (processes, ports)
+    }
+}

@@ -91,15 +91,8 @@ struct FleetReport: Sendable {
     }
 
     private func write(_ row: Row, into writer: inout JSONWriter) {
-        let device = row.device
-        writer.writeRaw("{\"id\":")
-        writer.writeInteger(device.id)
-        writer.writeRaw(",\"name\":")
-        writer.writeString(device.name)
-        writer.writeRaw(",\"role\":")
-        writer.writeString(device.role.rawValue)
-        writer.writeRaw(",\"user\":")
-        if let user = device.user { writer.writeInteger(user.rawValue) } else { writer.writeNull() }
+        writer.writeByte(UInt8(ascii: "{"))
+        row.device.writeIdentity(into: &writer)
         writer.writeRaw(",\"lastSeen\":")
         writeTime(row.activity?.lastSeen, into: &writer)
         writer.writeRaw(",\"revision\":")

@@ -42,3 +42,18 @@ public struct DeviceRecord: Sendable, Hashable {
         self.revokedAt = revokedAt
     }
 }
+
+extension Device {
+    /// `"id": 4, "name": "ann's tablet", "role": "coach", "user": 1` (`user` null without
+    /// one): the members `GET /device` and the admin API describe a device with.
+    func writeIdentity(into writer: inout JSONWriter) {
+        writer.writeRaw("\"id\":")
+        writer.writeInteger(id)
+        writer.writeRaw(",\"name\":")
+        writer.writeString(name)
+        writer.writeRaw(",\"role\":")
+        writer.writeString(role.rawValue)
+        writer.writeRaw(",\"user\":")
+        if let user { writer.writeInteger(user.rawValue) } else { writer.writeNull() }
+    }
+}

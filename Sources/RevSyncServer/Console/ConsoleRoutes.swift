@@ -350,13 +350,27 @@ extension SyncHTTPServer {
                 current, status: .notFound, heading: "Nothing to revoke", kind: "error", text: "There is no unrevoked device \(id).",
                 back: "/admin/devices")
         }
-        var values = base(current, title: "Revoke", nav: "devices")
-        values["heading"] = "Revoke the token of \(record.device.name)?"
-        values["question"] =
-            "The device can no longer sync or stream; what it has not sent stays on it. A revoked token cannot be restored: the device needs a new one."
-        values["action"] = "/admin/devices/\(id)/revoke"
-        values["button"] = "Revoke"
-        values["back"] = "/admin/devices"
+        return confirmation(
+            current, nav: "devices", heading: "Revoke the token of \(record.device.name)?",
+            question:
+                "The device can no longer sync or stream; what it has not sent stays on it. A revoked token cannot be restored: the device needs a new one.",
+            action: "/admin/devices/\(id)/revoke", button: "Revoke", back: "/admin/devices")
+    }
+
+    /// A page asking to confirm an action: its form posts `action` (with `fields` and the
+    /// session's CSRF token), or goes `back`.
+    private func confirmation(
+        _ current: ConsoleSessions.Current, nav: String, heading: String, question: String, details: [String] = [],
+        action: String, fields: [String: String] = [:], button: String, back: String
+    ) -> Response {
+        var values = base(current, title: button, nav: nav)
+        values["heading"] = heading
+        values["question"] = question
+        if !details.isEmpty { values["details"] = ["items": details] }
+        values["action"] = action
+        values["fields"] = fields.sorted { $0.key < $1.key }.map { ["name": $0.key, "value": $0.value] }
+        values["button"] = button
+        values["back"] = back
         return console.page("confirm", values)
     }
 
@@ -430,16 +444,12 @@ extension SyncHTTPServer {
                 current, status: .notFound, heading: "No such change set", kind: "error", text: "No change set is at that revision.",
                 back: "/admin")
         }
-        var values = base(current, title: "Revert", nav: "history")
-        values["heading"] = "Revert revision \(revision)?"
-        values["question"] =
-            "Committed \(ConsoleFormat.time(changeSet.committedAt)). The revert is a new change set every device receives; it is refused while a later change set touched the same records."
-        values["details"] = ["items": entries.map { "\($0.entity) #\($0.id.rawValue): \($0.operation.rawValue)" }]
-        values["action"] = "/admin/revert"
-        values["fields"] = [["name": "revision", "value": String(revision)]]
-        values["button"] = "Revert"
-        values["back"] = "/admin/history"
-        return console.page("confirm", values)
+        return confirmation(
+            current, nav: "history", heading: "Revert revision \(revision)?",
+            question:
+                "Committed \(ConsoleFormat.time(changeSet.committedAt)). The revert is a new change set every device receives; it is refused while a later change set touched the same records.",
+            details: entries.map { "\($0.entity) #\($0.id.rawValue): \($0.operation.rawValue)" }, action: "/admin/revert",
+            fields: ["revision": String(revision)], button: "Revert", back: "/admin/history")
     }
 
     private func revert(_ current: ConsoleSessions.Current, revision: Revision?) async throws -> Response {

@@ -175,15 +175,9 @@ public struct SyncHTTPServer: Sendable {
     func device(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         let device = try await authenticator.authenticate(request, context: context).device
         var writer = JSONWriter()
-        writer.writeRaw("{\"id\":")
-        writer.writeInteger(device.id)
-        writer.writeRaw(",\"name\":")
-        writer.writeString(device.name)
-        writer.writeRaw(",\"role\":")
-        writer.writeString(device.role.rawValue)
-        writer.writeRaw(",\"user\":")
-        if let user = device.user { writer.writeInteger(user.rawValue) } else { writer.writeNull() }
-        writer.writeRaw("}")
+        writer.writeByte(UInt8(ascii: "{"))
+        device.writeIdentity(into: &writer)
+        writer.writeByte(UInt8(ascii: "}"))
         var answer = compression.jsonResponse(writer.bytes, for: request)
         Self.describe(device, in: &answer.headers)
         return answer

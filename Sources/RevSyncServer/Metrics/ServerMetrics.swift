@@ -22,6 +22,10 @@ final class ServerMetrics: Sendable {
     private let committed: CoreMetrics.Counter
     private let bytesReceived: CoreMetrics.Counter
     private let bytesSent: CoreMetrics.Counter
+    /// `revsync_syncs_total` by outcome, made once (a sync only increments).
+    private let syncsOK: CoreMetrics.Counter
+    private let syncsRejected: CoreMetrics.Counter
+    private let syncsFailed: CoreMetrics.Counter
     private let revision: CoreMetrics.Gauge
     private let liveStreams: CoreMetrics.Gauge
 
@@ -36,6 +40,12 @@ final class ServerMetrics: Sendable {
         committed = CoreMetrics.Counter(label: "revsync_change_sets_committed_total", factory: factory)
         bytesReceived = CoreMetrics.Counter(label: "revsync_bytes_received_total", factory: factory)
         bytesSent = CoreMetrics.Counter(label: "revsync_bytes_sent_total", factory: factory)
+        func syncs(_ outcome: String) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: "revsync_syncs_total", dimensions: [("outcome", outcome)], factory: factory)
+        }
+        syncsOK = syncs("ok")
+        syncsRejected = syncs("rejected")
+        syncsFailed = syncs("error")
         revision = CoreMetrics.Gauge(label: "revsync_revision", factory: factory)
         liveStreams = CoreMetrics.Gauge(label: "revsync_live_streams", factory: factory)
     }
@@ -48,8 +58,7 @@ final class ServerMetrics: Sendable {
 
     /// A `POST /sync` ended with `status` after `duration`.
     func syncEnded(status: Int, duration: Duration, committed count: Int, refusals: [Refusal]) {
-        let outcome = status < 400 ? "ok" : status < 500 ? "rejected" : "error"
-        CoreMetrics.Counter(label: "revsync_syncs_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+        (status < 400 ? syncsOK : status < 500 ? syncsRejected : syncsFailed).increment()
         syncDuration.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
         if count > 0 { committed.increment(by: Int64(count)) }
         for refusal in refusals {
