@@ -340,7 +340,10 @@ extension Array {
 }
 
 @Suite struct SchemaFollowingTests {
-    @Test func aDeviceFollowsTheServersNewerSchemaWithoutLosingValues() async throws {
+    /// Whole, or applied while it arrives (threshold 0): then the response is gone when the
+    /// unknown names turn up, and the device asks again after following the schema.
+    @Test(arguments: [Synchronizer.Configuration().streamingThreshold, 0])
+    func aDeviceFollowsTheServersNewerSchemaWithoutLosingValues(streamingThreshold: Int) async throws {
         let v2 = try Schema(
             json: Array(
                 Schema.demoJSON.replacing(#""version": 1,"#, with: #""version": 2,"#)
@@ -366,7 +369,9 @@ extension Array {
                     #expect(store.schema.version == 1)
                     // The server moved to another port; the device keeps its token.
                     let token = try #require(try await store.server()).token
-                    try await Synchronizer(store: store, server: .init(url: server.url, token: token)).sync()
+                    var configuration = Synchronizer.Configuration()
+                    configuration.streamingThreshold = streamingThreshold
+                    try await Synchronizer(store: store, server: .init(url: server.url, token: token), configuration: configuration).sync()
                     #expect(store.schema.version == 2)
                     #expect(try await store.table("teams").find(1)?.text("colour") == "red")
                     #expect(try await store.contents() == server.contents())

@@ -94,3 +94,56 @@ final class BreakingTransport: SyncTransport, Sendable {
         return TransportResponse(status: response.status, headers: response.headers, body: Data(bytes))
     }
 }
+
+/// Forwards requests to the server and hands a response's body over as a slow connection
+/// would: in small pieces with a pause between them, and on demand cut off after a number of
+/// bytes (the connection breaks).
+final class ThrottledTransport: SyncTransport, Sendable {
+    struct CutOff: Error {}
+
+    private let real = DefaultTransport()
+    private let pieceSize: Int
+    private let pause: TimeInterval
+    private let cutAfter = Locked<Int?>(nil)
+    private let downloading = Locked(false)
+
+    init(pieceSize: Int = 1_024, pause: TimeInterval = 0.001) {
+        self.pieceSize = pieceSize
+        self.pause = pause
+    }
+
+    /// The next download breaks after `bytes` bytes of body.
+    func cutNextDownload(after bytes: Int) { cutAfter.withLock { $0 = bytes } }
+
+    /// Whether a download is under way (its last bytes not handed over yet).
+    var isDownloading: Bool { downloading.withLock { $0 } }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        try await real.send(request)
+    }
+
+    func download(
+        _ request: TransportRequest, receive: @escaping @Sendable (TransportResponse, [UInt8]) throws -> Void
+    ) async throws -> TransportResponse {
+        let cut = cutAfter.withLock { cut in
+            defer { cut = nil }
+            return cut
+        }
+        let handed = Locked(0)
+        downloading.withLock { $0 = true }
+        defer { downloading.withLock { $0 = false } }
+        let (pieceSize, pause) = (pieceSize, pause)
+        return try await real.download(request) { head, bytes in
+            for start in stride(from: 0, to: bytes.count, by: pieceSize) {
+                let piece = Array(bytes[start..<min(start + pieceSize, bytes.count)])
+                let total = handed.withLock { handed in
+                    handed += piece.count
+                    return handed
+                }
+                if let cut, total > cut { throw CutOff() }
+                try receive(head, piece)
+                Thread.sleep(forTimeInterval: pause)
+            }
+        }
+    }
+}

@@ -18,6 +18,14 @@ struct ResponseNamesUnknownData: Error {
     let name: String
 }
 
+/// A response's body, as the store applies it.
+enum ResponseBody: Sendable {
+    /// The whole body, decompressed.
+    case whole([UInt8])
+    /// The body as it arrives, decompressed piece by piece (`nil` at its end).
+    case pieces(@Sendable () throws -> [UInt8]?)
+}
+
 /// A request built from the outbox.
 struct PreparedRequest: Sendable {
     let message: SyncMessage
@@ -64,7 +72,8 @@ extension LocalStore {
     /// The response is never built whole: change sets are applied one by one as they are
     /// read, and a snapshot's records one by one (see ``SyncMessage/decodeResponse``), so a
     /// full sync of a large data set holds its bytes and one record at a time, not an object
-    /// per record.
+    /// per record; a body read in `.pieces` is not even held whole (the transaction then
+    /// waits for the network between pieces).
     ///
     /// - Parameters:
     ///   - overwritten: called before the transaction commits with the records that have local
@@ -72,18 +81,24 @@ extension LocalStore {
     ///   - lenient: skip entities and attributes the local schema does not know, instead of
     ///     stopping with ``ResponseNamesUnknownData``.
     func apply(
-        response json: [UInt8], to request: PreparedRequest, lenient: Bool, actor: Actor? = nil,
+        response body: ResponseBody, to request: PreparedRequest, lenient: Bool, actor: Actor? = nil,
         overwritten: @escaping @Sendable ([RecordReference]) -> Void,
         stageHook: (@Sendable (SyncStage) -> Void)?
     ) async throws -> SyncReport {
         let schema = self.schema
         return try await pool.write { db in
             let application = try ResponseApplication(db: db, schema: schema, request: request, lenient: lenient)
-            let maxRevision = try SyncMessage.decodeResponse(
-                json: json,
-                snapshotBegins: { _ in try application.beginSnapshot() },
-                snapshotRecord: application.applySnapshotRecord,
-                changeSet: application.apply)
+            let maxRevision =
+                switch body {
+                case .whole(let json):
+                    try SyncMessage.decodeResponse(
+                        json: json, snapshotBegins: { _ in try application.beginSnapshot() },
+                        snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
+                case .pieces(let next):
+                    try SyncMessage.decodeResponse(
+                        reading: next, snapshotBegins: { _ in try application.beginSnapshot() },
+                        snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
+                }
             if let actor { try StoreState(db: db).setActor(actor) }
             return try application.finish(at: maxRevision, overwritten: overwritten, stageHook: stageHook)
         }

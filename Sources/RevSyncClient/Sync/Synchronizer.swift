@@ -28,6 +28,11 @@ public actor Synchronizer {
         /// Whether the first sync of an empty store starts from the server's snapshot
         /// (`GET /snapshot`) rather than receiving every record as JSON.
         public var startFromSnapshot = true
+        /// A response whose body passes this many bytes (as they travel) is applied while it
+        /// arrives rather than after: the device holds a few megabytes of it instead of all of
+        /// it, and the store's writer waits for the network meanwhile (reads go on). Smaller
+        /// responses arrive whole first, and local writes go on while they travel.
+        public var streamingThreshold: Int = 4 << 20
 
         public init() {}
     }
@@ -189,6 +194,26 @@ public actor Synchronizer {
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
         let started = try await startFromServerSnapshot(server)
+        var report: SyncReport
+        do {
+            report = try await send(to: server, lenient: false)
+        } catch is ResponseNamesUnknownData {
+            // The server's schema grew, and the response was applied while it arrived, so it
+            // is gone: follow the schema and ask again. The change sets keep their ids, so the
+            // server answers them with their outcomes; nothing is applied twice.
+            try await followSchema(of: server)
+            report = try await send(to: server, lenient: true)
+        }
+        report.startedFromSnapshot = started
+        broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
+        if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
+        return report
+    }
+
+    /// Sends the next request from the outbox and applies the response: whole once it arrived,
+    /// or while it arrives when it passes ``Configuration/streamingThreshold``
+    /// (``ResponseBodyPipe``).
+    private func send(to server: LocalStore.ServerConnection, lenient: Bool) async throws -> SyncReport {
         let request = try await store.prepareRequest(maxRecords: configuration.maxRecordsPerRequest)
         let body = Gzip.compress(request.message.jsonBytes(), level: configuration.gzipLevel)
         var headers = [
@@ -197,46 +222,72 @@ public actor Synchronizer {
         ]
         if let proof = request.snapshotProof { headers["RevSync-Snapshot-Proof"] = proof }
         headers["RevSync-Pending"] = String(request.pendingAfter)
-        let response: TransportResponse
+        let pipe = ResponseBodyPipe(threshold: configuration.streamingThreshold)
+        defer { pipe.abandon() }
+        let transport = self.transport
+        let transportRequest = TransportRequest(
+            url: server.url.appendingPathComponent("sync"), method: "POST", headers: headers, body: Data(body))
+        Task {
+            do {
+                pipe.finish(.success(try await transport.download(transportRequest) { try pipe.receive(head: $0, bytes: $1) }))
+            } catch {
+                pipe.finish(.failure(error))
+            }
+        }
+        let start: ResponseBodyPipe.Start
         do {
-            response = try await transport.send(
-                TransportRequest(url: server.url.appendingPathComponent("sync"), method: "POST", headers: headers, body: Data(body)))
+            start = try await pipe.start()
         } catch {
             throw SyncFailure.network("\(error)")
         }
-        let json = try decompressedBody(of: response)
-        guard response.status == 200 else { throw Self.rejection(status: response.status, body: json) }
-        stageHook?(.responseReceived)
-        let actor = Self.actor(in: response.headers)
         var report: SyncReport
-        do {
-            report = try await apply(json, to: request, lenient: false, actor: actor)
-        } catch is ResponseNamesUnknownData {
-            // The server's schema grew: follow it, then apply the same response again, so no
-            // value is dropped. A server that sends names its own schema lacks gets them skipped.
-            let newer = try await Schema.fetch(from: server.url, transport: transport)
-            if newer.version > store.schema.version { try await store.upgrade(to: newer) }
-            report = try await apply(json, to: request, lenient: true, actor: actor)
+        switch start {
+        case .whole(let response):
+            let json = try decompressedBody(of: response)
+            guard response.status == 200 else { throw Self.rejection(status: response.status, body: json) }
+            stageHook?(.responseReceived)
+            let actor = Self.actor(in: response.headers)
+            do {
+                report = try await apply(.whole(json), to: request, lenient: lenient, actor: actor)
+            } catch is ResponseNamesUnknownData {
+                // The server's schema grew: follow it, then apply the same response again, so no
+                // value is dropped. A server that sends names its own schema lacks gets them skipped.
+                try await followSchema(of: server)
+                report = try await apply(.whole(json), to: request, lenient: true, actor: actor)
+            }
+            report.responseBytes = json.count
+        case .streaming(let head):
+            stageHook?(.responseReceived)
+            let decompressed = ResponseBodyPipe.DecompressedBody(pipe, limit: configuration.maxResponseSize)
+            report = try await apply(.pieces(decompressed.next), to: request, lenient: lenient, actor: Self.actor(in: head.headers))
+            report.responseBytes = decompressed.producedBytes
         }
-        report.startedFromSnapshot = started
         report.bytesSent = body.count
-        report.bytesReceived = response.body.count
-        report.responseBytes = json.count
-        broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
-        if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
+        report.bytesReceived = pipe.receivedBytes
         return report
     }
 
+    /// Upgrades the store to the server's schema, if it is newer.
+    private func followSchema(of server: LocalStore.ServerConnection) async throws {
+        let newer = try await Schema.fetch(from: server.url, transport: transport)
+        if newer.version > store.schema.version { try await store.upgrade(to: newer) }
+    }
+
     /// Applies the response (see ``LocalStore/apply(response:to:lenient:overwritten:stageHook:)``);
-    /// a response that does not decode is an invalid response, and nothing changed.
-    private func apply(_ json: [UInt8], to request: PreparedRequest, lenient: Bool, actor: Actor?) async throws -> SyncReport {
+    /// a response that does not decode is an invalid response, one cut off on the way a
+    /// network failure, and nothing changed.
+    private func apply(_ body: ResponseBody, to request: PreparedRequest, lenient: Bool, actor: Actor?) async throws -> SyncReport {
         let broadcaster = self.broadcaster
         do {
             return try await store.apply(
-                response: json, to: request, lenient: lenient, actor: actor,
+                response: body, to: request, lenient: lenient, actor: actor,
                 overwritten: { broadcaster.emit(.pendingEditsOverwritten($0)) }, stageHook: stageHook)
         } catch let error as ProtocolError {
             throw SyncFailure.invalidResponse("\(error)")
+        } catch let error as GzipError {
+            throw SyncFailure.invalidResponse("the gzip body does not decompress: \(error)")
+        } catch let interrupted as ResponseBodyPipe.Interrupted {
+            throw SyncFailure.network("\(interrupted)")
         }
     }
 

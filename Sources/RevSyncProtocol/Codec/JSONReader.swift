@@ -5,6 +5,11 @@
 /// shape it expects, and reports the byte offset of the first thing that is wrong. Strings
 /// are checked for valid UTF-8 and valid escapes; numbers follow the JSON grammar and must
 /// be finite.
+///
+/// It reads a buffer that holds the whole document, or a ``JSONInput`` that hands the
+/// document over in pieces: at the end of what it holds, the reader drops what it has read
+/// (but the token it is reading) and takes the next piece, so a document of any size costs
+/// a window of about one piece.
 struct JSONReader: ~Copyable {
     /// A syntax error or an unexpected kind of value, at a byte offset.
     struct Failure: Error {
@@ -17,11 +22,15 @@ struct JSONReader: ~Copyable {
             case outOfRange
             /// Nested deeper than the reader allows.
             case tooDeep
+            /// The input failed to hand over the next piece (``underlying``).
+            case input
         }
 
         var category: Category
         var message: String
         var offset: Int
+        /// The input's own error, for ``Category/input``.
+        var underlying: (any Error)?
     }
 
     enum Kind {
@@ -45,26 +54,41 @@ struct JSONReader: ~Copyable {
         case real(Double)
     }
 
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private(set) var offset: Int = 0
+    /// What the reader holds: the whole document, or the window of a ``JSONInput``.
+    private var bytes: UnsafeBufferPointer<UInt8>
+    /// Where the reader is, in `bytes`.
+    private var offset: Int = 0
+    /// Where the token being read starts, in `bytes`: a refill keeps it.
+    private var tokenStart = 0
+    private let input: JSONInput?
     private var depth: Int = 0
     private let maxDepth: Int
 
     init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 64) {
         self.bytes = bytes
+        self.input = nil
         self.maxDepth = maxDepth
     }
 
+    init(_ input: JSONInput, maxDepth: Int = 64) {
+        self.bytes = UnsafeBufferPointer(start: nil, count: 0)
+        self.input = input
+        self.maxDepth = maxDepth
+    }
+
+    /// Where the reader is in the document, in bytes from its start.
+    var position: Int { (input?.discarded ?? 0) + offset }
+
     func failure(_ message: String, _ category: Failure.Category = .syntax) -> Failure {
-        Failure(category: category, message: message, offset: offset)
+        Failure(category: category, message: message, offset: position)
     }
 
     // MARK: Structure
 
     /// The kind of the next value, without consuming it.
     mutating func peekKind() throws(Failure) -> Kind {
-        skipWhitespace()
-        guard offset < bytes.count else { throw failure("unexpected end of input") }
+        try skipWhitespace()
+        guard try has() else { throw failure("unexpected end of input") }
         switch bytes[offset] {
         case UInt8(ascii: "{"): return .object
         case UInt8(ascii: "["): return .array
@@ -85,25 +109,25 @@ struct JSONReader: ~Copyable {
         try expect(.object)
         try enter()
         offset += 1
-        skipWhitespace()
+        try skipWhitespace()
         if try consumeIf(UInt8(ascii: "}")) {
             depth -= 1
             return
         }
         while true {
-            skipWhitespace()
-            guard offset < bytes.count else { throw failure("unexpected end of input") }
+            try skipWhitespace()
+            guard try has() else { throw failure("unexpected end of input") }
             guard bytes[offset] == UInt8(ascii: "\"") else {
                 throw failure("expected a string key, found \(describe(bytes[offset]))")
             }
             let key = try readStringToken()
-            skipWhitespace()
+            try skipWhitespace()
             guard try consumeIf(UInt8(ascii: ":")) else { throw failure("expected ':' after key \"\(key)\"") }
             try body(&self, key)
-            skipWhitespace()
+            try skipWhitespace()
             if try consumeIf(UInt8(ascii: ",")) { continue }
             if try consumeIf(UInt8(ascii: "}")) { break }
-            throw failure(offset < bytes.count ? "expected ',' or '}', found \(describe(bytes[offset]))" : "unexpected end of input")
+            throw failure(try has() ? "expected ',' or '}', found \(describe(bytes[offset]))" : "unexpected end of input")
         }
         depth -= 1
     }
@@ -114,7 +138,7 @@ struct JSONReader: ~Copyable {
         try expect(.array)
         try enter()
         offset += 1
-        skipWhitespace()
+        try skipWhitespace()
         if try consumeIf(UInt8(ascii: "]")) {
             depth -= 1
             return
@@ -123,18 +147,18 @@ struct JSONReader: ~Copyable {
         while true {
             try body(&self, index)
             index += 1
-            skipWhitespace()
+            try skipWhitespace()
             if try consumeIf(UInt8(ascii: ",")) { continue }
             if try consumeIf(UInt8(ascii: "]")) { break }
-            throw failure(offset < bytes.count ? "expected ',' or ']', found \(describe(bytes[offset]))" : "unexpected end of input")
+            throw failure(try has() ? "expected ',' or ']', found \(describe(bytes[offset]))" : "unexpected end of input")
         }
         depth -= 1
     }
 
     /// Checks that nothing but whitespace follows the document.
     mutating func expectEnd() throws(Failure) {
-        skipWhitespace()
-        if offset < bytes.count {
+        try skipWhitespace()
+        if try has() {
             throw failure("unexpected \(describe(bytes[offset])) after the end of the document")
         }
     }
@@ -160,37 +184,37 @@ struct JSONReader: ~Copyable {
 
     mutating func readNumber() throws(Failure) -> Number {
         try expect(.number)
-        let start = offset
+        tokenStart = offset
         var isInteger = true
         if bytes[offset] == UInt8(ascii: "-") { offset += 1 }
-        guard offset < bytes.count, isDigit(bytes[offset]) else { throw failure("invalid number") }
+        guard try has(), isDigit(bytes[offset]) else { throw failure("invalid number") }
         if bytes[offset] == UInt8(ascii: "0") {
             offset += 1
-            if offset < bytes.count, isDigit(bytes[offset]) { throw failure("invalid number: leading zero") }
+            if try has(), isDigit(bytes[offset]) { throw failure("invalid number: leading zero") }
         } else {
-            while offset < bytes.count, isDigit(bytes[offset]) { offset += 1 }
+            while try has(), isDigit(bytes[offset]) { offset += 1 }
         }
-        if offset < bytes.count, bytes[offset] == UInt8(ascii: ".") {
+        if try has(), bytes[offset] == UInt8(ascii: ".") {
             isInteger = false
             offset += 1
-            guard offset < bytes.count, isDigit(bytes[offset]) else { throw failure("invalid number: digit expected after '.'") }
-            while offset < bytes.count, isDigit(bytes[offset]) { offset += 1 }
+            guard try has(), isDigit(bytes[offset]) else { throw failure("invalid number: digit expected after '.'") }
+            while try has(), isDigit(bytes[offset]) { offset += 1 }
         }
-        if offset < bytes.count, bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
+        if try has(), bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
             isInteger = false
             offset += 1
-            if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") { offset += 1 }
-            guard offset < bytes.count, isDigit(bytes[offset]) else { throw failure("invalid number: digit expected in exponent") }
-            while offset < bytes.count, isDigit(bytes[offset]) { offset += 1 }
+            if try has(), bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") { offset += 1 }
+            guard try has(), isDigit(bytes[offset]) else { throw failure("invalid number: digit expected in exponent") }
+            while try has(), isDigit(bytes[offset]) { offset += 1 }
         }
-        let token = UnsafeBufferPointer(rebasing: bytes[start..<offset])
+        let token = UnsafeBufferPointer(rebasing: bytes[tokenStart..<offset])
         if isInteger {
             if let value = Self.parseInteger(token) { return .integer(value) }
-            offset = start
+            offset = tokenStart
             throw failure("number out of range: \(String(decoding: token, as: UTF8.self).prefix(40))", .outOfRange)
         }
         guard let value = Double(String(decoding: token, as: UTF8.self)), value.isFinite else {
-            offset = start
+            offset = tokenStart
             throw failure("number out of range: \(String(decoding: token, as: UTF8.self).prefix(40))", .outOfRange)
         }
         return .real(value)
@@ -198,11 +222,10 @@ struct JSONReader: ~Copyable {
 
     /// Reads an integer that fits in 64 bits; fractions and exponents are refused.
     mutating func readInteger() throws(Failure) -> Int64 {
-        let start = offset
         switch try readNumber() {
         case .integer(let value): return value
         case .real:
-            offset = start
+            offset = tokenStart
             throw failure("expected an integer", .unexpectedKind)
         }
     }
@@ -231,17 +254,47 @@ struct JSONReader: ~Copyable {
         if depth > maxDepth { throw failure("nesting deeper than \(maxDepth) levels", .tooDeep) }
     }
 
-    private mutating func skipWhitespace() {
-        while offset < bytes.count {
+    private mutating func skipWhitespace() throws(Failure) {
+        tokenStart = offset
+        while try has() {
             switch bytes[offset] {
-            case 0x20, 0x0A, 0x0D, 0x09: offset += 1
+            case 0x20, 0x0A, 0x0D, 0x09:
+                offset += 1
+                tokenStart = offset
             default: return
             }
         }
     }
 
+    /// Whether `count` bytes follow the offset, taking more input while they do not.
+    @inline(__always)
+    private mutating func has(_ count: Int = 1) throws(Failure) -> Bool {
+        while bytes.count - offset < count {
+            guard try refill() else { return false }
+        }
+        return true
+    }
+
+    /// Takes the input's next piece, dropping what was read before the token being read.
+    /// `false` at the end of the document (and always for a reader over a whole buffer).
+    private mutating func refill() throws(Failure) -> Bool {
+        guard let input else { return false }
+        let keep = min(tokenStart, offset)
+        let window: UnsafeBufferPointer<UInt8>?
+        do {
+            window = try input.refill(keepingFrom: keep)
+        } catch {
+            throw Failure(category: .input, message: "\(error)", offset: position, underlying: error)
+        }
+        guard let window else { return false }
+        bytes = window
+        offset -= keep
+        tokenStart -= keep
+        return true
+    }
+
     private mutating func consumeIf(_ byte: UInt8) throws(Failure) -> Bool {
-        if offset < bytes.count, bytes[offset] == byte {
+        if try has(), bytes[offset] == byte {
             offset += 1
             return true
         }
@@ -249,9 +302,10 @@ struct JSONReader: ~Copyable {
     }
 
     /// Whether `literal` starts at the current offset (nothing is consumed).
-    private func literalFollows(_ literal: StaticString) throws(Failure) -> Bool {
+    private mutating func literalFollows(_ literal: StaticString) throws(Failure) -> Bool {
         let count = literal.utf8CodeUnitCount
-        guard offset + count <= bytes.count else { return false }
+        tokenStart = offset
+        guard try has(count) else { return false }
         return literal.withUTF8Buffer { expected in
             for index in 0..<count where bytes[offset + index] != expected[index] { return false }
             return true
@@ -260,7 +314,8 @@ struct JSONReader: ~Copyable {
 
     private mutating func consumeLiteral(_ literal: StaticString) throws(Failure) -> Bool {
         let count = literal.utf8CodeUnitCount
-        guard offset + count <= bytes.count else { throw failure("unexpected end of input") }
+        tokenStart = offset
+        guard try has(count) else { throw failure("unexpected end of input") }
         let matches = literal.withUTF8Buffer { expected in
             for index in 0..<count where bytes[offset + index] != expected[index] { return false }
             return true
@@ -302,26 +357,28 @@ struct JSONReader: ~Copyable {
     /// Reads a string token starting at the opening quote.
     private mutating func readStringToken() throws(Failure) -> String {
         offset += 1  // opening quote
-        let start = offset
+        tokenStart = offset
         // Fast path: ASCII without escapes.
-        while offset < bytes.count {
+        while try has() {
             let byte = bytes[offset]
             if byte == UInt8(ascii: "\"") {
-                let token = UnsafeBufferPointer(rebasing: bytes[start..<offset])
+                let token = UnsafeBufferPointer(rebasing: bytes[tokenStart..<offset])
                 offset += 1
                 return String(decoding: token, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
             offset += 1
         }
-        return try readStringSlowPath(from: start)
+        return try readStringSlowPath()
     }
 
-    private mutating func readStringSlowPath(from start: Int) throws(Failure) -> String {
-        var utf8 = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<offset]))
+    /// The rest of a string token from `tokenStart`, copied out byte by byte.
+    private mutating func readStringSlowPath() throws(Failure) -> String {
+        var utf8 = [UInt8](UnsafeBufferPointer(rebasing: bytes[tokenStart..<offset]))
         var hasNonASCII = false
         while true {
-            guard offset < bytes.count else { throw failure("unterminated string") }
+            tokenStart = offset
+            guard try has() else { throw failure("unterminated string") }
             let byte = bytes[offset]
             switch byte {
             case UInt8(ascii: "\""):
@@ -335,7 +392,7 @@ struct JSONReader: ~Copyable {
                 return String(decoding: utf8, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 offset += 1
-                guard offset < bytes.count else { throw failure("unterminated string") }
+                guard try has() else { throw failure("unterminated string") }
                 let escape = bytes[offset]
                 offset += 1
                 switch escape {
@@ -367,7 +424,7 @@ struct JSONReader: ~Copyable {
     private mutating func readUnicodeEscape() throws(Failure) -> Unicode.Scalar {
         let first = try readHex4()
         if (0xD800...0xDBFF).contains(first) {
-            guard offset + 6 <= bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
+            guard try has(6), bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
                 throw failure("lone high surrogate in \\u escape")
             }
             offset += 2
@@ -382,7 +439,7 @@ struct JSONReader: ~Copyable {
     }
 
     private mutating func readHex4() throws(Failure) -> UInt32 {
-        guard offset + 4 <= bytes.count else { throw failure("unterminated \\u escape") }
+        guard try has(4) else { throw failure("unterminated \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
             let byte = bytes[offset]

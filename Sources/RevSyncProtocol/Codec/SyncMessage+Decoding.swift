@@ -77,20 +77,49 @@ extension SyncMessage {
         snapshotRecord: (_ entity: String, _ id: RecordID, _ attributes: RecordAttributes) throws -> Void,
         changeSet: (ChangeSet) throws -> Void
     ) throws -> Revision {
+        try decodeResponse(snapshotBegins: snapshotBegins, snapshotRecord: snapshotRecord, changeSet: changeSet) { decoder in
+            try json.withUnsafeBufferPointer { buffer throws(ProtocolError) in try decoder.decode(buffer) }
+        }
+    }
+
+    /// Decodes a server response as ``decodeResponse(json:snapshotBegins:snapshotRecord:changeSet:)``
+    /// does, from pieces handed over by `next` (`nil` at the end) instead of one buffer, so the
+    /// response is never held whole: the decoder holds about one piece (and grows only for a
+    /// single value longer than that, up to 64 MiB).
+    ///
+    /// An error thrown by `next` (a connection cut off) ends the decode and comes out
+    /// unchanged, as the handlers' do.
+    public static func decodeResponse(
+        reading next: @escaping () throws -> [UInt8]?,
+        snapshotBegins: (ChangeSet) throws -> Void,
+        snapshotRecord: (_ entity: String, _ id: RecordID, _ attributes: RecordAttributes) throws -> Void,
+        changeSet: (ChangeSet) throws -> Void
+    ) throws -> Revision {
+        try decodeResponse(snapshotBegins: snapshotBegins, snapshotRecord: snapshotRecord, changeSet: changeSet) { decoder in
+            try decoder.decode(reader: JSONReader(JSONInput(next: next), maxDepth: maximumDepth)) { decoder, reader in
+                try decoder.decodeMessage(&reader)
+            }
+        }
+    }
+
+    /// Runs `decode` with a decoder that hands what it reads to the handlers.
+    private static func decodeResponse(
+        snapshotBegins: (ChangeSet) throws -> Void,
+        snapshotRecord: (_ entity: String, _ id: RecordID, _ attributes: RecordAttributes) throws -> Void,
+        changeSet: (ChangeSet) throws -> Void,
+        decode: (WireDecoder) throws -> SyncMessage
+    ) throws -> Revision {
         try withoutActuallyEscaping(snapshotBegins) { snapshotBegins in
             try withoutActuallyEscaping(snapshotRecord) { snapshotRecord in
                 try withoutActuallyEscaping(changeSet) { changeSet in
                     let decoder = WireDecoder(sender: .server)
                     decoder.sinks = WireDecoder.Sinks(snapshotBegins: snapshotBegins, snapshotRecord: snapshotRecord, changeSet: changeSet)
-                    let message = try json.withUnsafeBufferPointer { buffer in
-                        do {
-                            return try decoder.decode(buffer)
-                        } catch let error as ProtocolError {
-                            if let handlerError = decoder.handlerError { throw handlerError }
-                            throw error
-                        }
+                    do {
+                        return try decode(decoder).maxRevision
+                    } catch let error as ProtocolError {
+                        if let handlerError = decoder.handlerError { throw handlerError }
+                        throw error
                     }
-                    return message.maxRevision
                 }
             }
         }
@@ -155,7 +184,15 @@ private final class WireDecoder {
         _ buffer: UnsafeBufferPointer<UInt8>,
         _ body: (WireDecoder, inout JSONReader) throws -> T
     ) throws(ProtocolError) -> T {
-        var reader = JSONReader(buffer, maxDepth: maximumDepth)
+        try decode(reader: JSONReader(buffer, maxDepth: maximumDepth), body)
+    }
+
+    /// Decodes with `body`; an error the reader's input threw is kept as ``handlerError``.
+    func decode<T>(
+        reader: consuming JSONReader,
+        _ body: (WireDecoder, inout JSONReader) throws -> T
+    ) throws(ProtocolError) -> T {
+        var reader = reader
         do {
             let value = try body(self, &reader)
             try reader.expectEnd()
@@ -163,12 +200,17 @@ private final class WireDecoder {
         } catch let error as ProtocolError {
             throw error
         } catch let failure as JSONReader.Failure {
+            if let underlying = failure.underlying {
+                handlerError = underlying
+                throw ProtocolError(.invalidJSON, "\(underlying)", path: renderedPath)
+            }
             let code: ProtocolError.Code =
                 switch failure.category {
                 case .syntax: .invalidJSON
                 case .unexpectedKind: .invalidShape
                 case .outOfRange: .numberOutOfRange
                 case .tooDeep: .nestingTooDeep
+                case .input: .invalidJSON
                 }
             throw ProtocolError(code, "\(failure.message) (at byte \(failure.offset))", path: renderedPath)
         } catch {
