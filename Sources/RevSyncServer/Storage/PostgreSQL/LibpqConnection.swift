@@ -6,11 +6,30 @@ import Foundation
 /// Statements with arguments are prepared once per connection and then executed by name;
 /// values travel in PostgreSQL's text format. Blocking: it is used by one thread at a time,
 /// never on Swift's cooperative pool (see ``PostgresConnectionPool``).
+///
+/// Statements whose result nobody reads (``enqueue(_:_:)``: savepoints, inserts) go out in
+/// libpq's pipeline mode without waiting for their answers; the next statement that is
+/// waited for, or ``flush()``, sends a sync and reads every answer, so a change set costs
+/// one round trip per read instead of one per statement. The first error among them is
+/// thrown there.
 final class LibpqConnection: SQLConnection {
     let dialect = SQLDialect.postgres
     private let connection: OpaquePointer
     /// SQL with `?` placeholders → the name it was prepared under.
     private var prepared: [String: String] = [:]
+    /// How many names were given out (a failed one is not given again).
+    private var statementNames = 0
+    /// The statements sent in pipeline mode whose answers were not read yet, in order.
+    private var pending: [PendingStatement] = []
+
+    private struct PendingStatement {
+        let sql: String
+        /// Set for a statement being prepared: forgotten if preparing it fails.
+        var preparing: String?
+    }
+
+    /// The most statements left unanswered: their answers wait in the socket meanwhile.
+    private static let maximumPending = 64
 
     /// Connects to `url` (`postgres://user:password@host:port/database`).
     ///
@@ -35,7 +54,20 @@ final class LibpqConnection: SQLConnection {
     /// restart does), and it is not inside a transaction someone left open.
     var isHealthy: Bool {
         _ = PQconsumeInput(connection)
-        return PQstatus(connection) == CONNECTION_OK && PQtransactionStatus(connection) == PQTRANS_IDLE
+        return pending.isEmpty && PQstatus(connection) == CONNECTION_OK && PQtransactionStatus(connection) == PQTRANS_IDLE
+    }
+
+    func enqueue(_ sql: String, _ arguments: [SQLValue]) throws {
+        if pending.isEmpty {
+            guard PQenterPipelineMode(connection) == 1 else { throw error(message: lastError, sqlState: nil, sql: sql) }
+        }
+        try send(sql, arguments)
+        if pending.count >= Self.maximumPending { try flush() }
+    }
+
+    func flush() throws {
+        guard !pending.isEmpty else { return }
+        if let result = try collect() { PQclear(result) }
     }
 
     @discardableResult
@@ -98,7 +130,17 @@ final class LibpqConnection: SQLConnection {
 
     // MARK: Internals
 
+    private var lastError: String {
+        String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     private func run(_ sql: String, _ arguments: [SQLValue]) throws -> OpaquePointer {
+        if !pending.isEmpty {
+            // Behind the pipeline: one more statement, then every answer at once.
+            try send(sql, arguments)
+            guard let result = try collect() else { throw error(message: "no result for the statement", sqlState: nil, sql: sql) }
+            return result
+        }
         let result: OpaquePointer?
         if arguments.isEmpty {
             result = PQexec(connection, sql)
@@ -114,11 +156,95 @@ final class LibpqConnection: SQLConnection {
 
     private func statementName(_ sql: String) throws -> String {
         if let name = prepared[sql] { return name }
-        let name = "rs\(prepared.count + 1)"
+        let name = nextStatementName()
         let result = PQprepare(connection, name, Self.numberedPlaceholders(sql), 0, nil)
         PQclear(try check(result, sql))
         prepared[sql] = name
         return name
+    }
+
+    private func nextStatementName() -> String {
+        statementNames += 1
+        return "rs\(statementNames)"
+    }
+
+    // MARK: Pipeline mode
+
+    /// Sends a statement in pipeline mode (preparing it first if it is new), unanswered.
+    private func send(_ sql: String, _ arguments: [SQLValue]) throws {
+        var name = prepared[sql]
+        if name == nil && !arguments.isEmpty {
+            let newName = nextStatementName()
+            guard PQsendPrepare(connection, newName, Self.numberedPlaceholders(sql), 0, nil) == 1 else {
+                throw error(message: lastError, sqlState: nil, sql: sql)
+            }
+            prepared[sql] = newName
+            pending.append(PendingStatement(sql: sql, preparing: newName))
+            name = newName
+        }
+        let texts = arguments.map(Self.text)
+        let sent = withCStrings(texts) { pointers in
+            if let name {
+                PQsendQueryPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0)
+            } else {
+                PQsendQueryParams(connection, sql, 0, nil, nil, nil, nil, 0)
+            }
+        }
+        guard sent == 1 else { throw error(message: lastError, sqlState: nil, sql: sql) }
+        pending.append(PendingStatement(sql: sql))
+    }
+
+    /// Ends the pipeline: a sync, then the answer of every pending statement, in order; leaves
+    /// pipeline mode. Returns the last statement's result (the caller clears it).
+    ///
+    /// - Throws: the first statement's error (those after it did not run).
+    private func collect() throws -> OpaquePointer? {
+        let statements = pending
+        pending = []
+        guard PQpipelineSync(connection) == 1 else { throw error(message: lastError, sqlState: nil, sql: "SYNC") }
+        var failure: (any Error)?
+        var last: OpaquePointer?
+        for (index, statement) in statements.enumerated() {
+            var ran = false
+            // Each statement's results end with a null.
+            while let result = PQgetResult(connection) {
+                switch PQresultStatus(result) {
+                case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+                    ran = true
+                    if index == statements.count - 1 && last == nil && failure == nil {
+                        last = result
+                        continue
+                    }
+                case PGRES_PIPELINE_ABORTED:
+                    break
+                default:
+                    if failure == nil { failure = resultError(result, statement.sql) }
+                }
+                PQclear(result)
+            }
+            // A statement whose preparing failed or never ran is prepared again next time.
+            if let name = statement.preparing, !ran, prepared[statement.sql] == name { prepared[statement.sql] = nil }
+        }
+        // The sync's own result, then pipeline mode ends.
+        while let result = PQgetResult(connection) {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if PQexitPipelineMode(connection) != 1 && failure == nil {
+            failure = error(message: lastError, sqlState: nil, sql: "leaving pipeline mode")
+        }
+        if let failure {
+            if let last { PQclear(last) }
+            throw failure
+        }
+        return last
+    }
+
+    private func resultError(_ result: OpaquePointer, _ sql: String) -> any Error {
+        let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+        let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        return error(message: message, sqlState: sqlState, sql: sql)
     }
 
     private func check(_ result: OpaquePointer?, _ sql: String) throws -> OpaquePointer {
@@ -127,10 +253,9 @@ final class LibpqConnection: SQLConnection {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
             return result
         default:
-            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-            let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let failure = resultError(result, sql)
             PQclear(result)
-            throw error(message: message, sqlState: sqlState, sql: sql)
+            throw failure
         }
     }
 

@@ -38,6 +38,21 @@ protocol SQLConnection: AnyObject {
     func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int
     /// Runs a query, calling `body` with each row, in order.
     func query(_ sql: String, _ arguments: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws
+    /// Runs a statement whose result nobody needs now: a connection may send it without
+    /// waiting for its answer (PostgreSQL's pipeline), and report its error at the next
+    /// statement it waits for, or at ``flush()``.
+    func enqueue(_ sql: String, _ arguments: [SQLValue]) throws
+    /// Waits for every statement ``enqueue(_:_:)`` sent; throws the first one's error.
+    func flush() throws
+}
+
+extension SQLConnection {
+    /// Runs the statement at once (SQLite: no round trip to save).
+    func enqueue(_ sql: String, _ arguments: [SQLValue]) throws {
+        try execute(sql, arguments)
+    }
+
+    func flush() throws {}
 }
 
 extension SQLConnection {

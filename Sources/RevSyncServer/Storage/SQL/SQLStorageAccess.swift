@@ -14,6 +14,9 @@ final class SQLStorageAccess: StorageWriter {
     private var savepointDepth = 0
     /// Inside ``group(_:)``: transactions are savepoints of the group's transaction.
     private var grouping = false
+    /// Inside a write transaction: statements whose result is not read may wait to travel
+    /// with the next ones (``write(_:_:)``).
+    private var inTransaction = false
     /// Inside a group on PostgreSQL: the revision counter and the ID counters as the group
     /// moved them, written once before it commits. Updating the same row again in each change
     /// set's savepoint made PostgreSQL walk a chain of row versions that grew with every change
@@ -355,10 +358,10 @@ final class SQLStorageAccess: StorageWriter {
             let result = try body()
             if let counters = deferred {
                 for (entity, next) in counters.nextIDs {
-                    try connection.execute("UPDATE _rs_ids SET next_id = ? WHERE entity = ?", [.integer(next), .text(entity)])
+                    try write("UPDATE _rs_ids SET next_id = ? WHERE entity = ?", [.integer(next), .text(entity)])
                 }
                 if counters.revision != counters.lockedRevision {
-                    try connection.execute("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(counters.revision)])
+                    try write("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(counters.revision)])
                 }
             }
             return result
@@ -366,9 +369,15 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     /// `body` in one write transaction: committed if it returns, rolled back if it throws.
+    ///
+    /// Statements whose result is not read are enqueued (``SQLConnection/enqueue(_:_:)``): on
+    /// PostgreSQL they travel together, answered at the next read, at the end of a change
+    /// set's savepoint, or at the commit.
     private func committed<T>(_ body: () throws -> T) throws -> T {
-        try connection.execute(dialect.beginWrite, [])
+        try connection.enqueue(dialect.beginWrite, [])
+        inTransaction = true
         defer {
+            inTransaction = false
             pendingLog = []
             pendingRevision = nil
         }
@@ -379,8 +388,20 @@ final class SQLStorageAccess: StorageWriter {
             if let pendingRevision { commits?.committed(pendingRevision) }
             return result
         } catch {
+            // What the connection still holds belongs to the transaction being rolled back.
+            try? connection.flush()
             _ = try? connection.execute("ROLLBACK", [])
             throw error
+        }
+    }
+
+    /// A statement whose result is not read: inside a transaction it travels with the next
+    /// ones (``SQLConnection/enqueue(_:_:)``), outside it runs at once.
+    private func write(_ sql: String, _ arguments: [SQLValue]) throws {
+        if inTransaction {
+            try connection.enqueue(sql, arguments)
+        } else {
+            try connection.execute(sql, arguments)
         }
     }
 
@@ -388,15 +409,19 @@ final class SQLStorageAccess: StorageWriter {
         savepointDepth += 1
         defer { savepointDepth -= 1 }
         let name = "rs_\(savepointDepth)"
-        try connection.execute("SAVEPOINT \(name)", [])
+        try connection.enqueue("SAVEPOINT \(name)", [])
         let pendingBefore = pendingLog.count
         let (countersBefore, revisionBefore) = (deferred, pendingRevision)
         let keep: Bool
         do {
             keep = try body()
+            // The errors of the statements sent inside belong to this savepoint: they are
+            // waited for at the end of the outermost one (a change set), or before a rollback.
+            if savepointDepth == 1 || !keep { try connection.flush() }
         } catch {
             pendingLog.removeSubrange(pendingBefore...)
             (deferred, pendingRevision) = (countersBefore, revisionBefore)
+            try? connection.flush()
             _ = try? connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
             _ = try? connection.execute("RELEASE SAVEPOINT \(name)", [])
             throw error
@@ -404,9 +429,9 @@ final class SQLStorageAccess: StorageWriter {
         if !keep {
             pendingLog.removeSubrange(pendingBefore...)
             (deferred, pendingRevision) = (countersBefore, revisionBefore)
-            try connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
+            try connection.enqueue("ROLLBACK TO SAVEPOINT \(name)", [])
         }
-        try connection.execute("RELEASE SAVEPOINT \(name)", [])
+        try connection.enqueue("RELEASE SAVEPOINT \(name)", [])
     }
 
     func lockRevision() throws -> Revision {
@@ -418,7 +443,7 @@ final class SQLStorageAccess: StorageWriter {
         if deferred != nil {
             deferred?.revision = revision
         } else {
-            try connection.execute("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(revision)])
+            try write("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(revision)])
         }
         pendingRevision = revision
     }
@@ -446,7 +471,7 @@ final class SQLStorageAccess: StorageWriter {
 
     func insert(_ entity: Entity, _ record: StoredRecord) throws {
         let sql = try sql(entity)
-        try connection.execute(sql.insert, sql.insertArguments(record, dialect))
+        try write(sql.insert, sql.insertArguments(record, dialect))
     }
 
     func insert(_ entity: Entity, _ records: [StoredRecord]) throws {
@@ -457,26 +482,26 @@ final class SQLStorageAccess: StorageWriter {
             var arguments: [SQLValue] = []
             arguments.reserveCapacity(batch.count * sql.columnCount)
             for record in batch { arguments += sql.insertArguments(record, dialect) }
-            try connection.execute(batch.count == sql.insertBatchSize ? sql.insertBatch : sql.insert(rows: batch.count), arguments)
+            try write(batch.count == sql.insertBatchSize ? sql.insertBatch : sql.insert(rows: batch.count), arguments)
             start += batch.count
         }
     }
 
     func update(_ entity: Entity, _ record: StoredRecord) throws {
         let sql = try sql(entity)
-        try connection.execute(sql.update, sql.updateArguments(record, dialect))
+        try write(sql.update, sql.updateArguments(record, dialect))
     }
 
     func delete(_ entity: Entity, id: RecordID) throws {
-        try connection.execute(try sql(entity).delete, [.integer(id.rawValue)])
+        try write(try sql(entity).delete, [.integer(id.rawValue)])
     }
 
     func setLogFloor(_ revision: Revision) throws {
-        try connection.execute("UPDATE _rs_counter SET log_floor = ? WHERE id = 1", [.integer(revision)])
+        try write("UPDATE _rs_counter SET log_floor = ? WHERE id = 1", [.integer(revision)])
     }
 
     func appendLog(_ entry: LogEntry) throws {
-        try connection.execute(
+        try write(
             "INSERT INTO _rs_log (revision, device_id, change_set_id, body, committed_at) VALUES (?, ?, ?, ?, ?)",
             [
                 .integer(entry.revision), .integer(entry.device), entry.changeSetID.map(SQLValue.text) ?? .null, .bytes(entry.body),
@@ -496,19 +521,19 @@ final class SQLStorageAccess: StorageWriter {
             revision = .null
             conflict = .bytes(outcome.encodedConflict())
         }
-        try connection.execute(
+        try write(
             "INSERT INTO _rs_outcomes (device_id, change_set_id, revision, conflict, processed_at, digest) VALUES (?, ?, ?, ?, ?, ?)",
             [.integer(device), .text(changeSetID), revision, conflict, .integer(Self.now()), digest.map(SQLValue.text) ?? .null])
     }
 
     func recordDelivered(device: Int64, revision: Revision) throws {
-        try connection.execute(
+        try write(
             "UPDATE _rs_devices SET delivered_revision = ? WHERE id = ? AND delivered_revision < ?",
             [.integer(revision), .integer(device), .integer(revision)])
     }
 
     func saveMapping(device: Int64, _ mapping: IDMapping) throws {
-        try connection.execute(
+        try write(
             "INSERT INTO _rs_id_map (device_id, temporary_id, entity, permanent_id, revision) VALUES (?, ?, ?, ?, ?)",
             [
                 .integer(device), .integer(mapping.temporaryID.rawValue), .text(mapping.entity), .integer(mapping.permanentID.rawValue),
@@ -526,12 +551,12 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func recordRevert(revision: Revision, reverted: Revision) throws {
-        try connection.execute("INSERT INTO _rs_reverts (revision, reverted) VALUES (?, ?)", [.integer(revision), .integer(reverted)])
+        try write("INSERT INTO _rs_reverts (revision, reverted) VALUES (?, ?)", [.integer(revision), .integer(reverted)])
     }
 
     func appendHistory(_ entries: [HistoryEntry]) throws {
         for entry in entries {
-            try connection.execute(
+            try write(
                 "INSERT INTO _rs_history (entity, record_id, revision, operation, before) VALUES (?, ?, ?, ?, ?)",
                 [
                     .text(entry.entity), .integer(entry.id.rawValue), .integer(entry.revision), .text(entry.operation.rawValue),
