@@ -1,5 +1,6 @@
 public import Foundation
 import RevSyncProtocol
+import RevSyncSimulation
 
 /// Scenario 2: many devices syncing small change sets at once.
 ///
@@ -21,6 +22,9 @@ public struct ConcurrentSyncBenchmark: Sendable {
     public var rate: Double?
     public var records = 10_000
     public var store: BenchmarkStore = .sqlite
+    /// Server processes on the one database (PostgreSQL): device `i` syncs with instance
+    /// `i % instances`.
+    public var instances = 1
     /// More options for `revsync-server` (such as `--durability normal`).
     public var serverArguments: [String] = []
     public var binaries: URL
@@ -44,7 +48,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
 
     public func run() async throws -> Result {
         let server = try await BenchmarkServer.start(
-            store: store, records: records, devices: devices, binaries: binaries, label: "load",
+            store: store, records: records, devices: devices, instances: instances, binaries: binaries, label: "load",
             serverArguments: serverArguments)
         let result = await load(server)
         await server.stop()
@@ -65,7 +69,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
                 let finished = DispatchGroup()
                 for index in 0..<devices {
                     let device = LoadDevice(
-                        index: index, port: server.port, token: server.tokens[index], revision: server.seedRevision,
+                        index: index, port: server.fleet.ports[index % server.fleet.ports.count], token: server.tokens[index],
+                        revision: server.seedRevision,
                         player: server.players[index % server.players.count], team: server.teams[index % server.teams.count])
                     finished.enter()
                     let thread = Thread {
@@ -112,7 +117,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
     public func row(_ result: Result, command: String) -> BenchmarkRow {
         BenchmarkRow(
             scenario:
-                "\(devices) devices syncing small change sets, \(rate.map { "\(Format.rate($0)) syncs/s offered" } ?? "as fast as they can"), \(store)",
+                "\(devices) devices syncing small change sets, \(rate.map { "\(Format.rate($0)) syncs/s offered" } ?? "as fast as they can"), \(store)\(instances > 1 ? ", \(instances) instances" : "")",
             figures: [
                 ("syncs per second (completed)", Format.rate(result.syncsPerSecond)),
                 ("p50", Format.milliseconds(result.p50)),
@@ -120,7 +125,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
                 ("p99", Format.milliseconds(result.p99)),
                 ("max", Format.milliseconds(result.max)),
                 ("syncs measured", "\(Format.count(result.syncs)) in \(Format.seconds(result.seconds)), \(result.conflicts) conflicts"),
-                ("server peak memory", Format.bytes(result.serverPeakMemory)),
+                ("server peak memory", Format.bytes(result.serverPeakMemory) + (instances > 1 ? " (first instance)" : "")),
             ],
             command: command)
     }

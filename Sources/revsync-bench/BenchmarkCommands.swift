@@ -93,10 +93,17 @@ struct Concurrent: AsyncParsableCommand {
     @Option(help: "Records seeded before the run.") var records = 10_000
     @Option(parsing: .singleValue, help: "An option for revsync-server, such as --server-option=--durability=normal (repeatable).")
     var serverOption: [String] = []
+    @Option(help: "Server instances on the one database (PostgreSQL); the devices are spread over them evenly.") var instances = 1
     @OptionGroup var options: StoreOptions
+
+    func validate() throws {
+        guard instances >= 1 else { throw ValidationError("--instances must be 1 or more") }
+        if instances > 1 && options.store != "postgres" { throw ValidationError("--instances above 1 needs --store postgres") }
+    }
 
     func run() async throws {
         var benchmark = ConcurrentSyncBenchmark(binaries: productsDirectory)
+        benchmark.instances = instances
         benchmark.devices = devices
         benchmark.seconds = seconds
         benchmark.warmUp = warmUp

@@ -67,16 +67,19 @@ final class ResponseApplication {
     /// One whole change set: the answer it carries, then its data.
     func apply(_ changeSet: ChangeSet) throws {
         report.received += 1
-        if changeSet.snapshot && !streamingSnapshot {
+        // A snapshot read record by record was applied (and touched) as it came: what arrives
+        // now is its list of IDs, walked again for nothing (a million of them in a full sync).
+        let appliedAlready = streamingSnapshot
+        streamingSnapshot = false
+        if changeSet.snapshot && !appliedAlready {
             try tables.deleteAll()
             report.snapshot = true
         }
-        streamingSnapshot = false
-        if changeSet.id == nil || changeSet.conflict == nil {
+        if !appliedAlready && (changeSet.id == nil || changeSet.conflict == nil) {
             for record in changeSet.listedRecords { touch(record) }
         }
         try recordAnswer(changeSet)
-        try applyServerData(changeSet)
+        try applyServerData(changeSet, createsApplied: appliedAlready)
     }
 
     /// Ends the application: reports overwritten edits, clears answered change sets from the
@@ -117,24 +120,24 @@ final class ResponseApplication {
     }
 
     /// Server data wins: upserts (renaming temporary records first), then deletes.
-    private func applyServerData(_ changeSet: ChangeSet) throws {
+    private func applyServerData(_ changeSet: ChangeSet, createsApplied: Bool) throws {
         let idMap = IDMap(db: db)
         for changes in changeSet.changes {
-            for (id, operation) in changes.create.map({ ($0, AppliedChange.Operation.create) })
-                + changes.update.map({ ($0, AppliedChange.Operation.update) })
-            {
-                guard let attributes = changes.attributes[id] else { continue }
-                guard let entity = try entity(changes.entity, attributes.values) else { continue }
-                if let oldID = attributes.oldID, oldID.isTemporary {
-                    try tables.rename(oldID, to: id, in: entity)
-                    try idMap.record(oldID, entity: entity.name, permanentID: id)
-                    report.permanentIDs[RecordReference(entity: entity.name, id: oldID)] = id
+            for (ids, operation) in [(createsApplied ? [] : changes.create, AppliedChange.Operation.create), (changes.update, .update)] {
+                for id in ids {
+                    guard let attributes = changes.attributes[id] else { continue }
+                    guard let entity = try entity(changes.entity, attributes.values) else { continue }
+                    if let oldID = attributes.oldID, oldID.isTemporary {
+                        try tables.rename(oldID, to: id, in: entity)
+                        try idMap.record(oldID, entity: entity.name, permanentID: id)
+                        report.permanentIDs[RecordReference(entity: entity.name, id: oldID)] = id
+                    }
+                    try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
+                    report.recordsApplied += 1
+                    report.changes.append(
+                        AppliedChange(
+                            revision: changeSet.revision, record: RecordReference(entity: entity.name, id: id), operation: operation))
                 }
-                try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
-                report.recordsApplied += 1
-                report.changes.append(
-                    AppliedChange(
-                        revision: changeSet.revision, record: RecordReference(entity: entity.name, id: id), operation: operation))
             }
             guard !changes.delete.isEmpty, let entity = try entity(changes.entity, [:]) else { continue }
             for id in changes.delete {

@@ -416,11 +416,15 @@ private final class WireDecoder {
             case "update": changes.update = try self.decodeIDs(&reader, creating: false)
             case "delete": changes.delete = try self.decodeIDs(&reader, creating: false)
             case "attributes":
-                var recordKeys = Set<String>()
+                // By ID, not by key: a full sync's million keys cost half the memory.
+                var recordIDs = Set<RecordID>()
                 try reader.readObject { reader, idKey in
-                    try self.enter(idKey, seen: &recordKeys)
+                    self.path.append(.key(idKey))
                     guard let id = Self.parseID(idKey) else {
                         throw self.error(.invalidID, "\"\(idKey.prefix(40))\" is not a record ID (a non-zero decimal integer)")
+                    }
+                    guard recordIDs.insert(id).inserted else {
+                        throw self.error(.duplicateKey, "key \"\(idKey.prefix(80))\" appears twice")
                     }
                     if let streaming {
                         try streaming(id, try self.decodeRecord(&reader))

@@ -79,6 +79,10 @@ public protocol StorageReader: AnyObject {
     func outcomes(device: Int64) throws -> [String: StoredOutcome]
     /// The permanent ID the server gave one of this device's temporary IDs.
     func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping?
+    /// Reads at once what a change set is about to read one by one, where a round trip costs
+    /// more than a read (PostgreSQL; elsewhere nothing happens): the outcome, mappings and
+    /// records it names are then answered from what was read, until the next write.
+    func readAhead(_ reads: ReadAhead) throws
     /// This device's temporary IDs that the change set at `revision` resolved.
     func mappings(device: Int64, revision: Revision) throws -> [IDMapping]
     /// The device a token hash belongs to, unless revoked.

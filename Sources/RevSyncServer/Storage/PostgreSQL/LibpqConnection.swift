@@ -26,6 +26,8 @@ final class LibpqConnection: SQLConnection {
         let sql: String
         /// Set for a statement being prepared: forgotten if preparing it fails.
         var preparing: String?
+        /// Whether its result is handed back (a query), or only checked.
+        var wanted = false
     }
 
     /// The most statements left unanswered: their answers wait in the socket meanwhile.
@@ -67,7 +69,25 @@ final class LibpqConnection: SQLConnection {
 
     func flush() throws {
         guard !pending.isEmpty else { return }
-        if let result = try collect() { PQclear(result) }
+        for result in try collect() { PQclear(result) }
+    }
+
+    /// Every query in one round trip (pipeline mode), with whatever was enqueued before them.
+    func queries(_ statements: [(sql: String, arguments: [SQLValue])]) throws -> [[[SQLValue]]] {
+        guard statements.count > 1 || !pending.isEmpty else {
+            return try statements.map { try rows($0.sql, $0.arguments) }
+        }
+        if pending.isEmpty {
+            guard PQenterPipelineMode(connection) == 1 else { throw error(message: lastError, sqlState: nil, sql: "pipeline") }
+        }
+        for statement in statements { try send(statement.sql, statement.arguments, wanted: true) }
+        let results = try collect()
+        defer { for result in results { PQclear(result) } }
+        return try results.map { result in
+            var rows: [[SQLValue]] = []
+            try Self.rows(of: result) { rows.append($0) }
+            return rows
+        }
     }
 
     @discardableResult
@@ -80,6 +100,11 @@ final class LibpqConnection: SQLConnection {
     func query(_ sql: String, _ arguments: [SQLValue], _ body: ([SQLValue]) throws -> Void) throws {
         let result = try run(sql, arguments)
         defer { PQclear(result) }
+        try Self.rows(of: result, body)
+    }
+
+    /// Calls `body` with each row of a query's result.
+    private static func rows(of result: OpaquePointer, _ body: ([SQLValue]) throws -> Void) throws {
         let rows = PQntuples(result)
         let columns = PQnfields(result)
         let types = (0..<columns).map { PQftype(result, $0) }
@@ -92,7 +117,7 @@ final class LibpqConnection: SQLConnection {
                 }
                 let bytes = UnsafeRawBufferPointer(
                     start: PQgetvalue(result, rowIndex, column), count: Int(PQgetlength(result, rowIndex, column)))
-                row[Int(column)] = try Self.value(bytes, type: types[Int(column)])
+                row[Int(column)] = try value(bytes, type: types[Int(column)])
             }
             try body(row)
         }
@@ -137,8 +162,8 @@ final class LibpqConnection: SQLConnection {
     private func run(_ sql: String, _ arguments: [SQLValue]) throws -> OpaquePointer {
         if !pending.isEmpty {
             // Behind the pipeline: one more statement, then every answer at once.
-            try send(sql, arguments)
-            guard let result = try collect() else { throw error(message: "no result for the statement", sqlState: nil, sql: sql) }
+            try send(sql, arguments, wanted: true)
+            guard let result = try collect().first else { throw error(message: "no result for the statement", sqlState: nil, sql: sql) }
             return result
         }
         let result: OpaquePointer?
@@ -171,7 +196,7 @@ final class LibpqConnection: SQLConnection {
     // MARK: Pipeline mode
 
     /// Sends a statement in pipeline mode (preparing it first if it is new), unanswered.
-    private func send(_ sql: String, _ arguments: [SQLValue]) throws {
+    private func send(_ sql: String, _ arguments: [SQLValue], wanted: Bool = false) throws {
         var name = prepared[sql]
         if name == nil && !arguments.isEmpty {
             let newName = nextStatementName()
@@ -191,30 +216,32 @@ final class LibpqConnection: SQLConnection {
             }
         }
         guard sent == 1 else { throw error(message: lastError, sqlState: nil, sql: sql) }
-        pending.append(PendingStatement(sql: sql))
+        pending.append(PendingStatement(sql: sql, wanted: wanted))
     }
 
     /// Ends the pipeline: a sync, then the answer of every pending statement, in order; leaves
-    /// pipeline mode. Returns the last statement's result (the caller clears it).
+    /// pipeline mode. Returns the results of the statements sent as `wanted`, in order (the
+    /// caller clears them).
     ///
     /// - Throws: the first statement's error (those after it did not run).
-    private func collect() throws -> OpaquePointer? {
+    private func collect() throws -> [OpaquePointer] {
         let statements = pending
         pending = []
         guard PQpipelineSync(connection) == 1 else { throw error(message: lastError, sqlState: nil, sql: "SYNC") }
         var failure: (any Error)?
-        var last: OpaquePointer?
-        for (index, statement) in statements.enumerated() {
+        var wanted: [OpaquePointer] = []
+        for statement in statements {
             var ran = false
             // Each statement's results end with a null.
             while let result = PQgetResult(connection) {
                 switch PQresultStatus(result) {
                 case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-                    ran = true
-                    if index == statements.count - 1 && last == nil && failure == nil {
-                        last = result
+                    if statement.wanted && !ran {
+                        ran = true
+                        wanted.append(result)
                         continue
                     }
+                    ran = true
                 case PGRES_PIPELINE_ABORTED:
                     break
                 default:
@@ -235,10 +262,10 @@ final class LibpqConnection: SQLConnection {
             failure = error(message: lastError, sqlState: nil, sql: "leaving pipeline mode")
         }
         if let failure {
-            if let last { PQclear(last) }
+            for result in wanted { PQclear(result) }
             throw failure
         }
-        return last
+        return wanted
     }
 
     private func resultError(_ result: OpaquePointer, _ sql: String) -> any Error {

@@ -55,12 +55,14 @@ public final class PostgresStorage: SyncStorage {
     public func withReader<T: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> T) async throws -> T {
         let entities = self.entities
         return try await pool.withConnection { connection in
-            try connection.execute(connection.dialect.beginRead, [])
+            // Sent with the first read.
+            try connection.enqueue(connection.dialect.beginRead, [])
             do {
                 let result = try body(SQLStorageAccess(connection, entities: entities))
                 try connection.execute("COMMIT", [])
                 return result
             } catch {
+                try? connection.flush()
                 _ = try? connection.execute("ROLLBACK", [])
                 throw error
             }

@@ -44,6 +44,8 @@ protocol SQLConnection: AnyObject {
     func enqueue(_ sql: String, _ arguments: [SQLValue]) throws
     /// Waits for every statement ``enqueue(_:_:)`` sent; throws the first one's error.
     func flush() throws
+    /// The rows of each query, in order: on PostgreSQL in one round trip.
+    func queries(_ statements: [(sql: String, arguments: [SQLValue])]) throws -> [[[SQLValue]]]
 }
 
 extension SQLConnection {
@@ -53,6 +55,10 @@ extension SQLConnection {
     }
 
     func flush() throws {}
+
+    func queries(_ statements: [(sql: String, arguments: [SQLValue])]) throws -> [[[SQLValue]]] {
+        try statements.map { try rows($0.sql, $0.arguments) }
+    }
 }
 
 extension SQLConnection {

@@ -36,6 +36,8 @@ final class SQLStorageAccess: StorageWriter {
     private var pendingLog: [LogEntry] = []
     /// Told of each commit that moved the revision.
     private let commits: CommitSignal?
+    /// What ``readAhead(_:)`` read, answered until the next write.
+    var readAheadCache: ReadAheadCache?
     /// The revision the open transaction set, for ``commits`` once it commits.
     private var pendingRevision: Revision?
 
@@ -46,7 +48,7 @@ final class SQLStorageAccess: StorageWriter {
         self.commits = commits
     }
 
-    private func sql(_ entity: Entity) throws -> EntitySQL {
+    func sql(_ entity: Entity) throws -> EntitySQL {
         guard let sql = entities[entity.name] else {
             throw StorageError.schemaMismatch("entity \(entity.name) is not in the schema this store was opened with")
         }
@@ -125,6 +127,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func records(_ entity: Entity, ids: [RecordID]) throws -> [StoredRecord] {
+        if let cache = readAheadCache, let found = cache.records(entity.name, ids) { return found }
         let sql = try sql(entity)
         var found: [StoredRecord] = []
         found.reserveCapacity(ids.count)
@@ -160,11 +163,14 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func outcome(device: Int64, changeSetID: String) throws -> OutcomeRecord? {
-        guard
-            let row = try connection.firstRow(
-                "SELECT revision, conflict, digest FROM _rs_outcomes WHERE device_id = ? AND change_set_id = ?",
-                [.integer(device), .text(changeSetID)])
-        else { return nil }
+        if let cache = readAheadCache, cache.device == device, let outcome = cache.outcomes[changeSetID] { return outcome }
+        return try connection.firstRow(Self.selectOutcome, [.integer(device), .text(changeSetID)]).map(Self.outcomeRecord)
+    }
+
+    static let selectOutcome = "SELECT revision, conflict, digest FROM _rs_outcomes WHERE device_id = ? AND change_set_id = ?"
+
+    /// An outcome from `revision, conflict, digest`.
+    static func outcomeRecord(_ row: [SQLValue]) throws -> OutcomeRecord {
         if let revision = row[0].integerValue { return OutcomeRecord(outcome: .committed(revision: revision), digest: row[2].textValue) }
         guard let json = row[1].bytesValue else { throw StorageError.corrupt("an outcome has neither a revision nor a conflict") }
         return OutcomeRecord(outcome: try StoredOutcome.decodeConflict(json), digest: row[2].textValue)
@@ -184,11 +190,12 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping? {
-        try connection.firstRow(
-            "SELECT temporary_id, entity, permanent_id, revision FROM _rs_id_map WHERE device_id = ? AND temporary_id = ?",
-            [.integer(device), .integer(temporaryID.rawValue)]
-        ).map(Self.mapping)
+        if let cache = readAheadCache, cache.device == device, let mapping = cache.mappings[temporaryID] { return mapping }
+        return try connection.firstRow(Self.selectMapping, [.integer(device), .integer(temporaryID.rawValue)]).map(Self.mapping)
     }
+
+    static let selectMapping =
+        "SELECT temporary_id, entity, permanent_id, revision FROM _rs_id_map WHERE device_id = ? AND temporary_id = ?"
 
     func mappings(device: Int64, revision: Revision) throws -> [IDMapping] {
         try connection.rows(
@@ -197,7 +204,7 @@ final class SQLStorageAccess: StorageWriter {
         ).map(Self.mapping)
     }
 
-    private static func mapping(_ row: [SQLValue]) throws -> IDMapping {
+    static func mapping(_ row: [SQLValue]) throws -> IDMapping {
         guard let temporary = row[0].integerValue, let entity = row[1].textValue, let permanent = row[2].integerValue,
             let revision = row[3].integerValue
         else { throw StorageError.corrupt("an ID map row does not have the expected columns") }
@@ -376,7 +383,9 @@ final class SQLStorageAccess: StorageWriter {
     private func committed<T>(_ body: () throws -> T) throws -> T {
         try connection.enqueue(dialect.beginWrite, [])
         inTransaction = true
+        readAheadCache = nil
         defer {
+            readAheadCache = nil
             inTransaction = false
             pendingLog = []
             pendingRevision = nil
@@ -398,6 +407,7 @@ final class SQLStorageAccess: StorageWriter {
     /// A statement whose result is not read: inside a transaction it travels with the next
     /// ones (``SQLConnection/enqueue(_:_:)``), outside it runs at once.
     private func write(_ sql: String, _ arguments: [SQLValue]) throws {
+        readAheadCache = nil
         if inTransaction {
             try connection.enqueue(sql, arguments)
         } else {
@@ -449,6 +459,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
+        readAheadCache = nil
         if let counters = deferred {
             var next = counters.nextIDs[entity.name]
             if next == nil {
@@ -566,6 +577,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func createDevice(name: String, role: Role, user: RecordID?, tokenHash: String) throws -> Int64 {
+        readAheadCache = nil
         guard
             let id = try connection.firstRow(
                 "INSERT INTO _rs_devices (name, role, user_id, token_hash, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
@@ -578,6 +590,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func recordDelivered(devices: [Int64], revision: Revision, ifAtLeast base: Revision) throws -> Set<Int64> {
+        readAheadCache = nil
         var raised = Set<Int64>()
         // At most 512 at a time, padded to a power of two by repeating one: well under both
         // databases' limits on bound parameters, and ten statements to prepare at most.
@@ -602,11 +615,13 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func revokeDevice(id: Int64) throws -> Bool {
-        try connection.execute(
+        readAheadCache = nil
+        return try connection.execute(
             "UPDATE _rs_devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [.integer(Self.now()), .integer(id)]) > 0
     }
 
     func purgeOutcomes(processedBefore date: Int64) throws -> Int {
-        try connection.execute("DELETE FROM _rs_outcomes WHERE processed_at < ?", [.integer(date)])
+        readAheadCache = nil
+        return try connection.execute("DELETE FROM _rs_outcomes WHERE processed_at < ?", [.integer(date)])
     }
 }
