@@ -10,10 +10,10 @@ import RevSyncProtocol
 /// change set and released by the commit (other instances' groups take turns with it). Requests that arrive while a
 /// group is being written wait for the next group; a group takes at most `maximumGroup`
 /// requests. Each change set stays atomic as before: its transaction becomes a savepoint of the
-/// group's, rolled back alone when it fails. A request that fails as a whole (its token was
+/// group's, rolled back alone when it is refused. A request that fails as a whole (its token was
 /// revoked, its `maxRevision` is ahead) fails before it writes anything, and the others go on;
-/// one that fails half-way keeps the change sets it committed, exactly as when each change set
-/// had a transaction of its own (the device's retry gets their outcomes). Nothing is answered
+/// one that fails half-way is rolled back whole (its change sets are in one savepoint of their
+/// own, ``SyncEngine``), and its device's retry sends them again. Nothing is answered
 /// before the group's commit returned, so an acknowledged change set is on disk; if the commit
 /// fails, every request of the group fails and nothing of it happened (the devices retry with
 /// the same change set `id`s).

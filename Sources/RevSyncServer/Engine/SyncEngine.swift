@@ -135,15 +135,23 @@ public struct SyncEngine: Sendable {
                 schema: schema, device: device, claimedRevision: request.maxRevision,
                 seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
                 resolver: TemporaryIDResolver(device: device.id))
-            let outcomes = try zip(request.changeSets, digests).map { try processor.process($0, knownDigest: $1) }
-            // On SQLite, a device that is nearly up to date gets its answer from the writer at
-            // once: the few log entries cost less than handing the request to a reader. A long
-            // catch-up or a snapshot is built by a reader, so that it does not hold up writers;
-            // on PostgreSQL every response is, readers working in parallel there.
+            // One savepoint around the request's change sets (each has its own inside): a failure
+            // anywhere rolls all of them back and fails the request, whose device sends them
+            // again. So their writes are checked once, at its end (on PostgreSQL, one round trip
+            // for the request's statements instead of one per change set).
+            let outcomes = try writer.transaction {
+                try zip(request.changeSets, digests).map { try processor.process($0, knownDigest: $1) }
+            }
+            // A device that is nearly up to date gets its answer from the writer at once: the few
+            // log entries cost less than handing the request to a reader. On PostgreSQL only when
+            // they are in memory (this instance committed them all; reading them would cost the
+            // writer a round trip), otherwise readers build it in parallel. A long catch-up or a
+            // snapshot is built by a reader, so that it does not hold up writers.
             let now = try writer.currentRevision()
             let missing = now - request.maxRevision
-            if continues, embedded, missing <= Self.writerResponseLimit, request.maxRevision > 0,
-                request.maxRevision >= (try writer.logFloor())
+            if continues, missing <= Self.writerResponseLimit, request.maxRevision > 0,
+                request.maxRevision >= (try writer.logFloor()),
+                embedded || writer.keepsLogEntries(after: request.maxRevision, through: now)
             {
                 let response = try ResponseBuilder(schema: schema, device: device, reader: writer).build(
                     request: request, outcomes: outcomes)

@@ -139,6 +139,9 @@ public protocol StorageReader: AnyObject {
 /// Writes, by the one writer. Every change to synchronised data happens inside
 /// ``transaction(_:)``; the revision counter is locked by ``lockRevision()``.
 public protocol StorageWriter: StorageReader {
+    /// Whether the change log entries of the range are kept in memory, so that reading them
+    /// costs no round trip to the database.
+    func keepsLogEntries(after: Revision, through: Revision) -> Bool
     /// Runs `body` in a transaction that takes the write lock at once: it commits if `body`
     /// returns, and rolls back if it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T

@@ -21,6 +21,9 @@ public final class PostgresStorage: SyncStorage {
     /// the others wait inside PostgreSQL anyway, each holding a connection readers need).
     private let writerLock = AsyncLock()
     public let commits = CommitSignal()
+    /// The newest change log entries this instance committed: a catch-up they cover is answered
+    /// by the writer from memory. Another instance's commit leaves a gap, which starts it over.
+    private let recentLog = RecentLog()
 
     /// Connects and sets up the tables (in one transaction, under an advisory lock, so
     /// instances starting at once do it one after the other).
@@ -40,9 +43,11 @@ public final class PostgresStorage: SyncStorage {
     }
 
     public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
-        let (entities, commits) = (self.entities, self.commits)
+        let (entities, commits, recentLog) = (self.entities, self.commits, self.recentLog)
         return try await writerLock.withLock {
-            try await pool.withConnection { connection in try body(SQLStorageAccess(connection, entities: entities, commits: commits)) }
+            try await pool.withConnection { connection in
+                try body(SQLStorageAccess(connection, entities: entities, recentLog: recentLog, commits: commits))
+            }
         }
     }
 
@@ -53,12 +58,12 @@ public final class PostgresStorage: SyncStorage {
     }
 
     public func withReader<T: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> T) async throws -> T {
-        let entities = self.entities
+        let (entities, recentLog) = (self.entities, self.recentLog)
         return try await pool.withConnection { connection in
             // Sent with the first read.
             try connection.enqueue(connection.dialect.beginRead, [])
             do {
-                let result = try body(SQLStorageAccess(connection, entities: entities))
+                let result = try body(SQLStorageAccess(connection, entities: entities, recentLog: recentLog, snapshotReads: true))
                 try connection.execute("COMMIT", [])
                 return result
             } catch {

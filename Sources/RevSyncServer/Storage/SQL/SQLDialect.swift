@@ -18,8 +18,12 @@ struct SQLDialect: Sendable {
     /// Reads the revision counter and keeps it locked until the transaction ends. SQLite's
     /// `BEGIN IMMEDIATE` already holds the only write lock; PostgreSQL locks the counter row,
     /// which serialises commits across every server instance.
+    /// Locks the counter row (PostgreSQL; SQLite's write transaction holds the only lock) and
+    /// reads the revision and the log floor.
     var lockRevision: String {
-        database == .sqlite ? "SELECT revision FROM _rs_counter WHERE id = 1" : "SELECT revision FROM _rs_counter WHERE id = 1 FOR UPDATE"
+        database == .sqlite
+            ? "SELECT revision, log_floor FROM _rs_counter WHERE id = 1"
+            : "SELECT revision, log_floor FROM _rs_counter WHERE id = 1 FOR UPDATE"
     }
 
     /// Serialises schema setup between instances starting at once (PostgreSQL); SQLite's

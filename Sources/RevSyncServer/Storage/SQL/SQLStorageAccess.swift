@@ -27,6 +27,8 @@ final class SQLStorageAccess: StorageWriter {
     private struct DeferredCounters {
         var revision: Revision
         let lockedRevision: Revision
+        /// The log floor, read with the lock (retention's update of it waits for the lock).
+        var floor: Revision
         /// The next free ID of each entity the group allocated IDs of.
         var nextIDs: [String: Int64] = [:]
     }
@@ -41,11 +43,21 @@ final class SQLStorageAccess: StorageWriter {
     /// The revision the open transaction set, for ``commits`` once it commits.
     private var pendingRevision: Revision?
 
-    init(_ connection: any SQLConnection, entities: [String: EntitySQL], recentLog: RecentLog? = nil, commits: CommitSignal? = nil) {
+    /// In a read transaction over one snapshot: the counter row, read once.
+    private let snapshotReads: Bool
+    private var counterRow: (revision: Revision, floor: Revision)?
+
+    /// - Parameter snapshotReads: the access reads inside one snapshot (a `REPEATABLE READ`
+    ///   read transaction), where the revision and the log floor cannot move.
+    init(
+        _ connection: any SQLConnection, entities: [String: EntitySQL], recentLog: RecentLog? = nil, commits: CommitSignal? = nil,
+        snapshotReads: Bool = false
+    ) {
         self.connection = connection
         self.entities = entities
         self.recentLog = recentLog
         self.commits = commits
+        self.snapshotReads = snapshotReads
     }
 
     func sql(_ entity: Entity) throws -> EntitySQL {
@@ -69,11 +81,23 @@ final class SQLStorageAccess: StorageWriter {
 
     func currentRevision() throws -> Revision {
         if let deferred { return deferred.revision }
+        if snapshotReads { return try counter().revision }
         return try connection.firstRow("SELECT revision FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
     }
 
     func logFloor() throws -> Revision {
-        try connection.firstRow("SELECT log_floor FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
+        if let deferred { return deferred.floor }
+        if snapshotReads { return try counter().floor }
+        return try connection.firstRow("SELECT log_floor FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
+    }
+
+    /// The revision and the log floor, read together once (a response asks for both).
+    private func counter() throws -> (revision: Revision, floor: Revision) {
+        if let counterRow { return counterRow }
+        let row = try connection.firstRow("SELECT revision, log_floor FROM _rs_counter WHERE id = 1")
+        let read = (revision: row?[0].integerValue ?? 0, floor: row?[1].integerValue ?? 0)
+        counterRow = read
+        return read
     }
 
     func logEntries(after: Revision, through: Revision) throws -> [LogEntry] {
@@ -95,6 +119,12 @@ final class SQLStorageAccess: StorageWriter {
                 "SELECT COALESCE(SUM(\(dialect.byteLength("body"))), 0) FROM _rs_log WHERE revision > ? AND revision <= ?",
                 [.integer(after), .integer(through)])?.first?.integerValue ?? 0
         return size <= maxBytes ? try logEntries(after: after, through: through) : nil
+    }
+
+    /// Whether the log entries of the range are in memory (``RecentLog``): a response that needs
+    /// only them is built without reading the database.
+    func keepsLogEntries(after: Revision, through: Revision) -> Bool {
+        keptLogEntries(after: after, through: through) != nil
     }
 
     /// The entries from ``recentLog`` and, after them, the open transaction's own; `nil` unless
@@ -359,8 +389,9 @@ final class SQLStorageAccess: StorageWriter {
                 deferred = nil
             }
             if dialect.database == .postgres {
-                let locked = try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
-                deferred = DeferredCounters(revision: locked, lockedRevision: locked)
+                let row = try connection.firstRow(dialect.lockRevision)
+                let locked = row?[0].integerValue ?? 0
+                deferred = DeferredCounters(revision: locked, lockedRevision: locked, floor: row?[1].integerValue ?? 0)
             }
             let result = try body()
             if let counters = deferred {
@@ -459,7 +490,6 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
-        readAheadCache = nil
         if let counters = deferred {
             var next = counters.nextIDs[entity.name]
             if next == nil {
@@ -508,6 +538,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func setLogFloor(_ revision: Revision) throws {
+        deferred?.floor = revision
         try write("UPDATE _rs_counter SET log_floor = ? WHERE id = 1", [.integer(revision)])
     }
 

@@ -73,7 +73,7 @@ public final class SQLiteStorage: SyncStorage {
         let (entities, recentLog) = (self.entities, self.recentLog)
         // GRDB's read runs in one read transaction, on one WAL snapshot.
         return try await pool.read { db in
-            try body(SQLStorageAccess(GRDBConnection(db), entities: entities, recentLog: recentLog))
+            try body(SQLStorageAccess(GRDBConnection(db), entities: entities, recentLog: recentLog, snapshotReads: true))
         }
     }
 
