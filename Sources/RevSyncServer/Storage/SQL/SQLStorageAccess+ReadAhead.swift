@@ -1,5 +1,4 @@
 import RevSyncProtocol
-import Foundation
 
 /// What ``SQLStorageAccess/readAhead(_:)`` read: `nil` values are reads that found nothing.
 struct ReadAheadCache {
@@ -24,7 +23,6 @@ extension SQLStorageAccess {
     /// enqueued before them); on SQLite, where a read is a function call, nothing.
     func readAhead(_ reads: ReadAhead) throws {
         readAheadCache = nil
-        guard getenv("RS_NO_RA") == nil else { return }
         guard dialect.database == .postgres, reads.count > 1, reads.count <= ReadAhead.maximumReads else { return }
         var statements: [(sql: String, arguments: [SQLValue])] = []
         if let id = reads.changeSetID { statements.append((Self.selectOutcome, [.integer(reads.device), .text(id)])) }
@@ -41,7 +39,9 @@ extension SQLStorageAccess {
         var cache = ReadAheadCache(device: reads.device)
         // updateValue: a read that found nothing is kept as `nil` (a subscript would drop it).
         if let id = reads.changeSetID { cache.outcomes.updateValue(try results.removeFirst().first.map(Self.outcomeRecord), forKey: id) }
-        for id in reads.temporaryIDs { cache.mappings.updateValue(try results.removeFirst().first.map { try Self.mapping($0) }, forKey: id) }
+        for id in reads.temporaryIDs {
+            cache.mappings.updateValue(try results.removeFirst().first.map { try Self.mapping($0) }, forKey: id)
+        }
         for (table, (entity, id)) in zip(tables, reads.records.flatMap { entity, ids in ids.map { (entity, $0) } }) {
             let record = try results.removeFirst().first.map { try table.record(from: $0, dialect) }
             cache.records.updateValue(record, forKey: RecordReference(entity: entity.name, id: id))

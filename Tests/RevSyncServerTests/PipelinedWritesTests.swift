@@ -1,0 +1,160 @@
+import Foundation
+import RevSyncProtocol
+import RevSyncTestSupport
+import Testing
+
+@testable import RevSyncServer
+
+/// On PostgreSQL a request's writes travel in libpq's pipeline and are checked at its end, and
+/// a change set's reads are made together first (``ReadAhead``). Both must answer exactly as
+/// statement-by-statement execution did; these tests run on SQLite too, where nothing is
+/// deferred, as the reference.
+@Suite struct PipelinedWritesTests {
+    /// A venue named "Explode" cannot be inserted: a write that fails in the database itself
+    /// (as a broken disk or a constraint would), not a refusal of the engine.
+    static func installTrap(_ writer: any StorageWriter, _ store: StoreKind) throws {
+        let connection = (writer as! SQLStorageAccess).connection
+        switch store {
+        case .sqlite:
+            try connection.execute(
+                #"CREATE TRIGGER explode BEFORE INSERT ON "venues" WHEN NEW."name" = 'Explode' BEGIN SELECT RAISE(ABORT, 'explode'); END"#,
+                [])
+        case .postgres:
+            try connection.execute(
+                #"CREATE FUNCTION explode() RETURNS trigger AS $$ BEGIN IF NEW."name" = 'Explode' THEN RAISE EXCEPTION 'explode'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql"#,
+                [])
+            try connection.execute(#"CREATE TRIGGER explode BEFORE INSERT ON "venues" FOR EACH ROW EXECUTE FUNCTION explode()"#, [])
+        }
+    }
+
+    static func removeTrap(_ writer: any StorageWriter, _ store: StoreKind) throws {
+        try (writer as! SQLStorageAccess).connection.execute(
+            store == .sqlite ? "DROP TRIGGER explode" : #"DROP TRIGGER explode ON "venues""#, [])
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aWriteThatFailsRollsBackItsWholeRequestAndTheOthersOfItsGroupCommit(store: StoreKind) async throws {
+        try await withTestDatabase(store) { database in
+            let storage = try await database.open(schema: .demo)
+            let engine = SyncEngine(schema: .demo, storage: storage)
+            try await storage.withWriter { writer in try Self.installTrap(writer, store) }
+            var devices: [Device] = []
+            for index in 0..<8 { devices.append(try await Token.create(name: "tablet \(index)", role: .member, in: storage).0) }
+            // Device 3's second change set fails in the database, after its first one was written.
+            let failing = SyncMessage(
+                maxRevision: 0,
+                changeSets: [
+                    .new(id: "fine").creating("venues", -1, ["name": "Pitch 3"]),
+                    .new(id: "explodes").creating("venues", -2, ["name": "Explode"]),
+                    .new(id: "after").creating("venues", -3, ["name": "Pitch 3b"]),
+                ])
+
+            // The writer is busy: the requests queue up and are written as one group.
+            let busy = Task { try await storage.withWriter { _ in Thread.sleep(forTimeInterval: 0.3) } }
+            try await Task.sleep(for: .milliseconds(50))
+            let outcomes = await withTaskGroup(of: (Int, Result<SyncResponse, any Error>).self) { group in
+                for (index, device) in devices.enumerated() {
+                    group.addTask {
+                        let message =
+                            index == 3
+                            ? failing
+                            : SyncMessage(
+                                maxRevision: 0,
+                                changeSets: [.new(id: "d\(index)").creating("venues", -1, ["name": .text("Venue \(index)")])])
+                        do {
+                            return (index, .success(try await engine.sync(message, from: device)))
+                        } catch {
+                            return (index, .failure(error))
+                        }
+                    }
+                }
+                var outcomes: [Int: Result<SyncResponse, any Error>] = [:]
+                for await (index, outcome) in group { outcomes[index] = outcome }
+                return outcomes
+            }
+            try await busy.value
+
+            for (index, outcome) in outcomes {
+                switch outcome {
+                case .success: #expect(index != 3)
+                case .failure(let error):
+                    #expect(index == 3, "device \(index): \(error)")
+                    #expect("\(error)".contains("explode"))
+                }
+            }
+            let third = devices[3].id
+            let (names, revision, logged, outcomesOf3) = try await storage.withReader { reader in
+                var names: [String] = []
+                try reader.allRecords(Schema.demo.entity("venues")!) { names.append($0.values.map(\.description).joined(separator: " ")) }
+                let revision = try reader.currentRevision()
+                return (
+                    names, revision, try reader.logEntries(after: 0, through: revision).map(\.revision),
+                    try reader.outcomes(device: third)
+                )
+            }
+            // Nothing of device 3's request is left, not even its first change set, and the
+            // revisions have no gap.
+            #expect(names.count == 7 && !names.contains { $0.contains("Pitch 3") })
+            #expect(outcomesOf3.isEmpty)
+            #expect(revision == 7 && logged == Array(1...7))
+
+            // Once the database accepts it, the retry commits all three, once.
+            try await storage.withWriter { writer in try Self.removeTrap(writer, store) }
+            let retried = try await engine.sync(failing, from: devices[3])
+            #expect(retried.committed == 3 && retried.maxRevision == 10)
+            try await storage.close()
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func readingAheadAnswersAsTheDatabaseDoesUntilTheNextWrite(store: StoreKind) async throws {
+        try await withTestDatabase(store) { database in
+            let storage = try await database.open(schema: .demo)
+            let engine = SyncEngine(schema: .demo, storage: storage)
+            let (device, _) = try await Token.create(name: "tablet", role: .member, in: storage)
+            _ = try await engine.sync(
+                SyncMessage(maxRevision: 0, changeSets: [.new(id: "first").creating("venues", -1, ["name": "Pitch 1"])]), from: device)
+            let venues = Schema.demo.entity("venues")!
+            // Nothing of this is kept: the transaction ends with an error.
+            await #expect(throws: CancellationError.self) {
+                try await storage.withWriter { writer in
+                    try writer.transaction {
+                        let direct = (
+                            outcome: try writer.outcome(device: device.id, changeSetID: "first"),
+                            missing: try writer.outcome(device: device.id, changeSetID: "never"),
+                            mapping: try writer.mapping(device: device.id, temporaryID: -1),
+                            records: try writer.records(venues, ids: [1, 99])
+                        )
+                        var reads = ReadAhead(device: device.id, changeSetID: "first")
+                        reads.temporaryIDs = [-1, -7]
+                        reads.records = [(venues, [1, 99])]
+                        try writer.readAhead(reads)
+                        let access = writer as! SQLStorageAccess
+                        #expect((access.readAheadCache != nil) == (store == .postgres))
+                        if store == .postgres {
+                            // Reads that found nothing are kept too: they are answered without a query.
+                            #expect(access.readAheadCache?.mappings.keys.contains(-7) == true)
+                            #expect(access.readAheadCache?.records.count == 2)
+                        }
+                        #expect(try writer.outcome(device: device.id, changeSetID: "first") == direct.outcome)
+                        #expect(try writer.mapping(device: device.id, temporaryID: -1) == direct.mapping)
+                        #expect(try writer.mapping(device: device.id, temporaryID: -7) == nil)
+                        #expect(try writer.records(venues, ids: [1, 99]) == direct.records)
+                        #expect(try writer.records(venues, ids: [99]).isEmpty)
+                        #expect(direct.missing == nil && direct.mapping?.permanentID == 1 && direct.records.count == 1)
+
+                        // A write ends what was read ahead: the next read sees it.
+                        var changed = direct.records[0]
+                        changed.revision = 5
+                        try writer.update(venues, changed)
+                        #expect(access.readAheadCache == nil)
+                        #expect(try writer.records(venues, ids: [1]).first?.revision == 5)
+                        throw CancellationError()
+                    }
+                }
+            }
+            #expect(try await storage.withReader { try $0.records(venues, ids: [1]) }.first?.revision == 1)
+            try await storage.close()
+        }
+    }
+}
