@@ -1,7 +1,8 @@
 import Foundation
 import RevSyncProtocol
 
-/// The newest committed change log entries, kept in memory by the SQLite store.
+/// The newest committed change log entries, kept in memory by the store (SQLite; on
+/// PostgreSQL those this instance committed).
 ///
 /// Nearly every sync answers with the few change sets committed since the device's last one.
 /// Reading them back from `_rs_log` (a query, a copy of each body) was a twentieth of the
