@@ -106,6 +106,62 @@ import Testing
         }
     }
 
+    /// A group reads ahead for all its requests at once; what one request writes must not be
+    /// answered from that to the next: the same change set sent five times at once commits
+    /// once, and of two devices editing one record from the same revision the second is stale.
+    @Test(arguments: StoreKind.all)
+    func requestsOfOneGroupSeeEachOthersWritesDespiteReadingAhead(store: StoreKind) async throws {
+        try await withTestDatabase(store) { database in
+            let storage = try await database.open(schema: .demo)
+            let engine = SyncEngine(schema: .demo, storage: storage)
+            let (author, _) = try await Token.create(name: "author", role: .member, in: storage)
+            let (other, _) = try await Token.create(name: "other", role: .member, in: storage)
+            let seeded = try await engine.sync(
+                SyncMessage(maxRevision: 0, changeSets: [.new(id: "seed").creating("venues", -1, ["name": "Pitch 1"])]), from: author)
+            let base = seeded.maxRevision
+            let retried = SyncMessage(
+                maxRevision: base,
+                changeSets: [
+                    .new(id: "once").creating("venues", -2, ["name": "Pitch 2"]).updating("venues", 1, base: base, ["name": "Pitch 1a"])
+                ])
+            let rival = SyncMessage(
+                maxRevision: base, changeSets: [.new(id: "rival").updating("venues", 1, base: base, ["name": "Pitch 1b"])])
+
+            let busy = Task { try await storage.withWriter { _ in Thread.sleep(forTimeInterval: 0.3) } }
+            try await Task.sleep(for: .milliseconds(50))
+            let responses = try await withThrowingTaskGroup(of: (Bool, SyncMessage).self) { group in
+                for _ in 0..<5 {
+                    group.addTask { (true, try SyncMessage(json: try await engine.sync(retried, from: author).body, sender: .server)) }
+                }
+                group.addTask { (false, try SyncMessage(json: try await engine.sync(rival, from: other).body, sender: .server)) }
+                var responses: [(Bool, SyncMessage)] = []
+                for try await response in group { responses.append(response) }
+                return responses
+            }
+            try await busy.value
+
+            let authors = responses.filter(\.0).map { $0.1.outcome(of: "once") }
+            let rivalOutcome = responses.first { !$0.0 }?.1.outcome(of: "rival")
+            let (names, committed) = try await storage.withReader { reader in
+                var names: [String] = []
+                try reader.allRecords(Schema.demo.entity("venues")!) { names.append($0.values.map(\.description).joined(separator: " ")) }
+                return (names, try reader.logEntries(after: base, through: try reader.currentRevision()).count)
+            }
+            // One change set committed, whichever came first; the other found the record changed.
+            #expect(committed == 1)
+            if rivalOutcome?.conflict == true {
+                #expect(rivalOutcome?.reason == .staleRevision)
+                // Every copy is answered as committed, at one revision, and created one venue.
+                #expect(Set(authors.map { $0?.revision }).count == 1 && authors.allSatisfy { $0?.conflict != true })
+                #expect(names.filter { $0.contains("Pitch 2") }.count == 1 && names.contains { $0.contains("Pitch 1a") })
+            } else {
+                #expect(authors.allSatisfy { $0?.conflict == true && $0?.reason == .staleRevision })
+                #expect(!names.contains { $0.contains("Pitch 2") } && names.contains { $0.contains("Pitch 1b") })
+            }
+            try await storage.close()
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func readingAheadAnswersAsTheDatabaseDoesUntilTheNextWrite(store: StoreKind) async throws {
         try await withTestDatabase(store) { database in
@@ -128,12 +184,12 @@ import Testing
                         var reads = ReadAhead(device: device.id, changeSetID: "first")
                         reads.temporaryIDs = [-1, -7]
                         reads.records = [(venues, [1, 99])]
-                        try writer.readAhead(reads)
+                        try writer.readAhead([reads])
                         let access = writer as! SQLStorageAccess
                         #expect((access.readAheadCache != nil) == (store == .postgres))
                         if store == .postgres {
                             // Reads that found nothing are kept too: they are answered without a query.
-                            #expect(access.readAheadCache?.mappings.keys.contains(-7) == true)
+                            #expect(access.readAheadCache?.mappings.keys.contains(.init(device: device.id, temporaryID: -7)) == true)
                             #expect(access.readAheadCache?.records.count == 2)
                         }
                         #expect(try writer.outcome(device: device.id, changeSetID: "first") == direct.outcome)
@@ -147,7 +203,7 @@ import Testing
                         var changed = direct.records[0]
                         changed.revision = 5
                         try writer.update(venues, changed)
-                        #expect(access.readAheadCache == nil)
+                        #expect(access.readAheadCache?.records[RecordReference(entity: "venues", id: 1)] == nil)
                         #expect(try writer.records(venues, ids: [1]).first?.revision == 5)
                         throw CancellationError()
                     }

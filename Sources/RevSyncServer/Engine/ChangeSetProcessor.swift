@@ -30,7 +30,7 @@ struct ChangeSetProcessor {
             // The lock comes first: another server instance may be committing this very change
             // set (a client retrying elsewhere), and its outcome must be seen once it commits.
             let current = try writer.lockRevision()
-            try writer.readAhead(ReadAhead(changeSet, schema: schema, device: device.id))
+            try writer.readAhead([ReadAhead(changeSet, schema: schema, device: device.id)])
             var digest: String?
             if let id = changeSet.id {
                 digest =

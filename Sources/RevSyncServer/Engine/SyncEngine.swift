@@ -45,7 +45,7 @@ public struct SyncEngine: Sendable {
         self.schema = schema
         self.storage = storage
         self.limits = limits
-        self.groupCommit = GroupCommit(storage: storage)
+        self.groupCommit = GroupCommit(storage: storage, schema: schema)
     }
 
     /// Applies the request's change sets for `device`, as given: its claims are trusted (the
@@ -169,7 +169,9 @@ public struct SyncEngine: Sendable {
         }
         // Concurrent requests share one writer turn and one commit on both stores (on PostgreSQL
         // too: one transaction, a savepoint per change set, the counter row locked once).
-        let written = try await groupCommit.write(work)
+        var reads: GroupCommit.Reads?
+        if case .token(let hash) = sender { reads = GroupCommit.Reads(tokenHash: hash, changeSets: request.changeSets) }
+        let written = try await groupCommit.write(reads: reads, work)
         switch written {
         case .response(let response):
             return response

@@ -79,10 +79,12 @@ public protocol StorageReader: AnyObject {
     func outcomes(device: Int64) throws -> [String: StoredOutcome]
     /// The permanent ID the server gave one of this device's temporary IDs.
     func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping?
-    /// Reads at once what a change set is about to read one by one, where a round trip costs
-    /// more than a read (PostgreSQL; elsewhere nothing happens): the outcome, mappings and
-    /// records it names are then answered from what was read, until the next write.
-    func readAhead(_ reads: ReadAhead) throws
+    /// Reads at once what change sets are about to read one by one, where a round trip costs
+    /// more than a read (PostgreSQL; elsewhere nothing happens): the outcomes, mappings and
+    /// records they name are then answered from what was read, each until it is written.
+    func readAhead(_ reads: [ReadAhead]) throws
+    /// The same for the devices of these token hashes (``device(tokenHash:)``).
+    func readDevices(tokenHashes: [String]) throws
     /// This device's temporary IDs that the change set at `revision` resolved.
     func mappings(device: Int64, revision: Revision) throws -> [IDMapping]
     /// The device a token hash belongs to, unless revoked.

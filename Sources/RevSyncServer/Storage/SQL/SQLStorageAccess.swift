@@ -193,7 +193,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func outcome(device: Int64, changeSetID: String) throws -> OutcomeRecord? {
-        if let cache = readAheadCache, cache.device == device, let outcome = cache.outcomes[changeSetID] { return outcome }
+        if let outcome = readAheadCache?.outcomes[.init(device: device, changeSetID: changeSetID)] { return outcome }
         return try connection.firstRow(Self.selectOutcome, [.integer(device), .text(changeSetID)]).map(Self.outcomeRecord)
     }
 
@@ -220,7 +220,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping? {
-        if let cache = readAheadCache, cache.device == device, let mapping = cache.mappings[temporaryID] { return mapping }
+        if let mapping = readAheadCache?.mappings[.init(device: device, temporaryID: temporaryID)] { return mapping }
         return try connection.firstRow(Self.selectMapping, [.integer(device), .integer(temporaryID.rawValue)]).map(Self.mapping)
     }
 
@@ -249,13 +249,12 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func device(tokenHash: String) throws -> Device? {
-        guard
-            let row = try connection.firstRow(
-                "SELECT id, name, role, delivered_revision, user_id FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL",
-                [.text(tokenHash)])
-        else { return nil }
-        return try Self.device(row)
+        if let device = readAheadCache?.devices[tokenHash] { return device }
+        return try connection.firstRow(Self.selectDevice, [.text(tokenHash)]).map(Self.device)
     }
+
+    static let selectDevice =
+        "SELECT id, name, role, delivered_revision, user_id FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL"
 
     func allDevices() throws -> [DeviceRecord] {
         try connection.rows("SELECT id, name, role, delivered_revision, user_id, created_at, revoked_at FROM _rs_devices ORDER BY id").map {
@@ -435,10 +434,14 @@ final class SQLStorageAccess: StorageWriter {
         }
     }
 
+    /// What a read ahead knew of a record is gone once it is written.
+    private func forget(_ entity: Entity, _ id: RecordID) {
+        readAheadCache?.records.removeValue(forKey: RecordReference(entity: entity.name, id: id))
+    }
+
     /// A statement whose result is not read: inside a transaction it travels with the next
     /// ones (``SQLConnection/enqueue(_:_:)``), outside it runs at once.
     private func write(_ sql: String, _ arguments: [SQLValue]) throws {
-        readAheadCache = nil
         if inTransaction {
             try connection.enqueue(sql, arguments)
         } else {
@@ -463,6 +466,7 @@ final class SQLStorageAccess: StorageWriter {
             pendingLog.removeSubrange(pendingBefore...)
             (deferred, pendingRevision) = (countersBefore, revisionBefore)
             try? connection.flush()
+            readAheadCache = nil
             _ = try? connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
             _ = try? connection.execute("RELEASE SAVEPOINT \(name)", [])
             throw error
@@ -470,6 +474,7 @@ final class SQLStorageAccess: StorageWriter {
         if !keep {
             pendingLog.removeSubrange(pendingBefore...)
             (deferred, pendingRevision) = (countersBefore, revisionBefore)
+            readAheadCache = nil
             try connection.enqueue("ROLLBACK TO SAVEPOINT \(name)", [])
         }
         try connection.enqueue("RELEASE SAVEPOINT \(name)", [])
@@ -512,6 +517,7 @@ final class SQLStorageAccess: StorageWriter {
 
     func insert(_ entity: Entity, _ record: StoredRecord) throws {
         let sql = try sql(entity)
+        forget(entity, record.id)
         try write(sql.insert, sql.insertArguments(record, dialect))
     }
 
@@ -522,7 +528,10 @@ final class SQLStorageAccess: StorageWriter {
             let batch = records[start..<min(start + sql.insertBatchSize, records.count)]
             var arguments: [SQLValue] = []
             arguments.reserveCapacity(batch.count * sql.columnCount)
-            for record in batch { arguments += sql.insertArguments(record, dialect) }
+            for record in batch {
+                forget(entity, record.id)
+                arguments += sql.insertArguments(record, dialect)
+            }
             try write(batch.count == sql.insertBatchSize ? sql.insertBatch : sql.insert(rows: batch.count), arguments)
             start += batch.count
         }
@@ -530,10 +539,12 @@ final class SQLStorageAccess: StorageWriter {
 
     func update(_ entity: Entity, _ record: StoredRecord) throws {
         let sql = try sql(entity)
+        forget(entity, record.id)
         try write(sql.update, sql.updateArguments(record, dialect))
     }
 
     func delete(_ entity: Entity, id: RecordID) throws {
+        forget(entity, id)
         try write(try sql(entity).delete, [.integer(id.rawValue)])
     }
 
@@ -563,18 +574,21 @@ final class SQLStorageAccess: StorageWriter {
             revision = .null
             conflict = .bytes(outcome.encodedConflict())
         }
+        readAheadCache?.outcomes.removeValue(forKey: .init(device: device, changeSetID: changeSetID))
         try write(
             "INSERT INTO _rs_outcomes (device_id, change_set_id, revision, conflict, processed_at, digest) VALUES (?, ?, ?, ?, ?, ?)",
             [.integer(device), .text(changeSetID), revision, conflict, .integer(Self.now()), digest.map(SQLValue.text) ?? .null])
     }
 
     func recordDelivered(device: Int64, revision: Revision) throws {
+        readAheadCache?.forgetDevice(device)
         try write(
             "UPDATE _rs_devices SET delivered_revision = ? WHERE id = ? AND delivered_revision < ?",
             [.integer(revision), .integer(device), .integer(revision)])
     }
 
     func saveMapping(device: Int64, _ mapping: IDMapping) throws {
+        readAheadCache?.mappings.removeValue(forKey: .init(device: device, temporaryID: mapping.temporaryID))
         try write(
             "INSERT INTO _rs_id_map (device_id, temporary_id, entity, permanent_id, revision) VALUES (?, ?, ?, ?, ?)",
             [
