@@ -33,12 +33,32 @@ public final class ServerFleet: Sendable {
     public static func start(
         count: Int, database: String, binaries: URL, logDirectory: String, arguments: [String] = []
     ) async throws -> ServerFleet {
-        let ports = try (0..<count).map { _ in try freePort() }
-        let fleet = ServerFleet(
-            database: database, ports: ports, executable: binaries.appendingPathComponent("revsync-server").path,
-            logDirectory: logDirectory, arguments: arguments)
-        for index in 0..<count { try await fleet.start(index) }
-        return fleet
+        var attempt = 1
+        while true {
+            var ports: [Int] = []
+            for _ in 0..<count { ports.append(try freePort(excluding: ports)) }
+            let fleet = ServerFleet(
+                database: database, ports: ports, executable: binaries.appendingPathComponent("revsync-server").path,
+                logDirectory: logDirectory, arguments: arguments)
+            do {
+                for index in 0..<count { try await fleet.start(index) }
+                return fleet
+            } catch {
+                // Another process took a port between its choice and the server's bind: again,
+                // on other ports.
+                await fleet.stop()
+                guard attempt < 5, fleet.lostAPort else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    /// Whether an instance could not bind its port.
+    private var lostAPort: Bool {
+        ports.indices.contains { index in
+            (try? String(contentsOfFile: logDirectory + "/server-\(index).log", encoding: .utf8))?.contains("Address already in use")
+                == true
+        }
     }
 
     private init(database: String, ports: [Int], executable: String, logDirectory: String, arguments: [String]) {
@@ -109,7 +129,18 @@ public final class ServerFleet: Sendable {
     }
 
     /// A TCP port nothing listens on right now.
-    static func freePort() throws -> Int {
+    /// A port nothing listens on, below the kernel's range of ephemeral ports (32768 and up on
+    /// Linux), where the outgoing connections of other tests and the servers they start on
+    /// port 0 take theirs.
+    static func freePort(excluding taken: [Int] = []) throws -> Int {
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000..<32_000)
+            if !taken.contains(port), isFree(port) { return port }
+        }
+        throw SimulationError("cannot find a free port")
+    }
+
+    private static func isFree(_ port: Int) -> Bool {
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -119,15 +150,10 @@ public final class ServerFleet: Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0 else { throw SimulationError("cannot find a free port") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return bound == 0
     }
 }
