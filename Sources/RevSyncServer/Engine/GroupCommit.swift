@@ -118,7 +118,7 @@ final class GroupCommit: Sendable {
     /// The devices of the group's requests, then what their change sets read first: two round
     /// trips for the group instead of two per request (PostgreSQL; nothing on SQLite).
     private func readAhead(_ reads: [Reads], _ writer: any StorageWriter) throws {
-        guard reads.count > 1 else { return }
+        guard reads.count > 1, !storage.isEmbedded else { return }
         try writer.readDevices(tokenHashes: reads.map(\.tokenHash))
         var changeSets: [ReadAhead] = []
         for request in reads {

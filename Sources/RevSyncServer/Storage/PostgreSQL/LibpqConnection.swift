@@ -60,9 +60,7 @@ final class LibpqConnection: SQLConnection {
     }
 
     func enqueue(_ sql: String, _ arguments: [SQLValue]) throws {
-        if pending.isEmpty {
-            guard PQenterPipelineMode(connection) == 1 else { throw error(message: lastError, sqlState: nil, sql: sql) }
-        }
+        try enterPipeline()
         try send(sql, arguments)
         if pending.count >= Self.maximumPending { try flush() }
     }
@@ -77,9 +75,7 @@ final class LibpqConnection: SQLConnection {
         guard statements.count > 1 || !pending.isEmpty else {
             return try statements.map { try rows($0.sql, $0.arguments) }
         }
-        if pending.isEmpty {
-            guard PQenterPipelineMode(connection) == 1 else { throw error(message: lastError, sqlState: nil, sql: "pipeline") }
-        }
+        try enterPipeline()
         for statement in statements { try send(statement.sql, statement.arguments, wanted: true) }
         let results = try collect()
         defer { for result in results { PQclear(result) } }
@@ -194,6 +190,12 @@ final class LibpqConnection: SQLConnection {
     }
 
     // MARK: Pipeline mode
+
+    /// Enters pipeline mode, unless statements are already waiting in it.
+    private func enterPipeline() throws {
+        guard pending.isEmpty else { return }
+        guard PQenterPipelineMode(connection) == 1 else { throw error(message: lastError, sqlState: nil, sql: "pipeline mode") }
+    }
 
     /// Sends a statement in pipeline mode (preparing it first if it is new), unanswered.
     private func send(_ sql: String, _ arguments: [SQLValue], wanted: Bool = false) throws {
