@@ -162,6 +162,44 @@ import Testing
         }
     }
 
+    /// A change set refused before it wrote anything (here: stale) keeps no savepoint of its
+    /// own where the group keeps the ID counters in memory; the IDs it reserved are given back
+    /// all the same, and its outcome is kept.
+    @Test(arguments: StoreKind.all)
+    func aChangeSetRefusedBeforeWritingGivesBackItsIDs(store: StoreKind) async throws {
+        try await withTestDatabase(store) { database in
+            let storage = try await database.open(schema: .demo)
+            let engine = SyncEngine(schema: .demo, storage: storage)
+            let (author, _) = try await Token.create(name: "author", role: .member, in: storage)
+            let (other, _) = try await Token.create(name: "other", role: .member, in: storage)
+            let first = try await engine.sync(
+                SyncMessage(maxRevision: 0, changeSets: [.new(id: "one").creating("venues", -1, ["name": "Pitch 1"])]), from: author)
+            _ = try await engine.sync(
+                SyncMessage(
+                    maxRevision: first.maxRevision,
+                    changeSets: [.new(id: "edit").updating("venues", 1, base: first.maxRevision, ["name": "Pitch 1b"])]),
+                from: other)
+            let stale = try SyncMessage(
+                json: try await engine.sync(
+                    SyncMessage(
+                        maxRevision: first.maxRevision,
+                        changeSets: [
+                            .new(id: "stale").creating("venues", -2, ["name": "Pitch 2"])
+                                .updating("venues", 1, base: first.maxRevision, ["name": "Pitch 1a"])
+                        ]), from: author
+                ).body, sender: .server)
+            #expect(stale.outcome(of: "stale")?.reason == .staleRevision)
+            let next = try SyncMessage(
+                json: try await engine.sync(
+                    SyncMessage(maxRevision: 2, changeSets: [.new(id: "two").creating("venues", -3, ["name": "Pitch 3"])]), from: author
+                ).body, sender: .server)
+            // The refused create's ID went back: the next venue is 2, not 3.
+            #expect(next.permanentID(of: -3, in: "venues") == 2)
+            #expect(try await storage.withReader { try $0.outcome(device: author.id, changeSetID: "stale") }?.outcome != nil)
+            try await storage.close()
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func readingAheadAnswersAsTheDatabaseDoesUntilTheNextWrite(store: StoreKind) async throws {
         try await withTestDatabase(store) { database in

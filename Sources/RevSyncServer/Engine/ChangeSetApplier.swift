@@ -36,6 +36,13 @@ struct ChangeSetApplier {
         case refused(ConflictReason, [ConflictEntry])
     }
 
+    /// Whether every refusal of `plan` comes before its first write: no deletes (judged once
+    /// the creates and updates are in place), and no permission rules to judge the written
+    /// records by.
+    func refusesOnlyBeforeWriting(_ plan: PlannedChangeSet) -> Bool {
+        plan.entities.allSatisfy(\.deletes.isEmpty) && (device.role == .admin || !schema.hasPermissions)
+    }
+
     func apply(_ plan: PlannedChangeSet, at revision: Revision) throws -> Result {
         let application = Application(applier: self, plan: plan, revision: revision)
         try application.checkTemporaryIDsAreNew()

@@ -67,10 +67,17 @@ struct ChangeSetProcessor {
             let applier = ChangeSetApplier(
                 schema: schema, device: device, seenRevision: seenRevision, writer: writer, resolver: resolver)
             var result: ChangeSetApplier.Result?
-            try writer.savepoint {
+            let apply = {
                 result = try applier.apply(plan, at: current + 1)
                 if case .applied = result { return true }
                 return false
+            }
+            // A refusal after the first write needs its writes rolled back; one before needs
+            // only its reserved IDs given back.
+            if applier.refusesOnlyBeforeWriting(plan) {
+                try writer.provisionally(apply)
+            } else {
+                try writer.savepoint(apply)
             }
             switch result! {
             case .refused(let reason, let entries):

@@ -154,6 +154,11 @@ public protocol StorageWriter: StorageReader {
     /// Runs `body` in a savepoint inside the current transaction; rolls the savepoint back
     /// (and only it) when `body` returns `false` or throws.
     func savepoint(_ body: () throws -> Bool) throws
+    /// Runs `body`, which writes nothing before it may return `false` but reserves IDs
+    /// (``allocateIDs(_:count:)``): the reservations are given back when it returns `false` or
+    /// throws. A savepoint where they are rows; none where a group keeps them in memory (one
+    /// statement pair fewer per change set on PostgreSQL).
+    func provisionally(_ body: () throws -> Bool) throws
     /// Locks the revision counter until the transaction ends and returns its value.
     func lockRevision() throws -> Revision
     /// Sets the revision counter (inside the transaction that locked it).

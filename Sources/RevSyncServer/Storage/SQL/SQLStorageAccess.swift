@@ -480,6 +480,18 @@ final class SQLStorageAccess: StorageWriter {
         try connection.enqueue("RELEASE SAVEPOINT \(name)", [])
     }
 
+    func provisionally(_ body: () throws -> Bool) throws {
+        guard let countersBefore = deferred else { return try savepoint(body) }
+        let keep: Bool
+        do {
+            keep = try body()
+        } catch {
+            deferred = countersBefore
+            throw error
+        }
+        if !keep { deferred = countersBefore }
+    }
+
     func lockRevision() throws -> Revision {
         if let deferred { return deferred.revision }
         return try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
