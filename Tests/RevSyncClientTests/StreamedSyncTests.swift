@@ -96,35 +96,15 @@ import Testing
             try await withLiveServer { server in
                 try await Self.seed(server, in: directory)
                 let device = try await server.clientDevice("newcomer", in: directory)
-                let synchronizer = Self.streaming(device, transport: CorruptingTransport())
+                // Bytes flipped in the middle of the gzip body.
+                let corrupting = ThrottledTransport(pieceSize: 64 * 1_024, pause: 0) { offset, piece in
+                    for index in piece.indices where (offset + index) % 10_000 == 5_000 { piece[index] ^= 0xFF }
+                }
+                let synchronizer = Self.streaming(device, transport: corrupting)
                 await #expect(throws: SyncFailure.self) { try await synchronizer.sync() }
                 #expect(try await device.store.contents() == [:])
                 #expect(try await device.store.status().maxRevision == 0)
             }
-        }
-    }
-}
-
-/// Flips bytes in the middle of a response's gzip body.
-private struct CorruptingTransport: SyncTransport {
-    let real = DefaultTransport()
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        try await real.send(request)
-    }
-
-    func download(
-        _ request: TransportRequest, receive: @escaping @Sendable (TransportResponse, [UInt8]) throws -> Void
-    ) async throws -> TransportResponse {
-        let handed = Locked(0)
-        return try await real.download(request) { head, bytes in
-            var bytes = bytes
-            let start = handed.withLock { handed in
-                defer { handed += bytes.count }
-                return handed
-            }
-            for index in bytes.indices where (start + index) % 10_000 == 5_000 { bytes[index] ^= 0xFF }
-            try receive(head, bytes)
         }
     }
 }

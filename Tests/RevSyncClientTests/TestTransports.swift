@@ -96,20 +96,24 @@ final class BreakingTransport: SyncTransport, Sendable {
 }
 
 /// Forwards requests to the server and hands a response's body over as a slow connection
-/// would: in small pieces with a pause between them, and on demand cut off after a number of
-/// bytes (the connection breaks).
+/// would: in small pieces with a pause between them, on demand cut off after a number of
+/// bytes (the connection breaks), and damaged by `alter` (given each piece and its offset).
 final class ThrottledTransport: SyncTransport, Sendable {
     struct CutOff: Error {}
 
     private let real = DefaultTransport()
     private let pieceSize: Int
     private let pause: TimeInterval
+    private let alter: (@Sendable (_ offset: Int, _ piece: inout [UInt8]) -> Void)?
     private let cutAfter = Locked<Int?>(nil)
     private let downloading = Locked(false)
 
-    init(pieceSize: Int = 1_024, pause: TimeInterval = 0.001) {
+    init(
+        pieceSize: Int = 1_024, pause: TimeInterval = 0.001, alter: (@Sendable (_ offset: Int, _ piece: inout [UInt8]) -> Void)? = nil
+    ) {
         self.pieceSize = pieceSize
         self.pause = pause
+        self.alter = alter
     }
 
     /// The next download breaks after `bytes` bytes of body.
@@ -132,15 +136,16 @@ final class ThrottledTransport: SyncTransport, Sendable {
         let handed = Locked(0)
         downloading.withLock { $0 = true }
         defer { downloading.withLock { $0 = false } }
-        let (pieceSize, pause) = (pieceSize, pause)
+        let (pieceSize, pause, alter) = (pieceSize, pause, alter)
         return try await real.download(request) { head, bytes in
             for start in stride(from: 0, to: bytes.count, by: pieceSize) {
-                let piece = Array(bytes[start..<min(start + pieceSize, bytes.count)])
+                var piece = Array(bytes[start..<min(start + pieceSize, bytes.count)])
                 let total = handed.withLock { handed in
                     handed += piece.count
                     return handed
                 }
                 if let cut, total > cut { throw CutOff() }
+                alter?(total - piece.count, &piece)
                 try receive(head, piece)
                 Thread.sleep(forTimeInterval: pause)
             }

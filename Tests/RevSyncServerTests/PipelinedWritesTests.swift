@@ -49,32 +49,18 @@ import Testing
                     .new(id: "after").creating("venues", -3, ["name": "Pitch 3b"]),
                 ])
 
-            // The writer is busy: the requests queue up and are written as one group.
-            let busy = Task { try await storage.withWriter { _ in Thread.sleep(forTimeInterval: 0.3) } }
-            try await Task.sleep(for: .milliseconds(50))
-            let outcomes = await withTaskGroup(of: (Int, Result<SyncResponse, any Error>).self) { group in
-                for (index, device) in devices.enumerated() {
-                    group.addTask {
-                        let message =
-                            index == 3
-                            ? failing
-                            : SyncMessage(
-                                maxRevision: 0,
-                                changeSets: [.new(id: "d\(index)").creating("venues", -1, ["name": .text("Venue \(index)")])])
-                        do {
-                            return (index, .success(try await engine.sync(message, from: device)))
-                        } catch {
-                            return (index, .failure(error))
-                        }
-                    }
-                }
-                var outcomes: [Int: Result<SyncResponse, any Error>] = [:]
-                for await (index, outcome) in group { outcomes[index] = outcome }
-                return outcomes
-            }
-            try await busy.value
+            let outcomes = try await syncAsOneGroup(
+                engine, storage,
+                devices.enumerated().map { index, device in
+                    let message =
+                        index == 3
+                        ? failing
+                        : SyncMessage(
+                            maxRevision: 0, changeSets: [.new(id: "d\(index)").creating("venues", -1, ["name": .text("Venue \(index)")])])
+                    return (message, device)
+                })
 
-            for (index, outcome) in outcomes {
+            for (index, outcome) in outcomes.enumerated() {
                 switch outcome {
                 case .success: #expect(index != 3)
                 case .failure(let error):
@@ -83,14 +69,10 @@ import Testing
                 }
             }
             let third = devices[3].id
-            let (names, revision, logged, outcomesOf3) = try await storage.withReader { reader in
-                var names: [String] = []
-                try reader.allRecords(Schema.demo.entity("venues")!) { names.append($0.values.map(\.description).joined(separator: " ")) }
+            let names = try await recordTexts("venues", in: storage)
+            let (revision, logged, outcomesOf3) = try await storage.withReader { reader in
                 let revision = try reader.currentRevision()
-                return (
-                    names, revision, try reader.logEntries(after: 0, through: revision).map(\.revision),
-                    try reader.outcomes(device: third)
-                )
+                return (revision, try reader.logEntries(after: 0, through: revision).map(\.revision), try reader.outcomes(device: third))
             }
             // Nothing of device 3's request is left, not even its first change set, and the
             // revisions have no gap.
@@ -127,26 +109,16 @@ import Testing
             let rival = SyncMessage(
                 maxRevision: base, changeSets: [.new(id: "rival").updating("venues", 1, base: base, ["name": "Pitch 1b"])])
 
-            let busy = Task { try await storage.withWriter { _ in Thread.sleep(forTimeInterval: 0.3) } }
-            try await Task.sleep(for: .milliseconds(50))
-            let responses = try await withThrowingTaskGroup(of: (Bool, SyncMessage).self) { group in
-                for _ in 0..<5 {
-                    group.addTask { (true, try SyncMessage(json: try await engine.sync(retried, from: author).body, sender: .server)) }
-                }
-                group.addTask { (false, try SyncMessage(json: try await engine.sync(rival, from: other).body, sender: .server)) }
-                var responses: [(Bool, SyncMessage)] = []
-                for try await response in group { responses.append(response) }
-                return responses
+            let results = try await syncAsOneGroup(
+                engine, storage, Array(repeating: (retried, author), count: 5) + [(rival, other)])
+            let responses = try results.enumerated().map { index, result in
+                (index < 5, try SyncMessage(json: try result.get().body, sender: .server))
             }
-            try await busy.value
 
             let authors = responses.filter(\.0).map { $0.1.outcome(of: "once") }
             let rivalOutcome = responses.first { !$0.0 }?.1.outcome(of: "rival")
-            let (names, committed) = try await storage.withReader { reader in
-                var names: [String] = []
-                try reader.allRecords(Schema.demo.entity("venues")!) { names.append($0.values.map(\.description).joined(separator: " ")) }
-                return (names, try reader.logEntries(after: base, through: try reader.currentRevision()).count)
-            }
+            let names = try await recordTexts("venues", in: storage)
+            let committed = try await storage.withReader { try $0.logEntries(after: base, through: try $0.currentRevision()).count }
             // One change set committed, whichever came first; the other found the record changed.
             #expect(committed == 1)
             if rivalOutcome?.conflict == true {
