@@ -13,7 +13,10 @@ final class ResponseBodyPipe: @unchecked Sendable {
     // Safe: every field below is read and written under `condition`'s lock.
     private let condition = NSCondition()
     private var head: TransportResponse?
+    /// The pieces waiting, from `firstPiece` on (taken ones are dropped now and then, not one
+    /// by one: a slow network hands over thousands of small pieces).
     private var pieces: [[UInt8]] = []
+    private var firstPiece = 0
     private var waitingBytes = 0
     private var received = 0
     private var streaming = false
@@ -127,9 +130,15 @@ final class ResponseBodyPipe: @unchecked Sendable {
     /// - Throws: ``Interrupted`` when the connection broke.
     func next() throws -> [UInt8]? {
         try locked {
-            while pieces.isEmpty && end == nil { condition.wait() }
-            if !pieces.isEmpty {
-                let piece = pieces.removeFirst()
+            while firstPiece == pieces.count && end == nil { condition.wait() }
+            if firstPiece < pieces.count {
+                let piece = pieces[firstPiece]
+                pieces[firstPiece] = []
+                firstPiece += 1
+                if firstPiece >= 64 && firstPiece * 2 >= pieces.count {
+                    pieces.removeFirst(firstPiece)
+                    firstPiece = 0
+                }
                 waitingBytes -= piece.count
                 condition.broadcast()
                 return piece
@@ -144,6 +153,7 @@ final class ResponseBodyPipe: @unchecked Sendable {
         locked {
             abandoned = true
             pieces = []
+            firstPiece = 0
             waitingBytes = 0
             condition.broadcast()
         }

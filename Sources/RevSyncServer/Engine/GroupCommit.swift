@@ -115,6 +115,10 @@ final class GroupCommit: Sendable {
         }
     }
 
+    /// How many change sets of each request the group reads ahead for (a bulk request's others
+    /// read theirs one change set at a time).
+    static let changeSetsReadAhead = 8
+
     /// The devices of the group's requests, then what their change sets read first: two round
     /// trips for the group instead of two per request (PostgreSQL; nothing on SQLite).
     private func readAhead(_ reads: [Reads], _ writer: any StorageWriter) throws {
@@ -123,7 +127,7 @@ final class GroupCommit: Sendable {
         var changeSets: [ReadAhead] = []
         for request in reads {
             guard let device = try writer.device(tokenHash: request.tokenHash) else { continue }
-            changeSets += request.changeSets.prefix(8).map { ReadAhead($0, schema: schema, device: device.id) }
+            changeSets += request.changeSets.prefix(Self.changeSetsReadAhead).map { ReadAhead($0, schema: schema, device: device.id) }
         }
         try writer.readAhead(changeSets)
     }

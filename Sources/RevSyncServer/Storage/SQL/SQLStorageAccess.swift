@@ -38,7 +38,8 @@ final class SQLStorageAccess: StorageWriter {
     private var pendingLog: [LogEntry] = []
     /// Told of each commit that moved the revision.
     private let commits: CommitSignal?
-    /// What ``readAhead(_:)`` read, answered until the next write.
+    /// What ``readAhead(_:)`` and ``readDevices(tokenHashes:)`` read, each answered until its
+    /// row is written (a rollback forgets all of it).
     var readAheadCache: ReadAheadCache?
     /// The revision the open transaction set, for ``commits`` once it commits.
     private var pendingRevision: Revision?
@@ -408,8 +409,8 @@ final class SQLStorageAccess: StorageWriter {
     /// `body` in one write transaction: committed if it returns, rolled back if it throws.
     ///
     /// Statements whose result is not read are enqueued (``SQLConnection/enqueue(_:_:)``): on
-    /// PostgreSQL they travel together, answered at the next read, at the end of a change
-    /// set's savepoint, or at the commit.
+    /// PostgreSQL they travel together, answered at the next read, at the end of the outermost
+    /// savepoint, or at the commit.
     private func committed<T>(_ body: () throws -> T) throws -> T {
         try connection.enqueue(dialect.beginWrite, [])
         inTransaction = true
@@ -460,7 +461,8 @@ final class SQLStorageAccess: StorageWriter {
         do {
             keep = try body()
             // The errors of the statements sent inside belong to this savepoint: they are
-            // waited for at the end of the outermost one (a change set), or before a rollback.
+            // waited for at the end of the outermost one (a request's change sets, or a change
+            // set of its own), or before a rollback.
             if savepointDepth == 1 || !keep { try connection.flush() }
         } catch {
             pendingLog.removeSubrange(pendingBefore...)
