@@ -172,6 +172,71 @@ import Testing
         }
     }
 
+    /// A group reads what its requests' change sets read in one statement per kind, the keys in
+    /// arrays: a change set `id` is the client's text, and must come back as itself whatever it
+    /// holds. The second time, every change set is known as a repeat (its devices are known by
+    /// then, so their reads go with the counter's lock).
+    @Test(arguments: StoreKind.all)
+    func awkwardChangeSetIDsAreReadAheadAsThemselves(store: StoreKind) async throws {
+        try await withTestDatabase(store) { database in
+            let storage = try await database.open(schema: .demo)
+            let engine = SyncEngine(schema: .demo, storage: storage)
+            let ids = [#"a"b"#, #"c\d"#, "{e,f}", "NULL", "' OR 1=1 --", "ü 名前", #"\""#, "  "]
+            var requests: [(message: SyncMessage, token: String)] = []
+            for (index, id) in ids.enumerated() {
+                let token = try await Token.create(name: "tablet \(index)", role: .member, in: storage).token
+                let message = SyncMessage(
+                    maxRevision: 0, changeSets: [.new(id: id).creating("venues", -1, ["name": .text("Venue \(index)")])])
+                requests.append((message, token))
+            }
+            var revisions: [[Revision?]] = []
+            for _ in 0..<2 {
+                let results = try await syncAsOneGroup(engine, storage, tokens: requests)
+                revisions.append(
+                    try zip(ids, results).map { id, result in
+                        let outcome = try SyncMessage(json: try result.get().body, sender: .server).outcome(of: id)
+                        #expect(outcome?.conflict != true, "\(id)")
+                        return outcome?.revision
+                    })
+            }
+            // Committed once each, and the repeats answered with the same revisions.
+            #expect(Set(revisions[0].compactMap { $0 }) == Set(1...Revision(ids.count)))
+            #expect(revisions[1] == revisions[0])
+            #expect(try await storage.withReader { try $0.currentRevision() } == Revision(ids.count))
+            try await storage.close()
+        }
+    }
+
+    /// A group reads the devices of its tokens with the counter's lock, and what the change sets
+    /// of devices it saw before read with them: a device revoked between two groups is refused
+    /// in the second, and the others of its group go on.
+    @Test(arguments: StoreKind.all)
+    func aDeviceRevokedBetweenTwoGroupsIsRefused(store: StoreKind) async throws {
+        try await withTestDatabase(store) { database in
+            let storage = try await database.open(schema: .demo)
+            let engine = SyncEngine(schema: .demo, storage: storage)
+            var devices: [(device: Device, token: String)] = []
+            for index in 0..<3 { devices.append(try await Token.create(name: "tablet \(index)", role: .member, in: storage)) }
+            func requests(_ round: Int) -> [(message: SyncMessage, token: String)] {
+                devices.enumerated().map { index, device in
+                    let name = Value.text("Venue \(round).\(index)")
+                    let changeSet = ChangeSet.new(id: "r\(round)").creating("venues", RecordID(Int64(-round)), ["name": name])
+                    return (SyncMessage(maxRevision: 0, changeSets: [changeSet]), device.token)
+                }
+            }
+            #expect(try await syncAsOneGroup(engine, storage, tokens: requests(1)).allSatisfy { (try? $0.get()) != nil })
+            let revoked = devices[1].device.id
+            #expect(try await storage.withWriter { writer in try writer.transaction { try writer.revokeDevice(id: revoked) } })
+
+            let second = try await syncAsOneGroup(engine, storage, tokens: requests(2))
+            #expect(throws: SyncError.unauthorized) { try second[1].get() }
+            #expect((try? second[0].get()) != nil && (try? second[2].get()) != nil)
+            let texts = try await recordTexts("venues", in: storage)
+            #expect(texts.filter { $0.contains("Venue 2.") }.count == 2)
+            try await storage.close()
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func readingAheadAnswersAsTheDatabaseDoesUntilTheNextWrite(store: StoreKind) async throws {
         try await withTestDatabase(store) { database in

@@ -47,6 +47,40 @@ import Testing
         #expect(log.entries(after: 5, through: 7) == nil)
     }
 
+    /// On PostgreSQL each instance keeps the entries it committed, and learns those another
+    /// instance committed when its writer next locks the revision counter (the log read with the
+    /// lock, in its round trip): a catch-up over both instances' commits is then answered from
+    /// memory, with exactly what the database holds.
+    @Test(.enabled(if: StoreKind.all.contains(.postgres)))
+    func anInstanceLearnsTheOthersEntriesWithItsLock() async throws {
+        try await withTestDatabase(.postgres) { database in
+            let one = try await database.open(schema: .demo)
+            let other = try await database.open(schema: .demo)
+            let (device, _) = try await Token.create(name: "tablet", role: .member, in: one)
+            func create(_ name: String, _ temporaryID: RecordID, on storage: any SyncStorage) async throws {
+                let message = SyncMessage(
+                    maxRevision: 0, changeSets: [.new(id: name).creating("venues", temporaryID, ["name": .text(name)])])
+                _ = try await SyncEngine(schema: .demo, storage: storage).sync(message, from: device)
+            }
+            try await create("one", -1, on: one)
+            try await create("other", -2, on: other)
+            #expect(try await one.withWriter { $0.keepsLogEntries(after: 0, through: 2) } == false)
+            try await create("one again", -3, on: one)
+
+            #expect(try await one.withWriter { $0.keepsLogEntries(after: 0, through: 3) })
+            func texts(_ entries: [LogEntry]) -> [String] {
+                entries.map { "\($0.revision) \($0.device) \($0.changeSetID ?? "-") \(String(decoding: $0.body, as: UTF8.self))" }
+            }
+            let kept = texts(try await one.withReader { try $0.logEntries(after: 0, through: 3) })
+            // The other instance keeps only its own: it reads the range from the database.
+            #expect(try await other.withWriter { $0.keepsLogEntries(after: 0, through: 3) } == false)
+            let stored = texts(try await other.withReader { try $0.logEntries(after: 0, through: 3) })
+            #expect(kept == stored && kept.count == 3)
+            try await one.close()
+            try await other.close()
+        }
+    }
+
     /// Through the store: an entry of a rolled-back transaction or savepoint is never served,
     /// and the revision it had is served with what was committed under it later.
     @Test func rolledBackEntriesAreNeverServed() async throws {

@@ -7,13 +7,28 @@ public import RevSyncServer
 public func syncAsOneGroup(
     _ engine: SyncEngine, _ storage: any SyncStorage, _ requests: [(message: SyncMessage, device: Device)]
 ) async throws -> [Result<SyncResponse, any Error>] {
+    try await asOneGroup(storage, requests.map { request in { try await engine.sync(request.message, from: request.device) } })
+}
+
+/// The same, each request as one from the network: its device found by its token (and what
+/// its change sets read, read ahead for the whole group).
+public func syncAsOneGroup(
+    _ engine: SyncEngine, _ storage: any SyncStorage, tokens requests: [(message: SyncMessage, token: String)]
+) async throws -> [Result<SyncResponse, any Error>] {
+    try await asOneGroup(
+        storage, requests.map { request in { try await engine.sync(request.message, tokenHash: Token.hash(request.token)) } })
+}
+
+private func asOneGroup(
+    _ storage: any SyncStorage, _ requests: [@Sendable () async throws -> SyncResponse]
+) async throws -> [Result<SyncResponse, any Error>] {
     let busy = Task { try await storage.withWriter { _ in Thread.sleep(forTimeInterval: 0.3) } }
     try await Task.sleep(for: .milliseconds(50))
     let results = await withTaskGroup(of: (Int, Result<SyncResponse, any Error>).self) { group in
         for (index, request) in requests.enumerated() {
             group.addTask {
                 do {
-                    return (index, .success(try await engine.sync(request.message, from: request.device)))
+                    return (index, .success(try await request()))
                 } catch {
                     return (index, .failure(error))
                 }

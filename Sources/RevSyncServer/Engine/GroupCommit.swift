@@ -7,13 +7,17 @@ import RevSyncProtocol
 /// writer made that the ceiling: about 1,000 syncs per second. On PostgreSQL each commit waits
 /// for the WAL's flush too, and each change set holds the revision counter row: one instance's
 /// concurrent requests are one transaction there as well, the counter row locked by the first
-/// change set and released by the commit (other instances' groups take turns with it). Requests that arrive while a
-/// group is being written wait for the next group; a group takes at most `maximumGroup`
-/// requests. Each change set stays atomic as before: its transaction becomes a savepoint of the
-/// group's, rolled back alone when it is refused. A request that fails as a whole (its token was
-/// revoked, its `maxRevision` is ahead) fails before it writes anything, and the others go on;
-/// one that fails half-way is rolled back whole (its change sets are in one savepoint of their
-/// own, ``SyncEngine``), and its device's retry sends them again. Nothing is answered
+/// change set and released by the commit (other instances' groups take turns with it).
+/// Requests that arrive while a group is being written wait for the next group; a group takes
+/// at most `maximumGroup` requests. Each change set stays atomic as before: its transaction
+/// becomes a savepoint of the group's, rolled back alone when it is refused. A request that
+/// fails as a whole (its token was revoked, its `maxRevision` is ahead) fails before it writes
+/// anything, and the others go on; one that fails half-way is rolled back whole (its change
+/// sets are in one savepoint of their own, ``SyncEngine``), and its device's retry sends them
+/// again. On PostgreSQL the group's statements are checked only at its commit
+/// (``GroupChecks/atCommit``: none of its requests waits for the answers to its writes); when
+/// one failed, the group is rolled back and run again with each request checked at its end, so
+/// that the failure is its request's alone. Nothing is answered
 /// before the group's commit returned, so an acknowledged change set is on disk; if the commit
 /// fails, every request of the group fails and nothing of it happened (the devices retry with
 /// the same change set `id`s).
@@ -27,6 +31,8 @@ final class GroupCommit: Sendable {
     private let schema: Schema
     private let maximumGroup: Int
     private let state = Locked(State())
+    /// The device IDs of tokens seen in earlier groups.
+    private let knownDevices = Locked<[String: Int64]>([:])
 
     /// What a request reads first, for the group to read it ahead for all its requests at once.
     struct Reads: Sendable {
@@ -101,9 +107,12 @@ final class GroupCommit: Sendable {
             let commit: Result<Void, any Error>
             do {
                 try await storage.withWriter { writer in
-                    try writer.group {
-                        try self.readAhead(group.compactMap(\.reads), writer)
-                        for job in group { job.run(writer) }
+                    do {
+                        try self.run(group, writer, checks: .atCommit)
+                    } catch is GroupStatementFailure {
+                        // Which request's statement failed is not known: the group again, each
+                        // request's statements checked at its end, so that the failure is its own.
+                        try self.run(group, writer, checks: .eachSavepoint)
                     }
                 }
                 commit = .success(())
@@ -115,19 +124,61 @@ final class GroupCommit: Sendable {
         }
     }
 
+    /// The group's jobs in one transaction: a job that runs again (the group checked at its
+    /// commit failed) replaces the result of its first run.
+    private func run(_ group: [Job], _ writer: any StorageWriter, checks: GroupChecks) throws {
+        let requests = storage.isEmbedded ? [] : group.compactMap(\.reads)
+        // What the requests of devices seen before read goes with the lock; the others' once
+        // their devices are known.
+        var first = GroupReads()
+        var later: [Reads] = []
+        let known = knownDevices.current
+        for request in requests {
+            first.tokenHashes.append(request.tokenHash)
+            if let device = known[request.tokenHash] {
+                first.changeSets += readsAhead(request, device: device)
+            } else {
+                later.append(request)
+            }
+        }
+        try writer.group(checks: checks, reads: first) {
+            try self.remember(requests, writer)
+            try self.readAhead(later, writer)
+            for job in group { job.run(writer) }
+        }
+    }
+
     /// How many change sets of each request the group reads ahead for (a bulk request's others
     /// read theirs one change set at a time).
     static let changeSetsReadAhead = 8
 
-    /// The devices of the group's requests, then what their change sets read first: two round
-    /// trips for the group instead of two per request (PostgreSQL; nothing on SQLite).
-    private func readAhead(_ reads: [Reads], _ writer: any StorageWriter) throws {
-        guard reads.count > 1, !storage.isEmbedded else { return }
-        try writer.readDevices(tokenHashes: reads.map(\.tokenHash))
+    private func readsAhead(_ request: Reads, device: Int64) -> [ReadAhead] {
+        request.changeSets.prefix(Self.changeSetsReadAhead).map { ReadAhead($0, schema: schema, device: device) }
+    }
+
+    /// The devices of the group's tokens (read with the lock): a later group reads what their
+    /// change sets read with its lock too. A token's device never changes; a revoked one is
+    /// forgotten (its requests fail).
+    private func remember(_ requests: [Reads], _ writer: any StorageWriter) throws {
+        guard !requests.isEmpty else { return }
+        let found = try requests.map { ($0.tokenHash, try writer.device(tokenHash: $0.tokenHash)?.id) }
+        knownDevices.withLock { known in
+            if known.count + found.count > Self.knownDevicesLimit { known = [:] }
+            for (tokenHash, device) in found { known[tokenHash] = device }
+        }
+    }
+
+    /// The most devices remembered; beyond it the memory starts over.
+    static let knownDevicesLimit = 10_000
+
+    /// What the first change sets of requests whose devices were not known read: one round
+    /// trip for them all (PostgreSQL).
+    private func readAhead(_ requests: [Reads], _ writer: any StorageWriter) throws {
+        guard requests.count > 1 else { return }
         var changeSets: [ReadAhead] = []
-        for request in reads {
+        for request in requests {
             guard let device = try writer.device(tokenHash: request.tokenHash) else { continue }
-            changeSets += request.changeSets.prefix(Self.changeSetsReadAhead).map { ReadAhead($0, schema: schema, device: device.id) }
+            changeSets += readsAhead(request, device: device.id)
         }
         try writer.readAhead(changeSets)
     }

@@ -83,8 +83,6 @@ public protocol StorageReader: AnyObject {
     /// more than a read (PostgreSQL; elsewhere nothing happens): the outcomes, mappings and
     /// records they name are then answered from what was read, each until it is written.
     func readAhead(_ reads: [ReadAhead]) throws
-    /// The same for the devices of these token hashes (``device(tokenHash:)``).
-    func readDevices(tokenHashes: [String]) throws
     /// This device's temporary IDs that the change set at `revision` resolved.
     func mappings(device: Int64, revision: Revision) throws -> [IDMapping]
     /// The device a token hash belongs to, unless revoked.
@@ -150,7 +148,14 @@ public protocol StorageWriter: StorageReader {
     /// Runs `body` in one transaction in which every ``transaction(_:)`` is a savepoint: a
     /// group commit. What the body wrote becomes durable together when this returns, with one
     /// commit (one `fsync`) for all of it; if the commit fails, none of it happened.
-    func group<T>(_ body: () throws -> T) throws -> T
+    ///
+    /// - Parameters:
+    ///   - checks: when the statements' answers are waited for (where a statement is a round
+    ///     trip, PostgreSQL): at the end of each outermost savepoint, so that a failure is its
+    ///     savepoint's, or only at the commit, which throws ``GroupStatementFailure`` (the group
+    ///     rolled back) when any of them failed.
+    ///   - reads: what the body reads first, read with the lock in its round trip (PostgreSQL).
+    func group<T>(checks: GroupChecks, reads: GroupReads, _ body: () throws -> T) throws -> T
     /// Runs `body` in a savepoint inside the current transaction; rolls the savepoint back
     /// (and only it) when `body` returns `false` or throws.
     func savepoint(_ body: () throws -> Bool) throws
@@ -296,5 +301,42 @@ public struct OutcomeRecord: Sendable, Hashable {
     public init(outcome: StoredOutcome, digest: String?) {
         self.outcome = outcome
         self.digest = digest
+    }
+}
+
+/// When the statements of a group commit (``StorageWriter/group(checks:reads:_:)``) are checked.
+public enum GroupChecks: Sendable {
+    /// At the end of each outermost savepoint (a request's change sets): a statement that
+    /// fails there fails its savepoint only, and the group goes on.
+    case eachSavepoint
+    /// Only at the commit: the savepoints' statements go out one after the other without
+    /// waiting for their answers (the database works on one while the next is being made). A
+    /// failure cannot be told apart from the savepoints after it: the group is rolled back
+    /// with ``GroupStatementFailure``, to be run again with ``eachSavepoint``.
+    case atCommit
+}
+
+/// What the requests of a group commit read first (``StorageWriter/group(checks:reads:_:)``):
+/// where a read is a round trip (PostgreSQL), read with the revision counter's lock, in the
+/// same one, and then answered from memory (``StorageReader/readAhead(_:)``).
+public struct GroupReads: Sendable {
+    /// Token hashes whose devices are looked up (``StorageReader/device(tokenHash:)``).
+    public var tokenHashes: [String] = []
+    /// What change sets read first.
+    public var changeSets: [ReadAhead] = []
+
+    public init() {}
+}
+
+/// A statement of a group checked at its commit (``GroupChecks/atCommit``) failed: the group
+/// was rolled back, and nothing of it happened.
+public struct GroupStatementFailure: Error, CustomStringConvertible {
+    public var description: String { "a statement of the commit group failed; it was rolled back" }
+}
+
+extension StorageWriter {
+    /// A group whose savepoints are each checked at their end (``GroupChecks/eachSavepoint``).
+    public func group<T>(_ body: () throws -> T) throws -> T {
+        try group(checks: .eachSavepoint, reads: GroupReads(), body)
     }
 }

@@ -11,6 +11,8 @@ struct EntitySQL: Sendable {
     /// The select of ``selectBatchSize`` IDs at once (`id IN (...)`).
     let selectBatch: String
     let selectBatchSize = 128
+    /// The select of the IDs of an array (`id = ANY(?)`, PostgreSQL).
+    let selectAny: String
     let selectAll: String
     let insert: String
     /// The insert of ``insertBatchSize`` rows at once.
@@ -31,6 +33,7 @@ struct EntitySQL: Sendable {
             .joined(separator: ", ")
         select = "SELECT \(columns) FROM \(table) WHERE id = ?"
         selectBatch = "SELECT \(columns) FROM \(table) WHERE id IN (" + Array(repeating: "?", count: 128).joined(separator: ", ") + ")"
+        selectAny = "SELECT \(columns) FROM \(table) WHERE id = ANY(?::bigint[])"
         selectAll = "SELECT \(columns) FROM \(table) ORDER BY id"
         columnCount = 4 + entity.attributes.count
         insertPrefix = "INSERT INTO \(table) (\(columns)) VALUES "

@@ -2,7 +2,8 @@ import Foundation
 import RevSyncProtocol
 
 /// The newest committed change log entries, kept in memory by the store (SQLite; on
-/// PostgreSQL those this instance committed).
+/// PostgreSQL those this instance committed, and those of other instances its writer read
+/// when it locked the revision counter).
 ///
 /// Nearly every sync answers with the few change sets committed since the device's last one.
 /// Reading them back from `_rs_log` (a query, a copy of each body) was a twentieth of the
@@ -78,6 +79,9 @@ final class RecentLog: Sendable {
             }
         }
     }
+
+    /// The revision of the newest entry kept.
+    var newest: Revision? { window.withLock { $0.start < $0.kept.count ? $0.kept.last?.revision : nil } }
 
     /// The number of entries kept (for tests).
     var count: Int { window.withLock { $0.kept.count - $0.start } }

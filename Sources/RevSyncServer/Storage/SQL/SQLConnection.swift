@@ -44,6 +44,12 @@ protocol SQLConnection: AnyObject {
     func enqueue(_ sql: String, _ arguments: [SQLValue]) throws
     /// Waits for every statement ``enqueue(_:_:)`` sent; throws the first one's error.
     func flush() throws
+    /// Hands what ``enqueue(_:_:)`` holds to the database without waiting for the answers:
+    /// it starts on them while the caller goes on.
+    func send() throws
+    /// How many statements failed on this connection so far: a failure among statements
+    /// whose answers were read later than they were sent is told by this changing.
+    var failedStatements: Int { get }
     /// The rows of each query, in order: on PostgreSQL in one round trip.
     func queries(_ statements: [(sql: String, arguments: [SQLValue])]) throws -> [[[SQLValue]]]
 }
@@ -55,6 +61,11 @@ extension SQLConnection {
     }
 
     func flush() throws {}
+
+    func send() throws {}
+
+    /// Nothing waits: a statement's error is thrown where it runs.
+    var failedStatements: Int { 0 }
 
     func queries(_ statements: [(sql: String, arguments: [SQLValue])]) throws -> [[[SQLValue]]] {
         try statements.map { try rows($0.sql, $0.arguments) }

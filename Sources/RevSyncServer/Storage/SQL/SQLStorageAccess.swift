@@ -12,8 +12,10 @@ final class SQLStorageAccess: StorageWriter {
     /// How many savepoints are open; a savepoint is named after its depth, so that the few
     /// statements that open and close them are prepared once per connection.
     private var savepointDepth = 0
-    /// Inside ``group(_:)``: transactions are savepoints of the group's transaction.
+    /// Inside ``group(checks:reads:_:)``: transactions are savepoints of the group's transaction.
     private var grouping = false
+    /// When the group's statements are checked.
+    private var checks = GroupChecks.eachSavepoint
     /// Inside a write transaction: statements whose result is not read may wait to travel
     /// with the next ones (``write(_:_:)``).
     private var inTransaction = false
@@ -38,7 +40,7 @@ final class SQLStorageAccess: StorageWriter {
     private var pendingLog: [LogEntry] = []
     /// Told of each commit that moved the revision.
     private let commits: CommitSignal?
-    /// What ``readAhead(_:)`` and ``readDevices(tokenHashes:)`` read, each answered until its
+    /// What ``readAhead(_:)`` and a group's first reads read, each answered until its
     /// row is written (a rollback forgets all of it).
     var readAheadCache: ReadAheadCache?
     /// The revision the open transaction set, for ``commits`` once it commits.
@@ -380,30 +382,68 @@ final class SQLStorageAccess: StorageWriter {
         return try committed(body)
     }
 
-    func group<T>(_ body: () throws -> T) throws -> T {
+    func group<T>(checks: GroupChecks, reads: GroupReads, _ body: () throws -> T) throws -> T {
         precondition(!grouping, "groups do not nest")
-        return try committed {
-            grouping = true
-            defer {
-                grouping = false
-                deferred = nil
+        let failedBefore = connection.failedStatements
+        // Checked only at the commit, a failure may have been read by a later savepoint, which
+        // went on as if it had been its own: nothing of the group may commit.
+        func failedUnplaced() -> Bool { checks == .atCommit && connection.failedStatements != failedBefore }
+        self.checks = checks
+        defer { self.checks = .eachSavepoint }
+        do {
+            return try committed(beforeCommit: { if failedUnplaced() { throw GroupStatementFailure() } }) {
+                try groupBody(reads: reads, body)
             }
-            if dialect.database == .postgres {
-                let row = try connection.firstRow(dialect.lockRevision)
-                let locked = row?[0].integerValue ?? 0
-                deferred = DeferredCounters(revision: locked, lockedRevision: locked, floor: row?[1].integerValue ?? 0)
-            }
-            let result = try body()
-            if let counters = deferred {
-                for (entity, next) in counters.nextIDs {
-                    try write("UPDATE _rs_ids SET next_id = ? WHERE entity = ?", [.integer(next), .text(entity)])
-                }
-                if counters.revision != counters.lockedRevision {
-                    try write("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(counters.revision)])
-                }
-            }
-            return result
+        } catch {
+            throw failedUnplaced() ? GroupStatementFailure() : error
         }
+    }
+
+    /// The group's transaction: the counters locked first, written once at the end.
+    private func groupBody<T>(reads: GroupReads, _ body: () throws -> T) throws -> T {
+        grouping = true
+        defer {
+            grouping = false
+            deferred = nil
+        }
+        if dialect.database == .postgres {
+            let row = try lockCatchingUp(reads)
+            let locked = row?[0].integerValue ?? 0
+            deferred = DeferredCounters(revision: locked, lockedRevision: locked, floor: row?[1].integerValue ?? 0)
+        }
+        let result = try body()
+        if let counters = deferred {
+            for (entity, next) in counters.nextIDs {
+                try write("UPDATE _rs_ids SET next_id = ? WHERE entity = ?", [.integer(next), .text(entity)])
+            }
+            if counters.revision != counters.lockedRevision {
+                try write("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(counters.revision)])
+            }
+        }
+        return result
+    }
+
+    /// The most log entries of other instances the writer reads when it locks the counter.
+    static let catchUpEntries = 256
+
+    /// Locks the revision counter and returns its row. With it, in the same round trip: the
+    /// log entries other instances committed since the newest one ``recentLog`` keeps (the lock
+    /// waited for their commits), so that the writer answers their devices from memory; and
+    /// what the group reads first.
+    private func lockCatchingUp(_ reads: GroupReads) throws -> [SQLValue]? {
+        var statements: [(sql: String, arguments: [SQLValue])] = [(dialect.lockRevision, [])]
+        if let newest = recentLog?.newest {
+            statements.append(
+                (
+                    """
+                    SELECT revision, device_id, change_set_id, body FROM _rs_log
+                    WHERE revision > GREATEST(?, (SELECT revision FROM _rs_counter WHERE id = 1) - ?) ORDER BY revision
+                    """, [.integer(newest), .integer(Int64(Self.catchUpEntries))]
+                ))
+        }
+        let results = try read(deviceReads(tokenHashes: reads.tokenHashes) + cacheReads(reads.changeSets), after: statements)
+        if results.count > 1 { recentLog?.committed(try results[1].map(Self.logEntry)) }
+        return results[0].first
     }
 
     /// `body` in one write transaction: committed if it returns, rolled back if it throws.
@@ -411,7 +451,9 @@ final class SQLStorageAccess: StorageWriter {
     /// Statements whose result is not read are enqueued (``SQLConnection/enqueue(_:_:)``): on
     /// PostgreSQL they travel together, answered at the next read, at the end of the outermost
     /// savepoint, or at the commit.
-    private func committed<T>(_ body: () throws -> T) throws -> T {
+    ///
+    /// - Parameter beforeCommit: a last check; its error rolls the transaction back.
+    private func committed<T>(beforeCommit: () throws -> Void = {}, _ body: () throws -> T) throws -> T {
         try connection.enqueue(dialect.beginWrite, [])
         inTransaction = true
         readAheadCache = nil
@@ -423,6 +465,7 @@ final class SQLStorageAccess: StorageWriter {
         }
         do {
             let result = try body()
+            try beforeCommit()
             try connection.execute("COMMIT", [])
             recentLog?.committed(pendingLog)
             if let pendingRevision { commits?.committed(pendingRevision) }
@@ -462,8 +505,13 @@ final class SQLStorageAccess: StorageWriter {
             keep = try body()
             // The errors of the statements sent inside belong to this savepoint: they are
             // waited for at the end of the outermost one (a request's change sets, or a change
-            // set of its own), or before a rollback.
-            if savepointDepth == 1 || !keep { try connection.flush() }
+            // set of its own), or before a rollback. A group checked at its commit only sends
+            // them on: the database works on them while the next request is being made.
+            if !keep || (savepointDepth == 1 && checks == .eachSavepoint) {
+                try connection.flush()
+            } else if savepointDepth == 1 {
+                try connection.send()
+            }
         } catch {
             pendingLog.removeSubrange(pendingBefore...)
             (deferred, pendingRevision) = (countersBefore, revisionBefore)
