@@ -237,6 +237,54 @@ import Testing
         }
     }
 
+    /// A bulk request's change sets have their reads made a window at a time, before the first
+    /// of the window runs: what an earlier one writes (a mapping, a delete, an outcome) must be
+    /// seen by the later ones of the same window and of the next.
+    @Test(arguments: StoreKind.all)
+    func aBulkRequestsChangeSetsSeeWhatTheEarlierOnesWrote(store: StoreKind) async throws {
+        try await withTestDatabase(store) { database in
+            let storage = try await database.open(schema: .demo)
+            let engine = SyncEngine(schema: .demo, storage: storage)
+            let (_, token) = try await Token.create(name: "tablet", role: .member, in: storage)
+            func sync(_ message: SyncMessage) async throws -> SyncMessage {
+                try SyncMessage(json: try await engine.sync(message, tokenHash: Token.hash(token)).body, sender: .server)
+            }
+            let seeded = try await sync(
+                SyncMessage(maxRevision: 0, changeSets: [.new(id: "seed").creating("venues", -1, ["name": "Old pitch"])]))
+            let base = seeded.maxRevision
+            let session: [String: Value] = ["team_id": .integer(-10), "starts_at": "2026-03-01"]
+            var changeSets: [ChangeSet] = [
+                .new(id: "team").creating("teams", -10, ["name": "U10"]),
+                .new(id: "delete").deleting("venues", 1, base: base),
+                .new(id: "twice").creating("venues", -11, ["name": "Twice"]),
+                .new(id: "at deleted").creating("training_sessions", -12, session.merging(["venue_id": .integer(1)]) { $1 }),
+                .new(id: "at new team").creating("training_sessions", -13, session),
+                .new(id: "twice").creating("venues", -11, ["name": "Twice"]),
+            ]
+            for index in 0..<124 {
+                changeSets.append(
+                    .new(id: "venue \(index)").creating("venues", RecordID(Int64(-100 - index)), ["name": .text("Venue \(index)")]))
+            }
+            changeSets.insert(.new(id: "next window").creating("training_sessions", -14, session), at: 100)
+            #expect(changeSets.count > 2 * ChangeSetProcessor.readAheadWindow)
+
+            let response = try await sync(SyncMessage(maxRevision: base, changeSets: changeSets))
+            let team = response.permanentID(of: -10, in: "teams")
+            // The reference to a venue deleted earlier in the request is refused, even though
+            // the venue was read ahead before the delete ran.
+            #expect(response.outcome(of: "at deleted")?.conflict == true)
+            // The new team's temporary ID was read ahead unmapped, and mapped before its use.
+            let sessions = try await storage.withReader { try $0.records(Schema.demo.entity("training_sessions")!, ids: [1, 2, 3]) }
+            #expect(team != nil && sessions.count == 2)
+            #expect(sessions.allSatisfy { $0.values[0] == .integer(team?.rawValue ?? -1) })
+            // The change set sent twice was committed once.
+            #expect(try await recordTexts("venues", in: storage).filter { $0.contains("Twice") }.count == 1)
+            let committed = try await storage.withReader { try $0.currentRevision() } - base
+            #expect(committed == Revision(changeSets.count - 2))
+            try await storage.close()
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func readingAheadAnswersAsTheDatabaseDoesUntilTheNextWrite(store: StoreKind) async throws {
         try await withTestDatabase(store) { database in

@@ -23,6 +23,31 @@ struct ChangeSetProcessor {
     let writer: any StorageWriter
     let resolver: TemporaryIDResolver
 
+    /// How many change sets of a request have their reads made together
+    /// (``StorageReader/readAhead(_:)``).
+    static let readAheadWindow = 64
+
+    /// Processes a request's change sets in order, reading what they read ahead a window at a
+    /// time: on PostgreSQL a bulk request then costs a round trip per window, not one per
+    /// change set. What one of them writes is forgotten from what was read ahead, so the later
+    /// ones read it again.
+    ///
+    /// - Parameter digests: each change set's digest, where it was computed beforehand.
+    func process(_ changeSets: [ChangeSet], digests: [String?]) throws -> [ChangeSetOutcome] {
+        var outcomes: [ChangeSetOutcome] = []
+        outcomes.reserveCapacity(changeSets.count)
+        for (index, (changeSet, digest)) in zip(changeSets, digests).enumerated() {
+            if index % Self.readAheadWindow == 0, changeSets.count > 1 {
+                // After the lock, as each change set's own reads (free inside a group, which holds it).
+                _ = try writer.lockRevision()
+                let window = changeSets[index..<min(index + Self.readAheadWindow, changeSets.count)]
+                try writer.readAhead(window.map { ReadAhead($0, schema: schema, device: device.id) })
+            }
+            outcomes.append(try process(changeSet, knownDigest: digest))
+        }
+        return outcomes
+    }
+
     /// - Parameter knownDigest: the change set's digest, when it could be computed without the
     ///   ID map (``ChangeSetDigest/withoutIDMap(_:schema:)``).
     func process(_ changeSet: ChangeSet, knownDigest: String? = nil) throws -> ChangeSetOutcome {

@@ -139,9 +139,7 @@ public struct SyncEngine: Sendable {
             // anywhere rolls all of them back and fails the request, whose device sends them
             // again. So their writes are checked once, at its end (on PostgreSQL, one round trip
             // for the request's statements instead of one per change set).
-            let outcomes = try writer.transaction {
-                try zip(request.changeSets, digests).map { try processor.process($0, knownDigest: $1) }
-            }
+            let outcomes = try writer.transaction { try processor.process(request.changeSets, digests: digests) }
             // A device that is nearly up to date gets its answer from the writer at once: the few
             // log entries cost less than handing the request to a reader. On PostgreSQL only when
             // they are in memory (this instance committed them all; reading them would cost the
