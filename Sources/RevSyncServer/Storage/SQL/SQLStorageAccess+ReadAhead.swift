@@ -98,77 +98,81 @@ extension SQLStorageAccess {
                 }
             }
         }
-        var statements: [CacheRead] = []
-        if outcomes.count == 1, let key = outcomes.first {
-            statements.append(
-                CacheRead(sql: Self.selectOutcome, arguments: [.integer(key.device), .text(key.changeSetID)]) { cache, rows in
-                    // updateValue: a read that found nothing is kept as `nil` (a subscript would drop it).
-                    cache.outcomes.updateValue(try rows.first.map(Self.outcomeRecord), forKey: key)
-                })
-        } else if !outcomes.isEmpty {
-            statements.append(
-                CacheRead(
-                    sql: """
+        var statements = [
+            Self.keyedRead(
+                outcomes, into: \.outcomes,
+                one: { (Self.selectOutcome, [.integer($0.device), .text($0.changeSetID)]) }, value: Self.outcomeRecord,
+                many: { keys in
+                    (
+                        """
                         SELECT k.device_id, k.change_set_id, o.revision, o.conflict, o.digest
                         FROM unnest(?::bigint[], ?::text[]) AS k(device_id, change_set_id), LATERAL (
                             SELECT revision, conflict, digest FROM _rs_outcomes
                             WHERE device_id = k.device_id AND change_set_id = k.change_set_id LIMIT 1) o
-                        """,
-                    arguments: [Self.array(outcomes.map { String($0.device) }), Self.array(outcomes.map(\.changeSetID))]
-                ) { cache, rows in
-                    for key in outcomes { cache.outcomes.updateValue(nil, forKey: key) }
-                    for row in rows {
-                        guard let device = row[0].integerValue, let id = row[1].textValue else { continue }
-                        cache.outcomes[.init(device: device, changeSetID: id)] = try Self.outcomeRecord(Array(row[2...]))
-                    }
-                })
-        }
-        if mappings.count == 1, let key = mappings.first {
-            statements.append(
-                CacheRead(sql: Self.selectMapping, arguments: [.integer(key.device), .integer(key.temporaryID.rawValue)]) { cache, rows in
-                    cache.mappings.updateValue(try rows.first.map { try Self.mapping($0) }, forKey: key)
-                })
-        } else if !mappings.isEmpty {
-            statements.append(
-                CacheRead(
-                    sql: """
+                        """, [Self.array(keys.map { String($0.device) }), Self.array(keys.map(\.changeSetID))]
+                    )
+                },
+                keyed: { row in
+                    guard let device = row[0].integerValue, let id = row[1].textValue else { return nil }
+                    return (.init(device: device, changeSetID: id), try Self.outcomeRecord(Array(row[2...])))
+                }),
+            Self.keyedRead(
+                mappings, into: \.mappings,
+                one: { (Self.selectMapping, [.integer($0.device), .integer($0.temporaryID.rawValue)]) }, value: { try Self.mapping($0) },
+                many: { keys in
+                    (
+                        """
                         SELECT k.device_id, k.temporary_id, m.entity, m.permanent_id, m.revision
                         FROM unnest(?::bigint[], ?::bigint[]) AS k(device_id, temporary_id), LATERAL (
                             SELECT entity, permanent_id, revision FROM _rs_id_map
                             WHERE device_id = k.device_id AND temporary_id = k.temporary_id LIMIT 1) m
-                        """,
-                    arguments: [
-                        Self.array(mappings.map { String($0.device) }), Self.array(mappings.map { String($0.temporaryID.rawValue) }),
-                    ]
-                ) { cache, rows in
-                    for key in mappings { cache.mappings.updateValue(nil, forKey: key) }
-                    for row in rows {
-                        guard let device = row[0].integerValue else { continue }
-                        let mapping = try Self.mapping(Array(row[1...]))
-                        cache.mappings[.init(device: device, temporaryID: mapping.temporaryID)] = mapping
-                    }
-                })
-        }
+                        """, [Self.array(keys.map { String($0.device) }), Self.array(keys.map { String($0.temporaryID.rawValue) })]
+                    )
+                },
+                keyed: { row in
+                    guard let device = row[0].integerValue else { return nil }
+                    let mapping = try Self.mapping(Array(row[1...]))
+                    return (.init(device: device, temporaryID: mapping.temporaryID), mapping)
+                }),
+        ]
         for (name, table) in records.sorted(by: { $0.key < $1.key }) {
-            if table.ids.count == 1, let id = table.ids.first {
-                statements.append(
-                    CacheRead(sql: table.sql.select, arguments: [.integer(id.rawValue)]) { [dialect] cache, rows in
-                        let record = try rows.first.map { try table.sql.record(from: $0, dialect) }
-                        cache.records.updateValue(record, forKey: RecordReference(entity: name, id: id))
-                    })
-                continue
-            }
+            let record = { [dialect] (row: [SQLValue]) in try table.sql.record(from: row, dialect) }
             statements.append(
-                CacheRead(sql: table.sql.selectAny, arguments: [Self.array(table.ids.map { String($0.rawValue) })]) {
-                    [dialect] cache, rows in
-                    for id in table.ids { cache.records.updateValue(nil, forKey: RecordReference(entity: name, id: id)) }
-                    for row in rows {
-                        let record = try table.sql.record(from: row, dialect)
-                        cache.records[RecordReference(entity: name, id: record.id)] = record
-                    }
-                })
+                Self.keyedRead(
+                    table.ids.map { RecordReference(entity: name, id: $0) }, into: \.records,
+                    one: { (table.sql.select, [.integer($0.id.rawValue)]) }, value: record,
+                    many: { keys in (table.sql.selectAny, [Self.array(keys.map { String($0.id.rawValue) })]) },
+                    keyed: { row in
+                        let found = try record(row)
+                        return (RecordReference(entity: name, id: found.id), found)
+                    }))
         }
-        return statements
+        return statements.compactMap { $0 }
+    }
+
+    /// The read of `keys` into one table of the cache: a single key with its plain select
+    /// (`one`, whose row is the value), more with one select of arrays (`many`, whose rows
+    /// name their key). A key whose row is not found is kept as found to be missing.
+    private static func keyedRead<Key: Hashable, Value>(
+        _ keys: [Key], into table: WritableKeyPath<ReadAheadCache, [Key: Value?]>,
+        one: (Key) -> (sql: String, arguments: [SQLValue]), value: @escaping ([SQLValue]) throws -> Value,
+        many: ([Key]) -> (sql: String, arguments: [SQLValue]), keyed: @escaping ([SQLValue]) throws -> (Key, Value)?
+    ) -> CacheRead? {
+        guard let first = keys.first else { return nil }
+        guard keys.count > 1 else {
+            let (sql, arguments) = one(first)
+            return CacheRead(sql: sql, arguments: arguments) { cache, rows in
+                // updateValue: a read that found nothing is kept as `nil` (a subscript would drop it).
+                cache[keyPath: table].updateValue(try rows.first.map(value), forKey: first)
+            }
+        }
+        let (sql, arguments) = many(keys)
+        return CacheRead(sql: sql, arguments: arguments) { cache, rows in
+            for key in keys { cache[keyPath: table].updateValue(nil, forKey: key) }
+            for row in rows {
+                if let (key, found) = try keyed(row) { cache[keyPath: table][key] = found }
+            }
+        }
     }
 
     /// The statement that reads the devices of these token hashes, for ``device(tokenHash:)``
