@@ -149,9 +149,10 @@ final class GroupCommit: Sendable {
     }
 
     /// How many change sets of each request the group reads ahead for (a bulk request's others
-    /// read theirs one change set at a time).
+    /// are read a window at a time as it goes: ``ChangeSetProcessor/process(_:digests:)``).
     static let changeSetsReadAhead = 8
 
+    /// What the request's first change sets read, for its device.
     private func readsAhead(_ request: Reads, device: Int64) -> [ReadAhead] {
         request.changeSets.prefix(Self.changeSetsReadAhead).map { ReadAhead($0, schema: schema, device: device) }
     }
