@@ -15,7 +15,8 @@ public import ServiceLifecycle
 /// so that their next sync may claim it.
 ///
 /// Idle, it costs a heartbeat per stream every ``Configuration/heartbeat`` and one query every
-/// ``Configuration/revocationCheck`` (which streams belong to revoked tokens).
+/// ``Configuration/revocationCheck`` (which streams belong to revoked tokens). With no stream
+/// open, a commit costs nothing but noting its revision.
 public final class LiveFeed: Service, Sendable {
     public struct Configuration: Sendable {
         /// A `changes` event carries at most this many bytes of change sets; more is a
@@ -149,9 +150,9 @@ public final class LiveFeed: Service, Sendable {
     }
 
     private func followCommits() async {
-        for await _ in storage.commits.revisions {
+        for await revision in storage.commits.revisions {
             do {
-                try await broadcast()
+                try await broadcast(signalled: revision)
             } catch {
                 logger.warning("live feed: cannot read the change log: \(error)")
             }
@@ -159,7 +160,20 @@ public final class LiveFeed: Service, Sendable {
     }
 
     /// Hands every stream the revisions committed since the last broadcast.
-    func broadcast() async throws {
+    ///
+    /// - Parameter signalled: a revision known to be committed (``CommitSignal``). While no
+    ///   stream is open there is nothing to hand over: the next stream starts from it, and
+    ///   nothing is read (a read transaction per commit, for no one, was a third of
+    ///   PostgreSQL's transactions under load).
+    func broadcast(signalled: Revision? = nil) async throws {
+        if let signalled {
+            let idle = state.withLock { state -> Bool in
+                guard state.streams.isEmpty else { return false }
+                state.broadcast = max(state.broadcast ?? signalled, signalled)
+                return true
+            }
+            if idle { return }
+        }
         let maxBytes = configuration.maxEventBytes
         guard let from = state.withLock({ $0.broadcast }) else {
             // No stream was ever opened: nothing to hand over, only where to start.
