@@ -22,6 +22,9 @@ struct ChangeSetProcessor {
     let seenRevision: Revision
     let writer: any StorageWriter
     let resolver: TemporaryIDResolver
+    /// Whether the store reads ahead (a read is a round trip: PostgreSQL); elsewhere what the
+    /// change sets read is not worked out at all.
+    var readsAhead = true
 
     /// How many change sets of a request have their reads made together
     /// (``StorageReader/readAhead(_:)``).
@@ -37,7 +40,7 @@ struct ChangeSetProcessor {
         var outcomes: [ChangeSetOutcome] = []
         outcomes.reserveCapacity(changeSets.count)
         for (index, (changeSet, digest)) in zip(changeSets, digests).enumerated() {
-            if index % Self.readAheadWindow == 0, changeSets.count > 1 {
+            if readsAhead, index % Self.readAheadWindow == 0, changeSets.count > 1 {
                 // After the lock, as each change set's own reads (free inside a group, which holds it).
                 _ = try writer.lockRevision()
                 let window = changeSets[index..<min(index + Self.readAheadWindow, changeSets.count)]
@@ -55,7 +58,7 @@ struct ChangeSetProcessor {
             // The lock comes first: another server instance may be committing this very change
             // set (a client retrying elsewhere), and its outcome must be seen once it commits.
             let current = try writer.lockRevision()
-            try writer.readAhead([ReadAhead(changeSet, schema: schema, device: device.id)])
+            if readsAhead { try writer.readAhead([ReadAhead(changeSet, schema: schema, device: device.id)]) }
             var digest: String?
             if let id = changeSet.id {
                 digest =

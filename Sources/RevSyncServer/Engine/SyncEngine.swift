@@ -134,11 +134,11 @@ public struct SyncEngine: Sendable {
             let processor = ChangeSetProcessor(
                 schema: schema, device: device, claimedRevision: request.maxRevision,
                 seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
-                resolver: TemporaryIDResolver(device: device.id))
+                resolver: TemporaryIDResolver(device: device.id), readsAhead: !embedded)
             // One savepoint around the request's change sets (each has its own inside): a failure
             // anywhere rolls all of them back and fails the request, whose device sends them
-            // again. So their writes are checked once, at its end (on PostgreSQL, one round trip
-            // for the request's statements instead of one per change set).
+            // again. So their writes are checked together (on PostgreSQL at the request's end, or
+            // at the group's commit: ``GroupChecks``), not one change set at a time.
             let outcomes = try writer.transaction { try processor.process(request.changeSets, digests: digests) }
             // A device that is nearly up to date gets its answer from the writer at once: the few
             // log entries cost less than handing the request to a reader. On PostgreSQL only when

@@ -288,7 +288,7 @@ final class LibpqConnection: SQLConnection {
     }
 
     private func check(_ result: OpaquePointer?, _ sql: String) throws -> OpaquePointer {
-        guard let result else { throw error(message: String(cString: PQerrorMessage(connection)), sqlState: nil, sql: sql) }
+        guard let result else { throw error(message: lastError, sqlState: nil, sql: sql) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
             return result

@@ -15,11 +15,9 @@ struct SQLDialect: Sendable {
     /// Opens a transaction whose reads all see one consistent state.
     var beginRead: String { database == .sqlite ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" }
 
-    /// Reads the revision counter and keeps it locked until the transaction ends. SQLite's
-    /// `BEGIN IMMEDIATE` already holds the only write lock; PostgreSQL locks the counter row,
-    /// which serialises commits across every server instance.
-    /// Locks the counter row (PostgreSQL; SQLite's write transaction holds the only lock) and
-    /// reads the revision and the log floor.
+    /// Reads the revision and the log floor, and keeps the counter locked until the transaction
+    /// ends. SQLite's `BEGIN IMMEDIATE` already holds the only write lock; PostgreSQL locks the
+    /// counter row, which serialises commits across every server instance.
     var lockRevision: String {
         database == .sqlite
             ? "SELECT revision, log_floor FROM _rs_counter WHERE id = 1"

@@ -103,14 +103,9 @@ extension SQLStorageAccess {
                 outcomes, into: \.outcomes,
                 one: { (Self.selectOutcome, [.integer($0.device), .text($0.changeSetID)]) }, value: Self.outcomeRecord,
                 many: { keys in
-                    (
-                        """
-                        SELECT k.device_id, k.change_set_id, o.revision, o.conflict, o.digest
-                        FROM unnest(?::bigint[], ?::text[]) AS k(device_id, change_set_id), LATERAL (
-                            SELECT revision, conflict, digest FROM _rs_outcomes
-                            WHERE device_id = k.device_id AND change_set_id = k.change_set_id LIMIT 1) o
-                        """, [Self.array(keys.map { String($0.device) }), Self.array(keys.map(\.changeSetID))]
-                    )
+                    Self.pairLookup(
+                        "_rs_outcomes", "revision, conflict, digest", key: ("change_set_id", "text"),
+                        devices: keys.map(\.device), keys: keys.map(\.changeSetID))
                 },
                 keyed: { row in
                     guard let device = row[0].integerValue, let id = row[1].textValue else { return nil }
@@ -120,14 +115,9 @@ extension SQLStorageAccess {
                 mappings, into: \.mappings,
                 one: { (Self.selectMapping, [.integer($0.device), .integer($0.temporaryID.rawValue)]) }, value: { try Self.mapping($0) },
                 many: { keys in
-                    (
-                        """
-                        SELECT k.device_id, k.temporary_id, m.entity, m.permanent_id, m.revision
-                        FROM unnest(?::bigint[], ?::bigint[]) AS k(device_id, temporary_id), LATERAL (
-                            SELECT entity, permanent_id, revision FROM _rs_id_map
-                            WHERE device_id = k.device_id AND temporary_id = k.temporary_id LIMIT 1) m
-                        """, [Self.array(keys.map { String($0.device) }), Self.array(keys.map { String($0.temporaryID.rawValue) })]
-                    )
+                    Self.pairLookup(
+                        "_rs_id_map", "entity, permanent_id, revision", key: ("temporary_id", "bigint"),
+                        devices: keys.map(\.device), keys: keys.map { String($0.temporaryID.rawValue) })
                 },
                 keyed: { row in
                     guard let device = row[0].integerValue else { return nil }
@@ -148,6 +138,19 @@ extension SQLStorageAccess {
                     }))
         }
         return statements.compactMap { $0 }
+    }
+
+    /// The rows of `table` (its `columns`) for pairs of keys, `device_id` and `key`, as
+    /// `device_id, key, columns...`: each pair looked up alone, through the primary key.
+    private static func pairLookup(
+        _ table: String, _ columns: String, key: (name: String, type: String), devices: [Int64], keys: [String]
+    ) -> (sql: String, arguments: [SQLValue]) {
+        (
+            """
+            SELECT k.device_id, k.\(key.name), t.* FROM unnest(?::bigint[], ?::\(key.type)[]) AS k(device_id, \(key.name)),
+            LATERAL (SELECT \(columns) FROM \(table) WHERE device_id = k.device_id AND \(key.name) = k.\(key.name) LIMIT 1) t
+            """, [array(devices.map(String.init)), array(keys)]
+        )
     }
 
     /// The read of `keys` into one table of the cache: a single key with its plain select
