@@ -128,8 +128,7 @@ public final class ServerFleet: Sendable {
         }
     }
 
-    /// A TCP port nothing listens on right now.
-    /// A port nothing listens on, below the kernel's range of ephemeral ports (32768 and up on
+    /// A TCP port nothing listens on right now, below the kernel's range of ephemeral ports (32768 and up on
     /// Linux), where the outgoing connections of other tests and the servers they start on
     /// port 0 take theirs.
     static func freePort(excluding taken: [Int] = []) throws -> Int {
