@@ -5,8 +5,8 @@ import RevSyncTestSupport
 import Testing
 
 /// `GET /events` with several server processes on one PostgreSQL database: every instance
-/// learns of every commit (`LISTEN`/`NOTIFY`), and a lost notification connection skips
-/// nothing.
+/// with a stream open learns of every commit (`LISTEN`/`NOTIFY`), a lost notification
+/// connection skips nothing, and an instance with no stream open does not listen.
 @Suite(.enabled(if: StoreKind.all.contains(.postgres))) struct LiveMultiInstanceTests {
     func changeSets(of event: ServerSentEvent?) throws -> SyncMessage {
         let event = try #require(event)
@@ -49,6 +49,48 @@ import Testing
                 if event.name == "revision" { break }
             }
             #expect(seen == [4, 5])
+            try await storage.close()
+        }
+    }
+
+    @Test func anInstanceListensOnlyWhileAStreamIsOpen() async throws {
+        try await withTestDatabase(.postgres) { database in
+            let storage = try await database.open(schema: .demo)
+            let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
+            let alice = try await setup.device("alice")
+            let bob = try await setup.device("bob")
+            let (instances, ports) = try await ExecutableProcess.serverInstances(2, database: database.location)
+            defer { for instance in instances { instance.terminate() } }
+            let writer = bob.rebound(to: setup.instance(on: ports[0]))
+            // What the instances' notification connections last ran (the start of it, sorted),
+            // once it is `expected`.
+            func listeners(becoming expected: [String]) async throws -> [String] {
+                var statements: [String] = []
+                for _ in 0..<100 {
+                    let result = try await ExecutableProcess.run(
+                        "/usr/bin/psql",
+                        [
+                            database.location, "-Atc",
+                            "SELECT split_part(query, ' ', 1) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'revsync commit listener' ORDER BY 1",
+                        ])
+                    statements = result.stdout.split(separator: "\n").map(String.init)
+                    if statements == expected { break }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return statements
+            }
+
+            #expect(try await listeners(becoming: ["SET", "SET"]) == ["SET", "SET"])
+
+            let stream = try await EventStreamReader.open(port: ports[1], token: alice.token)
+            #expect(try await stream.next()?.maxRevision == 0)
+            // Instance 1 listens (`LISTEN`, then the counter read); instance 0 does not.
+            #expect(try await listeners(becoming: ["SELECT", "SET"]) == ["SELECT", "SET"])
+            try await writer.create("teams", ["name": "U10"])
+            #expect(try changeSets(of: try await stream.next(timeout: .seconds(60))).maxRevision == 1)
+
+            stream.close()
+            #expect(try await listeners(becoming: ["SET", "UNLISTEN"]) == ["SET", "UNLISTEN"])
             try await storage.close()
         }
     }

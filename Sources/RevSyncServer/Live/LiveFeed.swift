@@ -16,7 +16,8 @@ public import ServiceLifecycle
 ///
 /// Idle, it costs a heartbeat per stream every ``Configuration/heartbeat`` and one query every
 /// ``Configuration/revocationCheck`` (which streams belong to revoked tokens). With no stream
-/// open, a commit costs nothing but noting its revision.
+/// open, a commit costs nothing but noting its revision, and other instances' commits are not
+/// followed (``CommitSignal/wantsOtherInstances``).
 public final class LiveFeed: Service, Sendable {
     public struct Configuration: Sendable {
         /// A `changes` event carries at most this many bytes of change sets; more is a
@@ -91,6 +92,7 @@ public final class LiveFeed: Service, Sendable {
             let stream = EventStream(
                 device: device, revision: revision, capacity: configuration.streamBufferBytes, overflowCount: overflowCount)
             state.streams[ObjectIdentifier(stream)] = stream
+            storage.commits.wantsOtherInstances = true
             return (stream, revision)
         }
         do {
@@ -123,7 +125,10 @@ public final class LiveFeed: Service, Sendable {
     /// Forgets a stream (its connection ended).
     func close(_ stream: EventStream) {
         stream.finish()
-        _ = state.withLock { $0.streams.removeValue(forKey: ObjectIdentifier(stream)) }
+        state.withLock { state in
+            state.streams.removeValue(forKey: ObjectIdentifier(stream))
+            if state.streams.isEmpty { storage.commits.wantsOtherInstances = false }
+        }
     }
 
     // MARK: The feed's work
