@@ -22,6 +22,8 @@ final class LibpqConnection: SQLConnection {
     /// The statements sent in pipeline mode whose answers were not read yet, in order.
     private var pending: [PendingStatement] = []
     private(set) var failedStatements = 0
+    private var sent = 0
+    var statementsSent: Int? { sent }
 
     private struct PendingStatement {
         let sql: String
@@ -173,6 +175,7 @@ final class LibpqConnection: SQLConnection {
             return result
         }
         let result: OpaquePointer?
+        sent += 1
         if arguments.isEmpty {
             result = PQexec(connection, sql)
         } else {
@@ -220,14 +223,15 @@ final class LibpqConnection: SQLConnection {
             name = newName
         }
         let texts = arguments.map(Self.text)
-        let sent = withCStrings(texts) { pointers in
+        let accepted = withCStrings(texts) { pointers in
             if let name {
                 PQsendQueryPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0)
             } else {
                 PQsendQueryParams(connection, sql, 0, nil, nil, nil, nil, 0)
             }
         }
-        guard sent == 1 else { throw error(message: lastError, sqlState: nil, sql: sql) }
+        guard accepted == 1 else { throw error(message: lastError, sqlState: nil, sql: sql) }
+        self.sent += 1
         pending.append(PendingStatement(sql: sql, wanted: wanted))
     }
 

@@ -52,6 +52,9 @@ protocol SQLConnection: AnyObject {
     var failedStatements: Int { get }
     /// The rows of each query, in order: on PostgreSQL in one round trip.
     func queries(_ statements: [(sql: String, arguments: [SQLValue])]) throws -> [[[SQLValue]]]
+    /// How many statements this connection ran or sent so far, if it counts them: two
+    /// savepoints with nothing sent between them are one point of the transaction.
+    var statementsSent: Int? { get }
 }
 
 extension SQLConnection {
@@ -66,6 +69,9 @@ extension SQLConnection {
 
     /// Nothing waits: a statement's error is thrown where it runs.
     var failedStatements: Int { 0 }
+
+    /// Not counted: every savepoint is opened (SQLite's cost nothing to speak of).
+    var statementsSent: Int? { nil }
 
     func queries(_ statements: [(sql: String, arguments: [SQLValue])]) throws -> [[[SQLValue]]] {
         try statements.map { try rows($0.sql, $0.arguments) }

@@ -12,6 +12,9 @@ final class SQLStorageAccess: StorageWriter {
     /// How many savepoints are open; a savepoint is named after its depth, so that the few
     /// statements that open and close them are prepared once per connection.
     private var savepointDepth = 0
+    /// The savepoint each open ``savepoint(_:)`` rolls back to, innermost last, with the
+    /// connection's ``SQLConnection/statementsSent`` right after it was opened.
+    private var openSavepoints: [(name: String, statementsAfter: Int?)] = []
     /// Inside ``group(checks:reads:_:)``: transactions are savepoints of the group's transaction.
     private var grouping = false
     /// When the group's statements are checked.
@@ -493,11 +496,22 @@ final class SQLStorageAccess: StorageWriter {
         }
     }
 
+    /// `body` in a savepoint: kept if it returns `true`, rolled back if it returns `false` or
+    /// throws.
+    ///
+    /// A savepoint opened right inside another, with no statement between them (a request of
+    /// one change set: the request's savepoint, then the change set's), is the same point of
+    /// the transaction: the inner one rolls back to the outer one instead of opening its own,
+    /// two statements fewer. Only where the connection counts what it sends (PostgreSQL).
     func savepoint(_ body: () throws -> Bool) throws {
         savepointDepth += 1
         defer { savepointDepth -= 1 }
-        let name = "rs_\(savepointDepth)"
-        try connection.enqueue("SAVEPOINT \(name)", [])
+        let sent = connection.statementsSent
+        let enclosing = openSavepoints.last.flatMap { $0.statementsAfter != nil && $0.statementsAfter == sent ? $0 : nil }
+        let name = enclosing?.name ?? "rs_\(savepointDepth)"
+        if enclosing == nil { try connection.enqueue("SAVEPOINT \(name)", []) }
+        openSavepoints.append((name, connection.statementsSent))
+        defer { openSavepoints.removeLast() }
         let pendingBefore = pendingLog.count
         let (countersBefore, revisionBefore) = (deferred, pendingRevision)
         let keep: Bool
@@ -518,7 +532,8 @@ final class SQLStorageAccess: StorageWriter {
             try? connection.flush()
             readAheadCache = nil
             _ = try? connection.execute("ROLLBACK TO SAVEPOINT \(name)", [])
-            _ = try? connection.execute("RELEASE SAVEPOINT \(name)", [])
+            // The enclosing savepoint stays open: its own end releases it.
+            if enclosing == nil { _ = try? connection.execute("RELEASE SAVEPOINT \(name)", []) }
             throw error
         }
         if !keep {
@@ -527,7 +542,7 @@ final class SQLStorageAccess: StorageWriter {
             readAheadCache = nil
             try connection.enqueue("ROLLBACK TO SAVEPOINT \(name)", [])
         }
-        try connection.enqueue("RELEASE SAVEPOINT \(name)", [])
+        if enclosing == nil { try connection.enqueue("RELEASE SAVEPOINT \(name)", []) }
     }
 
     func provisionally(_ body: () throws -> Bool) throws {
