@@ -14,7 +14,9 @@ import Testing
         return try SyncMessage(json: event.data, sender: .server)
     }
 
-    @Test func aCommitOnOneInstanceIsPushedByTheOther() async throws {
+    /// Two server processes on a fresh database, devices `alice` (to read) and `bob` (writing
+    /// through the first instance), and the instances' ports.
+    func withTwoInstances(_ body: (TestDatabase, TestDevice, TestDevice, [Int]) async throws -> Void) async throws {
         try await withTestDatabase(.postgres) { database in
             let storage = try await database.open(schema: .demo)
             let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
@@ -22,7 +24,13 @@ import Testing
             let bob = try await setup.device("bob")
             let (instances, ports) = try await ExecutableProcess.serverInstances(2, database: database.location)
             defer { for instance in instances { instance.terminate() } }
-            let writer = bob.rebound(to: setup.instance(on: ports[0]))
+            try await body(database, alice, bob.rebound(to: setup.instance(on: ports[0])), ports)
+            try await storage.close()
+        }
+    }
+
+    @Test func aCommitOnOneInstanceIsPushedByTheOther() async throws {
+        try await withTwoInstances { database, alice, writer, ports in
             let stream = try await EventStreamReader.open(port: ports[1], token: alice.token)
             defer { stream.close() }
             #expect(try await stream.next()?.maxRevision == 0)
@@ -49,19 +57,11 @@ import Testing
                 if event.name == "revision" { break }
             }
             #expect(seen == [4, 5])
-            try await storage.close()
         }
     }
 
     @Test func anInstanceListensOnlyWhileAStreamIsOpen() async throws {
-        try await withTestDatabase(.postgres) { database in
-            let storage = try await database.open(schema: .demo)
-            let setup = LiveServer(port: 0, storage: storage, database: database.location, schema: .demo)
-            let alice = try await setup.device("alice")
-            let bob = try await setup.device("bob")
-            let (instances, ports) = try await ExecutableProcess.serverInstances(2, database: database.location)
-            defer { for instance in instances { instance.terminate() } }
-            let writer = bob.rebound(to: setup.instance(on: ports[0]))
+        try await withTwoInstances { database, alice, writer, ports in
             // What the instances' notification connections last ran (the start of it, sorted),
             // once it is `expected`.
             func listeners(becoming expected: [String]) async throws -> [String] {
@@ -91,7 +91,6 @@ import Testing
 
             stream.close()
             #expect(try await listeners(becoming: ["SET", "UNLISTEN"]) == ["SET", "UNLISTEN"])
-            try await storage.close()
         }
     }
 }
