@@ -52,6 +52,41 @@ import Testing
         }
     }
 
+    /// More history rows than one statement inserts (64 at a time), and not a multiple of it.
+    @Test(arguments: StoreKind.all)
+    func aChangeSetOfManyRecordsKeepsEveryHistoryRowAndRevertsWhole(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let alice = try await server.device("alice")
+            let temporaryIDs = (0..<150).map { _ in alice.temporaryID() }
+            var creates = ChangeSet.new()
+            for (index, id) in temporaryIDs.enumerated() { creates = creates.creating("venues", id, ["name": .text("V\(index)")]) }
+            let created = try await alice.sync([creates])
+            let venues = try temporaryIDs.map { try #require(created.permanentID(of: $0, in: "venues")) }
+            var updates = ChangeSet.new()
+            for (index, venue) in venues.enumerated() {
+                updates = updates.updating("venues", venue, base: created.maxRevision, ["capacity": .integer(Int64(index))])
+            }
+            let updated = try await alice.sync([updates])
+            #expect(updated.maxRevision == created.maxRevision + 1)
+
+            for venue in [venues[0], venues[63], venues[64], venues[128], venues[149]] {
+                let (status, json) = try await Self.admin(server, admin.token, "GET", "/admin/api/history?entity=venues&id=\(venue)")
+                #expect(status == 200)
+                let changes = try #require(json["changes"] as? [[String: Any]])
+                #expect(changes.map { $0["operation"] as? String } == ["create", "update"])
+                #expect((changes[1]["before"] as? [String: Any])?["capacity"] is NSNull)
+            }
+            let (status, json) = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/revert", #"{"revision": \#(updated.maxRevision)}"#)
+            #expect(status == 200, "\(json)")
+            for venue in venues {
+                #expect(try await server.record("venues", venue)?["capacity"] == .null)
+            }
+            #expect(try await server.count("venues") == 150)
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func revertingACascadingDeleteBringsBackEveryRecordOnEveryDevice(store: StoreKind) async throws {
         try await withLiveServer(store: store) { server in

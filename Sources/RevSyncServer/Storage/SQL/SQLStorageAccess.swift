@@ -687,15 +687,32 @@ final class SQLStorageAccess: StorageWriter {
         try write("INSERT INTO _rs_reverts (revision, reverted) VALUES (?, ?)", [.integer(revision), .integer(reverted)])
     }
 
+    /// A change set's history rows, up to ``historyBatchSize`` in one statement (a small sync's
+    /// two rows in one: one statement fewer for PostgreSQL to run).
     func appendHistory(_ entries: [HistoryEntry]) throws {
-        for entry in entries {
-            try write(
-                "INSERT INTO _rs_history (entity, record_id, revision, operation, before) VALUES (?, ?, ?, ?, ?)",
-                [
+        var start = 0
+        while start < entries.count {
+            let batch = entries[start..<min(start + Self.historyBatchSize, entries.count)]
+            start = batch.endIndex
+            var arguments: [SQLValue] = []
+            arguments.reserveCapacity(batch.count * 5)
+            for entry in batch {
+                arguments += [
                     .text(entry.entity), .integer(entry.id.rawValue), .integer(entry.revision), .text(entry.operation.rawValue),
                     entry.before.map(SQLValue.bytes) ?? .null,
-                ])
+                ]
+            }
+            try write(Self.insertHistory[batch.count - 1], arguments)
         }
+    }
+
+    /// The most history rows one statement inserts (a statement per count up to it is prepared).
+    static let historyBatchSize = 64
+
+    /// The insert of `n + 1` history rows at index `n`.
+    private static let insertHistory = (1...historyBatchSize).map { rows in
+        "INSERT INTO _rs_history (entity, record_id, revision, operation, before) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
     }
 
     func createDevice(name: String, role: Role, user: RecordID?, tokenHash: String) throws -> Int64 {
