@@ -506,9 +506,10 @@ final class SQLStorageAccess: StorageWriter {
     func savepoint(_ body: () throws -> Bool) throws {
         savepointDepth += 1
         defer { savepointDepth -= 1 }
+        // The enclosing savepoint's name, if nothing was sent since it was opened.
         let sent = connection.statementsSent
-        let enclosing = openSavepoints.last.flatMap { $0.statementsAfter != nil && $0.statementsAfter == sent ? $0 : nil }
-        let name = enclosing?.name ?? "rs_\(savepointDepth)"
+        let enclosing = openSavepoints.last.flatMap { sent != nil && $0.statementsAfter == sent ? $0.name : nil }
+        let name = enclosing ?? "rs_\(savepointDepth)"
         if enclosing == nil { try connection.enqueue("SAVEPOINT \(name)", []) }
         openSavepoints.append((name, connection.statementsSent))
         defer { openSavepoints.removeLast() }
