@@ -32,11 +32,24 @@ import Testing
             store == .sqlite ? "DROP TRIGGER explode" : #"DROP TRIGGER explode ON "venues""#, [])
     }
 
-    @Test(arguments: StoreKind.all)
-    func aWriteThatFailsRollsBackItsWholeRequestAndTheOthersOfItsGroupCommit(store: StoreKind) async throws {
+    /// `body` with a fresh store of `store`'s kind (the demo schema) and its engine; the store
+    /// is closed afterwards.
+    func withEngine(_ store: StoreKind, _ body: (any SyncStorage, SyncEngine) async throws -> Void) async throws {
         try await withTestDatabase(store) { database in
             let storage = try await database.open(schema: .demo)
-            let engine = SyncEngine(schema: .demo, storage: storage)
+            do {
+                try await body(storage, SyncEngine(schema: .demo, storage: storage))
+            } catch {
+                try? await storage.close()
+                throw error
+            }
+            try await storage.close()
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aWriteThatFailsRollsBackItsWholeRequestAndTheOthersOfItsGroupCommit(store: StoreKind) async throws {
+        try await withEngine(store) { storage, engine in
             try await storage.withWriter { writer in try Self.installTrap(writer, store) }
             var devices: [Device] = []
             for index in 0..<8 { devices.append(try await Token.create(name: "tablet \(index)", role: .member, in: storage).0) }
@@ -84,7 +97,6 @@ import Testing
             try await storage.withWriter { writer in try Self.removeTrap(writer, store) }
             let retried = try await engine.sync(failing, from: devices[3])
             #expect(retried.committed == 3 && retried.maxRevision == 10)
-            try await storage.close()
         }
     }
 
@@ -93,9 +105,7 @@ import Testing
     /// once, and of two devices editing one record from the same revision the second is stale.
     @Test(arguments: StoreKind.all)
     func requestsOfOneGroupSeeEachOthersWritesDespiteReadingAhead(store: StoreKind) async throws {
-        try await withTestDatabase(store) { database in
-            let storage = try await database.open(schema: .demo)
-            let engine = SyncEngine(schema: .demo, storage: storage)
+        try await withEngine(store) { storage, engine in
             let (author, _) = try await Token.create(name: "author", role: .member, in: storage)
             let (other, _) = try await Token.create(name: "other", role: .member, in: storage)
             let seeded = try await engine.sync(
@@ -130,7 +140,6 @@ import Testing
                 #expect(authors.allSatisfy { $0?.conflict == true && $0?.reason == .staleRevision })
                 #expect(!names.contains { $0.contains("Pitch 2") } && names.contains { $0.contains("Pitch 1b") })
             }
-            try await storage.close()
         }
     }
 
@@ -139,9 +148,7 @@ import Testing
     /// all the same, and its outcome is kept.
     @Test(arguments: StoreKind.all)
     func aChangeSetRefusedBeforeWritingGivesBackItsIDs(store: StoreKind) async throws {
-        try await withTestDatabase(store) { database in
-            let storage = try await database.open(schema: .demo)
-            let engine = SyncEngine(schema: .demo, storage: storage)
+        try await withEngine(store) { storage, engine in
             let (author, _) = try await Token.create(name: "author", role: .member, in: storage)
             let (other, _) = try await Token.create(name: "other", role: .member, in: storage)
             let first = try await engine.sync(
@@ -168,7 +175,6 @@ import Testing
             // The refused create's ID went back: the next venue is 2, not 3.
             #expect(next.permanentID(of: -3, in: "venues") == 2)
             #expect(try await storage.withReader { try $0.outcome(device: author.id, changeSetID: "stale") }?.outcome != nil)
-            try await storage.close()
         }
     }
 
@@ -178,9 +184,7 @@ import Testing
     /// then, so their reads go with the counter's lock).
     @Test(arguments: StoreKind.all)
     func awkwardChangeSetIDsAreReadAheadAsThemselves(store: StoreKind) async throws {
-        try await withTestDatabase(store) { database in
-            let storage = try await database.open(schema: .demo)
-            let engine = SyncEngine(schema: .demo, storage: storage)
+        try await withEngine(store) { storage, engine in
             let ids = [#"a"b"#, #"c\d"#, "{e,f}", "NULL", "' OR 1=1 --", "ü 名前", #"\""#, "  "]
             var requests: [(message: SyncMessage, token: String)] = []
             for (index, id) in ids.enumerated() {
@@ -203,7 +207,6 @@ import Testing
             #expect(Set(revisions[0].compactMap { $0 }) == Set(1...Revision(ids.count)))
             #expect(revisions[1] == revisions[0])
             #expect(try await storage.withReader { try $0.currentRevision() } == Revision(ids.count))
-            try await storage.close()
         }
     }
 
@@ -212,9 +215,7 @@ import Testing
     /// in the second, and the others of its group go on.
     @Test(arguments: StoreKind.all)
     func aDeviceRevokedBetweenTwoGroupsIsRefused(store: StoreKind) async throws {
-        try await withTestDatabase(store) { database in
-            let storage = try await database.open(schema: .demo)
-            let engine = SyncEngine(schema: .demo, storage: storage)
+        try await withEngine(store) { storage, engine in
             var devices: [(device: Device, token: String)] = []
             for index in 0..<3 { devices.append(try await Token.create(name: "tablet \(index)", role: .member, in: storage)) }
             func requests(_ round: Int) -> [(message: SyncMessage, token: String)] {
@@ -233,7 +234,6 @@ import Testing
             #expect((try? second[0].get()) != nil && (try? second[2].get()) != nil)
             let texts = try await recordTexts("venues", in: storage)
             #expect(texts.filter { $0.contains("Venue 2.") }.count == 2)
-            try await storage.close()
         }
     }
 
@@ -242,9 +242,7 @@ import Testing
     /// seen by the later ones of the same window and of the next.
     @Test(arguments: StoreKind.all)
     func aBulkRequestsChangeSetsSeeWhatTheEarlierOnesWrote(store: StoreKind) async throws {
-        try await withTestDatabase(store) { database in
-            let storage = try await database.open(schema: .demo)
-            let engine = SyncEngine(schema: .demo, storage: storage)
+        try await withEngine(store) { storage, engine in
             let (_, token) = try await Token.create(name: "tablet", role: .member, in: storage)
             func sync(_ message: SyncMessage) async throws -> SyncMessage {
                 try SyncMessage(json: try await engine.sync(message, tokenHash: Token.hash(token)).body, sender: .server)
@@ -281,15 +279,12 @@ import Testing
             #expect(try await recordTexts("venues", in: storage).filter { $0.contains("Twice") }.count == 1)
             let committed = try await storage.withReader { try $0.currentRevision() } - base
             #expect(committed == Revision(changeSets.count - 2))
-            try await storage.close()
         }
     }
 
     @Test(arguments: StoreKind.all)
     func readingAheadAnswersAsTheDatabaseDoesUntilTheNextWrite(store: StoreKind) async throws {
-        try await withTestDatabase(store) { database in
-            let storage = try await database.open(schema: .demo)
-            let engine = SyncEngine(schema: .demo, storage: storage)
+        try await withEngine(store) { storage, engine in
             let (device, _) = try await Token.create(name: "tablet", role: .member, in: storage)
             _ = try await engine.sync(
                 SyncMessage(maxRevision: 0, changeSets: [.new(id: "first").creating("venues", -1, ["name": "Pitch 1"])]), from: device)
@@ -333,7 +328,6 @@ import Testing
                 }
             }
             #expect(try await storage.withReader { try $0.records(venues, ids: [1]) }.first?.revision == 1)
-            try await storage.close()
         }
     }
 }

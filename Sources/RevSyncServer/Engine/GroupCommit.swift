@@ -142,8 +142,8 @@ final class GroupCommit: Sendable {
             }
         }
         try writer.group(checks: checks, reads: first) {
-            try self.remember(requests, writer)
-            try self.readAhead(later, writer)
+            let devices = try self.remember(requests, writer)
+            try self.readAhead(later, devices: devices, writer)
             for job in group { job.run(writer) }
         }
     }
@@ -157,16 +157,17 @@ final class GroupCommit: Sendable {
         request.changeSets.prefix(Self.changeSetsReadAhead).map { ReadAhead($0, schema: schema, device: device) }
     }
 
-    /// The devices of the group's tokens (read with the lock): a later group reads what their
-    /// change sets read with its lock too. A token's device never changes; a revoked one is
-    /// forgotten (its requests fail).
-    private func remember(_ requests: [Reads], _ writer: any StorageWriter) throws {
-        guard !requests.isEmpty else { return }
+    /// The devices of the group's tokens (read with the lock), which it returns: a later group
+    /// reads what their change sets read with its lock too. A token's device never changes; a
+    /// revoked one is forgotten (its requests fail).
+    private func remember(_ requests: [Reads], _ writer: any StorageWriter) throws -> [String: Int64] {
+        guard !requests.isEmpty else { return [:] }
         let found = try requests.map { ($0.tokenHash, try writer.device(tokenHash: $0.tokenHash)?.id) }
         knownDevices.withLock { known in
             if known.count + found.count > Self.knownDevicesLimit { known = [:] }
             for (tokenHash, device) in found { known[tokenHash] = device }
         }
+        return Dictionary(found.compactMap { hash, device in device.map { (hash, $0) } }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The most devices remembered; beyond it the memory starts over.
@@ -174,12 +175,12 @@ final class GroupCommit: Sendable {
 
     /// What the first change sets of requests whose devices were not known read: one round
     /// trip for them all (PostgreSQL).
-    private func readAhead(_ requests: [Reads], _ writer: any StorageWriter) throws {
+    private func readAhead(_ requests: [Reads], devices: [String: Int64], _ writer: any StorageWriter) throws {
         guard requests.count > 1 else { return }
         var changeSets: [ReadAhead] = []
         for request in requests {
-            guard let device = try writer.device(tokenHash: request.tokenHash) else { continue }
-            changeSets += readsAhead(request, device: device.id)
+            guard let device = devices[request.tokenHash] else { continue }
+            changeSets += readsAhead(request, device: device)
         }
         try writer.readAhead(changeSets)
     }

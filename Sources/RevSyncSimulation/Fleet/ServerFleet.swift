@@ -128,9 +128,9 @@ public final class ServerFleet: Sendable {
         }
     }
 
-    /// A TCP port nothing listens on right now, below the kernel's range of ephemeral ports (32768 and up on
-    /// Linux), where the outgoing connections of other tests and the servers they start on
-    /// port 0 take theirs.
+    /// A TCP port nothing listens on right now, below the kernel's range of ephemeral ports
+    /// (32768 and up on Linux), where the outgoing connections of other tests and the servers
+    /// they start on port 0 take theirs.
     static func freePort(excluding taken: [Int] = []) throws -> Int {
         for _ in 0..<200 {
             let port = Int.random(in: 20_000..<32_000)

@@ -601,17 +601,28 @@ final class SQLStorageAccess: StorageWriter {
 
     func insert(_ entity: Entity, _ records: [StoredRecord]) throws {
         let sql = try sql(entity)
+        try insertInBatches(
+            records, of: sql.insertBatchSize, columns: sql.columnCount,
+            statement: { $0 == sql.insertBatchSize ? sql.insertBatch : sql.insert(rows: $0) }
+        ) { record in
+            forget(entity, record.id)
+            return sql.insertArguments(record, dialect)
+        }
+    }
+
+    /// Inserts `rows` in statements of at most `size` rows: `statement(n)` inserts `n` rows,
+    /// `values` gives a row's `columns` values.
+    private func insertInBatches<Row>(
+        _ rows: [Row], of size: Int, columns: Int, statement: (Int) -> String, values: (Row) -> [SQLValue]
+    ) throws {
         var start = 0
-        while start < records.count {
-            let batch = records[start..<min(start + sql.insertBatchSize, records.count)]
+        while start < rows.count {
+            let batch = rows[start..<min(start + size, rows.count)]
             var arguments: [SQLValue] = []
-            arguments.reserveCapacity(batch.count * sql.columnCount)
-            for record in batch {
-                forget(entity, record.id)
-                arguments += sql.insertArguments(record, dialect)
-            }
-            try write(batch.count == sql.insertBatchSize ? sql.insertBatch : sql.insert(rows: batch.count), arguments)
-            start += batch.count
+            arguments.reserveCapacity(batch.count * columns)
+            for row in batch { arguments += values(row) }
+            try write(statement(batch.count), arguments)
+            start = batch.endIndex
         }
     }
 
@@ -691,19 +702,11 @@ final class SQLStorageAccess: StorageWriter {
     /// A change set's history rows, up to ``historyBatchSize`` in one statement (a small sync's
     /// two rows in one: one statement fewer for PostgreSQL to run).
     func appendHistory(_ entries: [HistoryEntry]) throws {
-        var start = 0
-        while start < entries.count {
-            let batch = entries[start..<min(start + Self.historyBatchSize, entries.count)]
-            start = batch.endIndex
-            var arguments: [SQLValue] = []
-            arguments.reserveCapacity(batch.count * 5)
-            for entry in batch {
-                arguments += [
-                    .text(entry.entity), .integer(entry.id.rawValue), .integer(entry.revision), .text(entry.operation.rawValue),
-                    entry.before.map(SQLValue.bytes) ?? .null,
-                ]
-            }
-            try write(Self.insertHistory[batch.count - 1], arguments)
+        try insertInBatches(entries, of: Self.historyBatchSize, columns: 5, statement: { Self.insertHistory[$0 - 1] }) { entry in
+            [
+                .text(entry.entity), .integer(entry.id.rawValue), .integer(entry.revision), .text(entry.operation.rawValue),
+                entry.before.map(SQLValue.bytes) ?? .null,
+            ]
         }
     }
 
