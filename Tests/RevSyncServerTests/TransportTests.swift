@@ -72,6 +72,47 @@ import Testing
         }
     }
 
+    /// A catch-up's entries are spliced into the gzip compressed once each (after the entry
+    /// before them); the device's own entry, annotated for it, is compressed with the bytes
+    /// around it. Any gzip decoder reads the same bytes as the plain response.
+    @Test(arguments: StoreKind.all)
+    func aSplicedCatchUpDecodesToThePlainResponse(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let writer = try await server.device("writer")
+            let reader = try await server.device("reader")
+            let start = try await reader.create("venues", ["name": "First"]).revision
+            for index in 0..<30 {
+                _ = try await (index == 12 ? reader : writer).create("venues", ["name": .text("Venue \(index), north side of the river")])
+            }
+            let catchUp = SyncMessage(maxRevision: start, changeSets: []).jsonBytes()
+            let expected = try await reader.post(catchUp).body
+            let gzipped = try await reader.post(catchUp, headers: [("Content-Type", "application/json"), ("Accept-Encoding", "gzip")]).body
+            #expect(try SyncMessage(json: expected, sender: .server).changeSets.count == 30)
+            #expect(try Gzip.decompress(gzipped, limit: 1 << 20) == expected)
+            #expect(try Self.gunzip(gzipped) == expected)
+            // Each spliced piece ends with a sync flush's empty stored block.
+            let flushes = (0..<(gzipped.count - 3)).filter { gzipped[$0..<($0 + 4)].elementsEqual([0x00, 0x00, 0xFF, 0xFF]) }
+            #expect(flushes.count >= 25)
+        }
+    }
+
+    /// The system's `gzip`, a decoder that is not zlib.
+    private static func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("response-\(UUID().uuidString).gz")
+        try Data(bytes).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-dc", file.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return [UInt8](data)
+    }
+
     @Test(arguments: StoreKind.all)
     func noGzipUnlessAsked(store: StoreKind) async throws {
         try await withLiveServer(store: store) { server in

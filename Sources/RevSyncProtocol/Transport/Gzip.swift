@@ -18,7 +18,7 @@ public enum Gzip {
     /// The zlib state (about 300 KB, which a sync server would otherwise set up and tear down
     /// per response) is reused from a small pool, and the output written in one piece.
     public static func compress(_ bytes: [UInt8], level: Int32 = 6) -> [UInt8] {
-        let deflater = DeflaterPool.shared.take(level: level)
+        let deflater = DeflaterPool.shared.take(level: level, format: .gzip)
         defer { DeflaterPool.shared.give(deflater) }
         return bytes.withUnsafeBytes { deflater.compressWhole($0) }
     }
@@ -187,20 +187,50 @@ public enum Gzip {
         }
     }
 
+    /// What a ``Deflater`` writes.
+    enum Format: Sendable {
+        /// One gzip member: header, deflate data, trailer.
+        case gzip
+        /// Bare deflate blocks, for a gzip member put together from pieces (``Gzip/splice(_:pieces:gapLevel:)``).
+        case raw
+        /// The same for a piece of a few hundred bytes: a 2 KiB window and a small hash table,
+        /// 16 KiB of state where ``raw`` has 256 KiB to clear and to bring into the cache for
+        /// each piece, compressed as small.
+        case smallRaw
+
+        /// The most bytes, dictionary included, that ``smallRaw`` compresses as well as ``raw``.
+        static let smallRawWindow = 2 * 1024
+
+        /// zlib's `windowBits` (negative: no header or trailer; + 16: gzip's) and `memLevel`.
+        var parameters: (windowBits: Int32, memoryLevel: Int32) {
+            switch self {
+            case .gzip: (15 + 16, 8)
+            case .raw: (-15, 8)
+            case .smallRaw: (-11, 4)
+            }
+        }
+    }
+
     /// Streaming compression into gzip.
     public final class Deflater {
         private let stream: UnsafeMutablePointer<z_stream>
         private lazy var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         let level: Int32
+        let format: Format
 
         /// - Parameter level: 1 (fastest) to 9 (smallest); 6 is zlib's default.
-        public init(level: Int32 = 6) {
+        public convenience init(level: Int32 = 6) {
+            self.init(level: level, format: .gzip)
+        }
+
+        init(level: Int32, format: Format) {
             self.level = level
+            self.format = format
             stream = .allocate(capacity: 1)
             stream.initialize(to: z_stream())
-            // 15 + 16: a 32 KiB window, written with a gzip header.
+            let (windowBits, memoryLevel) = format.parameters
             let status = deflateInit2_(
-                stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                stream, level, Z_DEFLATED, windowBits, memoryLevel, Z_DEFAULT_STRATEGY,
                 ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
             precondition(status == Z_OK, "deflateInit2 failed: \(status)")
         }
@@ -234,14 +264,42 @@ public enum Gzip {
         /// Compresses all of `input` as one new gzip member, into an output sized once.
         func compressWhole(_ input: UnsafeRawBufferPointer) -> [UInt8] {
             reset()
+            return compressAll(input, flush: Z_FINISH)
+        }
+
+        /// Compresses all of `input` into raw deflate blocks that end on a byte boundary and
+        /// leave the stream open (``Format/raw``): a piece to splice. Its back references reach
+        /// into `dictionary` at most, which must then be exactly the bytes the piece follows.
+        func compressPiece(_ input: UnsafeRawBufferPointer, after dictionary: UnsafeRawBufferPointer? = nil) -> [UInt8] {
+            precondition(format != .gzip, "a piece is raw deflate")
+            reset()
+            if let dictionary, let base = dictionary.baseAddress, dictionary.count > 0 {
+                // deflate looks back one window at most; a longer dictionary only costs time.
+                let kept = min(dictionary.count, 1 << abs(format.parameters.windowBits))
+                let status = deflateSetDictionary(
+                    stream, (base + dictionary.count - kept).assumingMemoryBound(to: UInt8.self), UInt32(kept))
+                precondition(status == Z_OK, "deflateSetDictionary failed: \(status)")
+            }
+            return compressAll(input, flush: Z_SYNC_FLUSH)
+        }
+
+        /// Compresses all of `input` with one call of `deflate`, into an output sized once.
+        private func compressAll(_ input: UnsafeRawBufferPointer, flush: Int32) -> [UInt8] {
+            // A sync flush adds an empty stored block (5 bytes) and up to a byte of padding.
             let bound = Int(deflateBound(stream, UInt(input.count))) + 32
             return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
                 stream.pointee.next_in = input.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: UInt8.self)) }
                 stream.pointee.avail_in = UInt32(input.count)
                 stream.pointee.next_out = buffer.baseAddress
                 stream.pointee.avail_out = UInt32(buffer.count)
-                let status = deflate(stream, Z_FINISH)
-                precondition(status == Z_STREAM_END, "deflate into deflateBound's size did not finish: \(status)")
+                let status = deflate(stream, flush)
+                if flush == Z_FINISH {
+                    precondition(status == Z_STREAM_END, "deflate into deflateBound's size did not finish: \(status)")
+                } else {
+                    precondition(
+                        status == Z_OK && stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0,
+                        "deflate into deflateBound's size did not flush: \(status)")
+                }
                 count = buffer.count - Int(stream.pointee.avail_out)
             }
         }
@@ -268,19 +326,19 @@ public enum Gzip {
     }
 }
 
-/// Deflaters kept for reuse, a few per level.
+/// Deflaters kept for reuse, a few per level and format.
 final class DeflaterPool: Sendable {
     static let shared = DeflaterPool()
     /// A deflater is used by one thread at a time: taken out of here, then given back.
     private let idle = Locked<[Gzip.Deflater]>([])
-    private let capacity = 8
+    private let capacity = 16
 
-    func take(level: Int32) -> Gzip.Deflater {
+    func take(level: Int32, format: Gzip.Format) -> Gzip.Deflater {
         let reused = idle.withLock { idle -> Gzip.Deflater? in
-            guard let index = idle.lastIndex(where: { $0.level == level }) else { return nil }
+            guard let index = idle.lastIndex(where: { $0.level == level && $0.format == format }) else { return nil }
             return idle.remove(at: index)
         }
-        return reused ?? Gzip.Deflater(level: level)
+        return reused ?? Gzip.Deflater(level: level, format: format)
     }
 
     func give(_ deflater: Gzip.Deflater) {

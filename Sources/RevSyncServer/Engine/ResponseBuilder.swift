@@ -33,6 +33,7 @@ struct ResponseBuilder {
         let current = needsSnapshot ? latest : max(request.maxRevision, min(latest, cap ?? latest))
         stream?.began(revision: current)
         var writer = JSONWriter(capacity: 1024)
+        var compressedSpans: [CompressedSpan] = []
         writer.writeRaw("{\"maxRevision\":")
         writer.writeInteger(current)
         writer.writeRaw(",\"changeSets\":[")
@@ -66,19 +67,31 @@ struct ResponseBuilder {
                 if case .conflict(let conflict, let evaluatedAt) = outcome { return (conflict, evaluatedAt) }
                 return nil
             }[...]
+            // The entry whose body, as it is, was the last thing written.
+            var previous: LogEntry?
             for entry in try reader.logEntries(after: request.maxRevision, through: current) {
                 while let (conflict, evaluatedAt) = conflicts.first, evaluatedAt < entry.revision {
                     next()
                     conflict.encode(into: &writer)
                     conflicts.removeFirst()
+                    previous = nil
                 }
+                let start = writer.bytes.count
                 next()
                 if entry.device != device.id {
                     writer.writeRaw(entry.body)
+                    if let deflation = entry.deflation, let previous, previous.revision == entry.revision - 1 {
+                        compressedSpans.append(
+                            CompressedSpan(
+                                range: start..<writer.bytes.count, body: entry.body, deflation: deflation, previous: previous.body))
+                    }
+                    previous = entry
                 } else if let committed = fresh[entry.revision] {
                     annotated(committed).encode(into: &writer)
+                    previous = nil
                 } else {
                     try annotated(entry).encode(into: &writer)
+                    previous = nil
                 }
             }
             for (conflict, _) in conflicts {
@@ -93,6 +106,7 @@ struct ResponseBuilder {
         }
         writer.writeRaw("]}")
         var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: writer.bytes)
+        response.compressedSpans = compressedSpans
         Self.tally(outcomes, into: &response)
         return response
     }

@@ -301,6 +301,8 @@ public struct SyncResponse: Sendable {
     public var isSnapshot: Bool = false
     /// The response body: a sync message in the wire format.
     public let body: [UInt8]
+    /// Where `body` holds kept log entries, compressed beforehand (``LogEntryDeflation``).
+    var compressedSpans: [CompressedSpan] = []
     /// How many of the request's change sets were committed by it.
     public var committed = 0
     /// The request's change sets the server refused.

@@ -15,11 +15,17 @@ struct ResponseCompression: Sendable {
 
     /// A `200` with `body` as JSON, gzip-compressed if the request accepts it; always with
     /// `Vary: Accept-Encoding`.
-    func jsonResponse(_ body: [UInt8], for request: Request) -> Response {
+    ///
+    /// - Parameter compressedSpans: where `body` holds log entries compressed beforehand: the
+    ///   gzip is spliced together from them and the bytes between them.
+    func jsonResponse(_ body: [UInt8], for request: Request, compressedSpans: [CompressedSpan] = []) -> Response {
         var headers: HTTPFields = [.contentType: "application/json", .vary: "Accept-Encoding"]
         var bytes = body
         if request.acceptsGzip {
-            bytes = Gzip.compress(body, level: body.count < fastBelow ? 1 : level)
+            let level = body.count < fastBelow ? 1 : level
+            bytes =
+                compressedSpans.isEmpty
+                ? Gzip.compress(body, level: level) : Gzip.splice(body, pieces: compressedSpans.map(\.piece), gapLevel: level)
             headers[.contentEncoding] = "gzip"
         }
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))

@@ -164,7 +164,7 @@ public struct SyncHTTPServer: Sendable {
             if let stream = response.stream {
                 compression.streamedJSONResponse(stream, for: request)
             } else {
-                compression.jsonResponse(response.body, for: request)
+                compression.jsonResponse(response.body, for: request, compressedSpans: response.compressedSpans)
             }
         Self.describe(sender.device, in: &answer.headers)
         return answer

@@ -261,6 +261,8 @@ public struct LogEntry: Sendable {
     public var changeSetID: String?
     /// The committed change set (permanent IDs, `revision`, full attributes) as compact JSON.
     public var body: [UInt8]
+    /// Its compressed forms, when the store keeps it in memory (``RecentLog``).
+    var deflation: LogEntryDeflation?
 
     public init(revision: Revision, device: Int64, changeSetID: String?, body: [UInt8]) {
         self.revision = revision

@@ -16,6 +16,10 @@ import RevSyncProtocol
 /// entries are consecutive revisions; anything that would leave a gap (a revision committed by
 /// another process, an entry too large to keep) starts the run over. A range not wholly here
 /// is read from the database.
+///
+/// A kept entry carries its compressed forms (``LogEntryDeflation``), made the first time a
+/// gzip response holds it: two, each a fraction of the body (never more than a few bytes over
+/// it), so the window holds well under three times `maximumBytes`.
 final class RecentLog: Sendable {
     /// Consecutive revisions, oldest first, from `start` on.
     private struct Window {
@@ -65,6 +69,8 @@ final class RecentLog: Sendable {
                     window.clear()
                     continue
                 }
+                var entry = entry
+                if entry.deflation == nil { entry.deflation = LogEntryDeflation() }
                 window.kept.append(entry)
                 window.bytes += entry.body.count
             }

@@ -433,6 +433,11 @@ final class SQLStorageAccess: StorageWriter {
     /// log entries other instances committed since the newest one ``recentLog`` keeps (the lock
     /// waited for their commits), so that the writer answers their devices from memory; and
     /// what the group reads first.
+    ///
+    /// The entries' `LIMIT` changes no result (the range holds `catchUpEntries` revisions at
+    /// most) but the plan: PostgreSQL cannot tell the range's size from a bound computed in the
+    /// query, guessed a third of the log, and read it by bitmap and sorted it; with the limit it
+    /// walks the primary key in order from the bound.
     private func lockCatchingUp(_ reads: GroupReads) throws -> [SQLValue]? {
         var statements: [(sql: String, arguments: [SQLValue])] = [(dialect.lockRevision, [])]
         if let newest = recentLog?.newest {
@@ -440,8 +445,8 @@ final class SQLStorageAccess: StorageWriter {
                 (
                     """
                     SELECT revision, device_id, change_set_id, body FROM _rs_log
-                    WHERE revision > GREATEST(?, (SELECT revision FROM _rs_counter WHERE id = 1) - ?) ORDER BY revision
-                    """, [.integer(newest), .integer(Int64(Self.catchUpEntries))]
+                    WHERE revision > GREATEST(?, (SELECT revision FROM _rs_counter WHERE id = 1) - ?) ORDER BY revision LIMIT ?
+                    """, [.integer(newest), .integer(Int64(Self.catchUpEntries)), .integer(Int64(Self.catchUpEntries))]
                 ))
         }
         let results = try read(deviceReads(tokenHashes: reads.tokenHashes) + cacheReads(reads.changeSets), after: statements)
@@ -649,7 +654,11 @@ final class SQLStorageAccess: StorageWriter {
                 .integer(entry.revision), .integer(entry.device), entry.changeSetID.map(SQLValue.text) ?? .null, .bytes(entry.body),
                 .integer(Self.now()),
             ])
-        if recentLog != nil { pendingLog.append(entry) }
+        guard recentLog != nil else { return }
+        // One set of compressed forms for the copy this transaction's responses use and the copy kept.
+        var kept = entry
+        kept.deflation = LogEntryDeflation()
+        pendingLog.append(kept)
     }
 
     func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws {

@@ -1,0 +1,88 @@
+import CZlib
+
+/// A gzip member put together from pieces compressed beforehand, so that bytes sent to many
+/// clients are compressed once rather than once per response.
+///
+/// A deflate stream is a run of blocks, and a block's back references reach only into the
+/// output already produced. A piece made by ``Gzip/deflatePiece(_:after:level:)`` is a run of
+/// non-final blocks that starts from nothing (or from a dictionary: exactly the bytes it will
+/// follow) and ends on a byte boundary, so pieces can follow one another in any order that
+/// keeps that promise. ``Gzip/splice(_:pieces:gapLevel:)`` fills the gaps between them,
+/// closes the stream with an empty final block and writes gzip's header and trailer (the CRC
+/// of the whole body): any gzip decoder reads the result as one ordinary member.
+extension Gzip {
+    /// A range of a body and its compressed form, made by ``deflatePiece(_:after:level:)``
+    /// from exactly those bytes.
+    public struct Piece: Sendable {
+        public var range: Range<Int>
+        public var deflated: [UInt8]
+
+        public init(range: Range<Int>, deflated: [UInt8]) {
+            self.range = range
+            self.deflated = deflated
+        }
+    }
+
+    /// Compresses `bytes` into a piece for ``splice(_:pieces:gapLevel:)``.
+    ///
+    /// - Parameter dictionary: the bytes the piece will always follow in a body, which its back
+    ///   references may reach into (its last 32 KiB); `nil` for a piece that may go anywhere.
+    public static func deflatePiece(_ bytes: [UInt8], after dictionary: [UInt8]? = nil, level: Int32 = 6) -> [UInt8] {
+        let small = bytes.count + (dictionary?.count ?? 0) <= Format.smallRawWindow
+        let deflater = DeflaterPool.shared.take(level: level, format: small ? .smallRaw : .raw)
+        defer { DeflaterPool.shared.give(deflater) }
+        return bytes.withUnsafeBytes { input in
+            guard let dictionary else { return deflater.compressPiece(input) }
+            return dictionary.withUnsafeBytes { deflater.compressPiece(input, after: $0) }
+        }
+    }
+
+    /// One gzip member of `body`, whose `pieces` (in order, not overlapping) are already
+    /// compressed; the bytes between them are compressed at `gapLevel`, or stored as they are
+    /// when there are too few to gain from it.
+    public static func splice(_ body: [UInt8], pieces: [Piece], gapLevel: Int32 = 1) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(pieces.reduce(64) { $0 + $1.deflated.count } + body.count / 4)
+        // ID1 ID2, deflate, no flags, no time, no extra flags, unknown OS.
+        output.append(contentsOf: [0x1F, 0x8B, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xFF])
+        body.withUnsafeBytes { body in
+            var position = 0
+            for piece in pieces {
+                precondition(
+                    piece.range.lowerBound >= position && piece.range.upperBound <= body.count, "pieces overlap or overrun the body")
+                appendGap(UnsafeRawBufferPointer(rebasing: body[position..<piece.range.lowerBound]), level: gapLevel, to: &output)
+                output.append(contentsOf: piece.deflated)
+                position = piece.range.upperBound
+            }
+            appendGap(UnsafeRawBufferPointer(rebasing: body[position...]), level: gapLevel, to: &output)
+            // The last block: final, fixed codes, nothing but the end-of-block code.
+            output.append(contentsOf: [0x03, 0x00])
+            let crc = UInt32(crc32_z(0, body.baseAddress?.assumingMemoryBound(to: UInt8.self), body.count))
+            appendLittleEndian(crc, to: &output)
+            appendLittleEndian(UInt32(truncatingIfNeeded: body.count), to: &output)
+        }
+        return output
+    }
+
+    /// Below this many bytes a gap is stored: a fresh deflate state costs more than it saves.
+    static let storedGapLimit = 1024
+
+    private static func appendGap(_ gap: UnsafeRawBufferPointer, level: Int32, to output: inout [UInt8]) {
+        guard gap.count > 0 else { return }
+        guard gap.count < storedGapLimit else {
+            let deflater = DeflaterPool.shared.take(level: level, format: gap.count <= Format.smallRawWindow ? .smallRaw : .raw)
+            defer { DeflaterPool.shared.give(deflater) }
+            output.append(contentsOf: deflater.compressPiece(gap))
+            return
+        }
+        // A stored block, not final: its header bits, padded to the byte, then LEN and NLEN.
+        output.append(0x00)
+        appendLittleEndian(UInt16(gap.count), to: &output)
+        appendLittleEndian(~UInt16(gap.count), to: &output)
+        output.append(contentsOf: gap)
+    }
+
+    private static func appendLittleEndian<T: FixedWidthInteger>(_ value: T, to output: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
+    }
+}

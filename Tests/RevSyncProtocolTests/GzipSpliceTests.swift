@@ -1,0 +1,98 @@
+import Foundation
+import RevSyncProtocol
+import Testing
+
+@Suite struct GzipSpliceTests {
+    /// Log entries as a sync response carries them: alike in shape, different in values.
+    private static func entries(_ count: Int, size: Int = 1) -> [[UInt8]] {
+        (0..<count).map { index in
+            let notes = (0..<size).map {
+                "\"\(900_000 + index * size + $0)\":{\"body\":\"Session \(index): good progress.\",\"team_id\":\(index % 7)}"
+            }
+            return Array(
+                "{\"id\":\"bench-\(index)\",\"revision\":\(1000 + index),\"changes\":[{\"entity\":\"notes\",\"attributes\":{\(notes.joined(separator: ","))}}]}"
+                    .utf8)
+        }
+    }
+
+    /// A body of `{"maxRevision":…,"changeSets":[…]}` with the entries in it, the pieces of the
+    /// ones marked spliced (after the one before it when that one is spliced too).
+    private static func body(_ entries: [[UInt8]], spliced: (Int) -> Bool) -> (body: [UInt8], pieces: [Gzip.Piece]) {
+        var body = Array("{\"maxRevision\":1049,\"changeSets\":[".utf8)
+        var pieces: [Gzip.Piece] = []
+        for (index, entry) in entries.enumerated() {
+            let start = body.count
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            let entryStart = body.count
+            body += entry
+            guard spliced(index) else { continue }
+            if index > 0, spliced(index - 1) {
+                pieces.append(
+                    Gzip.Piece(
+                        range: start..<body.count, deflated: Gzip.deflatePiece([UInt8(ascii: ",")] + entry, after: entries[index - 1])))
+            } else {
+                pieces.append(Gzip.Piece(range: entryStart..<body.count, deflated: Gzip.deflatePiece(entry)))
+            }
+        }
+        body += Array("]}".utf8)
+        return (body, pieces)
+    }
+
+    @Test(arguments: [1, 60])
+    func aSplicedMemberDecodesToTheBody(entrySize: Int) throws {
+        let entries = Self.entries(50, size: entrySize)
+        // Runs of spliced entries, broken by entries compressed with the gaps (an entry of the
+        // device itself, one read from the database).
+        let (body, pieces) = Self.body(entries) { $0 % 17 != 3 && $0 % 11 != 0 }
+        let spliced = Gzip.splice(body, pieces: pieces)
+        #expect(Gzip.isGzip(spliced))
+        #expect(try Gzip.decompress(spliced, limit: body.count) == body)
+        #expect(try Self.gunzip(spliced) == body)
+    }
+
+    @Test func piecesAfterTheirNeighbourAreAboutAsSmallAsTheWhole() throws {
+        // Entries of about 400 bytes, as a small sync's are.
+        let entries = Self.entries(50, size: 4)
+        let (body, pieces) = Self.body(entries) { _ in true }
+        let spliced = Gzip.splice(body, pieces: pieces)
+        let whole = Gzip.compress(body, level: 1)
+        let alone = entries.reduce(0) { $0 + Gzip.deflatePiece($1).count }
+        #expect(try Gzip.decompress(spliced, limit: body.count) == body)
+        #expect(spliced.count < whole.count * 3 / 2)
+        #expect(alone > spliced.count * 2)
+    }
+
+    @Test func bodiesWithoutPiecesOrBytesAreStillGzip() throws {
+        for body in [[], Array("{}".utf8), Array(String(repeating: "x", count: 70_000).utf8)] {
+            let spliced = Gzip.splice(body, pieces: [])
+            #expect(try Gzip.decompress(spliced, limit: max(body.count, 1)) == body)
+            #expect(try Self.gunzip(spliced) == body)
+        }
+    }
+
+    @Test func aDamagedPieceFailsTheChecksum() {
+        let entries = Self.entries(10)
+        let (body, pieces) = Self.body(entries) { _ in true }
+        var wrong = pieces
+        // The fifth entry compressed as if it followed other bytes: its back references land elsewhere.
+        wrong[4].deflated = Gzip.deflatePiece([UInt8(ascii: ",")] + entries[4], after: entries[3] + Array(" and more".utf8))
+        #expect(throws: GzipError.self) { try Gzip.decompress(Gzip.splice(body, pieces: wrong), limit: body.count * 2) }
+    }
+
+    /// The system's `gzip`, a decoder that is not zlib.
+    private static func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("splice-\(UUID().uuidString).gz")
+        try Data(bytes).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-dc", file.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return [UInt8](data)
+    }
+}
