@@ -1,5 +1,5 @@
-import Foundation
 import RevSyncProtocol
+import RevSyncTestSupport
 import Testing
 
 @Suite struct GzipSpliceTests {
@@ -81,18 +81,8 @@ import Testing
 
     /// The system's `gzip`, a decoder that is not zlib.
     private static func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("splice-\(UUID().uuidString).gz")
-        try Data(bytes).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-dc", file.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return [UInt8](data)
+        let (output, status) = try systemGunzip(bytes)
+        #expect(status == 0)
+        return output
     }
 }
