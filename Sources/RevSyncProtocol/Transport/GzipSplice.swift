@@ -26,7 +26,8 @@ extension Gzip {
     /// Compresses `bytes` into a piece for ``splice(_:pieces:gapLevel:)``.
     ///
     /// - Parameter dictionary: the bytes the piece will always follow in a body, which its back
-    ///   references may reach into (its last 32 KiB); `nil` for a piece that may go anywhere.
+    ///   references may reach into (as much of its end as deflate's window holds); `nil` for a
+    ///   piece that may go anywhere.
     public static func deflatePiece(_ bytes: [UInt8], after dictionary: [UInt8]? = nil, level: Int32 = 6) -> [UInt8] {
         let small = bytes.count + (dictionary?.count ?? 0) <= Format.smallRawWindow
         let deflater = DeflaterPool.shared.take(level: level, format: small ? .smallRaw : .raw)
@@ -64,7 +65,9 @@ extension Gzip {
         return output
     }
 
-    /// Below this many bytes a gap is stored: a fresh deflate state costs more than it saves.
+    /// Below this many bytes a gap is stored as it is: deflating it (a fresh state, its own
+    /// Huffman tables) costs more time than the few hundred bytes it saves are worth to a
+    /// response that is about latency.
     static let storedGapLimit = 1024
 
     private static func appendGap(_ gap: UnsafeRawBufferPointer, level: Int32, to output: inout [UInt8]) {

@@ -10,9 +10,10 @@ import RevSyncProtocol
 /// and copied after that. An entry compressed on its own would lose what it shares with its
 /// neighbours (the same keys and shapes: three to four times the bytes of a response compressed
 /// whole), so it is compressed after the entry one revision older, which a response nearly
-/// always holds right before it: its back references may reach into that one, for about a
-/// fifth more bytes than the response compressed whole. The first entry of a response (and
-/// any that does not follow the one before it) is compressed with the bytes around it.
+/// always holds right before it: its back references may reach into that one. Each entry
+/// still carries its own Huffman tables: a response of ~50 small entries is about 1.6 times
+/// the bytes of the response compressed whole. The first entry of a response (and any that
+/// does not follow the one before it) goes with the bytes around it.
 final class LogEntryDeflation: Sendable {
     private let kept = Locked<[UInt8]?>(nil)
     /// Compressed once, copied into many responses: worth zlib's default level.

@@ -17,9 +17,9 @@ import RevSyncProtocol
 /// another process, an entry too large to keep) starts the run over. A range not wholly here
 /// is read from the database.
 ///
-/// A kept entry carries its compressed forms (``LogEntryDeflation``), made the first time a
-/// gzip response holds it: two, each a fraction of the body (never more than a few bytes over
-/// it), so the window holds well under three times `maximumBytes`.
+/// A kept entry carries its compressed form (``LogEntryDeflation``), made the first time a
+/// gzip response holds it: a fraction of the body (never more than a few bytes over it), so
+/// the window holds well under twice `maximumBytes`.
 final class RecentLog: Sendable {
     /// Consecutive revisions, oldest first, from `start` on.
     private struct Window {
