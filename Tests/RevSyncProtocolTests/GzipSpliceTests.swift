@@ -70,6 +70,21 @@ import Testing
         }
     }
 
+    @Test func incompressibleBytesFitTheirBound() throws {
+        var generator = SystemRandomNumberGenerator()
+        for count in [1, 700, 1500, 2048, 5000, 70_000] {
+            let noise = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let dictionary = (0..<(count % 3000)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let body = Array("[".utf8) + noise + noise + Array("]".utf8)
+            // One copy as a piece after a dictionary that is not in the body (its back
+            // references cannot reach into noise), the other and the brackets as gaps.
+            let pieces = [Gzip.Piece(range: 1..<(1 + count), deflated: Gzip.deflatePiece(noise, after: nil, level: 9))]
+            #expect(!Gzip.deflatePiece(noise, after: dictionary).isEmpty)
+            let spliced = Gzip.splice(body, pieces: pieces)
+            #expect(try Gzip.decompress(spliced, limit: body.count) == body)
+        }
+    }
+
     @Test func aDamagedPieceFailsTheChecksum() {
         let entries = Self.entries(10)
         let (body, pieces) = Self.body(entries) { _ in true }
