@@ -237,6 +237,40 @@ import Testing
         }
     }
 
+    /// A group's delivered revisions are written together before its commit (PostgreSQL: one
+    /// statement for the group): each device's is the newest any of its responses brought it,
+    /// also for a device with two requests in the group, and its next sync is answered from there.
+    @Test(arguments: StoreKind.all)
+    func aGroupRecordsWhatEachOfItsDevicesWasDelivered(store: StoreKind) async throws {
+        try await withEngine(store) { storage, engine in
+            var devices: [(device: Device, token: String)] = []
+            for index in 0..<3 { devices.append(try await Token.create(name: "tablet \(index)", role: .member, in: storage)) }
+            // Each device up to date first, so that the group's answers come from the writer.
+            var start: Revision = 0
+            for device in devices {
+                let changeSet = ChangeSet.new().creating("venues", -1, ["name": "First"])
+                start = try await engine.sync(SyncMessage(maxRevision: start, changeSets: [changeSet]), tokenHash: Token.hash(device.token))
+                    .maxRevision
+            }
+            for device in devices {
+                _ = try await engine.sync(SyncMessage(maxRevision: start, changeSets: []), tokenHash: Token.hash(device.token))
+            }
+            let senders = [0, 1, 2, 0]
+            let requests = senders.enumerated().map { round, index in
+                let changeSet = ChangeSet.new().creating("venues", RecordID(Int64(-2 - round)), ["name": .text("Venue \(round)")])
+                return (SyncMessage(maxRevision: start, changeSets: [changeSet]), devices[index].token)
+            }
+            let responses = try await syncAsOneGroup(engine, storage, tokens: requests).map { try $0.get() }
+            for (index, device) in devices.enumerated() {
+                let newest = zip(senders, responses).filter { $0.0 == index }.map(\.1.maxRevision).max()!
+                let stored = try await storage.withReader { try $0.device(tokenHash: Token.hash(device.token)) }
+                #expect(stored?.deliveredRevision == newest)
+                let next = try await engine.sync(SyncMessage(maxRevision: newest, changeSets: []), tokenHash: Token.hash(device.token))
+                #expect(!next.isSnapshot)
+            }
+        }
+    }
+
     /// A bulk request's change sets have their reads made a window at a time, before the first
     /// of the window runs: what an earlier one writes (a mapping, a delete, an outcome) must be
     /// seen by the later ones of the same window and of the next.

@@ -41,6 +41,10 @@ final class SQLStorageAccess: StorageWriter {
     private let recentLog: RecentLog?
     /// The log entries of the open transaction, for ``recentLog`` once it commits.
     private var pendingLog: [LogEntry] = []
+    /// The delivered revisions a group on PostgreSQL raised, written in one statement before
+    /// its commit (``writeDelivered()``) instead of one per request; the group's own device
+    /// reads see them.
+    private var pendingDelivered: [Int64: Revision] = [:]
     /// Told of each commit that moved the revision.
     private let commits: CommitSignal?
     /// What ``readAhead(_:)`` and a group's first reads read, each answered until its
@@ -255,15 +259,23 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func device(tokenHash: String) throws -> Device? {
-        if let device = readAheadCache?.devices[tokenHash] { return device }
-        return try connection.firstRow(Self.selectDevice, [.text(tokenHash)]).map(Self.device)
+        let found =
+            if let device = readAheadCache?.devices[tokenHash] { device } else {
+                try connection.firstRow(Self.selectDevice, [.text(tokenHash)]).map(Self.device)
+            }
+        guard var device = found, let raised = pendingDelivered[device.id], raised > device.deliveredRevision else { return found }
+        device.deliveredRevision = raised
+        return device
     }
 
     static let selectDevice =
         "SELECT id, name, role, delivered_revision, user_id FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NULL"
 
     func allDevices() throws -> [DeviceRecord] {
-        try connection.rows("SELECT id, name, role, delivered_revision, user_id, created_at, revoked_at FROM _rs_devices ORDER BY id").map {
+        try writeDelivered()
+        return try connection.rows(
+            "SELECT id, name, role, delivered_revision, user_id, created_at, revoked_at FROM _rs_devices ORDER BY id"
+        ).map {
             row in
             guard let created = row[5].integerValue else { throw StorageError.corrupt("a device has no creation date") }
             return DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[6].integerValue)
@@ -415,6 +427,7 @@ final class SQLStorageAccess: StorageWriter {
             deferred = DeferredCounters(revision: locked, lockedRevision: locked, floor: row?[1].integerValue ?? 0)
         }
         let result = try body()
+        try writeDelivered()
         if let counters = deferred {
             for (entity, next) in counters.nextIDs {
                 try write("UPDATE _rs_ids SET next_id = ? WHERE entity = ?", [.integer(next), .text(entity)])
@@ -469,6 +482,7 @@ final class SQLStorageAccess: StorageWriter {
             readAheadCache = nil
             inTransaction = false
             pendingLog = []
+            pendingDelivered = [:]
             pendingRevision = nil
         }
         do {
@@ -679,6 +693,10 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func recordDelivered(device: Int64, revision: Revision) throws {
+        if grouping && dialect.database == .postgres {
+            pendingDelivered[device] = max(pendingDelivered[device] ?? 0, revision)
+            return
+        }
         readAheadCache?.forgetDevice(device)
         try write(
             "UPDATE _rs_devices SET delivered_revision = ? WHERE id = ? AND delivered_revision < ?",
@@ -741,7 +759,21 @@ final class SQLStorageAccess: StorageWriter {
         return id
     }
 
+    /// Writes the delivered revisions the group raised (``pendingDelivered``), in the order of
+    /// the devices' IDs.
+    private func writeDelivered() throws {
+        guard !pendingDelivered.isEmpty else { return }
+        let raised = pendingDelivered.sorted { $0.key < $1.key }
+        pendingDelivered = [:]
+        try write(
+            """
+            UPDATE _rs_devices AS d SET delivered_revision = v.revision
+            FROM unnest(?::bigint[], ?::bigint[]) AS v(id, revision) WHERE d.id = v.id AND d.delivered_revision < v.revision
+            """, [Self.array(raised.map { String($0.key) }), Self.array(raised.map { String($0.value) })])
+    }
+
     func recordDelivered(devices: [Int64], revision: Revision, ifAtLeast base: Revision) throws -> Set<Int64> {
+        try writeDelivered()
         readAheadCache = nil
         var raised = Set<Int64>()
         // At most 512 at a time, padded to a power of two by repeating one: well under both
@@ -767,6 +799,7 @@ final class SQLStorageAccess: StorageWriter {
     }
 
     func revokeDevice(id: Int64) throws -> Bool {
+        try writeDelivered()
         readAheadCache = nil
         return try connection.execute(
             "UPDATE _rs_devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [.integer(Self.now()), .integer(id)]) > 0
