@@ -62,6 +62,13 @@ final class RecentLog: Sendable {
     /// Adds entries that just committed, in revision order.
     func committed(_ new: [LogEntry]) {
         guard !new.isEmpty else { return }
+        // Each with the box for its compressed form (the writer's own entries have theirs),
+        // made before the lock that every reader takes.
+        let new = new.map { entry in
+            var entry = entry
+            if entry.deflation == nil { entry.deflation = LogEntryDeflation() }
+            return entry
+        }
         window.withLock { window in
             for entry in new {
                 if let last = window.kept.last, entry.revision != last.revision + 1 { window.clear() }
@@ -69,8 +76,6 @@ final class RecentLog: Sendable {
                     window.clear()
                     continue
                 }
-                var entry = entry
-                if entry.deflation == nil { entry.deflation = LogEntryDeflation() }
                 window.kept.append(entry)
                 window.bytes += entry.body.count
             }
