@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RevSyncBenchmarks
+import RevSyncServer
 
 /// Options every benchmark takes.
 struct StoreOptions: ParsableArguments {
@@ -11,14 +12,19 @@ struct StoreOptions: ParsableArguments {
         guard ["sqlite", "postgres"].contains(store) else { throw ValidationError("--store must be sqlite or postgres") }
     }
 
-    var choice: BenchmarkStore {
-        get throws {
-            guard store == "postgres" else { return .sqlite }
-            guard let url = postgresURL ?? ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"] else {
-                throw ValidationError("--store postgres needs --postgres-url or REVSYNC_POSTGRES_URL")
-            }
-            return .postgres(serverURL: url)
+    /// The store; for PostgreSQL, after saying on standard error whether the server writes as
+    /// in production (`fsync` and `synchronous_commit` on): its figures mean little otherwise.
+    func choice() async throws -> BenchmarkStore {
+        guard store == "postgres" else { return .sqlite }
+        guard let url = postgresURL ?? ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"] else {
+            throw ValidationError("--store postgres needs --postgres-url or REVSYNC_POSTGRES_URL")
         }
+        let names = ["fsync", "synchronous_commit", "full_page_writes"]
+        let settings = try await PostgresStorage.settings(names, server: url)
+        let described = names.map { "\($0) \(settings[$0] ?? "unknown")" }.joined(separator: ", ")
+        let durable = settings["fsync"] == "on" && settings["synchronous_commit"] == "on"
+        warn("PostgreSQL: \(described)\(durable ? "" : " (not production settings: commits are not durable)")")
+        return .postgres(serverURL: url)
     }
 }
 
@@ -42,7 +48,7 @@ struct FullSync: AsyncParsableCommand {
     func run() async throws {
         var benchmark = FullSyncBenchmark(binaries: productsDirectory)
         benchmark.records = records
-        benchmark.store = try options.choice
+        benchmark.store = try await options.choice()
         printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
@@ -68,7 +74,7 @@ struct FreshDevice: AsyncParsableCommand {
             var benchmark = FreshDeviceBenchmark(binaries: productsDirectory)
             benchmark.records = size
             benchmark.missed = missed
-            benchmark.store = try options.choice
+            benchmark.store = try await options.choice()
             if let concurrent {
                 rows.append(benchmark.row(try await benchmark.runConcurrent(devices: concurrent), command: commandLine))
             } else {
@@ -110,7 +116,7 @@ struct Concurrent: AsyncParsableCommand {
         benchmark.rate = rate
         benchmark.records = records
         benchmark.serverArguments = serverOption
-        benchmark.store = try options.choice
+        benchmark.store = try await options.choice()
         printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
@@ -129,7 +135,7 @@ struct CatchUp: AsyncParsableCommand {
         benchmark.storeSizes = storeSizes
         benchmark.missed = missed
         benchmark.repetitions = repetitions
-        benchmark.store = try options.choice
+        benchmark.store = try await options.choice()
         printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
     }
 }
@@ -146,7 +152,7 @@ struct BulkLoad: AsyncParsableCommand {
         var benchmark = BulkLoadBenchmark(binaries: productsDirectory)
         benchmark.changeSets = changeSets
         benchmark.perRequest = perRequest
-        benchmark.store = try options.choice
+        benchmark.store = try await options.choice()
         printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
@@ -182,7 +188,7 @@ struct Hostile: AsyncParsableCommand {
 
     func run() async throws {
         var benchmark = HostileBenchmark(binaries: productsDirectory)
-        benchmark.store = try options.choice
+        benchmark.store = try await options.choice()
         benchmark.sizes = records
         benchmark.bodies = bodies
         benchmark.bodyMegabytes = bodyMegabytes
@@ -230,7 +236,7 @@ struct Live: AsyncParsableCommand {
 
     func run() async throws {
         var benchmark = LiveBenchmark(binaries: productsDirectory)
-        benchmark.store = try options.choice
+        benchmark.store = try await options.choice()
         benchmark.devices = devices
         benchmark.rate = rate
         benchmark.seconds = seconds

@@ -17,6 +17,19 @@ extension PostgresStorage {
         }
     }
 
+    /// The values of the server's settings `names` (`current_setting`), for a benchmark to
+    /// say what it ran on.
+    public static func settings(_ names: [String], server url: String) async throws -> [String: String] {
+        let values = Locked<[String: String]>([:])
+        try await administer(url) { connection in
+            for name in names {
+                let value = try connection.firstRow("SELECT current_setting(?)", [.text(name)])?.first?.textValue
+                values.withLock { $0[name] = value }
+            }
+        }
+        return values.current
+    }
+
     /// `url` with its database replaced by `name`.
     public static func url(_ url: String, database name: String) -> String {
         guard let schemeEnd = url.range(of: "://"), let slash = url[schemeEnd.upperBound...].firstIndex(of: "/") else {
