@@ -1,5 +1,6 @@
 import Foundation
 import RevSyncBenchmarks
+import RevSyncServer
 import RevSyncTestSupport
 import Testing
 
@@ -82,6 +83,19 @@ import Testing
         let result = try await benchmark.run()
         #expect(result.committed == 50 && result.requests == 3 && result.seconds > 0)
         #expect(benchmark.row(result, command: "revsync-bench bulk-load").markdown.contains("50 change sets of one record"))
+    }
+
+    /// What `--store postgres` says of the server before measuring: its commit settings, each
+    /// name bound as a value (a name that is not a setting is an error, not SQL).
+    @Test(.enabled(if: StoreKind.all.contains(.postgres)))
+    func thePostgreSQLServersCommitSettingsAreRead() async throws {
+        let server = try #require(ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"])
+        let settings = try await PostgresStorage.settings(["fsync", "synchronous_commit"], server: server)
+        #expect(Set(settings.keys) == ["fsync", "synchronous_commit"])
+        for value in settings.values { #expect(["on", "off", "local", "remote_write", "remote_apply"].contains(value)) }
+        await #expect(throws: PostgresError.self) {
+            _ = try await PostgresStorage.settings(["fsync'); DROP TABLE pg_class; --"], server: server)
+        }
     }
 
     @Test(arguments: StoreKind.all)
