@@ -43,6 +43,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
         public var conflicts = 0
         public var failures: [String] = []
         public var serverPeakMemory = 0
+        /// What the window used of the machine's cores (Linux), and the syncs it measured.
+        var cpu: (used: CPUAccount, seconds: Double)?
         public var syncsPerSecond: Double { Double(syncs) / Swift.max(seconds, 0.001) }
     }
 
@@ -62,7 +64,9 @@ public struct ConcurrentSyncBenchmark: Sendable {
         // The window opens once every device's thread runs and waits at the gate: on a loaded
         // machine threads may start late, and a window that opened before them would measure
         // nothing (or only the devices that happened to start first).
-        let (measureFrom, end) = await withCheckedContinuation { (continuation: CheckedContinuation<(Date, Date), Never>) in
+        let servers = server.fleet.ports.indices.compactMap { server.fleet.pid(of: $0) }
+        let (measureFrom, end, cpu) = await withCheckedContinuation {
+            (continuation: CheckedContinuation<(Date, Date, CPUAccount?), Never>) in
             let coordinator = Thread { [devices, warmUp, seconds] in
                 let gate = StartGate()
                 let ready = DispatchSemaphore(value: 0)
@@ -87,8 +91,12 @@ public struct ConcurrentSyncBenchmark: Sendable {
                 let measureFrom = start.addingTimeInterval(warmUp)
                 let end = measureFrom.addingTimeInterval(seconds)
                 gate.open(start: start, measureFrom: measureFrom, end: end)
+                Thread.sleep(until: measureFrom)
+                let first = CPUAccount.now(servers: servers)
+                Thread.sleep(until: end)
+                let used = CPUAccount.now(servers: servers).flatMap { last in first.map { last.since($0) } }
                 finished.wait()
-                continuation.resume(returning: (measureFrom, end))
+                continuation.resume(returning: (measureFrom, end, used))
             }
             coordinator.start()
         }
@@ -111,6 +119,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
         result.p99 = latencies.percentile(99)
         result.max = latencies.percentile(100)
         result.serverPeakMemory = server.peakMemory
+        result.cpu = cpu.map { ($0, end.timeIntervalSince(measureFrom)) }
         return result
     }
 
@@ -126,8 +135,25 @@ public struct ConcurrentSyncBenchmark: Sendable {
                 ("max", Format.milliseconds(result.max)),
                 ("syncs measured", "\(Format.count(result.syncs)) in \(Format.seconds(result.seconds)), \(result.conflicts) conflicts"),
                 ("server peak memory", Format.bytes(result.serverPeakMemory) + (instances > 1 ? " (first instance)" : "")),
-            ],
+            ] + cpuFigures(result),
             command: command)
+    }
+}
+
+extension ConcurrentSyncBenchmark {
+    /// CPU per sync of each part, and the cores left idle: whether the machine was the limit.
+    fileprivate func cpuFigures(_ result: Result) -> [(String, String)] {
+        guard let (used, seconds) = result.cpu else { return [] }
+        let syncs = result.syncsPerSecond * seconds
+        guard syncs > 0 else { return [] }
+        func perSync(_ cpu: Double) -> String { "\(Int((cpu / syncs * 1_000_000).rounded())) µs" }
+        var parts = ["servers \(perSync(used.servers))"]
+        if store.postgresServer != nil { parts.append("PostgreSQL \(perSync(used.postgres))") }
+        parts.append("load generator \(perSync(used.loadGenerator))")
+        return [
+            ("CPU per sync", parts.joined(separator: ", ")),
+            ("cores idle", "\(Int((used.idleShare * 100).rounded()))%"),
+        ]
     }
 }
 

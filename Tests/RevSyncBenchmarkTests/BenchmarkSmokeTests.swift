@@ -114,6 +114,12 @@ import Testing
             #expect(result.syncs > 0)
             #expect(result.conflicts == 0)
             #expect(result.p50 > 0 && result.p50 <= result.p95 && result.p95 <= result.p99 && result.p99 <= result.max)
+            // Where the cores went (Linux's /proc): each part's CPU per sync, PostgreSQL's only
+            // on PostgreSQL.
+            let row = benchmark.row(result, command: "revsync-bench concurrent").markdown
+            #expect(row.contains("CPU per sync **servers ") && row.contains(" µs, load generator ") && row.contains("cores idle **"))
+            #expect(row.contains(" µs, PostgreSQL ") == (store == .postgres))
+            #expect(!row.contains("servers 0 µs"))
         }
     }
 
