@@ -119,7 +119,8 @@ import Testing
             let row = benchmark.row(result, command: "revsync-bench concurrent").markdown
             #expect(row.contains("CPU per sync **servers ") && row.contains(" µs, load generator ") && row.contains("cores idle **"))
             #expect(row.contains(" µs, PostgreSQL ") == (store == .postgres))
-            #expect(!row.contains("servers 0 µs"))
+            // As fast as they can for 1.5 s, the servers use far more than /proc's 10 ms ticks.
+            if rate == nil { #expect(!row.contains("servers 0 µs")) }
         }
     }
 
