@@ -70,11 +70,12 @@ struct FreshDevice: AsyncParsableCommand {
 
     func run() async throws {
         var rows: [BenchmarkRow] = []
+        let store = try await options.choice()
         for size in records {
             var benchmark = FreshDeviceBenchmark(binaries: productsDirectory)
             benchmark.records = size
             benchmark.missed = missed
-            benchmark.store = try await options.choice()
+            benchmark.store = store
             if let concurrent {
                 rows.append(benchmark.row(try await benchmark.runConcurrent(devices: concurrent), command: commandLine))
             } else {
