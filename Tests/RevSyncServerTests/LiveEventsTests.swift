@@ -157,7 +157,8 @@ import Testing
     }
 
     /// A stream is served below the application, which closes connections idle for
-    /// `idleTimeoutSeconds`: a stream with nothing to say for longer stays open.
+    /// `idleTimeoutSeconds`: a stream with nothing to say for longer stays open. (The reader's
+    /// own reads time out after a second too: a quiet stream is not an ended one.)
     @Test func aStreamOutlivesTheIdleTimeout() async throws {
         try await withLiveServer(configure: {
             $0.idleTimeoutSeconds = 1
@@ -165,7 +166,7 @@ import Testing
         }) { server in
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
-            let stream = try await EventStreamReader.open(port: server.port, token: alice.token)
+            let stream = try await EventStreamReader.open(port: server.port, token: alice.token, receiveTimeoutSeconds: 1)
             defer { stream.close() }
             _ = try await stream.next()
             try await Task.sleep(for: .milliseconds(2_500))

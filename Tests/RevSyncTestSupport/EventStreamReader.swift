@@ -45,10 +45,12 @@ public final class EventStreamReader: Sendable {
     /// - Parameters:
     ///   - path: `/events`, or with a query (`/events?since=3`).
     ///   - receiveBuffer: the socket's receive buffer in bytes, small to fill it fast.
+    ///   - receiveTimeoutSeconds: how long one read of the events waits (after the head); a
+    ///     quiet stream is read on after it (only the server's closing ends it).
     ///   - reading: whether to start reading the events at once.
     public static func open(
         port: Int, token: String, path: String = "/events", headers: [(String, String)] = [], receiveBuffer: Int? = nil,
-        reading: Bool = true
+        receiveTimeoutSeconds: Int = 30, reading: Bool = true
     ) async throws -> EventStreamReader {
         let reader = try await RawHTTPConnection.run {
             let connection = try RawHTTPConnection(port: port, receiveBuffer: receiveBuffer)
@@ -84,6 +86,7 @@ public final class EventStreamReader: Sendable {
                 errorBody = String(decoding: rest, as: UTF8.self)
                 rest = []
             }
+            connection.setReceiveTimeout(seconds: receiveTimeoutSeconds)
             return EventStreamReader(connection: connection, status: status, headers: headers, leftover: rest, errorBody: errorBody)
         }
         if reading && reader.status == 200 { reader.startReading() }
@@ -112,7 +115,7 @@ public final class EventStreamReader: Sendable {
             let events = (try? parser.feed(body)) ?? []
             for event in events { deliver(event) }
             if chunked.finished { break }
-            pending = connection.receiveSome()
+            pending = connection.receiveWhileOpen()
             if pending.isEmpty { break }
         }
         let waiter = state.withLock { state -> CheckedContinuation<ServerSentEvent?, Never>? in

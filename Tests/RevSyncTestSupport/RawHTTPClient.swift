@@ -124,8 +124,7 @@ public final class RawHTTPConnection: Sendable {
         #else
         fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setReceiveTimeout(seconds: 30)
         if var size = receiveBuffer.map(Int32.init) {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
@@ -144,6 +143,12 @@ public final class RawHTTPConnection: Sendable {
 
     deinit { close(fd) }
 
+    /// How long one read waits (`SO_RCVTIMEO`; 30 s unless set).
+    public func setReceiveTimeout(seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     public func send(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
@@ -160,12 +165,25 @@ public final class RawHTTPConnection: Sendable {
         shutdown(fd, Int32(SHUT_WR))
     }
 
-    /// Reads what is there (waiting up to 30 s for something); empty at the end of the
-    /// connection.
+    /// Reads what is there (waiting up to the receive timeout for something); empty at the end
+    /// of the connection.
     public func receiveSome() -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         return count > 0 ? Array(buffer[0..<count]) : []
+    }
+
+    /// Reads what is there, waiting as long as the connection stays open: a stream with nothing
+    /// to say for longer than the receive timeout (a heartbeat of a minute, a test held up on a
+    /// busy machine) has not ended. Empty at the end of the connection, or once it is shut down
+    /// (``shutdownBoth()``).
+    public func receiveWhileOpen() -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 { return Array(buffer[0..<count]) }
+            guard count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return [] }
+        }
     }
 
     /// Ends both directions (a thread blocked reading wakes up).
