@@ -168,9 +168,17 @@ public final class RawHTTPConnection: Sendable {
     /// Reads what is there (waiting up to the receive timeout for something); empty at the end
     /// of the connection.
     public func receiveSome() -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        var buffer = Self.buffer()
+        let count = receive(into: &buffer)
         return count > 0 ? Array(buffer[0..<count]) : []
+    }
+
+    private static func buffer() -> [UInt8] { [UInt8](repeating: 0, count: 64 * 1024) }
+
+    /// One `recv` into `buffer`: the bytes read, 0 at the end of the connection, -1 on an
+    /// error (`errno` says which: `EAGAIN` when the receive timeout passed).
+    private func receive(into buffer: inout [UInt8]) -> Int {
+        buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
     }
 
     /// Reads what is there, waiting as long as the connection stays open: a stream with nothing
@@ -178,9 +186,9 @@ public final class RawHTTPConnection: Sendable {
     /// busy machine) has not ended. Empty at the end of the connection, or once it is shut down
     /// (``shutdownBoth()``).
     public func receiveWhileOpen() -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var buffer = Self.buffer()
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let count = receive(into: &buffer)
             if count > 0 { return Array(buffer[0..<count]) }
             guard count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else { return [] }
         }
@@ -198,9 +206,9 @@ public final class RawHTTPConnection: Sendable {
     /// Reads until `done` says what arrived is enough, or the server closes the connection.
     func receive(until done: ([UInt8]) -> Bool) -> [UInt8] {
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var buffer = Self.buffer()
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let count = receive(into: &buffer)
             if count <= 0 { break }
             received.append(contentsOf: buffer[0..<count])
             if done(received) { break }
