@@ -189,6 +189,8 @@ import Testing
                 try await bob.sync()
                 #expect(try await eventually { try await alice.store.contents() == (try await server.contents()) })
                 #expect(log.syncs >= 1)
+                // Its sync over (a commit landing while it runs would come by the sync, not pushed).
+                #expect(try await eventually { try await alice.synchronizer.status().state == .live })
                 // Small again: pushed.
                 try await bob.table("venues").insert(["name": "South"])
                 try await bob.sync()
