@@ -150,7 +150,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RevSyncBenchmarkTests",
-            dependencies: ["RevSyncBenchmarks", "RevSyncTestSupport"],
+            dependencies: ["RevSyncBenchmarks", "RevSyncSimulation", "RevSyncTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

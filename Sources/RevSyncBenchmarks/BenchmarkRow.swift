@@ -52,6 +52,10 @@ enum Format {
         value >= 100 ? String(format: "%.0f", value) : String(format: "%.1f", value)
     }
 
+    static func cores(_ value: Double) -> String {
+        String(format: "%.2f cores", value)
+    }
+
     static func count(_ value: Int) -> String {
         let digits = String(value)
         var result = ""

@@ -43,9 +43,10 @@ final class BenchmarkServer: Sendable {
     /// - Parameters:
     ///   - viewers: how many of the devices (the last ones) have the `viewer` role.
     ///   - instances: server processes on the database (more than one on PostgreSQL only).
+    ///   - cpuQuota: each instance's share of the cores (``ServerFleet/start(count:database:binaries:logDirectory:arguments:cpuQuota:)``).
     static func start(
-        store: BenchmarkStore, records: Int, devices: Int, viewers: Int = 0, instances: Int = 1, binaries: URL, label: String,
-        serverArguments: [String] = [],
+        store: BenchmarkStore, records: Int, devices: Int, viewers: Int = 0, instances: Int = 1, cpuQuota: CPUQuota? = nil,
+        binaries: URL, label: String, serverArguments: [String] = [],
         prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
     ) async throws -> BenchmarkServer {
         let work = try ScratchDatabase.temporaryDirectory("bench")
@@ -75,7 +76,8 @@ final class BenchmarkServer: Sendable {
         if let prepare { try await prepare(SyncEngine(schema: .demo, storage: storage), owners) }
         try await storage.close()
         let fleet = try await ServerFleet.start(
-            count: instances, database: database.location, binaries: binaries, logDirectory: work, arguments: serverArguments)
+            count: instances, database: database.location, binaries: binaries, logDirectory: work, arguments: serverArguments,
+            cpuQuota: cpuQuota)
         return BenchmarkServer(
             work: work, database: database, fleet: fleet, tokens: tokens, seedRevision: summary.revision,
             players: players, teams: teams)

@@ -9,7 +9,9 @@ import Foundation
 /// part and whether the cores were the limit: on one machine shared by all of them, a faster
 /// part leaves its cores to the others.
 struct CPUAccount: Sendable {
-    var servers = 0.0
+    /// Each server process's, in the order given.
+    var eachServer: [Double] = []
+    var servers: Double { eachServer.reduce(0, +) }
     var postgres = 0.0
     var loadGenerator = 0.0
     var busy = 0.0
@@ -26,7 +28,7 @@ struct CPUAccount: Sendable {
         let perSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
         let idle = ticks[3] + ticks[4]
         return CPUAccount(
-            servers: servers.map(cpuSeconds(ofProcess:)).reduce(0, +),
+            eachServer: servers.map(cpuSeconds(ofProcess:)),
             postgres: postgresProcesses().map(cpuSeconds(ofProcess:)).reduce(0, +),
             loadGenerator: cpuSeconds(ofProcess: getpid()),
             busy: (ticks.reduce(0, +) - idle) / perSecond, idle: idle / perSecond)
@@ -35,7 +37,7 @@ struct CPUAccount: Sendable {
     /// What was used from `earlier` to this one.
     func since(_ earlier: CPUAccount) -> CPUAccount {
         CPUAccount(
-            servers: servers - earlier.servers, postgres: postgres - earlier.postgres,
+            eachServer: zip(eachServer, earlier.eachServer).map { $0 - $1 }, postgres: postgres - earlier.postgres,
             loadGenerator: loadGenerator - earlier.loadGenerator, busy: busy - earlier.busy, idle: idle - earlier.idle)
     }
 

@@ -25,6 +25,9 @@ public struct ConcurrentSyncBenchmark: Sendable {
     /// Server processes on the one database (PostgreSQL): device `i` syncs with instance
     /// `i % instances`.
     public var instances = 1
+    /// Cores each server instance may use (a control group of its own, Linux), as if each ran
+    /// on a machine of its own; `nil`: every instance shares all the machine's cores.
+    public var cpusPerInstance: Double?
     /// More options for `revsync-server` (such as `--durability normal`).
     public var serverArguments: [String] = []
     public var binaries: URL
@@ -50,8 +53,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
 
     public func run() async throws -> Result {
         let server = try await BenchmarkServer.start(
-            store: store, records: records, devices: devices, instances: instances, binaries: binaries, label: "load",
-            serverArguments: serverArguments)
+            store: store, records: records, devices: devices, instances: instances,
+            cpuQuota: cpusPerInstance.map(CPUQuota.init(cores:)), binaries: binaries, label: "load", serverArguments: serverArguments)
         let result = await load(server)
         await server.stop()
         if let failure = result.failures.first { throw BenchmarkError("\(result.failures.count) syncs failed; the first: \(failure)") }
@@ -126,7 +129,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
     public func row(_ result: Result, command: String) -> BenchmarkRow {
         BenchmarkRow(
             scenario:
-                "\(devices) devices syncing small change sets, \(rate.map { "\(Format.rate($0)) syncs/s offered" } ?? "as fast as they can"), \(store)\(instances > 1 ? ", \(instances) instances" : "")",
+                "\(devices) devices syncing small change sets, \(rate.map { "\(Format.rate($0)) syncs/s offered" } ?? "as fast as they can"), \(store)\(instances > 1 ? ", \(instances) instances" : "")\(cpusPerInstance.map { ", \(Format.cores($0)) per instance" } ?? "")",
             figures: [
                 ("syncs per second (completed)", Format.rate(result.syncsPerSecond)),
                 ("p50", Format.milliseconds(result.p50)),
@@ -150,10 +153,16 @@ extension ConcurrentSyncBenchmark {
         var parts = ["servers \(perSync(used.servers))"]
         if store.postgresServer != nil { parts.append("PostgreSQL \(perSync(used.postgres))") }
         parts.append("load generator \(perSync(used.loadGenerator))")
-        return [
+        var figures = [
             ("CPU per sync", parts.joined(separator: ", ")),
             ("cores idle", "\(Int((used.idleShare * 100).rounded()))%"),
         ]
+        if let cpusPerInstance {
+            // Whether each instance's quota was its limit.
+            let used = used.eachServer.map { Format.cores($0 / seconds) }.joined(separator: ", ")
+            figures.append(("CPU used by each instance", "\(used) (its limit: \(Format.cores(cpusPerInstance)))"))
+        }
+        return figures
     }
 }
 

@@ -101,16 +101,23 @@ struct Concurrent: AsyncParsableCommand {
     @Option(parsing: .singleValue, help: "An option for revsync-server, such as --server-option=--durability=normal (repeatable).")
     var serverOption: [String] = []
     @Option(help: "Server instances on the one database (PostgreSQL); the devices are spread over them evenly.") var instances = 1
+    @Option(
+        help:
+            "Cores each server instance may use, such as 0.4: a control group of its own with a CPU quota (Linux, as root), as if each instance ran on a machine of its own."
+    )
+    var cpusPerInstance: Double?
     @OptionGroup var options: StoreOptions
 
     func validate() throws {
         guard instances >= 1 else { throw ValidationError("--instances must be 1 or more") }
         if instances > 1 && options.store != "postgres" { throw ValidationError("--instances above 1 needs --store postgres") }
+        if let cpusPerInstance, !(cpusPerInstance >= 0.01) { throw ValidationError("--cpus-per-instance must be 0.01 or more") }
     }
 
     func run() async throws {
         var benchmark = ConcurrentSyncBenchmark(binaries: productsDirectory)
         benchmark.instances = instances
+        benchmark.cpusPerInstance = cpusPerInstance
         benchmark.devices = devices
         benchmark.seconds = seconds
         benchmark.warmUp = warmUp

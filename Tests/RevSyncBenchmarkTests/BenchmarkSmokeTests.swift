@@ -1,6 +1,7 @@
 import Foundation
 import RevSyncBenchmarks
 import RevSyncServer
+import RevSyncSimulation
 import RevSyncTestSupport
 import Testing
 
@@ -122,6 +123,27 @@ import Testing
             // As fast as they can for 1.5 s, the servers use far more than /proc's 10 ms ticks.
             if rate == nil { #expect(!row.contains("servers 0 µs")) }
         }
+    }
+
+    /// `--cpus-per-instance`: each instance in a control group of its own with that quota; the
+    /// row names the quota and says what each instance used of it.
+    @Test(.enabled(if: StoreKind.all.contains(.postgres) && CPUQuota.isAvailable, "needs PostgreSQL and a writable cgroup cpu controller"))
+    func instancesWithACPUQuotaEachAreMeasuredEach() async throws {
+        var benchmark = ConcurrentSyncBenchmark(binaries: Self.binaries)
+        benchmark.devices = 4
+        benchmark.seconds = 1.5
+        benchmark.warmUp = 0
+        benchmark.records = 200
+        benchmark.instances = 2
+        benchmark.cpusPerInstance = 0.5
+        benchmark.store = Self.store(.postgres)
+        let result = try await benchmark.run()
+        #expect(result.syncs > 0 && result.conflicts == 0)
+        let row = benchmark.row(result, command: "revsync-bench concurrent --instances 2 --cpus-per-instance 0.5")
+        #expect(row.scenario.hasSuffix("PostgreSQL, 2 instances, 0.50 cores per instance"))
+        let used = try #require(row.value("CPU used by each instance"))
+        #expect(used.hasSuffix(" (its limit: 0.50 cores)"))
+        #expect(used.components(separatedBy: " cores, ").count == 2, "\(used)")
     }
 
     @Test func catchUpGetsExactlyTheMissedChangeSets() async throws {

@@ -20,8 +20,11 @@ public final class ServerFleet: Sendable {
     private let executable: String
     private let logDirectory: String
     private let extraArguments: [String]
+    /// Each instance's share of the cores, if limited.
+    private let cpuQuota: CPUQuota?
     private struct State {
         var processes: [ChildProcess?]
+        var quotaGroups: [CPUQuotaGroup?]
         var kills = 0
     }
 
@@ -30,8 +33,11 @@ public final class ServerFleet: Sendable {
     public var kills: Int { state.withLock { $0.kills } }
 
     /// Starts `count` instances of `binaries/revsync-server` on `database`.
+    ///
+    /// - Parameter cpuQuota: each instance's share of the cores (a control group of its own),
+    ///   as if each ran on a machine of its own; `nil` for no limit.
     public static func start(
-        count: Int, database: String, binaries: URL, logDirectory: String, arguments: [String] = []
+        count: Int, database: String, binaries: URL, logDirectory: String, arguments: [String] = [], cpuQuota: CPUQuota? = nil
     ) async throws -> ServerFleet {
         var attempt = 1
         while true {
@@ -39,7 +45,7 @@ public final class ServerFleet: Sendable {
             for _ in 0..<count { ports.append(try freePort(excluding: ports)) }
             let fleet = ServerFleet(
                 database: database, ports: ports, executable: binaries.appendingPathComponent("revsync-server").path,
-                logDirectory: logDirectory, arguments: arguments)
+                logDirectory: logDirectory, arguments: arguments, cpuQuota: cpuQuota)
             do {
                 for index in 0..<count { try await fleet.start(index) }
                 return fleet
@@ -61,13 +67,15 @@ public final class ServerFleet: Sendable {
         }
     }
 
-    private init(database: String, ports: [Int], executable: String, logDirectory: String, arguments: [String]) {
+    private init(database: String, ports: [Int], executable: String, logDirectory: String, arguments: [String], cpuQuota: CPUQuota?) {
         self.database = database
         self.ports = ports
         self.executable = executable
         self.logDirectory = logDirectory
         self.extraArguments = arguments
-        self.state = Locked(State(processes: Array(repeating: nil, count: ports.count)))
+        self.cpuQuota = cpuQuota
+        self.state = Locked(
+            State(processes: Array(repeating: nil, count: ports.count), quotaGroups: Array(repeating: nil, count: ports.count)))
     }
 
     /// Starts instance `index` (again) and waits until it answers `/health`.
@@ -81,6 +89,16 @@ public final class ServerFleet: Sendable {
                 + extraArguments,
             log: logDirectory + "/server-\(index).log")
         state.withLock { $0.processes[index] = process }
+        if let cpuQuota {
+            do {
+                let group = try cpuQuota.confine(process.pid, name: "revsync-fleet-\(getpid())-\(ports[index])")
+                state.withLock { $0.quotaGroups[index] = group }
+            } catch {
+                process.send(SIGKILL)
+                _ = await process.waitForExit()
+                throw error
+            }
+        }
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if try await Self.isHealthy(port: ports[index]) { return }
@@ -115,6 +133,7 @@ public final class ServerFleet: Sendable {
         let all = state.withLock { $0.processes.compactMap { $0 } }
         for process in all { process.send(SIGTERM) }
         for process in all { _ = await process.waitForExit() }
+        for group in state.withLock({ $0.quotaGroups.compactMap { $0 } }) { group.remove() }
     }
 
     static func isHealthy(port: Int) async throws -> Bool {
