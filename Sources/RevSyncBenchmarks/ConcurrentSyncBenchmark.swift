@@ -159,8 +159,8 @@ extension ConcurrentSyncBenchmark {
         ]
         if let cpusPerInstance {
             // Whether each instance's quota was its limit.
-            let used = used.eachServer.map { Format.cores($0 / seconds) }.joined(separator: ", ")
-            figures.append(("CPU used by each instance", "\(used) (its limit: \(Format.cores(cpusPerInstance)))"))
+            let each = used.eachServer.map { Format.cores($0 / seconds) }.joined(separator: ", ")
+            figures.append(("CPU used by each instance", "\(each) (its limit: \(Format.cores(cpusPerInstance)))"))
         }
         return figures
     }
