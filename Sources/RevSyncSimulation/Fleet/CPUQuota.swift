@@ -16,7 +16,7 @@ import Darwin
 /// of its own: what instances add together is then measured on one machine. The quota is a
 /// ceiling, not a reservation; keep the sum of the quotas and what PostgreSQL and the load
 /// generator use below the machine's cores.
-public struct CPUQuota: Sendable, Equatable {
+public struct CPUQuota: Sendable {
     /// Cores the process may use, such as 0.5 for half a core.
     public let cores: Double
 
@@ -50,13 +50,13 @@ public struct CPUQuota: Sendable, Equatable {
             let quota = max(1_000, Int((cores * Double(Self.periodMicroseconds)).rounded()))
             switch controller.version {
             case .v1:
-                try Self.write("\(Self.periodMicroseconds)", to: path + "/cpu.cfs_period_us")
-                try Self.write("\(quota)", to: path + "/cpu.cfs_quota_us")
+                try Self.writeFile("\(Self.periodMicroseconds)", to: path + "/cpu.cfs_period_us")
+                try Self.writeFile("\(quota)", to: path + "/cpu.cfs_quota_us")
             case .v2:
-                try Self.write("\(quota) \(Self.periodMicroseconds)", to: path + "/cpu.max")
+                try Self.writeFile("\(quota) \(Self.periodMicroseconds)", to: path + "/cpu.max")
             }
             // cgroup.procs moves every thread of the process.
-            try Self.write("\(pid)", to: path + "/cgroup.procs")
+            try Self.writeFile("\(pid)", to: path + "/cgroup.procs")
         } catch {
             group.remove()
             throw error
@@ -64,28 +64,23 @@ public struct CPUQuota: Sendable, Equatable {
         return group
     }
 
-    static func write(_ text: String, to path: String) throws {
+    static func writeFile(_ text: String, to path: String) throws {
         let fd = open(path, O_WRONLY)
         guard fd >= 0 else { throw SimulationError("cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let bytes = Array(text.utf8)
-        #if canImport(Glibc)
-        let written = Glibc.write(fd, bytes, bytes.count)
-        #else
-        let written = Darwin.write(fd, bytes, bytes.count)
-        #endif
-        guard written == bytes.count else {
+        guard write(fd, bytes, bytes.count) == bytes.count else {
             throw SimulationError("cannot write \(text) to \(path): \(String(cString: strerror(errno)))")
         }
     }
 }
 
 /// A control group made by ``CPUQuota/confine(_:name:)``.
-public struct CPUQuotaGroup: Sendable {
-    public let path: String
+package struct CPUQuotaGroup: Sendable {
+    package let path: String
 
     /// Removes the group; its processes must have ended.
-    public func remove() {
+    package func remove() {
         rmdir(path)
     }
 }
@@ -125,7 +120,7 @@ private struct CPUController {
             throw SimulationError("a CPU quota per instance needs the cgroup cpu controller, and none is mounted")
         }
         // Child groups get the cpu controller only where their parent hands it down.
-        try? CPUQuota.write("+cpu", to: v2 + "/cgroup.subtree_control")
+        try? CPUQuota.writeFile("+cpu", to: v2 + "/cgroup.subtree_control")
         return CPUController(root: v2, version: .v2)
     }
 }
