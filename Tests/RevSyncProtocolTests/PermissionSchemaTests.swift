@@ -86,7 +86,12 @@ import Testing
             (#"{"role": "coach", "where": {"name.coach_id": "$user"}}"#, "is not a reference of teams"),
             (#"{"role": "coach", "where": {"coach_id.shoe_size": "$user"}}"#, "users has no attribute \"shoe_size\""),
             (#"{"role": "coach", "where": {"coach_id": 7}}"#, "compares with \"$user\" only"),
-            (#"{"role": "coach", "where": {"a.b.c": "$user"}}"#, "not an attribute of teams"),
+            (#"{"role": "coach", "where": {"a.b.c": "$user"}}"#, "\"a\" in \"a.b.c\" is not a reference of teams"),
+            (
+                #"{"role": "coach", "where": {"coach_id.first_name.x": "$user"}}"#,
+                "\"first_name\" in \"coach_id.first_name.x\" is not a reference of users"
+            ),
+            (#"{"role": "coach", "where": {"a.b.c.d.e": "$user"}}"#, "follows more than 3 references"),
         ]
         for (entry, message) in cases {
             let text = Self.example.replacing(#"{"role": "coach", "where": {"coach_id": "$user"}}"#, with: entry)

@@ -13,10 +13,13 @@ import Testing
         let server: InProcessServer
         let admin: TestDevice, coachA: TestDevice, coachB: TestDevice, medic: TestDevice, member: TestDevice, viewer: TestDevice
         let teamA: RecordID, teamB: RecordID, player: RecordID, linkA: RecordID, linkB: RecordID, season: RecordID
+        /// Team B's training session; a screening recorded by coach B (user 2), with one value.
+        let sessionB: RecordID, screen: RecordID, screeningB: RecordID, valueB: RecordID
+        let users: [RecordID]
 
         static func make(_ server: InProcessServer) async throws -> Club {
             let admin = try await server.device("admin", role: .admin)
-            let users = try await (1...3).asyncMap {
+            let users = try await (1...4).asyncMap {
                 try await admin.create("users", ["first_name": .text("U\($0)"), "last_name": "X"]).id
             }
             let season = try await admin.create("seasons", ["name": "2014"]).id
@@ -31,13 +34,23 @@ import Testing
             let linkB = try await admin.create(
                 "team_players", ["team_id": .integer(teamB.rawValue), "player_id": .integer(player.rawValue)]
             ).id
+            let sessionB = try await admin.create(
+                "training_sessions", ["team_id": .integer(teamB.rawValue), "starts_at": "2026-11-24 18:00"]
+            ).id
+            let screen = try await admin.create("screens", ["name": "Sprint"]).id
+            let screeningB = try await admin.create(
+                "screen_instances", ["screen_id": .integer(screen.rawValue), "recorded_by_id": .integer(users[1].rawValue)]
+            ).id
+            let valueB = try await admin.create(
+                "screen_instance_items", ["screen_instance_id": .integer(screeningB.rawValue), "numeric_value": 3.5]
+            ).id
             let club = Club(
                 server: server, admin: admin, coachA: try await server.device("coach A", role: "coach", user: users[0]),
                 coachB: try await server.device("coach B", role: "coach", user: users[1]),
-                medic: try await server.device("medic", role: "medic", user: users[2]), member: try await server.device("member"),
+                medic: try await server.device("medic", role: "medic", user: users[2]),
+                member: try await server.device("member", user: users[3]),
                 viewer: try await server.device("viewer", role: .viewer), teamA: teamA, teamB: teamB, player: player, linkA: linkA,
-                linkB: linkB,
-                season: season)
+                linkB: linkB, season: season, sessionB: sessionB, screen: screen, screeningB: screeningB, valueB: valueB, users: users)
             for device in [club.coachA, club.coachB, club.medic, club.member, club.viewer] { try await device.sync() }
             return club
         }
@@ -153,8 +166,89 @@ import Testing
             name: "a viewer changes nothing", device: \.viewer, changeSet: { _ in .new().creating("notes", -1, ["body": "hi"]) },
             refusal: "may read but not change data"),
         Case(
-            name: "a member writes a note", device: \.member, changeSet: { _ in .new().creating("notes", -1, ["body": "hi"]) }, refusal: nil
-        ),
+            name: "a member writes a note in their own name", device: \.member,
+            changeSet: { club in .new().creating("notes", -1, ["body": "hi", "author_id": .integer(club.users[3].rawValue)]) },
+            refusal: nil),
+        Case(
+            name: "a member writes a note in someone else's name", device: \.member,
+            changeSet: { club in .new().creating("notes", -1, ["body": "hi", "author_id": .integer(club.users[0].rawValue)]) },
+            refusal: "create needs admin, or anyone but a viewer where author_id is you"),
+        Case(
+            name: "a member writes a note in no one's name", device: \.member,
+            changeSet: { _ in .new().creating("notes", -1, ["body": "hi"]) },
+            refusal: "create needs admin, or anyone but a viewer where author_id is you"),
+        Case(
+            name: "a coach records attendance at another team's training (two references followed)", device: \.coachA,
+            changeSet: { club in
+                .new().creating(
+                    "attendances", -1,
+                    ["training_session_id": .integer(club.sessionB.rawValue), "player_id": .integer(club.player.rawValue), "present": true])
+            }, refusal: "create needs admin, or coach where training_session_id.team_id.coach_id is you"),
+        Case(
+            name: "a coach records attendance at their own team's training", device: \.coachB,
+            changeSet: { club in
+                .new().creating(
+                    "attendances", -1,
+                    [
+                        "training_session_id": .integer(club.sessionB.rawValue), "player_id": .integer(club.player.rawValue),
+                        "present": false,
+                    ])
+            }, refusal: nil),
+        Case(
+            name: "a coach changes another team's training", device: \.coachA,
+            changeSet: { club in
+                .new().updating(
+                    "training_sessions", club.sessionB, base: try await current(club, "training_sessions", club.sessionB),
+                    ["cancelled": true])
+            }, refusal: "update needs admin, or coach where team_id.coach_id is you"),
+        Case(
+            name: "a coach deactivates a player (players are the club's)", device: \.coachB,
+            changeSet: { club in
+                .new().updating("players", club.player, base: try await current(club, "players", club.player), ["active": false])
+            }, refusal: "update needs admin, or medic"),
+        Case(
+            name: "a medic records a height", device: \.medic,
+            changeSet: { club in
+                .new().updating("players", club.player, base: try await current(club, "players", club.player), ["height_cm": 151.5])
+            }, refusal: nil),
+        Case(
+            name: "a medic renames a player", device: \.medic,
+            changeSet: { club in
+                .new().updating("players", club.player, base: try await current(club, "players", club.player), ["first_name": "Ann"])
+            }, refusal: "first_name may be set only by admin or coach"),
+        Case(
+            name: "a coach records a screening in their own name", device: \.coachA,
+            changeSet: { club in
+                .new().creating(
+                    "screen_instances", -1,
+                    ["screen_id": .integer(club.screen.rawValue), "recorded_by_id": .integer(club.users[0].rawValue)])
+            }, refusal: nil),
+        Case(
+            name: "a coach records a screening in someone else's name", device: \.coachA,
+            changeSet: { club in
+                .new().creating(
+                    "screen_instances", -1,
+                    ["screen_id": .integer(club.screen.rawValue), "recorded_by_id": .integer(club.users[2].rawValue)])
+            }, refusal: "create needs admin, or coach where recorded_by_id is you, or medic where recorded_by_id is you"),
+        Case(
+            name: "a coach adds a value to another's screening", device: \.coachA,
+            changeSet: { club in
+                .new().creating(
+                    "screen_instance_items", -1, ["screen_instance_id": .integer(club.screeningB.rawValue), "numeric_value": 1])
+            }, refusal: "create needs admin, or coach where screen_instance_id.recorded_by_id is you"),
+        Case(
+            name: "a coach corrects a value of their own screening", device: \.coachB,
+            changeSet: { club in
+                .new().updating(
+                    "screen_instance_items", club.valueB, base: try await current(club, "screen_instance_items", club.valueB),
+                    ["numeric_value": 3.6])
+            }, refusal: nil),
+        Case(
+            name: "a medic deletes a value of someone else's screening", device: \.medic,
+            changeSet: { club in
+                .new().deleting(
+                    "screen_instance_items", club.valueB, base: try await current(club, "screen_instance_items", club.valueB))
+            }, refusal: "delete needs admin, or coach where screen_instance_id.recorded_by_id is you"),
     ]
 
     @Test(arguments: StoreKind.all, cases)
@@ -245,6 +339,71 @@ import Testing
 
             // An entity without rules: any role but viewer.
             #expect(try await bobDevice.create("memos", ["text": "free"]).id.rawValue > 0)
+        }
+    }
+
+    /// A schema where a delete's `nullify` reaches what its rules protect: an item's category is
+    /// an admin's to set (`write`), and an item is updated by the owner of its category.
+    static let catalogue = try! Schema(
+        json: Array(
+            #"""
+            {"version": 1, "users": "people",
+             "entities": {
+              "people": {"attributes": {"name": {"type": "text"}}},
+              "categories": {"attributes": {"name": {"type": "text"}, "owner_id": {"type": "reference", "target": "people", "onDelete": "nullify"}},
+                "permissions": {"delete": [{"role": "*", "where": {"owner_id": "$user"}}]}},
+              "items": {"attributes": {"name": {"type": "text"},
+                  "category_id": {"type": "reference", "target": "categories", "onDelete": "nullify", "write": ["admin"]}}},
+              "shelves": {"attributes": {"category_id": {"type": "reference", "target": "categories", "onDelete": "nullify"}},
+                "permissions": {"update": [{"role": "*", "where": {"category_id.owner_id": "$user"}}]}}
+             }}
+            """#.utf8))
+
+    /// A delete's `nullify` is judged as the update it is: the reference's `write` rule (a
+    /// member may not clear an admin's `category_id`, by delete any more than by update), and the
+    /// record before and after (a nullification may not move a record out of the deleter's reach).
+    @Test(arguments: StoreKind.all)
+    func aNullifyIsJudgedAsTheUpdateItIs(store: StoreKind) async throws {
+        try await withSyncEngine(store: store, schema: Self.catalogue) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let ann = try await admin.create("people", ["name": "Ann"]).id
+            let member = try await server.device("ann", user: ann)
+            let category = try await admin.create("categories", ["name": "Tools", "owner_id": .integer(ann.rawValue)])
+            let item = try await admin.create("items", ["name": "saw", "category_id": .integer(category.id.rawValue)]).id
+            try await member.sync()
+            let before = try await server.contents()
+
+            // Directly: refused by the write rule.
+            let direct = ChangeSet.new().updating("items", item, base: try await server.revision(), ["category_id": .null])
+            let refusedDirect = try #require(try await member.sync([direct]).outcome(of: direct.id))
+            #expect(refusedDirect.reason == .forbidden)
+            // Through the category's delete: refused the same way, nothing changes.
+            let delete = ChangeSet.new().deleting("categories", category.id, base: category.revision)
+            let refused = try #require(try await member.sync([delete]).outcome(of: delete.id))
+            #expect(refused.reason == .forbidden)
+            let entry = try #require(refused.conflicts.first)
+            #expect(entry.type == "items" && entry.id == item && entry.attribute == "category_id")
+            #expect(entry.message?.contains("would set its category_id to null, and category_id may be set only by admin") == true)
+            #expect(try await server.contents() == before)
+
+            // The item gone, a shelf in the category: Ann may update it now, but not with its
+            // category cleared (it would leave her reach).
+            try await admin.sync([.new().deleting("items", item, base: try await server.revision())])
+            let shelf = try await admin.create("shelves", ["category_id": .integer(category.id.rawValue)]).id
+            try await member.sync()
+            let snapshot = try await server.contents()
+            let again = ChangeSet.new().deleting("categories", category.id, base: category.revision)
+            let moved = try #require(try await member.sync([again]).outcome(of: again.id))
+            #expect(moved.reason == .forbidden)
+            #expect(moved.conflicts.first?.type == "shelves" && moved.conflicts.first?.id == shelf)
+            #expect(moved.conflicts.first?.message?.contains("which it would no longer meet with category_id set to null") == true)
+            #expect(try await server.contents() == snapshot)
+
+            // An admin's delete nullifies both.
+            try await admin.sync()
+            let adminDelete = ChangeSet.new().deleting("categories", category.id, base: try await server.revision())
+            #expect(try await admin.sync([adminDelete]).outcome(of: adminDelete.id)?.conflict == false)
+            #expect(try await server.record("shelves", shelf)?["category_id"] == .null)
         }
     }
 }

@@ -142,13 +142,6 @@ struct LocalTables {
     }
 
     /// What deleting a record did under the schema's delete rules.
-    struct Deletion {
-        /// Every record removed, the deleted one first, then those its delete cascaded to.
-        var deleted: [RecordReference] = []
-        /// Records that lost a reference (set to null), with the attributes nulled.
-        var nullified: [(record: RecordReference, attributes: [String])] = []
-    }
-
     /// Deletes a record and applies the delete rules (the planner the server uses too):
     /// cascades, nullifies, and refuses when a `deny` rule holds.
     ///
@@ -158,7 +151,7 @@ struct LocalTables {
     ///   - check: called with the plan before anything is deleted; what it throws stops the delete.
     func deleteWithRules(
         _ entity: Entity, id: RecordID, enforcingDeny: Bool = true, check: (DeletePlan<RecordID>) throws -> Void = { _ in }
-    ) throws -> Deletion? {
+    ) throws -> DeleteResult? {
         let plan = try DeletePlan<RecordID>(schema: schema, deleting: [(entity, id)]) { reference, _, parent in
             try children(of: parent, via: reference)
         }
@@ -168,7 +161,7 @@ struct LocalTables {
                 .deleteDenied, "\(denial.parentReference) cannot be deleted while \(denial.child) references it (delete rule deny)")
         }
         try check(plan)
-        var deletion = Deletion()
+        var deletion = DeleteResult()
         for removal in plan.deleted {
             try delete(removal.entity, id: removal.record)
             deletion.deleted.append(RecordReference(entity: removal.entity.name, id: removal.record))

@@ -66,9 +66,11 @@ public struct Table: Sendable {
         try await update(id, record.attributes)
     }
 
-    public func delete(_ id: RecordID) async throws {
+    /// Deletes a record with the schema's delete rules; returns what it removed and nullified.
+    @discardableResult
+    public func delete(_ id: RecordID) async throws -> DeleteResult {
         let name = self.name
-        try await store.write { try $0.delete(from: name, id: id) }
+        return try await store.write { try $0.delete(from: name, id: id) }
     }
 
     /// The records matching `filter`, now and after every change to the table's data.

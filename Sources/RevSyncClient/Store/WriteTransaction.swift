@@ -95,9 +95,11 @@ public final class WriteTransaction {
     ///
     /// A record created and deleted before it was ever sent leaves nothing to send.
     ///
+    /// - Returns: what the delete removed and nullified.
     /// - Throws: ``LocalStoreError`` `deleteDenied` when a `deny` rule forbids it (nothing is
     ///   deleted), `notFound`.
-    public func delete(from entityName: String, id: RecordID) throws {
+    @discardableResult
+    public func delete(from entityName: String, id: RecordID) throws -> DeleteResult {
         let entity = try tables.entity(entityName)
         let id = try idMap.resolve(id)
         guard let current = try tables.record(entity, id: id) else {
@@ -114,22 +116,23 @@ public final class WriteTransaction {
             }
             for nullification in plan.nullified {
                 guard let record = try self.tables.record(nullification.entity, id: nullification.record) else { continue }
-                try self.permit(
-                    .update, nullification.entity, id: nullification.record, values: record.values,
+                try self.permitNullification(
+                    nullification, values: record.values,
                     cause: "deleting \(entity.name) \(id) would set its \(nullification.attributeNames.joined(separator: ", ")) to null")
             }
         }
-        guard let deletion = try tables.deleteWithRules(entity, id: id, check: check) else { return }
+        guard let deletion = try tables.deleteWithRules(entity, id: id, check: check) else { return DeleteResult() }
         // Records the delete nullifies survive it, so only a delete that nullifies nothing
         // may drop what created the records it removes.
         let removed = Set(deletion.deleted)
         if id.isTemporary, deletion.nullified.isEmpty, try dropUnsentCreation(of: removed) {
             recorder.forget(removed)
-            return
+            return deletion
         }
         for record in deletion.deleted.dropFirst() { recorder.cascaded(record) }
         for (record, attributes) in deletion.nullified { recorder.nullified(record, attributes: attributes) }
         recorder.delete(entity.name, id, base: current.revision ?? 0)
+        return deletion
     }
 
     /// Drops queued change sets that only create and change `records`, all of them
@@ -167,14 +170,8 @@ public final class WriteTransaction {
         guard let actor, actor.role != .admin else { return }
         let rules = PermissionRules(schema: schema)
         let verdict = try rules.judge(
-            operation, on: entity, values: { name in name == "id" ? .integer(id.rawValue) : values[name] ?? .null }, actor: actor
-        ) {
-            name, target in
-            guard let targetEntity = schema.entity(name), let record = try tables.record(targetEntity, id: try idMap.resolve(target)) else {
-                return nil
-            }
-            return { $0 == "id" ? .integer(record.id.rawValue) : record[$0] }
-        }
+            operation, on: entity, values: { name in name == "id" ? .integer(id.rawValue) : values[name] ?? .null }, actor: actor,
+            lookup: lookup)
         guard verdict != .refused else {
             let reason = cause.map { "\($0), and " } ?? ""
             throw LocalStoreError(
@@ -182,6 +179,31 @@ public final class WriteTransaction {
                 "\(entity.name) \(id): \(reason)\(operation.rawValue) needs \(rules.requirement(operation, on: entity)) (you are \(Self.describe(actor)))"
             )
         }
+    }
+
+    /// Refuses what the server will refuse of a delete's `nullify`: judged as the update it is
+    /// (the references' `write` rules, the record before and after), by the server's evaluator.
+    private func permitNullification(_ nullification: DeletePlan<RecordID>.Nullification, values: [String: Value], cause: String) throws {
+        guard let actor, actor.role != .admin else { return }
+        let rules = PermissionRules(schema: schema)
+        let id = nullification.record
+        let (verdict, refusal) = try rules.judgeNullification(
+            of: nullification.attributeIndices, on: nullification.entity,
+            values: { name in name == "id" ? .integer(id.rawValue) : values[name] ?? .null }, actor: actor, lookup: lookup)
+        guard verdict != .refused else {
+            throw LocalStoreError(
+                .forbidden,
+                "\(nullification.entity.name) \(id): \(cause), and \(refusal ?? "update is not allowed") (you are \(Self.describe(actor)))")
+        }
+    }
+
+    /// The values of a record a permission condition follows a reference to (`nil`: this store
+    /// does not hold it, and the server decides).
+    private func lookup(_ name: String, _ target: RecordID) throws -> PermissionRules.Values? {
+        guard let targetEntity = schema.entity(name), let record = try tables.record(targetEntity, id: try idMap.resolve(target)) else {
+            return nil
+        }
+        return { $0 == "id" ? .integer(record.id.rawValue) : record[$0] }
     }
 
     /// Refuses setting (on create) or changing (on update) an attribute the device's role may

@@ -95,22 +95,58 @@ public struct PermissionRules: Sendable {
         -> PermissionVerdict
     {
         var verdict = PermissionVerdict.allowed
-        for condition in conditions {
+        conditions: for condition in conditions {
             guard let user else { return .refused }
-            let value: Value?
-            if condition.path.count == 1 {
-                value = values(condition.path[0])
-            } else {
-                guard case .integer(let raw) = values(condition.path[0]), let target = entity.attribute(condition.path[0])?.referenceTarget
+            // Follow each reference of the path to the record it reaches, then read the last name.
+            var current = entity
+            var read = values
+            for name in condition.path.dropLast() {
+                guard case .integer(let raw) = read(name), let targetName = current.attribute(name)?.referenceTarget,
+                    let target = schema.entity(targetName)
                 else { return .refused }
-                guard let referenced = try lookup(target, RecordID(raw)) else {
+                guard let referenced = try lookup(targetName, RecordID(raw)) else {
                     verdict = .unknown
-                    continue
+                    continue conditions
                 }
-                value = referenced(condition.path[1])
+                current = target
+                read = referenced
             }
-            guard value == .integer(user.rawValue) else { return .refused }
+            guard read(condition.path[condition.path.count - 1]) == .integer(user.rawValue) else { return .refused }
         }
         return verdict
+    }
+}
+
+extension PermissionRules {
+    /// What a delete's `nullify` rule does to a surviving record, judged as the update it is:
+    /// the reference attributes it sets to null must be the actor's to write (their `write`
+    /// rules), and the actor must be allowed to update the record as it is and as it would be
+    /// (so that a nullification never moves a record out of the actor's reach either).
+    ///
+    /// `values` are the record's values now (by attribute name, `id` included); the result is
+    /// the first refusal, in words, or the verdict.
+    public func judgeNullification(
+        of attributeIndices: [Int], on entity: Entity, values: Values, actor: Actor, lookup: Lookup
+    ) rethrows -> (verdict: PermissionVerdict, refusal: String?) {
+        for index in attributeIndices where !mayWrite(entity.attributes[index], actor: actor) {
+            let attribute = entity.attributes[index]
+            return (.refused, "\(attribute.name) may be set only by \(writeRequirement(attribute))")
+        }
+        let nulled = Set(attributeIndices.map { entity.attributes[$0].name })
+        var verdict = PermissionVerdict.allowed
+        for isAfter in [false, true] {
+            let judged = try judge(
+                .update, on: entity, values: { name in isAfter && nulled.contains(name) ? .null : values(name) }, actor: actor,
+                lookup: lookup)
+            switch judged {
+            case .allowed: continue
+            case .unknown: verdict = .unknown
+            case .refused:
+                let names = attributeIndices.map { entity.attributes[$0].name }.joined(separator: ", ")
+                let when = isAfter ? ", which it would no longer meet with \(names) set to null" : ""
+                return (.refused, "update needs \(requirement(.update, on: entity))\(when)")
+            }
+        }
+        return (verdict, nil)
     }
 }

@@ -125,21 +125,30 @@ public struct Schema: Sendable, Hashable {
         }
     }
 
+    /// The most references a condition's path may follow (`training_session_id.team_id.coach_id`
+    /// follows two).
+    public static let maxPathReferences = 3
+
+    /// A path is zero or more reference attributes, each followed to its target, then an
+    /// attribute (or `id`) of the record reached.
     private func checkPath(_ components: [String], in entity: Entity, at path: String) throws(SchemaError) {
         let text = components.joined(separator: ".")
-        switch components.count {
-        case 1 where components[0] == "id" || entity.attribute(components[0]) != nil:
-            return
-        case 2:
-            guard let target = entity.attribute(components[0])?.referenceTarget else {
-                throw SchemaError("\"\(components[0])\" in \"\(text)\" is not a reference of \(entity.name)", path: path)
+        guard components.count - 1 <= Self.maxPathReferences else {
+            throw SchemaError("\"\(text)\" follows more than \(Self.maxPathReferences) references", path: path)
+        }
+        var current = entity
+        for component in components.dropLast() {
+            guard let target = current.attribute(component)?.referenceTarget, let next = self.entity(target) else {
+                throw SchemaError("\"\(component)\" in \"\(text)\" is not a reference of \(current.name)", path: path)
             }
-            guard components[1] == "id" || self.entity(target)?.attribute(components[1]) != nil else {
-                throw SchemaError("\(target) has no attribute \"\(components[1])\" (in \"\(text)\")", path: path)
-            }
-        default:
+            current = next
+        }
+        let last = components[components.count - 1]
+        guard last == "id" || current.attribute(last) != nil else {
             throw SchemaError(
-                "\"\(text)\" is not an attribute of \(entity.name), nor a reference and an attribute of its target", path: path)
+                components.count == 1
+                    ? "\"\(text)\" is not an attribute of \(entity.name)" : "\(current.name) has no attribute \"\(last)\" (in \"\(text)\")",
+                path: path)
         }
     }
 

@@ -376,8 +376,8 @@ extension ChangeSetApplier {
                 for nullified in deletes.nullified {
                     let cause =
                         "the delete of \(Self.parentsDescription(deletes)) would set its \(nullified.attributeNames.joined(separator: ", ")) to null"
-                    if let entry = try permissions.judge(
-                        .update, nullified.entity, nullified.record, clientID: nullified.record.id, clientRevision: nil, because: cause)
+                    if let entry = try permissions.judgeNullification(
+                        nullified.entity, nullified.record, attributeIndices: nullified.attributeIndices, because: cause)
                     {
                         conflicts.append(entry)
                     }

@@ -22,15 +22,35 @@ struct PermissionCheck {
     )
         throws -> ConflictEntry?
     {
-        let verdict = try rules.judge(operation, on: entity, values: Self.values(entity, record), actor: actor) { name, id in
-            guard let target = rules.schema.entity(name), let found = try reader.records(target, ids: [id]).first else { return nil }
-            return Self.values(target, found)
-        }
+        let verdict = try rules.judge(operation, on: entity, values: Self.values(entity, record), actor: actor, lookup: lookup)
         guard verdict != .allowed else { return nil }
         let reason = cause.map { "\($0), and " } ?? ""
         return ConflictEntry(
             type: entity.name, id: clientID, reason: .forbidden, clientRevision: clientRevision,
             message: "\(entity.name) \(clientID): \(reason)\(operation.rawValue) needs \(rules.requirement(operation, on: entity))")
+    }
+
+    /// A record a delete's `nullify` rule reaches (its attributes at `attributeIndices` set to
+    /// null), judged as the update it is (``PermissionRules/judgeNullification(of:on:values:actor:lookup:)``,
+    /// the evaluator devices use): an entry if refused.
+    func judgeNullification(
+        _ entity: Entity, _ record: StoredRecord, attributeIndices: [Int], because cause: String
+    ) throws
+        -> ConflictEntry?
+    {
+        let (verdict, refusal) = try rules.judgeNullification(
+            of: attributeIndices, on: entity, values: Self.values(entity, record), actor: actor, lookup: lookup)
+        guard verdict != .allowed else { return nil }
+        let attribute = attributeIndices.count == 1 ? entity.attributes[attributeIndices[0]].name : nil
+        return ConflictEntry(
+            type: entity.name, id: record.id, reason: .forbidden, attribute: attribute,
+            message: "\(entity.name) \(record.id): \(cause), and \(refusal ?? "update needs \(rules.requirement(.update, on: entity))")")
+    }
+
+    /// The values of a record a condition follows a reference to, as this transaction sees it.
+    private func lookup(_ name: String, _ id: RecordID) throws -> PermissionRules.Values? {
+        guard let target = rules.schema.entity(name), let found = try reader.records(target, ids: [id]).first else { return nil }
+        return Self.values(target, found)
     }
 
     /// The attributes `values` sets (by attribute index) that the actor may not write; on an
