@@ -177,6 +177,60 @@ import Testing
             #expect(try await Self.admin(server, admin.token, "GET", "/admin/api/history?entity=nope&id=1").status == 404)
             #expect(try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"revision": 99}"#).status == 404)
             #expect(try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"nothing": 1}"#).status == 400)
+            // Typed strictly: a boolean, a fraction, a string of digits or two targets are not a revision.
+            let alice = try await server.device("alice")
+            try await alice.create("teams", ["name": "U12"])
+            for body in [
+                #"{"revision": true}"#, #"{"revision": 1.0}"#, #"{"revision": "1"}"#, #"{"revision": 1, "changeSet": "x"}"#,
+                #"{"changeSet": 1}"#, #"[1]"#, #"{"revision": 1"#,
+            ] {
+                let (status, json) = try await Self.admin(server, admin.token, "POST", "/admin/api/revert", body)
+                #expect(status == 400, "\(body)")
+                #expect((json["error"] as? [String: Any])?["code"] as? String == "invalid_json", "\(body)")
+            }
+            #expect(try await server.count("teams") == 1)
+        }
+    }
+
+    /// The history of a record a page at a time (`limit`, `before`), oldest first within a page,
+    /// each change saying whether it can be reverted, and a revert saying what it undid.
+    @Test(arguments: StoreKind.all)
+    func historyComesAPageAtATimeAndSaysWhatCanBeReverted(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let alice = try await server.device("alice")
+            let (team, created) = try await alice.create("teams", ["name": "v0"])
+            var revision = created
+            for index in 1...5 {
+                revision = try await alice.sync([.new().updating("teams", team, base: revision, ["name": .text("v\(index)")])]).maxRevision
+            }
+            let path = "/admin/api/history?entity=teams&id=\(team)"
+            let (_, newest) = try await Self.admin(server, admin.token, "GET", path + "&limit=2")
+            let page = try #require(newest["changes"] as? [[String: Any]])
+            #expect(page.map { ($0["revision"] as? NSNumber)?.int64Value } == [revision - 1, revision])
+            #expect((page[1]["after"] as? [String: Any])?["name"] as? String == "v5")
+            #expect((page[0]["after"] as? [String: Any])?["name"] as? String == "v4")
+            #expect((newest["next"] as? NSNumber)?.int64Value == revision - 1)
+            // Only the newest change can be reverted: every other one has a later change.
+            #expect((page[1]["revert"] as? [String: Any])?["possible"] as? Bool == true)
+            let older = (page[0]["revert"] as? [String: Any])
+            #expect(older?["possible"] as? Bool == false && (older?["reason"] as? String)?.contains("later change sets") == true)
+            let (_, second) = try await Self.admin(server, admin.token, "GET", path + "&limit=2&before=\(revision - 1)")
+            let secondPage = try #require(second["changes"] as? [[String: Any]])
+            #expect(secondPage.map { ($0["revision"] as? NSNumber)?.int64Value } == [revision - 3, revision - 2])
+            #expect((secondPage[1]["after"] as? [String: Any])?["name"] as? String == "v3")
+            let (_, last) = try await Self.admin(server, admin.token, "GET", path + "&limit=10&before=\(revision - 3)")
+            #expect((last["changes"] as? [[String: Any]])?.map { ($0["operation"] as? String) } == ["create", "update"])
+            #expect(last["next"] is NSNull)
+
+            let (status, reverted) = try await Self.admin(server, admin.token, "POST", "/admin/api/revert", #"{"revision": \#(revision)}"#)
+            #expect(status == 200)
+            let (_, after) = try await Self.admin(server, admin.token, "GET", path + "&limit=2")
+            let changes = try #require(after["changes"] as? [[String: Any]])
+            #expect((changes[1]["revertOf"] as? NSNumber)?.int64Value == revision)
+            #expect((changes[0]["revertedBy"] as? NSNumber)?.int64Value == (reverted["revision"] as? NSNumber)?.int64Value)
+            #expect((changes[0]["revert"] as? [String: Any])?["possible"] as? Bool == false)
+            #expect((changes[1]["after"] as? [String: Any])?["name"] as? String == "v4")
         }
     }
 
@@ -214,6 +268,15 @@ import Testing
                 let denied = try await ExecutableProcess.run(
                     "revsync-server", ["revert", "--server", url, "--token", alice.token, "--revision", "1"])
                 #expect(denied.status != 0 && denied.stderr.contains("403 forbidden"))
+
+                // A value that would drive the terminal is printed escaped.
+                let (hostile, _) = try await alice.create("teams", ["name": "\u{1B}]0;pwned\u{07}\u{1B}[2J"])
+                let escaped = try await ExecutableProcess.run(
+                    "revsync-server",
+                    ["history", "--server", url, "--token", admin.token, "--entity", "teams", "--id", String(hostile.rawValue)])
+                #expect(escaped.status == 0)
+                #expect(!escaped.stdout.contains("\u{1B}") && !escaped.stdout.contains("\u{07}"))
+                #expect(escaped.stdout.contains(#"\u{1B}]0;pwned\u{7}"#) || escaped.stdout.contains(#"\u001b]0;pwned"#))
             }
         }
     }

@@ -10,7 +10,7 @@
 /// document over in pieces: at the end of what it holds, the reader drops what it has read
 /// (but the token it is reading) and takes the next piece, so a document of any size costs
 /// a window of about one piece.
-struct JSONReader: ~Copyable {
+package struct JSONReader: ~Copyable {
     /// A syntax error or an unexpected kind of value, at a byte offset.
     struct Failure: Error {
         enum Category {
@@ -49,7 +49,7 @@ struct JSONReader: ~Copyable {
     }
 
     /// A number as written: integers without fraction or exponent stay exact.
-    enum Number {
+    package enum Number: Sendable {
         case integer(Int64)
         case real(Double)
     }

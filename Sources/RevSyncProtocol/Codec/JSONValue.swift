@@ -1,7 +1,8 @@
 /// A parsed JSON document, for small inputs such as a schema file; objects keep their key order.
 ///
-/// The sync messages themselves are never parsed into this tree (see `SyncMessage+Decoding`).
-enum JSONValue {
+/// The sync messages themselves are never parsed into this tree (see `SyncMessage+Decoding`);
+/// the server parses its small admin requests into it (`package`: this package's modules only).
+package enum JSONValue: Sendable {
     case null
     case bool(Bool)
     case number(JSONReader.Number)
@@ -48,7 +49,40 @@ enum JSONValue {
         }
     }
 
-    var kindName: String {
+    /// Parses a whole document of at most `maxDepth` levels.
+    ///
+    /// - Throws: ``ProtocolError`` `invalid_json`, with the byte offset.
+    package static func parse(json bytes: [UInt8], maxDepth: Int = 8) throws(ProtocolError) -> JSONValue {
+        do {
+            return try parse(bytes, maxDepth: maxDepth)
+        } catch {
+            throw ProtocolError(.invalidJSON, "\(error.message) (at byte \(error.offset))")
+        }
+    }
+
+    /// The members of an object (`nil` for another kind of value).
+    package var members: [(key: String, value: JSONValue)]? {
+        if case .object(let members) = self { return members }
+        return nil
+    }
+
+    /// The value of an object's member.
+    package subscript(key: String) -> JSONValue? {
+        members?.first { $0.key == key }?.value
+    }
+
+    /// An integer written without fraction or exponent (never a boolean, never `1.0`).
+    package var integer: Int64? {
+        if case .number(.integer(let value)) = self { return value }
+        return nil
+    }
+
+    package var string: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    package var kindName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import RevSyncProtocol
 
 /// Undoing a committed change set: its inverse, committed by the server as a new change set
@@ -11,6 +11,10 @@ public import RevSyncProtocol
 /// inverse would delete or change records the change set did not touch (a child created since
 /// under a record it created), or when a record to create again points at a record deleted
 /// since.
+///
+/// The revert is planned from what a reader sees (``plan(_:reader:)``, every check, no write),
+/// so that the console can say whether a revert is possible and what it would do before an
+/// operator confirms it; the writer plans again under the revision lock and applies it.
 public struct ChangeSetRevert: Sendable {
     /// Which change set to undo.
     public enum Target: Sendable, Hashable {
@@ -52,150 +56,218 @@ public struct ChangeSetRevert: Sendable {
         }
     }
 
+    /// What a revert would do: the records it creates again, restores and deletes.
+    public struct Plan: Sendable {
+        /// The revision of the change set undone.
+        public var reverted: Revision
+        var recreate: [(entity: Entity, record: StoredRecord)] = []
+        var restore: [(entity: Entity, record: StoredRecord, before: StoredRecord)] = []
+        var remove: [(entity: Entity, record: StoredRecord)] = []
+
+        /// How many records of each entity it creates again, restores and deletes, in that
+        /// order: what a confirmation shows (a line per record would not fit a large change set).
+        public var counts: [(entity: String, operation: String, count: Int)] {
+            var counts: [(entity: String, operation: String, count: Int)] = []
+            for (operation, entities) in [
+                ("created again", recreate.map(\.entity.name)), ("restored", restore.map(\.entity.name)),
+                ("deleted", remove.map(\.entity.name)),
+            ] {
+                var order: [String] = []
+                var byEntity: [String: Int] = [:]
+                for name in entities {
+                    if byEntity[name] == nil { order.append(name) }
+                    byEntity[name, default: 0] += 1
+                }
+                counts += order.map { ($0, operation, byEntity[$0]!) }
+            }
+            return counts
+        }
+
+        public var recordCount: Int { recreate.count + restore.count + remove.count }
+    }
+
     let schema: Schema
 
-    /// Plans and applies the revert inside the writer's transaction.
-    func revert(_ target: Target, writer: any StorageWriter) throws -> Result {
-        try writer.transaction {
-            let current = try writer.lockRevision()
-            let reverted = try Self.revision(of: target, writer: writer)
-            guard reverted <= current, try writer.loggedChangeSet(revision: reverted) != nil else {
-                throw Refusal.notFound("no committed change set at revision \(reverted) in the change log")
-            }
-            let entries = try writer.history(revision: reverted)
-            guard !entries.isEmpty else {
-                throw Refusal.impossible("revision \(reverted) has no history (it was committed before the server kept history)")
-            }
-            // A later change set undone by a revert (that stands) is no longer in the way: with
-            // its revert, it changed nothing. One already undone is not undone twice.
-            let undone = Self.undone(try writer.reverts(after: reverted - 1))
-            if let revert = undone[reverted] {
-                throw Refusal.impossible("revision \(reverted) was already reverted, by revision \(revert)")
-            }
-            let cancelled = Set(undone.keys).union(undone.values)
-            var later = Set<Revision>()
-            for entry in entries {
-                later.formUnion(
-                    try writer.laterChanges(entity: entry.entity, id: entry.id, after: reverted).filter { !cancelled.contains($0) })
-            }
-            guard later.isEmpty else { throw Refusal.laterChanges(later.sorted(), "revision \(reverted) cannot be reverted") }
+    public init(schema: Schema) {
+        self.schema = schema
+    }
 
-            let revision = current + 1
-            var log = CommittedLog(revision: revision)
-            var history: [HistoryEntry] = []
-            var touched = Set<RecordReference>()
-            for entry in entries { touched.insert(RecordReference(entity: entry.entity, id: entry.id)) }
-            var recreate: [(Entity, StoredRecord)] = []
-            var restore: [(Entity, StoredRecord, before: StoredRecord)] = []
-            var remove: [(entity: Entity, record: StoredRecord)] = []
-            for entry in entries {
-                guard let entity = schema.entity(entry.entity) else {
-                    throw Refusal.impossible("revision \(reverted) changed \(entry.entity), which the schema no longer has")
-                }
-                switch entry.operation {
-                case .create:
-                    guard let record = try writer.records(entity, ids: [entry.id]).first else { continue }
-                    remove.append((entity, record))
-                case .update, .nullify:
-                    guard let record = try writer.records(entity, ids: [entry.id]).first, let before = entry.before else { continue }
-                    var restored = record
-                    restored.values = try Self.values(entity, before)
-                    restored.written(by: Device.server.id, at: revision)
-                    restore.append((entity, restored, record))
-                case .delete, .cascade:
-                    guard let before = entry.before else { continue }
-                    recreate.append(
-                        (
-                            entity,
-                            StoredRecord(
-                                id: entry.id, revision: revision, writer: Device.server.id, otherRevision: 0,
-                                values: try Self.values(entity, before))
-                        ))
-                }
-            }
-            // Deleting what it created must not reach anything it did not touch.
-            if !remove.isEmpty {
-                let plan = try DeletePlan<StoredRecord>(schema: schema, deleting: remove, reader: writer)
-                let reached =
-                    plan.deleted.filter { !$0.explicit }.map { ($0.entity, $0.record) } + plan.nullified.map { ($0.entity, $0.record) }
-                let outside = reached.filter { !touched.contains(RecordReference(entity: $0.0.name, id: $0.1.id)) }
-                if !outside.isEmpty {
-                    throw Refusal.laterChanges(
-                        Array(Set(outside.map(\.1.revision))).sorted(),
-                        "reverting revision \(reverted) would delete what it created, and with it \(outside.prefix(3).map { "\($0.0.name) \($0.1.id)" }.joined(separator: ", ")), made since"
-                    )
-                }
-                if let denial = plan.denials.first {
-                    throw Refusal.impossible(
-                        "reverting revision \(reverted) would delete \(denial.parentReference), which \(denial.child) references (delete rule deny)"
-                    )
-                }
-            }
-            // What comes back must point at records that are there (or come back too).
-            let recreated = Set(recreate.map { RecordReference(entity: $0.0.name, id: $0.1.id) })
-            for (entity, record) in recreate + restore.map({ ($0.0, $0.1) }) {
-                for (index, attribute) in entity.attributes.enumerated() {
-                    guard let targetName = attribute.referenceTarget, case .integer(let raw) = record.values[index],
-                        let target = schema.entity(targetName)
-                    else { continue }
-                    let reference = RecordReference(entity: targetName, id: RecordID(raw))
-                    guard !recreated.contains(reference), try writer.records(target, ids: [RecordID(raw)]).isEmpty else { continue }
-                    let deletedSince = try writer.laterChanges(entity: targetName, id: RecordID(raw), after: reverted)
-                    throw Refusal.laterChanges(
-                        deletedSince,
-                        "\(entity.name) \(record.id) would come back pointing at \(reference) (\(attribute.name)), which no longer exists")
-                }
-            }
-            for (entity, record) in recreate {
-                try writer.insert(entity, record)
-                log.created(entity, record)
-                history.append(HistoryEntry(entity: entity.name, id: record.id, revision: revision, operation: .create, before: nil))
-            }
-            for (entity, record, before) in restore {
-                try writer.update(entity, record)
-                log.updated(entity, record)
-                history.append(
-                    HistoryEntry(
-                        entity: entity.name, id: record.id, revision: revision, operation: .update, before: Self.json(entity, before)))
-            }
-            for (entity, record) in remove {
-                try writer.delete(entity, id: record.id)
-                log.deleted(entity, record.id)
-                history.append(
-                    HistoryEntry(
-                        entity: entity.name, id: record.id, revision: revision, operation: .delete, before: Self.json(entity, record)))
-            }
-            let changeSetID = UUID().uuidString
-            try writer.appendLog(
-                LogEntry(revision: revision, device: Device.server.id, changeSetID: changeSetID, body: log.changeSet.jsonBytes()))
-            try writer.appendHistory(history)
-            try writer.recordRevert(revision: revision, reverted: reverted)
-            try writer.setRevision(revision)
-            return Result(
-                revision: revision, changeSetID: changeSetID, reverted: reverted, recreated: recreate.count, restored: restore.count,
-                deleted: remove.count)
+    /// The revision `target` names.
+    ///
+    /// - Throws: ``Refusal/notFound(_:)``, ``Refusal/ambiguous(_:_:)``.
+    public func revision(of target: Target, reader: any StorageReader) throws -> Revision {
+        switch target {
+        case .revision(let revision): return revision
+        case .changeSet(let id):
+            let revisions = try reader.revisions(changeSetID: id)
+            guard let first = revisions.first else { throw Refusal.notFound("no committed change set has the id \(id)") }
+            guard revisions.count == 1 else { throw Refusal.ambiguous(id, revisions) }
+            return first
         }
     }
 
+    /// Plans undoing the change set at `reverted` as `reader` sees the data: every check of a
+    /// revert, nothing written.
+    ///
+    /// - Throws: ``Refusal`` when it cannot be undone (the reason a person reads), or the
+    ///   storage's error.
+    public func plan(_ reverted: Revision, reader: any StorageReader) throws -> Plan {
+        let entries = try standingEntries(of: reverted, reader: reader)
+        var plan = Plan(reverted: reverted)
+        for entry in entries {
+            guard let entity = schema.entity(entry.entity) else {
+                throw Refusal.impossible("revision \(reverted) changed \(entry.entity), which the schema no longer has")
+            }
+            switch entry.operation {
+            case .create:
+                guard let record = try reader.records(entity, ids: [entry.id]).first else { continue }
+                plan.remove.append((entity, record))
+            case .update, .nullify:
+                guard let record = try reader.records(entity, ids: [entry.id]).first, let before = entry.before else { continue }
+                var restored = record
+                restored.values = try Self.values(entity, before)
+                plan.restore.append((entity, restored, record))
+            case .delete, .cascade:
+                guard let before = entry.before else { continue }
+                plan.recreate.append(
+                    (
+                        entity,
+                        StoredRecord(
+                            id: entry.id, revision: 0, writer: Device.server.id, otherRevision: 0, values: try Self.values(entity, before))
+                    ))
+            }
+        }
+        let touched = Set(entries.map { RecordReference(entity: $0.entity, id: $0.id) })
+        try checkRemovals(plan, touched: touched, reader: reader)
+        try checkReferences(plan, reader: reader)
+        return plan
+    }
+
+    /// Plans and applies the revert inside the writer's transaction, under the revision lock.
+    func revert(_ target: Target, writer: any StorageWriter) throws -> Result {
+        try writer.transaction {
+            let current = try writer.lockRevision()
+            let reverted = try revision(of: target, reader: writer)
+            guard reverted <= current else { throw Refusal.notFound("no committed change set at revision \(reverted) in the change log") }
+            return try apply(try plan(reverted, reader: writer), at: current + 1, writer: writer)
+        }
+    }
+
+    // MARK: Checks
+
+    /// The history of the change set at `reverted`, if it can be undone at all: it is in the
+    /// log and has history, it was not undone already, and no later change set (not itself
+    /// cancelled by a revert) touched its records.
+    private func standingEntries(of reverted: Revision, reader: any StorageReader) throws -> [HistoryEntry] {
+        guard try reader.loggedChangeSet(revision: reverted) != nil else {
+            throw Refusal.notFound("no committed change set at revision \(reverted) in the change log")
+        }
+        let entries = try reader.history(revision: reverted)
+        guard !entries.isEmpty else {
+            throw Refusal.impossible("revision \(reverted) has no history (it was committed before the server kept history)")
+        }
+        // A later change set undone by a revert (that stands) is no longer in the way: with
+        // its revert, it changed nothing. One already undone is not undone twice.
+        let undone = Self.undone(try reader.reverts(after: reverted - 1))
+        if let revert = undone[reverted] {
+            throw Refusal.impossible("revision \(reverted) was already reverted, by revision \(revert)")
+        }
+        let cancelled = Set(undone.keys).union(undone.values)
+        var later = Set<Revision>()
+        for entry in entries {
+            later.formUnion(try reader.laterChanges(entity: entry.entity, id: entry.id, after: reverted).filter { !cancelled.contains($0) })
+        }
+        guard later.isEmpty else { throw Refusal.laterChanges(later.sorted(), "revision \(reverted) cannot be reverted") }
+        return entries
+    }
+
+    /// Deleting what the change set created must not reach anything it did not touch.
+    private func checkRemovals(_ plan: Plan, touched: Set<RecordReference>, reader: any StorageReader) throws {
+        guard !plan.remove.isEmpty else { return }
+        let deletes = try DeletePlan<StoredRecord>(schema: schema, deleting: plan.remove, reader: reader)
+        let reached =
+            deletes.deleted.filter { !$0.explicit }.map { ($0.entity, $0.record) } + deletes.nullified.map { ($0.entity, $0.record) }
+        let outside = reached.filter { !touched.contains(RecordReference(entity: $0.0.name, id: $0.1.id)) }
+        if !outside.isEmpty {
+            throw Refusal.laterChanges(
+                Array(Set(outside.map(\.1.revision))).sorted(),
+                "reverting revision \(plan.reverted) would delete what it created, and with it \(outside.prefix(3).map { "\($0.0.name) \($0.1.id)" }.joined(separator: ", ")), made since"
+            )
+        }
+        if let denial = deletes.denials.first {
+            throw Refusal.impossible(
+                "reverting revision \(plan.reverted) would delete \(denial.parentReference), which \(denial.child) references (delete rule deny)"
+            )
+        }
+    }
+
+    /// What comes back must point at records that are there (or come back too).
+    private func checkReferences(_ plan: Plan, reader: any StorageReader) throws {
+        let recreated = Set(plan.recreate.map { RecordReference(entity: $0.entity.name, id: $0.record.id) })
+        for (entity, record) in plan.recreate + plan.restore.map({ ($0.entity, $0.record) }) {
+            for (index, attribute) in entity.attributes.enumerated() {
+                guard let targetName = attribute.referenceTarget, case .integer(let raw) = record.values[index],
+                    let target = schema.entity(targetName)
+                else { continue }
+                let reference = RecordReference(entity: targetName, id: RecordID(raw))
+                guard !recreated.contains(reference), try reader.records(target, ids: [RecordID(raw)]).isEmpty else { continue }
+                let deletedSince = try reader.laterChanges(entity: targetName, id: RecordID(raw), after: plan.reverted)
+                throw Refusal.laterChanges(
+                    deletedSince,
+                    "\(entity.name) \(record.id) would come back pointing at \(reference) (\(attribute.name)), which no longer exists")
+            }
+        }
+    }
+
+    // MARK: Applying
+
+    /// Writes the plan as the server's change set at `revision`: the records, the log entry,
+    /// the history, the revert's note and the counter.
+    private func apply(_ plan: Plan, at revision: Revision, writer: any StorageWriter) throws -> Result {
+        var log = CommittedLog(revision: revision)
+        var history: [HistoryEntry] = []
+        for (entity, planned) in plan.recreate {
+            var record = planned
+            record.revision = revision
+            try writer.insert(entity, record)
+            log.created(entity, record)
+            history.append(HistoryEntry(entity: entity.name, id: record.id, revision: revision, operation: .create, before: nil))
+        }
+        for (entity, planned, before) in plan.restore {
+            var record = planned
+            record.written(by: Device.server.id, at: revision)
+            try writer.update(entity, record)
+            log.updated(entity, record)
+            history.append(
+                HistoryEntry(entity: entity.name, id: record.id, revision: revision, operation: .update, before: Self.json(entity, before)))
+        }
+        for (entity, record) in plan.remove {
+            try writer.delete(entity, id: record.id)
+            log.deleted(entity, record.id)
+            history.append(
+                HistoryEntry(entity: entity.name, id: record.id, revision: revision, operation: .delete, before: Self.json(entity, record)))
+        }
+        let changeSetID = UUID().uuidString
+        try writer.appendLog(
+            LogEntry(revision: revision, device: Device.server.id, changeSetID: changeSetID, body: log.changeSet.jsonBytes()))
+        try writer.appendHistory(history)
+        try writer.recordRevert(revision: revision, reverted: plan.reverted)
+        try writer.setRevision(revision)
+        return Result(
+            revision: revision, changeSetID: changeSetID, reverted: plan.reverted, recreated: plan.recreate.count,
+            restored: plan.restore.count, deleted: plan.remove.count)
+    }
+
+    // MARK: Helpers
+
     /// The change sets undone by a revert that stands (not itself reverted), and by which.
-    private static func undone(_ reverts: [(revision: Revision, reverted: Revision)]) -> [Revision: Revision] {
+    static func undone(_ reverts: [(revision: Revision, reverted: Revision)]) -> [Revision: Revision] {
         var undoneBy: [Revision: Revision] = [:]
         for (revision, reverted) in reverts.reversed() where undoneBy[revision] == nil {
             // Newest first: a revert that was itself reverted undoes nothing.
             undoneBy[reverted] = revision
         }
         return undoneBy.filter { undoneBy[$0.value] == nil }
-    }
-
-    private static func revision(of target: Target, writer: any StorageWriter) throws -> Revision {
-        switch target {
-        case .revision(let revision): return revision
-        case .changeSet(let id):
-            let revisions = try writer.revisions(changeSetID: id)
-            guard let first = revisions.first else { throw Refusal.notFound("no committed change set has the id \(id)") }
-            guard revisions.count == 1 else { throw Refusal.ambiguous(id, revisions) }
-            return first
-        }
     }
 
     /// A history entry's values in attribute order.
@@ -220,5 +292,14 @@ extension SyncEngine {
         let revert = ChangeSetRevert(schema: schema)
         let work: @Sendable (any StorageWriter) throws -> ChangeSetRevert.Result = { writer in try revert.revert(target, writer: writer) }
         return try await storage.isEmbedded ? writeInGroup(work) : storage.withWriter(work)
+    }
+
+    /// What reverting `target` would do, checked against the data as it is now (nothing
+    /// written): for a confirmation.
+    ///
+    /// - Throws: ``ChangeSetRevert/Refusal`` when it cannot be reverted now.
+    public func revertPlan(_ target: ChangeSetRevert.Target) async throws -> ChangeSetRevert.Plan {
+        let revert = ChangeSetRevert(schema: schema)
+        return try await storage.withReader { reader in try revert.plan(try revert.revision(of: target, reader: reader), reader: reader) }
     }
 }

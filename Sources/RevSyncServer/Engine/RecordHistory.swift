@@ -2,8 +2,12 @@ public import Foundation
 public import RevSyncProtocol
 
 /// Who changed what: the history the server keeps with every committed change set (the
-/// values of each record before; the change log has them after), read for the admin API and
-/// `revsync-server history`.
+/// values of each record before each change), read for the admin API, the console and
+/// `revsync-server history`, a page at a time.
+///
+/// A change's values after it are the values before the record's next change, or the record
+/// as it is now after its newest: no change log entry is decoded to show a record's history,
+/// however many records its change sets held.
 public struct RecordHistory: Sendable {
     /// One change to one record.
     public struct Change: Sendable {
@@ -20,17 +24,48 @@ public struct RecordHistory: Sendable {
         /// exist).
         public var before: RecordAttributes?
         public var after: RecordAttributes?
+        /// The revision this change set undid, when it is a revert.
+        public var revertOf: Revision?
+        /// The revert (that stands) which undid this change set.
+        public var revertedBy: Revision?
+        /// Whether this change set can be reverted now.
+        public var revert: Revertibility
     }
 
-    /// One change set a device sent, with what it did to each record.
+    /// Whether a change set can be reverted now.
+    public enum Revertibility: Sendable, Hashable {
+        case possible
+        /// Why not, in words.
+        case impossible(String)
+        /// Too large to check on a page of history (``revertCheckBudget``): the confirmation checks.
+        case unchecked
+    }
+
+    /// A change set a device sent, with the records it lists (the first few, and how many).
     public struct DeviceChangeSet: Sendable {
         public var revision: Revision
         public var time: Date
         public var device: String
         public var user: RecordID?
         public var changeSetID: String?
-        public var records: [(entity: String, id: RecordID, operation: HistoryEntry.Operation)]
+        public var listing: ChangeSetListing
+        /// The revert (that stands) which undid it.
+        public var revertedBy: Revision?
     }
+
+    /// Some of a list, newest last, and where the older ones start.
+    public struct Page<Item: Sendable>: Sendable {
+        /// Oldest first.
+        public var items: [Item]
+        /// The `before` that asks for the page of older items, or `nil` when there are none.
+        public var next: Revision?
+    }
+
+    /// How many bytes of change log entries a history page reads to check which of its change
+    /// sets can be reverted (about 1,000 small records); the others say ``Revertibility/unchecked``.
+    public static let revertCheckBudget = 128 * 1024
+    /// The most items one page holds.
+    public static let maxPageSize = 500
 
     public let schema: Schema
     public let storage: any SyncStorage
@@ -40,56 +75,133 @@ public struct RecordHistory: Sendable {
         self.storage = storage
     }
 
-    /// Every change to one record, oldest first.
-    public func changes(entity: String, id: RecordID) async throws -> [Change] {
-        try await storage.withReader { reader in
+    /// The changes to one record at revisions below `before` (`nil`: the newest), at most
+    /// `limit`, oldest first.
+    public func changes(entity: String, id: RecordID, before: Revision? = nil, limit: Int = 50) async throws -> Page<Change> {
+        let limit = min(max(1, limit), Self.maxPageSize)
+        let schema = self.schema
+        return try await storage.withReader { reader in
+            let found = try reader.history(entity: entity, id: id, before: before, limit: limit + 1)
+            let page = Array(found.prefix(limit))
             let devices = try Self.devices(reader)
-            return try reader.history(entity: entity, id: id).map { entry, changeSet in
-                let author = devices[changeSet.device]
-                return Change(
-                    entity: entry.entity, id: entry.id, revision: entry.revision,
-                    time: Date(timeIntervalSince1970: TimeInterval(changeSet.committedAt)),
-                    device: author?.name ?? "device \(changeSet.device)",
-                    user: author?.user, changeSetID: changeSet.changeSetID, operation: entry.operation,
-                    before: try entry.before.map { try Self.attributes($0) }, after: try Self.after(entry, in: changeSet))
+            let reverts = try reader.reverts(after: (page.last?.entry.revision ?? 1) - 1)
+            let undone = ChangeSetRevert.undone(reverts)
+            let revertOf = Dictionary(reverts.map { ($0.revision, $0.reverted) }, uniquingKeysWith: { first, _ in first })
+            // The values after the newest change of the page: before the record's next change, or as it is now.
+            var after = try Self.valuesAfter(entity: entity, id: id, before: before, schema: schema, reader: reader)
+            var changes: [Change] = []
+            var budget = Self.revertCheckBudget
+            for (entry, origin) in page {
+                let author = devices[origin.device]
+                let beforeValues = try entry.before.map { try Self.attributes($0) }
+                changes.append(
+                    Change(
+                        entity: entry.entity, id: entry.id, revision: entry.revision,
+                        time: Date(timeIntervalSince1970: TimeInterval(origin.committedAt)),
+                        device: author?.name ?? "device \(origin.device)",
+                        user: author?.user, changeSetID: origin.changeSetID, operation: entry.operation, before: beforeValues, after: after,
+                        revertOf: revertOf[entry.revision], revertedBy: undone[entry.revision],
+                        revert: try Self.revertibility(
+                            of: entry.revision, revertedBy: undone[entry.revision], budget: &budget, schema: schema, reader: reader)))
+                after = beforeValues
             }
+            return Page(items: changes.reversed(), next: found.count > limit ? page.last?.entry.revision : nil)
         }
     }
 
-    /// The change sets of the devices named `name` (names need not be unique), oldest first,
-    /// at most `limit` per device.
-    public func changeSets(deviceNamed name: String, limit: Int = 500) async throws -> [DeviceChangeSet] {
-        try await changeSets(limit: limit) { _, device in device.name == name }
+    /// The change sets of the devices named `name` (names need not be unique) at revisions
+    /// below `before`, at most `limit`, oldest first, each listing its first `records` records.
+    public func changeSets(
+        deviceNamed name: String, before: Revision? = nil, limit: Int = 50, records: Int = 20
+    ) async throws -> Page<
+        DeviceChangeSet
+    > {
+        try await changeSets(before: before, limit: limit, records: records) { _, device in device.name == name }
     }
 
-    /// The change sets of the device `id`, oldest first, at most `limit`.
-    public func changeSets(device id: Int64, limit: Int = 500) async throws -> [DeviceChangeSet] {
-        try await changeSets(limit: limit) { candidate, _ in candidate == id }
+    /// The change sets of the device `id`, as ``changeSets(deviceNamed:before:limit:records:)``.
+    public func changeSets(
+        device id: Int64, before: Revision? = nil, limit: Int = 50, records: Int = 20
+    ) async throws -> Page<
+        DeviceChangeSet
+    > {
+        try await changeSets(before: before, limit: limit, records: records) { candidate, _ in candidate == id }
     }
 
     private func changeSets(
-        limit: Int, of wanted: @escaping @Sendable (Int64, (name: String, user: RecordID?)) -> Bool
-    ) async throws -> [DeviceChangeSet] {
-        try await storage.withReader { reader in
+        before: Revision?, limit: Int, records: Int, of wanted: @escaping @Sendable (Int64, (name: String, user: RecordID?)) -> Bool
+    ) async throws -> Page<DeviceChangeSet> {
+        let limit = min(max(1, limit), Self.maxPageSize)
+        return try await storage.withReader { reader in
             let devices = try Self.devices(reader)
-            var found: [DeviceChangeSet] = []
+            var found: [(ChangeSetOrigin, (name: String, user: RecordID?))] = []
             for (id, device) in devices where wanted(id, device) {
-                for changeSet in try reader.loggedChangeSets(device: id, limit: limit) {
-                    let records = try reader.history(revision: changeSet.revision).map { ($0.entity, $0.id, $0.operation) }
-                    found.append(
-                        DeviceChangeSet(
-                            revision: changeSet.revision, time: Date(timeIntervalSince1970: TimeInterval(changeSet.committedAt)),
-                            device: device.name, user: device.user, changeSetID: changeSet.changeSetID, records: records))
-                }
+                found += try reader.loggedChangeSets(device: id, before: before, limit: limit + 1).map { ($0, device) }
             }
-            return found.sorted { $0.revision < $1.revision }
+            found.sort { $0.0.revision > $1.0.revision }
+            let page = found.prefix(limit)
+            let undone = ChangeSetRevert.undone(try reader.reverts(after: (page.last?.0.revision ?? 1) - 1))
+            // One log entry at a time, each let go once listed: a page of large change sets never
+            // sits in memory together.
+            let items = try page.map { origin, device in
+                DeviceChangeSet(
+                    revision: origin.revision, time: Date(timeIntervalSince1970: TimeInterval(origin.committedAt)), device: device.name,
+                    user: device.user, changeSetID: origin.changeSetID,
+                    listing: try Self.listing(of: origin.revision, keeping: records, reader: reader),
+                    revertedBy: undone[origin.revision])
+            }
+            return Page(items: items.reversed(), next: found.count > limit ? page.last?.0.revision : nil)
         }
     }
+
+    // MARK: Reading
 
     private static func devices(_ reader: any StorageReader) throws -> [Int64: (name: String, user: RecordID?)] {
         var devices: [Int64: (name: String, user: RecordID?)] = [Device.server.id: (Device.server.name, nil)]
         for record in try reader.allDevices() { devices[record.device.id] = (record.device.name, record.device.user) }
         return devices
+    }
+
+    /// The record's values after its newest change below `before`: the values before its next
+    /// change, or the record as it is now (`nil`: it does not exist).
+    private static func valuesAfter(
+        entity: String, id: RecordID, before: Revision?, schema: Schema, reader: any StorageReader
+    ) throws -> RecordAttributes? {
+        if let before, let next = try reader.historyEntry(entity: entity, id: id, atOrAfter: before) {
+            return try next.before.map { try attributes($0) }
+        }
+        guard let entity = schema.entity(entity), let record = try reader.records(entity, ids: [id]).first else { return nil }
+        var writer = JSONWriter(capacity: 256)
+        record.writeAttributes(of: entity, into: &writer)
+        return try attributes(writer.bytes)
+    }
+
+    /// Whether the change set at `revision` can be reverted, checked fully while the page's
+    /// `budget` of log bytes lasts (a page's cost stays bounded however large its change sets).
+    private static func revertibility(
+        of revision: Revision, revertedBy: Revision?, budget: inout Int, schema: Schema, reader: any StorageReader
+    ) throws -> Revertibility {
+        if let revertedBy { return .impossible("already reverted, by revision \(revertedBy)") }
+        guard let size = try reader.logBodySize(at: revision) else { return .impossible("no longer in the change log") }
+        guard size <= budget else { return .unchecked }
+        budget -= size
+        do {
+            _ = try ChangeSetRevert(schema: schema).plan(revision, reader: reader)
+            return .possible
+        } catch let refusal as ChangeSetRevert.Refusal {
+            return .impossible(refusal.description)
+        }
+    }
+
+    private static func listing(of revision: Revision, keeping records: Int, reader: any StorageReader) throws -> ChangeSetListing {
+        guard let entry = try reader.logEntry(at: revision) else {
+            throw StorageError.corrupt("change log entry \(revision) is missing")
+        }
+        do {
+            return try ChangeSetListing(json: entry.body, keeping: records)
+        } catch {
+            throw StorageError.corrupt("change log entry \(revision) does not decode: \(error)")
+        }
     }
 
     static func attributes(_ json: [UInt8]) throws -> RecordAttributes {
@@ -98,16 +210,5 @@ public struct RecordHistory: Sendable {
         } catch {
             throw StorageError.corrupt("a history entry does not decode: \(error)")
         }
-    }
-
-    /// The record as the change set left it, from the change log.
-    private static func after(_ entry: HistoryEntry, in changeSet: LoggedChangeSet) throws -> RecordAttributes? {
-        let logged: ChangeSet
-        do {
-            logged = try ChangeSet(json: changeSet.body, sender: .server)
-        } catch {
-            throw StorageError.corrupt("change log entry \(changeSet.revision) does not decode: \(error)")
-        }
-        return logged.changes(for: entry.entity)?.attributes[entry.id]
     }
 }

@@ -94,3 +94,15 @@ struct APIError: Error, Sendable {
         return (apiError.status, headers, writer.bytes)
     }
 }
+
+extension APIError {
+    /// A refused revert: `404 not_found`, or `409` with why.
+    init(_ refusal: ChangeSetRevert.Refusal) {
+        switch refusal {
+        case .notFound: self.init(status: .notFound, code: "not_found", message: refusal.description)
+        case .ambiguous: self.init(status: .conflict, code: "ambiguous_change_set", message: refusal.description)
+        case .laterChanges: self.init(status: .conflict, code: "later_changes", message: refusal.description)
+        case .impossible: self.init(status: .conflict, code: "cannot_revert", message: refusal.description)
+        }
+    }
+}

@@ -8,9 +8,11 @@ import RevSyncProtocol
 /// The administrator's JSON API, under `/admin/api/`, for admin tokens only (`403` for the
 /// others):
 ///
-/// - `GET /admin/api/history?entity=E&id=N`: every change to one record, oldest first, with
-///   who made it and the values before and after;
-/// - `GET /admin/api/history?device=NAME`: the change sets of a device (by its name);
+/// - `GET /admin/api/history?entity=E&id=N`: the changes to one record, a page at a time
+///   (`limit`, `before`; oldest first within a page), with who made them, the values before and
+///   after, and whether each can be reverted;
+/// - `GET /admin/api/history?device=NAME`: the change sets of a device (by its name), each with
+///   its first records (`records`) and how many of each kind;
 /// - `POST /admin/api/revert` with `{"changeSet": "<id>"}` or `{"revision": R}`: undoes a
 ///   committed change set as a new one (``ChangeSetRevert``); `409` when later changes stand in
 ///   the way.
@@ -31,7 +33,7 @@ extension SyncHTTPServer {
     /// An admin token, or (for reading only) a signed-in console session: the console's pages
     /// may read the same JSON.
     func requireAdminOrSession(_ request: Request, context: RevSyncRequestContext) async throws {
-        if request.headers[.authorization] == nil, request.method == .get, let current = try await console.sessions.current(request) {
+        if request.headers[.authorization] == nil, request.method == .get, let current = try await consoleSessions.signedIn(request) {
             context.record.authenticated(current.session.device)
             return
         }
@@ -40,59 +42,39 @@ extension SyncHTTPServer {
 
     func adminHistory(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         try await requireAdminOrSession(request, context: context)
-        let query = request.uri.queryParameters
+        let query = try HistoryQuery(request.uri.queryParameters)
         let history = RecordHistory(schema: engine.schema, storage: engine.storage)
         var writer = JSONWriter(capacity: 4096)
-        if let entity = query["entity"].map(String.init), let idText = query["id"], let id = Int64(String(idText)) {
+        switch query.subject {
+        case .record(let entity, let id):
             guard engine.schema.entity(entity) != nil else {
                 throw APIError(status: .notFound, code: "not_found", message: "\(entity) is not an entity of the schema")
             }
-            let changes = try await history.changes(entity: entity, id: RecordID(id))
+            let page = try await history.changes(entity: entity, id: id, before: query.before, limit: query.limit)
             writer.writeRaw("{\"entity\":")
             writer.writeString(entity)
             writer.writeRaw(",\"id\":")
-            writer.writeInteger(id)
+            writer.writeInteger(id.rawValue)
             writer.writeRaw(",\"changes\":[")
-            for (index, change) in changes.enumerated() {
+            for (index, change) in page.items.enumerated() {
                 if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writeAuthorship(
-                    revision: change.revision, time: change.time, device: change.device, user: change.user, changeSetID: change.changeSetID,
-                    into: &writer)
-                writer.writeRaw(",\"operation\":")
-                writer.writeString(change.operation.rawValue)
-                writer.writeRaw(",\"before\":")
-                write(change.before, of: entity, into: &writer)
-                writer.writeRaw(",\"after\":")
-                write(change.after, of: entity, into: &writer)
-                writer.writeByte(UInt8(ascii: "}"))
+                write(change, into: &writer)
             }
-            writer.writeRaw("]}")
-        } else if let name = query["device"].map(String.init) {
-            let changeSets = try await history.changeSets(deviceNamed: name)
+            writer.writeRaw("],\"next\":")
+            writeOptional(page.next, into: &writer)
+            writer.writeRaw("}")
+        case .device(let name):
+            let page = try await history.changeSets(deviceNamed: name, before: query.before, limit: query.limit, records: query.records)
             writer.writeRaw("{\"device\":")
             writer.writeString(name)
             writer.writeRaw(",\"changeSets\":[")
-            for (index, changeSet) in changeSets.enumerated() {
+            for (index, changeSet) in page.items.enumerated() {
                 if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writeAuthorship(
-                    revision: changeSet.revision, time: changeSet.time, device: changeSet.device, user: changeSet.user,
-                    changeSetID: changeSet.changeSetID, into: &writer)
-                writer.writeRaw(",\"records\":[")
-                for (recordIndex, record) in changeSet.records.enumerated() {
-                    if recordIndex > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                    writer.writeRaw("{\"entity\":")
-                    writer.writeString(record.entity)
-                    writer.writeRaw(",\"id\":")
-                    writer.writeInteger(record.id.rawValue)
-                    writer.writeRaw(",\"operation\":")
-                    writer.writeString(record.operation.rawValue)
-                    writer.writeByte(UInt8(ascii: "}"))
-                }
-                writer.writeRaw("]}")
+                write(changeSet, into: &writer)
             }
-            writer.writeRaw("]}")
-        } else {
-            throw APIError(status: .badRequest, code: "invalid_query", message: "give entity=E&id=N, or device=NAME")
+            writer.writeRaw("],\"next\":")
+            writeOptional(page.next, into: &writer)
+            writer.writeRaw("}")
         }
         return compression.jsonResponse(writer.bytes, for: request)
     }
@@ -100,27 +82,12 @@ extension SyncHTTPServer {
     func adminRevert(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         _ = try await requireAdmin(request, context: context)
         let body = try await request.jsonBody(limit: 64 * 1024, reservation: bodyBudget.reservation())
-        let target: ChangeSetRevert.Target
-        switch try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
-        case let object? where object["changeSet"] is String && object["revision"] == nil:
-            target = .changeSet(object["changeSet"] as! String)
-        case let object?
-        where object["changeSet"] == nil && (object["revision"] as? NSNumber).map({ Int64(exactly: $0.doubleValue) != nil }) == true:
-            target = .revision((object["revision"] as! NSNumber).int64Value)
-        default:
-            throw APIError(
-                status: .badRequest, code: "invalid_json", message: #"the body must be {"changeSet": "<id>"} or {"revision": R}"#)
-        }
+        let target = try Self.revertTarget(body)
         let result: ChangeSetRevert.Result
         do {
             result = try await engine.revert(target)
         } catch let refusal as ChangeSetRevert.Refusal {
-            switch refusal {
-            case .notFound: throw APIError(status: .notFound, code: "not_found", message: refusal.description)
-            case .ambiguous: throw APIError(status: .conflict, code: "ambiguous_change_set", message: refusal.description)
-            case .laterChanges: throw APIError(status: .conflict, code: "later_changes", message: refusal.description)
-            case .impossible: throw APIError(status: .conflict, code: "cannot_revert", message: refusal.description)
-            }
+            throw APIError(refusal)
         }
         logger.info("reverted a change set", metadata: ["reverted": "\(result.reverted)", "revision": "\(result.revision)"])
         var writer = JSONWriter()
@@ -138,6 +105,85 @@ extension SyncHTTPServer {
         writer.writeInteger(result.deleted)
         writer.writeByte(UInt8(ascii: "}"))
         return compression.jsonResponse(writer.bytes, for: request)
+    }
+
+    /// `{"changeSet": "<id>"}` or `{"revision": R}`, typed strictly: a revision is an integer
+    /// (not `true`, not `1.0`), a change set `id` a string, and nothing else is there.
+    static func revertTarget(_ body: [UInt8]) throws -> ChangeSetRevert.Target {
+        let refusal = APIError(
+            status: .badRequest, code: "invalid_json", message: #"the body must be {"changeSet": "<id>"} or {"revision": R}, R an integer"#)
+        guard let members = (try? JSONValue.parse(json: body))?.members, members.count == 1 else { throw refusal }
+        switch (members[0].key, members[0].value) {
+        case ("changeSet", .string(let id)) where !id.isEmpty: return .changeSet(id)
+        case ("revision", let value): if let revision = value.integer, revision > 0 { return .revision(revision) }
+        default: break
+        }
+        throw refusal
+    }
+
+    /// One change to a record: who, when, what it did, the values before and after, and whether
+    /// it can be reverted.
+    private func write(_ change: RecordHistory.Change, into writer: inout JSONWriter) {
+        writeAuthorship(
+            revision: change.revision, time: change.time, device: change.device, user: change.user, changeSetID: change.changeSetID,
+            into: &writer)
+        writer.writeRaw(",\"operation\":")
+        writer.writeString(change.operation.rawValue)
+        writer.writeRaw(",\"before\":")
+        write(change.before, of: change.entity, into: &writer)
+        writer.writeRaw(",\"after\":")
+        write(change.after, of: change.entity, into: &writer)
+        writer.writeRaw(",\"revertOf\":")
+        writeOptional(change.revertOf, into: &writer)
+        writer.writeRaw(",\"revertedBy\":")
+        writeOptional(change.revertedBy, into: &writer)
+        writer.writeRaw(",\"revert\":{\"possible\":")
+        switch change.revert {
+        case .possible: writer.writeRaw("true,\"reason\":null")
+        case .impossible(let reason):
+            writer.writeRaw("false,\"reason\":")
+            writer.writeString(reason)
+        case .unchecked: writer.writeRaw("null,\"reason\":\"too large to check on a page of history; POST /admin/api/revert checks it\"")
+        }
+        writer.writeRaw("}}")
+    }
+
+    /// One change set of a device: who, when, its first records and how many of each kind.
+    private func write(_ changeSet: RecordHistory.DeviceChangeSet, into writer: inout JSONWriter) {
+        writeAuthorship(
+            revision: changeSet.revision, time: changeSet.time, device: changeSet.device, user: changeSet.user,
+            changeSetID: changeSet.changeSetID, into: &writer)
+        writer.writeRaw(",\"recordCount\":")
+        writer.writeInteger(Int64(changeSet.listing.total))
+        writer.writeRaw(",\"counts\":[")
+        for (index, count) in changeSet.listing.counts.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeRaw("{\"entity\":")
+            writer.writeString(count.entity)
+            writer.writeRaw(",\"operation\":")
+            writer.writeString(count.operation.rawValue)
+            writer.writeRaw(",\"count\":")
+            writer.writeInteger(Int64(count.count))
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeRaw("],\"records\":[")
+        for (index, record) in changeSet.listing.records.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeRaw("{\"entity\":")
+            writer.writeString(record.entity)
+            writer.writeRaw(",\"id\":")
+            writer.writeInteger(record.id.rawValue)
+            writer.writeRaw(",\"operation\":")
+            writer.writeString(record.operation.rawValue)
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeRaw("],\"revertedBy\":")
+        writeOptional(changeSet.revertedBy, into: &writer)
+        writer.writeByte(UInt8(ascii: "}"))
+    }
+
+    private func writeOptional(_ value: Int64?, into writer: inout JSONWriter) {
+        if let value { writer.writeInteger(value) } else { writer.writeNull() }
     }
 
     private func writeAuthorship(

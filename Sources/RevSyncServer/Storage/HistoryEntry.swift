@@ -28,14 +28,36 @@ public struct HistoryEntry: Sendable, Hashable {
     }
 }
 
-/// A committed change set as the log keeps it, with who sent it and when.
-public struct LoggedChangeSet: Sendable {
+/// Who committed a change set, and when: the head of its change log entry.
+public struct ChangeSetOrigin: Sendable, Hashable {
     public var revision: Revision
     /// The device that sent it (0: the server itself, for a revert).
     public var device: Int64
     public var changeSetID: String?
     /// Seconds since 1970.
     public var committedAt: Int64
+
+    public init(revision: Revision, device: Int64, changeSetID: String?, committedAt: Int64) {
+        self.revision = revision
+        self.device = device
+        self.changeSetID = changeSetID
+        self.committedAt = committedAt
+    }
+}
+
+/// A committed change set as the log keeps it, with who sent it and when.
+public struct LoggedChangeSet: Sendable {
+    public var origin: ChangeSetOrigin
     /// The committed change set in the wire format.
     public var body: [UInt8]
+
+    public init(origin: ChangeSetOrigin, body: [UInt8]) {
+        self.origin = origin
+        self.body = body
+    }
+
+    public var revision: Revision { origin.revision }
+    public var device: Int64 { origin.device }
+    public var changeSetID: String? { origin.changeSetID }
+    public var committedAt: Int64 { origin.committedAt }
 }

@@ -8,12 +8,16 @@ public enum StorageError: Error, Sendable, CustomStringConvertible {
     case corrupt(String)
     /// The database cannot be reached.
     case unavailable(String)
+    /// There is no RevSync database there (no file, or no server tables), and the caller asked
+    /// not to create one.
+    case notSetUp(String)
 
     public var description: String {
         switch self {
         case .schemaMismatch(let message): "schema mismatch: \(message)"
         case .corrupt(let message): "database content is invalid: \(message)"
         case .unavailable(let message): "database unavailable: \(message)"
+        case .notSetUp(let message): message
         }
     }
 }

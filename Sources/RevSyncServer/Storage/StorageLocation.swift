@@ -24,10 +24,14 @@ public enum StorageLocation: Sendable, Hashable, CustomStringConvertible {
     ///   - schema: the schema to serve, or `nil` for the server's own tables only.
     ///   - durability: SQLite only.
     ///   - poolSize: PostgreSQL only: the most connections this instance opens.
-    public func open(schema: Schema?, durability: SQLiteStorage.Durability = .full, poolSize: Int = 10) async throws -> any SyncStorage {
+    ///   - creating: whether a database that is not there (SQLite) or has no RevSync tables is
+    ///     set up; otherwise it is refused with ``StorageError/notSetUp(_:)``, nothing created.
+    public func open(
+        schema: Schema?, durability: SQLiteStorage.Durability = .full, poolSize: Int = 10, creating: Bool = true
+    ) async throws -> any SyncStorage {
         switch self {
-        case .sqlite(let path): try SQLiteStorage(path: path, schema: schema, durability: durability)
-        case .postgres(let url): try await PostgresStorage(url: url, schema: schema, poolSize: poolSize)
+        case .sqlite(let path): try SQLiteStorage(path: path, schema: schema, durability: durability, creating: creating)
+        case .postgres(let url): try await PostgresStorage(url: url, schema: schema, poolSize: poolSize, creating: creating)
         }
     }
 

@@ -102,15 +102,20 @@ public protocol StorageReader: AnyObject {
 
     // History
 
-    /// Every change to one record, oldest first, with the change sets that made them.
-    func history(entity: String, id: RecordID) throws -> [(entry: HistoryEntry, changeSet: LoggedChangeSet)]
+    /// The changes to one record at revisions below `before` (`nil`: all), the newest `limit`,
+    /// newest first, with who made them and when.
+    func history(entity: String, id: RecordID, before: Revision?, limit: Int) throws -> [(entry: HistoryEntry, origin: ChangeSetOrigin)]
+    /// The first change to one record at `revision` or later.
+    func historyEntry(entity: String, id: RecordID, atOrAfter revision: Revision) throws -> HistoryEntry?
     /// What the change set at `revision` did to each record.
     func history(revision: Revision) throws -> [HistoryEntry]
     /// The revisions after `revision` that changed the record.
     func laterChanges(entity: String, id: RecordID, after revision: Revision) throws -> [Revision]
-    /// The change sets a device sent, oldest first (the newest `limit`), as far as their
-    /// outcomes are kept (see outcome retention).
-    func loggedChangeSets(device: Int64, limit: Int) throws -> [LoggedChangeSet]
+    /// The change sets a device sent at revisions below `before` (`nil`: all), the newest
+    /// `limit`, newest first, as far as their outcomes are kept (see outcome retention).
+    func loggedChangeSets(device: Int64, before: Revision?, limit: Int) throws -> [ChangeSetOrigin]
+    /// The size in bytes of the change log entry at `revision`, without reading it.
+    func logBodySize(at revision: Revision) throws -> Int?
     /// The change set at `revision`, with who sent it and when.
     func loggedChangeSet(revision: Revision) throws -> LoggedChangeSet?
     /// The revisions of the committed change sets with this `id` (one, unless devices reused it).

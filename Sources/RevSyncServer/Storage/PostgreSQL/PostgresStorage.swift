@@ -34,11 +34,15 @@ public final class PostgresStorage: SyncStorage {
     ///   - poolSize: the most connections this instance opens.
     /// - Throws: ``StorageError/unavailable(_:)`` when PostgreSQL cannot be reached,
     ///   ``SchemaUpgradeError`` when the schema cannot be served from this database.
-    public init(url: String, schema: Schema?, poolSize: Int = 10) async throws {
+    ///   - creating: whether a database without RevSync's tables is set up (the server);
+    ///     otherwise it is refused with ``StorageError/notSetUp(_:)``.
+    public init(url: String, schema: Schema?, poolSize: Int = 10, creating: Bool = true) async throws {
         pool = PostgresConnectionPool(url: url, size: poolSize)
         entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
         try await pool.withConnection { connection in
-            try SQLStorageAccess(connection, entities: [:]).transaction { try ServerTables.setUp(connection, schema: schema) }
+            try SQLStorageAccess(connection, entities: [:]).transaction {
+                try ServerTables.setUp(connection, schema: schema, creating: creating)
+            }
         }
     }
 

@@ -123,9 +123,16 @@ enum ServerTables {
     /// Brings the server's tables to the newest version and, given a schema, creates or
     /// upgrades its entity tables, in the caller's write transaction (which `lockSetup`
     /// serialises against other instances starting at the same moment).
-    static func setUp(_ connection: any SQLConnection, schema: Schema?) throws {
+    ///
+    /// - Parameter creating: whether a database without the server's tables is set up (the
+    ///   server does); otherwise it is refused with ``StorageError/notSetUp(_:)`` (the other
+    ///   commands, so that a mistyped database is named, not created empty).
+    static func setUp(_ connection: any SQLConnection, schema: Schema?, creating: Bool = true) throws {
         let dialect = connection.dialect
         if let lock = dialect.lockSetup { try connection.query(lock, []) { _ in } }
+        if !creating, try connection.firstRow(dialect.tableCount, [.text("_rs_migrations")])?.first?.integerValue ?? 0 == 0 {
+            throw StorageError.notSetUp("it has no RevSync tables (start `revsync-server --database ...` on it once to set it up)")
+        }
         try connection.execute(
             "CREATE TABLE IF NOT EXISTS _rs_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at \(dialect.bigint) NOT NULL)",
             [])

@@ -34,7 +34,12 @@ public final class SQLiteStorage: SyncStorage {
     ///   - durability: `.full` unless you accept losing the last commits on power loss.
     /// - Throws: ``SchemaUpgradeError`` when the schema cannot be served from this database
     ///   (nothing changed), or the SQLite error.
-    public init(path: String, schema: Schema?, durability: Durability = .full) throws {
+    ///   - creating: whether a missing database is created (the server); otherwise a path with no
+    ///     RevSync database is refused with ``StorageError/notSetUp(_:)``, and nothing is created.
+    public init(path: String, schema: Schema?, durability: Durability = .full, creating: Bool = true) throws {
+        if !creating, !FileManager.default.fileExists(atPath: path) {
+            throw StorageError.notSetUp("there is no such file")
+        }
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.maximumReaderCount = 4
@@ -57,7 +62,9 @@ public final class SQLiteStorage: SyncStorage {
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
         try pool.writeWithoutTransaction { db in
             let connection = GRDBConnection(db)
-            try SQLStorageAccess(connection, entities: [:]).transaction { try ServerTables.setUp(connection, schema: schema) }
+            try SQLStorageAccess(connection, entities: [:]).transaction {
+                try ServerTables.setUp(connection, schema: schema, creating: creating)
+            }
         }
         entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
     }
