@@ -6,13 +6,19 @@ Run by scripts/test (scripts/console-tests); alone:
     python3 -m venv .build/console-venv && .build/console-venv/bin/pip install selenium
     swift build && .build/console-venv/bin/python -m unittest discover -s Tests/Console -v
 
-Each test saves a screenshot in .build/console-screenshots/ (REVSYNC_SCREENSHOTS to change).
+Each test saves a screenshot in .build/console-screenshots/ (REVSYNC_SCREENSHOTS to change); with
+REVSYNC_DOCS_IMAGES=docs/images, the pages the README shows are saved there too (at a laptop's and an
+iPad's width): the screenshots in the documentation are the ones these tests take.
+
+Every page is checked at 1280 px and at 820 px (an iPad, upright): nothing scrolls sideways, and
+every button, link, field, reason and entry is inside the window, nothing clipped.
 """
 
 import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -30,11 +36,39 @@ BIN = os.environ.get("REVSYNC_BIN") or subprocess.run(
     ["swift", "build", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True, check=True
 ).stdout.strip()
 SCREENSHOTS = os.environ.get("REVSYNC_SCREENSHOTS", os.path.join(ROOT, ".build", "console-screenshots"))
+DOCS_IMAGES = os.environ.get("REVSYNC_DOCS_IMAGES")
+LAPTOP = (1280, 900)
+IPAD = (820, 1180)
+
+# What a page must show inside the window, at every width: actions, fields, reasons, entries.
+FIT_CHECK = """
+const width = document.documentElement.clientWidth;
+const problems = [];
+if (document.documentElement.scrollWidth > width + 1) {
+  problems.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' px in ' + width + ' px');
+}
+const watched = 'button, a, input, select, .reason, td, .entries li, .diff li, .names li, code, h1, .figure';
+for (const element of document.querySelectorAll(watched)) {
+  const box = element.getBoundingClientRect();
+  if (box.width === 0 && box.height === 0) continue;
+  if (element.closest('.hidden')) continue;
+  if (box.left < -1 || box.right > width + 1) {
+    problems.push(element.tagName.toLowerCase() + (element.id ? '#' + element.id : '') + ' "' + element.textContent.trim().slice(0, 40) + '" spans ' + Math.round(box.left) + '-' + Math.round(box.right) + ' px');
+  }
+}
+for (const element of document.querySelectorAll('main *')) {
+  const style = getComputedStyle(element);
+  if (style.overflowX !== 'visible' && element.scrollWidth > element.clientWidth + 1 && !element.closest('.hidden') && !element.closest('svg')) {
+    problems.push('clipped: ' + element.tagName.toLowerCase() + (element.className ? '.' + element.className : '') + ' "' + element.textContent.trim().slice(0, 40) + '"');
+  }
+}
+return problems;
+"""
 
 
 def chromium_driver():
     options = Options()
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"]:
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=%d,%d" % LAPTOP]:
         options.add_argument(argument)
     binary = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if binary:
@@ -60,14 +94,25 @@ class Server:
                 raise RuntimeError("revsync-server did not start")
             line = self.process.stdout.readline()
         self.url = re.search(r"http://127\.0\.0\.1:\d+", line).group(0)
+        self.token_file = token_file
         with open(token_file) as file:
             self.admin_token = file.read().strip()
 
-    def token(self, name, role="member"):
-        result = subprocess.run(
-            [os.path.join(BIN, "revsync-server"), "token", "create", "--database", self.database, "--name", name, "--role", role],
-            capture_output=True, text=True, check=True)
+    def token(self, name, role="member", user=None):
+        command = [os.path.join(BIN, "revsync-server"), "token", "create", "--database", self.database, "--name", name, "--role", role]
+        if user is not None:
+            command += ["--user", str(user)]
+        result = subprocess.run(command, capture_output=True, text=True, check=True)
         return result.stdout.strip()
+
+    def execute(self, sql, *arguments):
+        """A statement on the server's database, as another process would run it (WAL: the server goes on)."""
+        connection = sqlite3.connect(self.database, timeout=30)
+        try:
+            connection.execute(sql, arguments)
+            connection.commit()
+        finally:
+            connection.close()
 
     def stop(self):
         self.process.terminate()
@@ -138,6 +183,27 @@ class ConsoleTests(unittest.TestCase):
     def open(self, path):
         self.driver.get(self.server.url + path)
 
+    def assert_fits(self, name, docs=False):
+        """The page at a laptop's and at an iPad's width: nothing scrolls sideways, every action,
+        field and reason inside the window, nothing clipped. Screenshots of both (and, with
+        REVSYNC_DOCS_IMAGES and `docs`, the whole page for the documentation)."""
+        for (width, height), label in [(LAPTOP, "laptop"), (IPAD, "ipad")]:
+            self.driver.set_window_size(width, height)
+            self.wait_for(lambda: self.driver.execute_script("return document.documentElement.clientWidth") <= width)
+            problems = self.driver.execute_script(FIT_CHECK)
+            self.driver.save_screenshot(os.path.join(SCREENSHOTS, f"{name}-{label}.png"))
+            if docs and DOCS_IMAGES:
+                full = self.driver.execute_script("return document.documentElement.scrollHeight")
+                self.driver.set_window_size(width, min(max(full + 120, 600), 2200))
+                suffix = "" if label == "laptop" else "-ipad"
+                self.driver.save_screenshot(os.path.join(DOCS_IMAGES, f"console-{name}{suffix}.png"))
+                self.driver.set_window_size(width, height)
+            self.assertEqual(problems, [], f"{name} at {width} px: {problems}")
+        self.driver.set_window_size(*LAPTOP)
+
+    def text(self, css):
+        return self.driver.find_element(By.CSS_SELECTOR, css).text
+
     def wait_for(self, condition, timeout=20, message="timed out"):
         """Polls `condition` (the page may still be loading after a click) until it is true."""
         deadline = time.time() + timeout
@@ -190,6 +256,11 @@ class ConsoleTests(unittest.TestCase):
     def test_sign_in_is_refused_for_a_wrong_token_and_a_member_token(self):
         self.open("/admin")
         self.assertTrue(self.driver.current_url.endswith("/admin/login"))
+        # The hint names a command that works as copied, and where the first token is.
+        command = self.text("#create-command")
+        self.assertIn(f"revsync-server token create --database {self.server.database} --name NAME --role admin", command)
+        self.assertIn(self.server.token_file, self.text(".login"))
+        self.assert_fits("login")
         self.sign_in("rs_not-a-token-at-all")
         self.assertTrue(self.driver.current_url.endswith("/admin/login"))
         self.assertIn("Unknown or revoked token", self.driver.find_element(By.ID, "error").text)
@@ -256,6 +327,16 @@ class ConsoleTests(unittest.TestCase):
 
         self.wait_for(lambda: alice_behind() == "1", message="the devices page did not follow by itself")
         self.row_text("alice", "RevSyncClient/")  # the CLI's client version
+        # "A little behind" is a warning, not an alarm: not red.
+        colour = self.driver.execute_script(
+            "const row = [...document.querySelectorAll('#devices tbody tr')].find(r => r.dataset.name === 'alice');"
+            "return getComputedStyle(row.querySelector('td.behind')).color;")
+        self.assertNotEqual(colour, "rgb(207, 34, 46)")
+        # Every Revoke… is on screen, at a laptop's width and on an iPad.
+        for name in [f"spare {index}" for index in range(8)]:
+            self.server.token(name)
+        self.open("/admin/devices")
+        self.assert_fits("devices", docs=True)
 
     def test_a_token_created_in_the_console_syncs(self):
         self.sign_in_as_admin()
@@ -351,15 +432,132 @@ class ConsoleTests(unittest.TestCase):
             urllib.request.urlopen(self.server.url + "/health"))["maxRevision"].__str__())
         self.assertTrue(self.driver.find_element(By.CSS_SELECTOR, ".chart svg").is_displayed())
         self.assertIn("gina", self.driver.find_element(By.ID, "currency-current").text)
-        self.driver.save_screenshot(os.path.join(SCREENSHOTS, "overview-laptop.png"))
-        self.driver.set_window_size(820, 1180)  # an iPad, upright
-        self.driver.save_screenshot(os.path.join(SCREENSHOTS, "overview-ipad.png"))
-        self.driver.set_window_size(1280, 1000)
+        self.assert_fits("overview", docs=True)
         listed = gina.run("list", "teams").stdout
         team = [line.split("\t")[0] for line in listed.splitlines() if "History" in line][0]
         self.open(f"/admin/history?entity=teams&id={team}")
         self.assertIn("create", self.driver.find_element(By.ID, "history").text)
         self.assertIn("gina", self.driver.find_element(By.ID, "history").text)
+
+    def test_a_token_nobody_used_yet_has_never_synced(self):
+        self.server.token("fresh tablet")
+        self.sign_in_as_admin()
+        never = self.text("#currency-neverSynced")
+        self.assertIn("fresh tablet", never)
+        for bucket in ["silent", "behind", "farBehind"]:
+            self.assertNotIn("fresh tablet", self.text(f"#currency-{bucket}"))
+        overview = json.loads(urllib.request.urlopen(urllib.request.Request(
+            self.server.url + "/admin/api/overview", headers={"Authorization": "Bearer " + self.server.admin_token})).read())
+        self.assertIn("fresh tablet", overview["fleet"]["neverSynced"]["devices"])
+        row = self.device_row("fresh tablet")
+        self.assertIn("never synced", row.text)
+        self.assertNotIn("behind", row.find_element(By.CSS_SELECTOR, "td.behind").text)
+
+    def test_a_refused_change_set_shows_why_and_offers_no_revert(self):
+        # A coach's phone with two refusals and no commits (the page's revision is never a row's).
+        owner = Device(self.server, "owner")
+        coach = Device(self.server, "coach phone")
+        owner.run("create", "teams", "name=Refusals U12")
+        owner.sync()
+        coach.sync()
+        team = [line.split("\t")[0] for line in coach.run("list", "teams").stdout.splitlines() if "Refusals U12" in line][0]
+        for name in ["First try", "Second try"]:
+            owner.run("update", "teams", team, f"name=Owner {name}")
+            owner.sync()
+            coach.run("update", "teams", team, f"name=Coach {name}")
+            coach.sync()
+        self.sign_in_as_admin()
+        coach_id = self.device_row("coach phone").get_attribute("id").split("-")[1]
+        self.open(f"/admin/devices/{coach_id}")
+        refused = self.driver.find_elements(By.CSS_SELECTOR, "#refused tr.refused")
+        self.assertEqual(len(refused), 2)
+        for row in refused:
+            self.assertIn("stale_revision", row.text)
+            self.assertIn("was changed by another device", row.text)
+        self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "a[href*='/admin/revert']"), [])
+        self.assertIn("None kept", self.text("#change-sets"))
+        self.assert_fits("device-refused")
+        # The owner's page: each commit with the Revert… of its own revision.
+        owner_id = self.device_row("owner").get_attribute("id").split("-")[1]
+        self.open(f"/admin/devices/{owner_id}")
+        links = [a.get_attribute("href") for a in self.driver.find_elements(By.CSS_SELECTOR, "#change-sets a")]
+        revisions = [row.find_element(By.CSS_SELECTOR, "td").text for row in self.driver.find_elements(By.CSS_SELECTOR, "#change-sets tr.committed")]
+        self.assertEqual(len(links), 3)
+        for revision, link in zip(revisions, links):
+            self.assertIn(f"revision={revision}&", link)
+        self.assert_fits("device", docs=True)
+        self.open("/admin/refusals")
+        self.assert_fits("refusals", docs=True)
+
+    def test_history_is_a_diff_with_revert_only_where_possible(self):
+        hana = Device(self.server, "hana")
+        hana.run("create", "teams", "name=Hana U12")
+        hana.sync()
+        team = [line.split("\t")[0] for line in hana.run("list", "teams").stdout.splitlines() if "\tHana U12\t" in line][0]
+        hana.run("update", "teams", team, "name=Hana U12 Lions")
+        hana.sync()
+        self.sign_in_as_admin()
+        self.open(f"/admin/history?entity=teams&id={team}")
+        rows = self.driver.find_elements(By.CSS_SELECTOR, "#history tbody tr")
+        self.assertEqual([row.find_element(By.CSS_SELECTOR, ".operation").text for row in rows], ["create", "update"])
+        self.assertIn('name: "Hana U12" → "Hana U12 Lions"', rows[1].text)
+        # The whole record, on demand.
+        rows[1].find_element(By.TAG_NAME, "summary").click()
+        self.assertIn('name = "Hana U12 Lions"', rows[1].find_element(By.CSS_SELECTOR, "ul.whole").text)
+        # The create has a later change: its reason instead of Revert….
+        self.assertEqual(rows[0].find_elements(By.LINK_TEXT, "Revert…"), [])
+        self.assertIn("Cannot be reverted", rows[0].text)
+        self.assert_fits("history", docs=True)
+        rows[1].find_element(By.LINK_TEXT, "Revert…").click()
+        self.wait_for(lambda: "Revert revision" in self.text("h1"))
+        self.assertIn("teams: 1 record restored", self.text("#details"))
+        confirm = self.driver.find_element(By.ID, "confirm").rect
+        cancel = self.driver.find_element(By.ID, "cancel").rect
+        self.assertGreaterEqual(cancel["x"] - (confirm["x"] + confirm["width"]), 8, "Revert and Cancel touch")
+        self.assert_fits("revert")
+        self.submit("confirm")
+        self.assertIn("was reverted as revision", self.text("#message"))
+        self.driver.find_element(By.ID, "back").click()
+        self.wait_for(lambda: "/admin/history?entity=teams" in self.driver.current_url)
+        rows = self.driver.find_elements(By.CSS_SELECTOR, "#history tbody tr")
+        self.assertIn("a revert of revision", rows[-1].text)
+        self.assertIn("already reverted", rows[-2].text)
+        # A lookup that cannot be answered says why.
+        self.open("/admin/history?entity=teams&id=abc")
+        self.assertIn("whole number", self.text("#error"))
+
+    def test_the_user_column_names_the_user(self):
+        club = Server("--schema", "club")
+        try:
+            admin = Device(club, "club admin", token=club.admin_token)
+            admin.run("create", "users", "first_name=Ann", "last_name=Coach")
+            admin.sync()
+            club.token("ann's tablet", role="coach", user=1)
+            self.driver.delete_all_cookies()
+            self.driver.get(club.url + "/admin/login")
+            self.driver.find_element(By.ID, "token").send_keys(club.admin_token)
+            self.submit("sign-in")
+            self.driver.get(club.url + "/admin/devices")
+            row = [r for r in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr") if r.get_attribute("data-name") == "ann's tablet"][0]
+            self.assertIn("Ann Coach", row.text)
+        finally:
+            club.stop()
+
+    def test_an_idle_session_ends_with_the_tab_open_and_the_page_says_so(self):
+        idle = Server("--console-idle-minutes", "1")
+        try:
+            self.driver.get(idle.url + "/admin/login")
+            self.driver.find_element(By.ID, "token").send_keys(idle.admin_token)
+            self.submit("sign-in")
+            self.driver.get(idle.url + "/admin/devices")
+            # The page refreshes itself every 5 s; a minute without a person's request ends the session.
+            idle.execute("UPDATE _rs_console_sessions SET last_used = last_used - 120")
+            self.wait_for(lambda: "/admin/login" in self.driver.current_url, timeout=30,
+                          message="the session did not end with the tab open")
+            self.assertIn("Your session ended after 1 minute without activity", self.text("#notice"))
+        finally:
+            self.driver.delete_all_cookies()
+            idle.stop()
 
 
 if __name__ == "__main__":

@@ -148,14 +148,30 @@ import Testing
             _ = try await browser.signIn(admin.token)
             let history = try await browser.get("/admin/history?entity=teams&id=\(team.rawValue)")
             #expect(history.status == 200 && history.bodyText.contains("/admin/revert?revision=\(revision)"))
-            let confirm = try await browser.get("/admin/revert?revision=\(revision)")
-            #expect(confirm.status == 200 && confirm.bodyText.contains("teams #\(team.rawValue): create"))
+            // The confirmation says what the revert does in counts, and where Back leads.
+            let back = "/admin/history?entity=teams&id=\(team.rawValue)"
+            let confirm = try await browser.get(
+                "/admin/revert?revision=\(revision)&back=\(back.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
+            #expect(confirm.status == 200 && confirm.bodyText.contains("teams: 1 record deleted"))
+            #expect(confirm.bodyText.contains(#"name="back" value="/admin/history?entity=teams&amp;id=\#(team.rawValue)""#))
             let csrf = try #require(Browser.csrf(in: confirm))
-            let done = try await browser.post("/admin/revert", "csrf=\(csrf)&revision=\(revision)")
+            let done = try await browser.post(
+                "/admin/revert",
+                "csrf=\(csrf)&revision=\(revision)&back=\(back.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
             #expect(done.status == 200 && done.bodyText.contains("Revision \(revision) was reverted as revision \(revision + 1)"))
+            // Back returns to the record's history, not to an empty form.
+            #expect(done.bodyText.contains(#"href="/admin/history?entity=teams&amp;id=\#(team.rawValue)""#))
             #expect(try await server.count("teams") == 0)
             let again = try await browser.post("/admin/revert", "csrf=\(csrf)&revision=\(revision)")
             #expect(again.status == 409)
+            // Now the history says so: no Revert… for the create, the revert names what it undid.
+            let after = try await browser.get(back)
+            #expect(after.bodyText.contains("already reverted, by revision \(revision + 1)"))
+            #expect(after.bodyText.contains("a revert of revision \(revision)"))
+            #expect(!after.bodyText.contains("/admin/revert?revision=\(revision)&"))
+            // A page outside the console is never where Back leads.
+            let outside = try await browser.get("/admin/revert?revision=\(revision + 1)&back=https%3A%2F%2Fevil.example")
+            #expect(!outside.bodyText.contains("evil.example"))
         }
     }
 
@@ -202,8 +218,9 @@ import Testing
             _ = try await browser.signIn(admin.token)
             let page = try await browser.get("/admin/devices")
             let csrf = try #require(Browser.csrf(in: page))
-            // Broken percent-encoding: the field is left out, and the form is refused for what it lacks.
-            #expect(try await browser.post("/admin/devices", "csrf=\(csrf)&name=%ZZ&role=member").status == 400)
+            // Broken percent-encoding: the form is refused as such, and nothing is done.
+            let broken = try await browser.post("/admin/devices", "csrf=\(csrf)&name=%ZZ&role=member")
+            #expect(broken.status == 400 && broken.bodyText.contains("not valid application/x-www-form-urlencoded"))
             // A name that is markup is shown as text.
             let created = try await browser.post("/admin/devices", "csrf=\(csrf)&name=%3Cscript%3Ex%3C%2Fscript%3E&role=member")
             #expect(created.status == 200 && !created.bodyText.contains("<script>x") && created.bodyText.contains("&lt;script&gt;"))
@@ -212,9 +229,111 @@ import Testing
             #expect(try await browser.get("/admin/devices/notanumber").status == 400)
             #expect(try await browser.get("/admin/devices/999999").status == 404)
             #expect(try await browser.get("/admin/revert?revision=999999").status == 404)
-            #expect(try await browser.get("/admin/history?entity=nope&id=1").status == 200)
+            // A lookup that cannot be answered says why (never the empty form alone).
+            let unknown = try await browser.get("/admin/history?entity=nope&id=1")
+            #expect(unknown.status == 400 && unknown.bodyText.contains("Choose an entity of the schema"))
+            let notANumber = try await browser.get("/admin/history?entity=teams&id=abc")
+            #expect(notANumber.status == 400 && notANumber.bodyText.contains("The ID must be a whole number"))
             let huge = String(repeating: "a", count: 100_000)
             #expect(try await browser.post("/admin/devices", "csrf=\(csrf)&name=\(huge)").status == 413)
+        }
+    }
+
+    /// A page's own refresh does not keep a session alive: it ends after the idle time with the
+    /// tab open, and the sign-in page says why. A person's request keeps it alive.
+    @Test func theRefreshDoesNotKeepASessionAlive() async throws {
+        try await withLiveServer(configure: { $0.consoleIdleTimeoutSeconds = 60 }) { server in
+            let admin = try await server.device("admin", role: .admin)
+            var browser = Browser(server: server)
+            _ = try await browser.signIn(admin.token)
+            let hash = Token.hash(try #require(browser.cookies["revsync_session"]))
+            let lastUsed = { try await server.storage.withReader { try $0.consoleSession(hash: hash)?.lastUsed } }
+            // 40 s ago: a person's request notes the use (a quarter of the idle time has passed).
+            let then = Int64(Date().timeIntervalSince1970) - 40
+            try await server.storage.withWriter { try $0.touchConsoleSession(hash: hash, at: then) }
+            #expect(try await browser.get("/admin/devices", headers: [("X-RevSync-Refresh", "1")]).status == 200)
+            #expect(try await lastUsed() == then)
+            #expect(try await browser.get("/admin/devices").status == 200)
+            #expect(try await lastUsed()! > then)
+            // 61 s without a person's request: the refresh gets the sign-in page, which says why.
+            try await server.storage.withWriter { try $0.touchConsoleSession(hash: hash, at: Int64(Date().timeIntervalSince1970) - 61) }
+            let ended = try await browser.get("/admin/devices", headers: [("X-RevSync-Refresh", "1")])
+            #expect(ended.status == 303 && ended.header("location")?.hasPrefix("/admin/login?ended=idle") == true)
+            let login = try await browser.get(try #require(ended.header("location")))
+            #expect(login.bodyText.contains("Your session ended after 1 minute without activity"))
+        }
+    }
+
+    /// A refused change set on a device's page shows why and offers no revert (each row's values
+    /// are its own: the page's revision is never a refused row's).
+    @Test(arguments: StoreKind.all)
+    func aRefusedChangeSetShowsWhyAndNoRevert(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let alice = try await server.device("alice")
+            let coach = try await server.device("coach phone")
+            let (team, created) = try await alice.create("teams", ["name": "U12"])
+            try await alice.sync([.new().updating("teams", team, base: created, ["name": "U12 Lions"])])
+            // Two refusals (stale), no commit, for the coach's phone.
+            for name in ["U12 Tigers", "U12 Bears"] {
+                let response = try await coach.sync([.new().updating("teams", team, base: created, ["name": .text(name)])], from: created)
+                #expect(response.conflicts.count == 1)
+            }
+            var browser = Browser(server: server)
+            _ = try await browser.signIn(admin.token)
+            let page = try await browser.get("/admin/devices/\(coach.device.id)")
+            #expect(page.status == 200)
+            #expect(page.bodyText.components(separatedBy: "stale_revision").count - 1 >= 2)
+            #expect(page.bodyText.contains("was changed by another device"))
+            #expect(!page.bodyText.contains("/admin/revert"))
+            // Alice's page: her commits, each with its own revision's Revert….
+            let alicePage = try await browser.get("/admin/devices/\(alice.device.id)")
+            #expect(alicePage.bodyText.contains("/admin/revert?revision=\(created)&"))
+            #expect(alicePage.bodyText.contains("/admin/revert?revision=\(created + 1)&"))
+        }
+    }
+
+    /// A device's page and the history API list a few records per change set with counts, and
+    /// page through change sets, however large they are.
+    @Test(arguments: StoreKind.all)
+    func largeChangeSetsAreCountedAndPaged(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let bulk = try await server.device("bulk")
+            var revisions: [Revision] = []
+            for batch in 0..<3 {
+                var changeSet = ChangeSet.new()
+                for index in 0..<500 {
+                    changeSet = changeSet.creating("teams", bulk.temporaryID(), ["name": .text("team \(batch)-\(index)")])
+                }
+                revisions.append(try await bulk.sync([changeSet]).maxRevision)
+            }
+            var browser = Browser(server: server)
+            _ = try await browser.signIn(admin.token)
+            let page = try await browser.get("/admin/devices/\(bulk.device.id)")
+            #expect(page.bodyText.contains("and 497 more"))
+            #expect(page.bodyText.contains("teams: 500 created"))
+            #expect(page.bodyText.count < 60_000)
+            let api = try await server.send(
+                "GET", "/admin/api/history?device=bulk&limit=2&records=5", headers: [("Authorization", "Bearer \(admin.token)")])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(api.body)) as? [String: Any])
+            let changeSets = try #require(object["changeSets"] as? [[String: Any]])
+            #expect(changeSets.count == 2)
+            #expect(changeSets.map { ($0["revision"] as? NSNumber)?.int64Value } == [revisions[1], revisions[2]])
+            #expect(changeSets.allSatisfy { ($0["records"] as? [Any])?.count == 5 && ($0["recordCount"] as? NSNumber) == 500 })
+            #expect((object["next"] as? NSNumber)?.int64Value == revisions[1])
+            let older = try await server.send(
+                "GET", "/admin/api/history?device=bulk&limit=2&before=\(revisions[1])",
+                headers: [("Authorization", "Bearer \(admin.token)")])
+            let olderObject = try #require(try JSONSerialization.jsonObject(with: Data(older.body)) as? [String: Any])
+            #expect(
+                (olderObject["changeSets"] as? [[String: Any]])?.compactMap { ($0["revision"] as? NSNumber)?.int64Value } == [revisions[0]])
+            #expect(olderObject["next"] is NSNull)
+            for bad in ["limit=0", "limit=501", "limit=x", "before=-1", "records=1001"] {
+                let refused = try await server.send(
+                    "GET", "/admin/api/history?device=bulk&\(bad)", headers: [("Authorization", "Bearer \(admin.token)")])
+                #expect(refused.status == 400, "\(bad)")
+            }
         }
     }
 }

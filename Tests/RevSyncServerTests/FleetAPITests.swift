@@ -59,9 +59,19 @@ import Testing
             #expect(abs(seen.timeIntervalSinceNow) < 120)
             #expect(devices["bob"]?["behind"] as? Int == 0)
             #expect(devices["bob"]?["currency"] as? String == "current")
-            // Never seen, lacking a change: silent.
+            // A token whose device never synced is neither behind nor silent: it has not begun.
             #expect(devices["carol"]?["lastSeen"] is NSNull)
-            #expect(devices["carol"]?["currency"] as? String == "silent")
+            #expect(devices["carol"]?["currency"] as? String == "neverSynced")
+            #expect(devices["carol"]?["behindSeconds"] is NSNull)
+            // One that synced once, two days ago, and lacks a change since: silent.
+            let dave = try await server.device("dave")
+            let twoDaysAgo = Int64(Date().timeIntervalSince1970) - 2 * 86400
+            var update = DeviceActivityUpdate(device: dave.device.id, lastSeen: twoDaysAgo)
+            update.syncs = 1
+            let old = update
+            try await server.storage.withWriter { writer in try writer.transaction { try writer.recordActivity([old], traffic: []) } }
+            (maxRevision, devices) = try await Self.devices(server, admin.token)
+            #expect(devices["dave"]?["currency"] as? String == "silent")
 
             // Alice syncs: current; then a change set of hers is refused (a team that bob
             // changed since the revision she edits from).
@@ -139,7 +149,8 @@ import Testing
             let fleet = try #require(json["fleet"] as? [String: [String: Any]])
             #expect(fleet["current"]?["count"] as? Int == 2)
             #expect(Set(fleet["current"]?["devices"] as? [String] ?? []) == ["alice", "bob"])
-            #expect(fleet["silent"]?["devices"] as? [String] == ["admin"])
+            #expect(fleet["neverSynced"]?["devices"] as? [String] == ["admin"])
+            #expect(fleet["silent"]?["count"] as? Int == 0)
             let minutes = try #require(json["perMinute"] as? [[String: Any]])
             #expect(minutes.count == 60)
             #expect(minutes.reduce(0) { $0 + ($1["syncs"] as? Int ?? 0) } == 5)

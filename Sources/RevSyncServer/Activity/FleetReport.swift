@@ -14,8 +14,11 @@ struct FleetReport: Sendable {
         case behind
         /// It lacks changes committed ``farBehindSeconds`` ago or more.
         case farBehind
-        /// It lacks changes and was not seen for ``silentSeconds`` (or never).
+        /// It lacks changes and was not seen for ``silentSeconds``.
         case silent
+        /// It never synced: the server delivered nothing to it yet (a token made for a device
+        /// that has not started, say). Neither behind nor silent: it has not begun.
+        case neverSynced
     }
 
     /// One device.
@@ -41,14 +44,20 @@ struct FleetReport: Sendable {
     /// Seconds since 1970, when the report was made.
     let now: Int64
     let rows: [Row]
+    /// The names of the devices' users (records of the schema's `users` entity), by ID.
+    let userNames: [RecordID: String]
 
     /// The tokens that are not revoked.
     var activeRows: [Row] { rows.filter { !$0.isRevoked } }
 
-    static func load(from storage: any SyncStorage, now date: Date = Date()) async throws -> FleetReport {
+    static func load(from storage: any SyncStorage, schema: Schema, now date: Date = Date()) async throws -> FleetReport {
         let now = Int64(date.timeIntervalSince1970)
-        let (maxRevision, records, activity) = try await storage.withReader { reader in
-            (try reader.currentRevision(), try reader.allDevices(), try reader.deviceActivity())
+        let (maxRevision, records, activity, userNames) = try await storage.withReader { reader in
+            let records = try reader.allDevices()
+            return (
+                try reader.currentRevision(), records, try reader.deviceActivity(),
+                try UserNames.read(Set(records.compactMap(\.device.user)), schema: schema, reader: reader)
+            )
         }
         let lacking = records.map(\.device.deliveredRevision).filter { $0 < maxRevision }.map { $0 + 1 }
         let commitTimes = lacking.isEmpty ? [:] : try await storage.withReader { try $0.commitTimes(lacking) }
@@ -56,9 +65,12 @@ struct FleetReport: Sendable {
             let revision = min(record.device.deliveredRevision, maxRevision)
             let behind = maxRevision - revision
             let seen = activity[record.device.id]
-            let behindSeconds = behind > 0 ? commitTimes[revision + 1].map { max(0, now - $0) } : nil
+            let neverSynced = record.device.deliveredRevision == 0 && (seen?.syncs ?? 0) == 0
+            let behindSeconds = behind > 0 && !neverSynced ? commitTimes[revision + 1].map { max(0, now - $0) } : nil
             let currency: Currency =
-                if behind == 0 {
+                if neverSynced {
+                    .neverSynced
+                } else if behind == 0 {
                     .current
                 } else if seen.map({ now - $0.lastSeen >= silentSeconds }) ?? true {
                     .silent
@@ -71,7 +83,7 @@ struct FleetReport: Sendable {
                 record: record, activity: seen, revision: revision, behind: behind, behindSeconds: behindSeconds,
                 live: (seen?.liveUntil ?? 0) > now && record.revokedAt == nil, currency: currency)
         }
-        return FleetReport(maxRevision: maxRevision, now: now, rows: rows)
+        return FleetReport(maxRevision: maxRevision, now: now, rows: rows, userNames: userNames)
     }
 
     // MARK: JSON
@@ -93,6 +105,8 @@ struct FleetReport: Sendable {
     private func write(_ row: Row, into writer: inout JSONWriter) {
         writer.writeByte(UInt8(ascii: "{"))
         row.device.writeIdentity(into: &writer)
+        writer.writeRaw(",\"userName\":")
+        if let name = row.device.user.flatMap({ userNames[$0] }) { writer.writeString(name) } else { writer.writeNull() }
         writer.writeRaw(",\"lastSeen\":")
         writeTime(row.activity?.lastSeen, into: &writer)
         writer.writeRaw(",\"revision\":")

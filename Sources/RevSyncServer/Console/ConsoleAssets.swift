@@ -1,5 +1,9 @@
 /// The console's stylesheet and script, served from `/admin/static/` (the Content-Security-Policy
 /// allows scripts and styles from the server only, nothing inline).
+///
+/// Every page shows its actions and reasons without sideways scrolling from a phone's width to
+/// a laptop's: cells wrap, and below 1,000 px a table's rows become cards, each cell a line with
+/// its column's name (`data-label`).
 enum ConsoleAssets {
     static let stylesheet = """
         :root { --ink: #1d2430; --muted: #5f6b7a; --line: #d9dee5; --paper: #ffffff; --wash: #f4f6f9;
@@ -10,51 +14,79 @@ enum ConsoleAssets {
         .bar a { color: #fff; text-decoration: none; }
         .brand { font-weight: 700; font-size: 1.1rem; }
         nav { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; }
-        nav a { padding: 0.2rem 0; border-bottom: 2px solid transparent; }
-        nav a[aria-current="page"] { border-bottom-color: #fff; }
-        .signout { margin-left: auto; display: flex; gap: 0.5rem; align-items: center; }
-        .who { color: #c9d1d9; }
-        main { padding: 1rem 1.25rem 3rem; max-width: 1200px; margin: 0 auto; }
-        h1 { font-size: 1.5rem; margin: 0.5rem 0 1rem; } h2 { font-size: 1.15rem; margin: 1.75rem 0 0.75rem; }
+        .bar nav a { padding: 0.2rem 0; border-bottom: 2px solid transparent; }
+        .bar nav a[aria-current="page"] { border-bottom-color: #fff; }
+        .signout { margin-left: auto; display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; }
+        .who { color: #c9d1d9; overflow-wrap: anywhere; }
+        main { padding: 1rem 1.25rem 3rem; max-width: 1280px; margin: 0 auto; }
+        h1 { font-size: 1.5rem; margin: 0.5rem 0 1rem; overflow-wrap: anywhere; } h2 { font-size: 1.15rem; margin: 1.75rem 0 0.75rem; }
         .muted, .hint { color: var(--muted); } .hint { font-size: 0.85rem; margin: 0.2rem 0; }
+        .hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
         .figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 0.75rem; }
-        .figure, .bucket { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem 1rem; }
+        .figure, .bucket { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem 1rem; min-width: 0; }
         .figure .label, .bucket .label { display: block; color: var(--muted); font-size: 0.85rem; }
-        .figure .value { font-size: 1.2rem; font-weight: 600; }
+        .figure .value { font-size: 1.2rem; font-weight: 600; overflow-wrap: break-word; }
         .currency { display: grid; grid-template-columns: repeat(auto-fit, minmax(210px, 1fr)); gap: 0.75rem; }
         .bucket .count { font-size: 1.8rem; font-weight: 700; } .bucket .label { display: inline; }
-        .bucket ul { margin: 0.4rem 0 0; padding-left: 1.1rem; max-height: 10rem; overflow: auto; }
+        .bucket ul.names { margin: 0.4rem 0 0; padding: 0; list-style: none; display: flex; flex-wrap: wrap; gap: 0.2rem 0.75rem; }
+        .bucket ul.names li { overflow-wrap: anywhere; }
         .bucket.current { border-top: 4px solid var(--good); } .bucket.behind { border-top: 4px solid var(--warn); }
-        .bucket.farBehind, .bucket.silent { border-top: 4px solid var(--bad); }
+        .bucket.farBehind, .bucket.silent { border-top: 4px solid var(--bad); } .bucket.neverSynced { border-top: 4px solid var(--muted); }
         .chart { margin: 0; background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem; }
         .chart svg { width: 100%; height: auto; display: block; }
         .key::before { content: ""; display: inline-block; width: 0.8em; height: 0.8em; margin-right: 0.25em; vertical-align: -0.05em; border-radius: 2px; }
         .key.syncs::before { background: #8fb8f0; } .key.commits::before { background: var(--good); } .key.refusals::before { background: var(--bad); }
-        .scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
         table { border-collapse: collapse; width: 100%; background: var(--paper); border: 1px solid var(--line); }
         table.compact { width: auto; min-width: 18rem; }
-        th, td { text-align: left; padding: 0.45rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; white-space: nowrap; }
-        td.values, td ul.entries { white-space: normal; }
-        th { background: var(--wash); font-weight: 600; } th a { color: var(--ink); }
+        th, td { text-align: left; padding: 0.45rem 0.5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+        td { overflow-wrap: break-word; }
+        th { background: var(--wash); font-weight: 600; white-space: nowrap; } th a { color: var(--ink); }
+        td.action { white-space: nowrap; } td.action .note { white-space: normal; display: inline-block; max-width: 16rem; }
         .number { text-align: right; font-variant-numeric: tabular-nums; }
-        tr.revoked td { color: var(--muted); text-decoration: line-through; } tr.revoked td:last-child { text-decoration: none; }
-        tr.behind td.behind, tr.farBehind td.behind, tr.silent td.behind { color: var(--bad); font-weight: 600; }
+        tr.revoked td { color: var(--muted); text-decoration: line-through; } tr.revoked td.action { text-decoration: none; }
+        tr.behind td.behind { color: var(--warn); font-weight: 600; }
+        tr.farBehind td.behind, tr.silent td.behind { color: var(--bad); font-weight: 600; }
+        tr.neverSynced td.behind { color: var(--muted); }
         td.live { color: var(--good); } .reason { color: var(--bad); }
-        ul.entries, ul.details { margin: 0; padding-left: 1.1rem; }
-        code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; word-break: break-all; }
+        ul.entries, ul.details, ul.diff, ul.whole { margin: 0; padding-left: 1.1rem; }
+        ul.diff li, ul.whole li { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; }
+        details summary { cursor: pointer; color: var(--accent); margin-top: 0.3rem; }
+        code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; overflow-wrap: anywhere; word-break: break-all; }
+        code.command { display: inline-block; background: var(--wash); padding: 0.3rem 0.5rem; border-radius: 6px; }
         .chip { display: inline-block; padding: 0.15rem 0.6rem; margin: 0 0.3rem 0.3rem 0; background: var(--paper); border: 1px solid var(--line); border-radius: 999px; }
+        nav.sort { display: none; margin: 0 0 0.75rem; } nav.sort a { color: var(--accent); } nav.sort a[aria-current] { font-weight: 700; }
+        .pages { display: flex; flex-wrap: wrap; gap: 1rem; }
         form.inline { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: end; background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem 1rem; }
-        form.inline label { display: flex; flex-direction: column; font-size: 0.85rem; color: var(--muted); }
-        input, select, button, .button { font: inherit; padding: 0.45rem 0.7rem; border-radius: 6px; border: 1px solid var(--line); min-height: 2.4rem; }
+        form.inline label { display: flex; flex-direction: column; font-size: 0.85rem; color: var(--muted); max-width: 100%; }
+        form.actions { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; margin-top: 1.25rem; }
+        input, select, button, .button { font: inherit; padding: 0.45rem 0.7rem; border-radius: 6px; border: 1px solid var(--line); min-height: 2.4rem; max-width: 100%; }
         button, .button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; text-decoration: none; display: inline-block; }
+        .button.secondary { background: var(--paper); color: var(--ink); border-color: var(--line); }
         .bar button { background: transparent; border-color: #8b949e; min-height: 2rem; padding: 0.2rem 0.6rem; }
         .danger, button.danger { background: var(--bad); border-color: var(--bad); color: #fff; }
-        a.button.danger { padding: 0.25rem 0.6rem; min-height: 0; font-size: 0.85rem; }
+        .button.small { padding: 0.25rem 0.6rem; min-height: 0; font-size: 0.85rem; }
         .error { color: var(--bad); font-weight: 600; } .success { color: var(--good); font-weight: 600; }
-        .login { max-width: 26rem; margin: 3rem auto; background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 1.5rem; }
+        .notice { background: #fff8c5; border: 1px solid #d4a72c; padding: 0.5rem 0.75rem; border-radius: 6px; }
+        .login { max-width: 30rem; margin: 3rem auto; background: var(--paper); border: 1px solid var(--line); border-radius: 10px; padding: 1.5rem; }
         .login form { display: flex; flex-direction: column; gap: 0.6rem; }
         .token code { font-size: 1rem; background: var(--paper); border: 1px solid var(--line); padding: 0.4rem 0.6rem; border-radius: 6px; }
-        @media (max-width: 700px) { main { padding: 0.75rem; } .signout { margin-left: 0; } }
+        @media (max-width: 1000px) {
+          nav.sort { display: block; }
+          table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; }
+          table.cards { border: none; background: none; }
+          table.cards thead { display: none; }
+          table.cards tr { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; margin-bottom: 0.75rem; padding: 0.5rem 0.75rem;
+            display: grid; grid-template-columns: repeat(auto-fill, minmax(16rem, 1fr)); column-gap: 1.5rem; }
+          table.cards td { border: none; padding: 0.2rem 0; display: grid; grid-template-columns: 7rem minmax(0, 1fr); gap: 0.75rem; text-align: left; }
+          table.cards td::before { content: attr(data-label); color: var(--muted); font-size: 0.85rem; }
+          table.cards td:empty { display: none; }
+          table.cards td.name, table.cards td.wrap, table.cards td[colspan] { grid-column: 1 / -1; }
+          table.cards td.name { font-weight: 600; }
+          table.cards td[colspan] { display: block; } table.cards td[colspan]::before { content: none; }
+          table.cards td.action { grid-column: 1 / -1; display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; white-space: normal; padding-top: 0.4rem; }
+          table.cards td.action::before { content: none; }
+        }
+        @media (max-width: 700px) { main { padding: 0.75rem; } .signout { margin-left: 0; } table.cards td { grid-template-columns: 6rem minmax(0, 1fr); } }
         """
 
     static let script = """
@@ -77,23 +109,41 @@ enum ConsoleAssets {
           }
         });
         // Live pages (<body data-refresh="seconds">): the page's content is fetched again and
-        // replaced, unless a field has the focus; a session that ended goes to the sign-in page.
+        // replaced, unless a field has the focus. The next fetch is planned only when the last
+        // one has finished, later when the server was slow to answer. The fetches say they are
+        // not a person's (X-RevSync-Refresh), so they do not keep an idle session alive; a
+        // session that ended sends the page to the sign-in page, which says why.
         const seconds = Number(document.body.dataset.refresh || 0);
         if (seconds > 0) {
-          setInterval(async () => {
+          const base = seconds * 1000;
+          let delay = base;
+          const refresh = async () => {
             const active = document.activeElement;
-            if (active && ["INPUT", "SELECT", "TEXTAREA"].includes(active.tagName)) return;
-            try {
-              const response = await fetch(location.href, { credentials: "same-origin", headers: { "X-RevSync-Refresh": "1" } });
-              if (response.redirected || response.status === 401) { location.reload(); return; }
-              if (!response.ok) return;
-              const page = new DOMParser().parseFromString(await response.text(), "text/html");
-              const fresh = page.getElementById("content");
-              if (fresh) document.getElementById("content").replaceChildren(...fresh.childNodes);
-            } catch (error) {
-              // The server is away for a moment: the next round tries again.
+            const typing = active && ["INPUT", "SELECT", "TEXTAREA"].includes(active.tagName);
+            if (!typing && !document.hidden) {
+              const started = performance.now();
+              try {
+                const response = await fetch(location.href, { credentials: "same-origin", headers: { "X-RevSync-Refresh": "1" } });
+                // A session that ended: the sign-in page the server sent us to, which says why.
+                if (response.redirected) { location.assign(response.url); return; }
+                if (response.status === 401) { location.reload(); return; }
+                if (response.ok) {
+                  const page = new DOMParser().parseFromString(await response.text(), "text/html");
+                  const fresh = page.getElementById("content");
+                  const open = [...document.querySelectorAll("#content details[open]")].map((element) => element.id).filter(Boolean);
+                  if (fresh) document.getElementById("content").replaceChildren(...fresh.childNodes);
+                  for (const id of open) { const element = document.getElementById(id); if (element) element.open = true; }
+                }
+                const took = performance.now() - started;
+                delay = took > base / 4 ? Math.min(delay * 2, 60000) : base;
+              } catch (error) {
+                // The server is away for a moment: try again, less often.
+                delay = Math.min(delay * 2, 60000);
+              }
             }
-          }, seconds * 1000);
+            setTimeout(refresh, delay);
+          };
+          setTimeout(refresh, delay);
         }
         """
 }

@@ -18,13 +18,13 @@ enum ConsoleFormat {
         return elapsed < 10 ? "just now" : duration(elapsed) + " ago"
     }
 
-    /// `45 s`, `5 min`, `3 h`, `2 days`.
+    /// `45 s`, `5 min`, `3 h`, `2 days`, with a no-break space (a number is never apart from its unit).
     static func duration(_ seconds: Int64) -> String {
         switch seconds {
-        case ..<60: "\(max(0, seconds)) s"
-        case ..<3600: "\(seconds / 60) min"
-        case ..<(2 * 86400): "\(seconds / 3600) h"
-        default: "\(seconds / 86400) days"
+        case ..<60: "\(max(0, seconds))\u{00A0}s"
+        case ..<3600: "\(seconds / 60)\u{00A0}min"
+        case ..<(2 * 86400): "\(seconds / 3600)\u{00A0}h"
+        default: "\(seconds / 86400)\u{00A0}days"
         }
     }
 
@@ -33,9 +33,23 @@ enum ConsoleFormat {
         ByteCountFormatter.string(fromByteCount: count, countStyle: .file)
     }
 
-    /// `teams #3 create, players #9 update`.
-    static func records(_ records: [(entity: String, id: RecordID, operation: HistoryEntry.Operation)]) -> String {
-        records.map { "\($0.entity) #\($0.id.rawValue) \($0.operation.rawValue)" }.joined(separator: ", ")
+    /// `teams #3 create, players #9 update and 99,998 more`: the records a listing keeps.
+    static func records(_ listing: ChangeSetListing) -> String {
+        let shown = listing.records.map { "\($0.entity) #\($0.id.rawValue) \($0.operation.rawValue)" }.joined(separator: ", ")
+        let more = listing.total - listing.records.count
+        return more > 0 ? "\(shown) and \(count(more)) more" : shown
+    }
+
+    /// `players: 100,000 created; teams: 1 updated`.
+    static func counts(_ listing: ChangeSetListing) -> String {
+        let verbs: [ChangeSetListing.Operation: String] = [.create: "created", .update: "updated", .delete: "deleted"]
+        return listing.counts.map { "\($0.entity): \(count($0.count)) \(verbs[$0.operation] ?? $0.operation.rawValue)" }
+            .joined(separator: "; ")
+    }
+
+    /// `100,000`.
+    static func count(_ value: Int) -> String {
+        value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))
     }
 
     /// `teams #3: stale_revision (the record changed at revision 8)`.
@@ -43,9 +57,28 @@ enum ConsoleFormat {
         "\(entry.type) #\(entry.id.rawValue): \(entry.reason.rawValue)" + (entry.message.map { " (\($0))" } ?? "")
     }
 
-    /// `name = U12, coach_id = 1`, or `—`.
-    static func values(_ attributes: RecordAttributes?) -> String {
-        guard let attributes else { return "—" }
-        return attributes.values.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: ", ")
+    /// What a change did, a line per attribute: `name: "U12" → "U12 Lions"` for an update, the
+    /// values set for a create, those it had for a delete (as the CLI's history shows it).
+    static func diff(before: RecordAttributes?, after: RecordAttributes?, order: [String]) -> [String] {
+        switch (before, after) {
+        case (let before?, let after?):
+            return order.compactMap { name in
+                let old = before.values[name] ?? .null
+                let new = after.values[name] ?? .null
+                return old == new ? nil : "\(name): \(old) → \(new)"
+            }
+        case (nil, let after?):
+            return order.compactMap { name in after.values[name].flatMap { $0.isNull ? nil : "\(name): \($0)" } }
+        case (let before?, nil):
+            return ["was " + order.map { "\($0) = \(before.values[$0] ?? .null)" }.joined(separator: ", ")]
+        case (nil, nil):
+            return []
+        }
+    }
+
+    /// The whole record, a line per attribute (`name = "U12"`).
+    static func whole(_ attributes: RecordAttributes?, order: [String]) -> [String] {
+        guard let attributes else { return [] }
+        return order.map { "\($0) = \(attributes.values[$0] ?? .null)" }
     }
 }

@@ -26,20 +26,33 @@ struct ConsoleSessions: Sendable {
         var hash: String
     }
 
-    /// The session of the request's cookie, if it is still valid (noting its use).
-    func current(_ request: Request) async throws -> Current? {
-        guard let cookie = request.cookies[Self.cookie]?.value, !cookie.isEmpty, cookie.count <= 100 else { return nil }
+    /// What a request's cookie says.
+    enum Lookup: Sendable {
+        case signedIn(Current)
+        /// A session that ended after ``idleTimeout`` without a person's request.
+        case idle
+        /// No cookie, or one no session has (signed out, revoked, never was).
+        case none
+    }
+
+    /// The session of the request's cookie, if it is still valid.
+    ///
+    /// - Parameter touch: whether the request counts as activity (a person's request); a
+    ///   page's own refresh does not, so a session ends after ``idleTimeout`` even with a tab open.
+    func current(_ request: Request, touch: Bool = true) async throws -> Lookup {
+        guard let cookie = request.cookies[Self.cookie]?.value, !cookie.isEmpty, cookie.count <= 100 else { return .none }
         let hash = Token.hash(cookie)
         let now = Int64(Date().timeIntervalSince1970)
-        guard let session = try await storage.withReader({ try $0.consoleSession(hash: hash) }) else { return nil }
+        guard let session = try await storage.withReader({ try $0.consoleSession(hash: hash) }) else { return .none }
         guard now - session.lastUsed < idleTimeout else {
             try await storage.withWriter { writer in
                 try writer.transaction { try writer.deleteConsoleSessions(hash: hash, idleBefore: nil) }
             }
-            return nil
+            return .idle
         }
-        // Written at most once a minute per session.
-        if now - session.lastUsed >= 60 {
+        // Written at most every quarter of the idle time (and once a minute at most), so that
+        // an active session never ends for want of a write.
+        if touch && now - session.lastUsed >= min(60, max(1, idleTimeout / 4)) {
             let idleBefore = now - idleTimeout
             try await storage.withWriter { writer in
                 try writer.transaction {
@@ -48,7 +61,13 @@ struct ConsoleSessions: Sendable {
                 }
             }
         }
-        return Current(session: session, hash: hash)
+        return .signedIn(Current(session: session, hash: hash))
+    }
+
+    /// The session of the request's cookie, for a request that only reads (the JSON API).
+    func signedIn(_ request: Request) async throws -> Current? {
+        if case .signedIn(let current) = try await current(request) { return current }
+        return nil
     }
 
     /// Starts a session for `device`; the cookie to set.

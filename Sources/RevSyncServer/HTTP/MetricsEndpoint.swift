@@ -11,7 +11,7 @@ extension SyncHTTPServer {
         guard let expected = configuration.metricsToken else { throw APIError(status: .notFound, code: "not_found", message: "not found") }
         let address = request.clientAddress(context, trustedProxies: configuration.trustedProxies)
         try authenticator.checkFixedToken(request.headers, expectedHash: Token.hash(expected), clientAddress: address, path: "/metrics")
-        let report = try await FleetReport.load(from: engine.storage)
+        let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
         let dataset = try await engine.storage.withReader { try $0.datasetID() }
         let snapshot = await snapshots.newest(dataset: dataset)
         let body = metrics.render(report: report, streams: liveFeed.streamCount, snapshotCreated: snapshot?.created)

@@ -12,6 +12,8 @@ struct RevSyncRequestContext: RequestContext, RemoteAddressRequestContext {
     let connectionClosed: EventLoopFuture<Void>
     /// What the routes learn of the request, for ``RequestRecording``.
     let record = RequestRecord()
+    /// The console session of a signed-in console request (``ConsoleSessionMiddleware``).
+    var consoleSession: ConsoleSessions.Current?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

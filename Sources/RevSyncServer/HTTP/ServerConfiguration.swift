@@ -14,8 +14,13 @@ public struct ServerConfiguration: Sendable {
     /// A request body must arrive in full within this many seconds; otherwise `408`
     /// (slow-loris on bodies: a byte now and then would keep an idle timeout from firing).
     public var bodyTimeoutSeconds: Double = 60
-    /// A console session ends after this many seconds without a request.
+    /// A console session ends after this many seconds without a person's request.
     public var consoleIdleTimeoutSeconds: Int64 = 30 * 60
+    /// The database as the operator named it (a password left out), for the console's sign-in
+    /// page to show the command that makes an admin token.
+    public var databaseDescription: String?
+    /// Where the first admin token was written, for the console's sign-in page.
+    public var adminTokenFile: String?
     /// The bearer token `GET /metrics` asks for; `nil`: `/metrics` is not served.
     public var metricsToken: String?
     /// How often what the server learnt about devices is written to the database
@@ -39,6 +44,9 @@ public struct ServerConfiguration: Sendable {
     /// ``authFailureWindowSeconds``, its requests get `429` until the window ends.
     public var authFailureLimit: Int = 20
     public var authFailureWindowSeconds: Int = 60
+    /// After this many failed authentications from all clients together within the window,
+    /// every client that failed in it gets `429` too (`nil`: five times ``authFailureLimit``).
+    public var authFailureGlobalLimit: Int?
     /// Proxies whose `X-Forwarded-For` names the client (their own address is the peer's).
     public var trustedProxies: Set<String> = []
     /// `GET /events`: event size, heartbeat, streams, buffers (``LiveFeed/Configuration``).

@@ -37,8 +37,8 @@ public struct SyncHTTPServer: Sendable {
     public let activity: DeviceActivity
     /// What `GET /metrics` reports.
     let metrics = ServerMetrics()
-    /// The operator's console at `/admin`.
-    let console: Console
+    /// The console's sessions (the admin API's reads accept one too).
+    let consoleSessions: ConsoleSessions
 
     /// The bytes of the body budget reserved by requests in flight now, and the most so far.
     public var bodyBytesReserved: (now: Int, peak: Int) { (bodyBudget.reserved, bodyBudget.peak) }
@@ -50,14 +50,13 @@ public struct SyncHTTPServer: Sendable {
         authenticator = BearerAuthenticator(
             storage: engine.storage,
             failures: AuthFailureLimiter(
-                limit: configuration.authFailureLimit, window: .seconds(configuration.authFailureWindowSeconds)),
+                limit: configuration.authFailureLimit, globalLimit: configuration.authFailureGlobalLimit,
+                window: .seconds(configuration.authFailureWindowSeconds)),
             trustedProxies: configuration.trustedProxies, logger: logger)
         compression = ResponseCompression(level: configuration.gzipLevel, fastBelow: configuration.fastGzipBelow)
         bodyBudget = BodyBudget(limit: configuration.maxInflightBodyBytes)
-        console = Console(
-            sessions: ConsoleSessions(
-                storage: engine.storage, idleTimeout: configuration.consoleIdleTimeoutSeconds, trustedProxies: configuration.trustedProxies)
-        )
+        consoleSessions = ConsoleSessions(
+            storage: engine.storage, idleTimeout: configuration.consoleIdleTimeoutSeconds, trustedProxies: configuration.trustedProxies)
         let liveFeed = LiveFeed(storage: engine.storage, configuration: configuration.live, logger: logger)
         self.liveFeed = liveFeed
         activity = DeviceActivity(
@@ -89,7 +88,10 @@ public struct SyncHTTPServer: Sendable {
         router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
         router.get("/admin/api/devices") { request, context in try await self.adminDevices(request, context: context) }
         router.get("/admin/api/overview") { request, context in try await self.adminOverview(request, context: context) }
-        addConsoleRoutes(to: router)
+        ConsoleController(
+            engine: engine, sessions: consoleSessions, authenticator: authenticator, snapshots: snapshots, configuration: configuration,
+            logger: logger
+        ).addRoutes(to: router.group("/admin"))
         if configuration.metricsToken != nil {
             router.get("/metrics") { request, context in try await self.metrics(request, context: context) }
         }
@@ -115,8 +117,14 @@ public struct SyncHTTPServer: Sendable {
     }
 
     /// Serves until SIGINT or SIGTERM, then finishes the requests in flight.
+    ///
+    /// - Throws: ``PortInUse`` when the port is taken, or what stopped the server.
     public func run(services: [any Service] = [], onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        try await serviceGroup(services: services, onServerRunning: onServerRunning).run()
+        do {
+            try await serviceGroup(services: services, onServerRunning: onServerRunning).run()
+        } catch {
+            throw ListeningPort.explained(error, host: configuration.host, port: configuration.port)
+        }
     }
 
     /// The server and its services as one group: `run()` it, and end it with

@@ -1,0 +1,191 @@
+import Foundation
+import Hummingbird
+import Logging
+import RevSyncProtocol
+
+/// The devices: the list, a token's creation and revocation, one device's page.
+extension ConsoleController {
+    struct TokenForm: Decodable {
+        var name: String?
+        var role: String?
+        var user: String?
+    }
+
+    static let deviceColumns: [(key: String, label: String, number: Bool)] = [
+        ("name", "Device", false), ("user", "User", false), ("role", "Role", false), ("lastSeen", "Last seen", false),
+        ("revision", "Revision", true), ("behind", "Behind", true), ("behindTime", "For", false), ("pending", "Pending", true),
+        ("live", "Live", false), ("client", "Client", false), ("refusal", "Last refusal", false),
+    ]
+
+    func devicesPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
+        let query = request.uri.queryParameters
+        let sort = query["sort"].map(String.init).flatMap { key in Self.deviceColumns.first { $0.key == key }?.key } ?? "name"
+        let descending = query["order"] == "desc"
+        let rows = report.rows.sorted { first, second in
+            descending
+                ? Self.ordered(second, first, by: sort, names: report.userNames)
+                : Self.ordered(first, second, by: sort, names: report.userNames)
+        }
+        let page = DevicesPage(
+            chrome: chrome(context, .devices), maxRevision: report.maxRevision,
+            sortLabel: (Self.deviceColumns.first { $0.key == sort }?.label ?? sort) + (descending ? ", descending" : ""),
+            columns: Self.deviceColumns.map { column in
+                let active = column.key == sort
+                return DevicesPage.Column(
+                    key: column.key, label: column.label, number: column.number, active: active,
+                    order: active && !descending ? "desc" : "asc",
+                    arrow: descending ? "▼" : "▲")
+            },
+            rows: rows.map { row in deviceRow(row, report: report) },
+            roles: engine.schema.allRoles.map { DevicesPage.RoleOption(name: $0.rawValue, selected: $0 == .member) },
+            hasUsers: engine.schema.users != nil)
+        return renderer.response(page)
+    }
+
+    private func deviceRow(_ row: FleetReport.Row, report: FleetReport) -> DevicesPage.Row {
+        let neverSynced = row.currency == .neverSynced
+        return DevicesPage.Row(
+            id: row.device.id, name: row.device.name, user: Self.userName(row.device.user, report: report), role: row.device.role.rawValue,
+            lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now), revision: neverSynced ? "–" : String(row.revision),
+            behind: neverSynced ? "never synced" : String(row.behind), behindTime: row.behindSeconds.map(ConsoleFormat.duration) ?? "",
+            pending: row.activity?.pending.map(String.init) ?? "", live: row.live, clientVersion: row.activity?.clientVersion ?? "",
+            lastRefusal: row.activity?.lastRefusal.map { refusal in
+                DevicesPage.Refusal(reason: refusal.reason.rawValue, time: ConsoleFormat.ago(refusal.time, now: report.now))
+            }, revoked: row.isRevoked, currency: row.currency.rawValue)
+    }
+
+    /// A device's user as a person reads it: the user's name, else `user 7`.
+    static func userName(_ user: RecordID?, report: FleetReport) -> String? {
+        user.map { report.userNames[$0] ?? "user \($0.rawValue)" }
+    }
+
+    private static func ordered(_ first: FleetReport.Row, _ second: FleetReport.Row, by key: String, names: [RecordID: String]) -> Bool {
+        func compare<T: Comparable>(_ a: T, _ b: T) -> Bool { a == b ? first.device.id < second.device.id : a < b }
+        func user(_ row: FleetReport.Row) -> String { row.device.user.map { names[$0] ?? "user \($0.rawValue)" } ?? "" }
+        switch key {
+        case "user": return compare(user(first).lowercased(), user(second).lowercased())
+        case "role": return compare(first.device.role.rawValue, second.device.role.rawValue)
+        case "lastSeen": return compare(first.activity?.lastSeen ?? 0, second.activity?.lastSeen ?? 0)
+        case "revision": return compare(first.revision, second.revision)
+        case "behind": return compare(first.behind, second.behind)
+        case "behindTime": return compare(first.behindSeconds ?? 0, second.behindSeconds ?? 0)
+        case "pending": return compare(first.activity?.pending ?? -1, second.activity?.pending ?? -1)
+        case "live": return compare(first.live ? 1 : 0, second.live ? 1 : 0)
+        case "client": return compare(first.activity?.clientVersion ?? "", second.activity?.clientVersion ?? "")
+        case "refusal": return compare(first.activity?.lastRefusal?.time ?? 0, second.activity?.lastRefusal?.time ?? 0)
+        default: return compare(first.device.name.lowercased(), second.device.name.lowercased())
+        }
+    }
+
+    /// `POST /admin/devices`: a new token, shown once.
+    func createToken(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let form = (try? await request.decode(as: TokenForm.self, context: context)) ?? TokenForm()
+        let name = (form.name ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let role = Role(rawValue: form.role ?? "")
+        let userText = (form.user ?? "").trimmingCharacters(in: .whitespaces)
+        func refuse(_ text: String) -> Response {
+            message(context, status: .badRequest, heading: "No token created", kind: .error, text: text, back: "/admin/devices")
+        }
+        guard !name.isEmpty, name.count <= 200 else { return refuse("Give the device a name (at most 200 characters).") }
+        guard engine.schema.knows(role) else {
+            return refuse("The role must be one of \(engine.schema.allRoles.map(\.rawValue).joined(separator: ", ")).")
+        }
+        var user: RecordID?
+        if !userText.isEmpty {
+            guard let id = Int64(userText), let users = engine.schema.users.flatMap(engine.schema.entity) else {
+                return refuse("A user is the ID of a record of the schema's users entity.")
+            }
+            guard try await engine.storage.withReader({ try !$0.records(users, ids: [RecordID(id)]).isEmpty }) else {
+                return refuse("There is no \(users.name) \(id).")
+            }
+            user = RecordID(id)
+        }
+        let (device, token) = try await Token.create(name: name, role: role, user: user, in: engine.storage)
+        logger.info(
+            "console: token created",
+            metadata: ["device": "\(device.name)", "role": "\(role)", "by": "\(context.session.session.device.name)"])
+        return renderer.response(TokenPage(chrome: chrome(context, .devices), name: device.name, role: role.rawValue, token: token))
+    }
+
+    func devicePage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id", as: Int64.self)
+        let before = request.uri.queryParameters["before"].flatMap { Int64(String($0)) }
+        let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
+        guard let row = report.rows.first(where: { $0.device.id == id }) else {
+            return message(
+                context, status: .notFound, heading: "No such device", kind: .error, text: "There is no device \(id).",
+                back: "/admin/devices")
+        }
+        let refusalLimit = 20
+        let refused = try await engine.storage.withReader { try $0.refusals(device: id, limit: refusalLimit) }
+        let committed = try await RecordHistory(schema: engine.schema, storage: engine.storage).changeSets(
+            device: id, before: before, limit: 20, records: 3)
+        let here = "/admin/devices/\(id)"
+        let state: String =
+            switch row.currency {
+            case .neverSynced: "never synced"
+            case .current: "current"
+            default: "\(row.behind) behind"
+            }
+        let page = DevicePage(
+            title: row.device.name, chrome: chrome(context, .devices), id: id, name: row.device.name, role: row.device.role.rawValue,
+            user: Self.userName(row.device.user, report: report), lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now),
+            revision: row.currency == .neverSynced ? "–" : String(row.revision), state: state,
+            pending: row.activity?.pending.map(String.init) ?? "unknown", live: row.live,
+            clientVersion: row.activity?.clientVersion ?? "unknown",
+            revoked: row.isRevoked,
+            refused: refused.map { refusal in
+                DevicePage.Refused(
+                    time: ConsoleFormat.time(refusal.time), reason: refusal.reason.rawValue, changeSet: refusal.changeSetID,
+                    entries: refusal.entries.map(ConsoleFormat.entry))
+            },
+            refusedNote: refused.count == refusalLimit
+                ? "The newest \(refusalLimit); all of them on the refusals page."
+                : "Change sets the server refused, newest first: nothing of them was applied.",
+            committed: committed.items.reversed().map { changeSet in
+                DevicePage.Committed(
+                    revision: changeSet.revision, time: ConsoleFormat.time(Int64(changeSet.time.timeIntervalSince1970)),
+                    changeSet: changeSet.changeSetID ?? "", records: ConsoleFormat.records(changeSet.listing),
+                    counts: ConsoleFormat.counts(changeSet.listing),
+                    revertURL: changeSet.revertedBy == nil
+                        ? "/admin/revert?revision=\(changeSet.revision)&back=\(Self.queryValue(here))" : nil,
+                    note: changeSet.revertedBy.map { "reverted by revision \($0)" })
+            },
+            olderURL: committed.next.map { "\(here)?before=\($0)" }, newestURL: before == nil ? nil : here)
+        return renderer.response(page)
+    }
+
+    func revokePage(_ context: ConsoleRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id", as: Int64.self)
+        let records = try await engine.storage.withReader { try $0.allDevices() }
+        guard let record = records.first(where: { $0.device.id == id }), record.revokedAt == nil else {
+            return message(
+                context, status: .notFound, heading: "Nothing to revoke", kind: .error, text: "There is no unrevoked device \(id).",
+                back: "/admin/devices")
+        }
+        return renderer.response(
+            ConfirmPage(
+                chrome: chrome(context, .devices), heading: "Revoke the token of \(record.device.name)?",
+                question:
+                    "The device can no longer sync or stream; what it has not sent stays on it. A revoked token cannot be restored: the device needs a new one.",
+                action: "/admin/devices/\(id)/revoke", button: "Revoke", back: "/admin/devices"))
+    }
+
+    func revoke(_ context: ConsoleRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id", as: Int64.self)
+        guard id != context.session.session.device.id else {
+            return message(
+                context, status: .conflict, heading: "Not revoked", kind: .error,
+                text: "This is the token you are signed in with: sign in with another admin token to revoke it.", back: "/admin/devices")
+        }
+        let revoked = try await engine.storage.withWriter { writer in try writer.transaction { try writer.revokeDevice(id: id) } }
+        guard revoked else {
+            return message(
+                context, status: .notFound, heading: "Nothing revoked", kind: .error, text: "There is no unrevoked device \(id).",
+                back: "/admin/devices")
+        }
+        logger.info("console: token revoked", metadata: ["device": "\(id)", "by": "\(context.session.session.device.name)"])
+        return ConsoleRenderer.redirect("/admin/devices")
+    }
+}

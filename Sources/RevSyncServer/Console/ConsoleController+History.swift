@@ -1,0 +1,119 @@
+import Foundation
+import Hummingbird
+import Logging
+import RevSyncProtocol
+
+/// A record's history, and reverting a change set (with a confirmation that says what it would
+/// do, or why it cannot).
+extension ConsoleController {
+    struct RevertForm: Decodable {
+        var revision: String?
+        var back: String?
+    }
+
+    func historyPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        let entity = query["entity"].map(String.init)
+        let idText = query["id"].map(String.init) ?? ""
+        var page = HistoryPage(
+            chrome: chrome(context, .history),
+            entities: engine.schema.entities.map { HistoryPage.EntityOption(name: $0.name, selected: $0.name == entity) }, idText: idText,
+            error: nil, searched: false, heading: "", changes: [], olderURL: nil, newestURL: nil)
+        guard entity != nil || !idText.isEmpty else { return renderer.response(page) }
+        guard let entity, let schemaEntity = engine.schema.entity(entity) else {
+            page.error = "Choose an entity of the schema."
+            return renderer.response(page, status: .badRequest)
+        }
+        guard let id = Int64(idText.trimmingCharacters(in: .whitespaces)) else {
+            page.error = "The ID must be a whole number, such as 12 (\"\(idText.prefix(40))\" is not)."
+            return renderer.response(page, status: .badRequest)
+        }
+        let before = query["before"].flatMap { Int64(String($0)) }
+        let history = try await RecordHistory(schema: engine.schema, storage: engine.storage).changes(
+            entity: entity, id: RecordID(id), before: before, limit: 50)
+        let here = "/admin/history?entity=\(Self.queryValue(entity))&id=\(id)"
+        let order = schemaEntity.attributes.map(\.name)
+        page.searched = true
+        page.heading =
+            history.items.isEmpty
+            ? "\(entity) \(id): no change kept"
+            : "\(entity) \(id): \(history.items.count) change\(history.items.count == 1 ? "" : "s")\(history.next != nil || before != nil ? " (of more)" : ""), oldest first"
+        page.changes = history.items.map { change in historyRow(change, order: order, back: here + (before.map { "&before=\($0)" } ?? "")) }
+        page.olderURL = history.next.map { "\(here)&before=\($0)" }
+        page.newestURL = before == nil ? nil : here
+        return renderer.response(page)
+    }
+
+    private func historyRow(_ change: RecordHistory.Change, order: [String], back: String) -> HistoryPage.Change {
+        var operation = change.operation.rawValue
+        if let reverted = change.revertOf { operation += ", a revert of revision \(reverted)" }
+        let who = change.device + (change.user.map { " (user \($0.rawValue))" } ?? "")
+        let revertURL = "/admin/revert?revision=\(change.revision)&back=\(Self.queryValue(back))"
+        let (url, note): (String?, String?) =
+            switch change.revert {
+            case .possible: (revertURL, nil)
+            case .unchecked: (revertURL, "large: checked when you confirm")
+            case .impossible(let reason): (nil, "Cannot be reverted: \(reason)")
+            }
+        let whole = ConsoleFormat.whole(change.after ?? change.before, order: order)
+        return HistoryPage.Change(
+            revision: change.revision, time: ConsoleFormat.time(Int64(change.time.timeIntervalSince1970)), who: who, operation: operation,
+            diff: ConsoleFormat.diff(before: change.before, after: change.after, order: order), whole: whole,
+            wholeLabel: change.after == nil ? "The whole record, before" : "The whole record, after", hasWhole: !whole.isEmpty,
+            revertURL: url, note: note)
+    }
+
+    func revertPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        let back = Self.consolePath(query["back"].map(String.init), fallback: "/admin/history")
+        guard let revision = query["revision"].flatMap({ Int64(String($0)) }) else {
+            return message(
+                context, status: .badRequest, heading: "Nothing to revert", kind: .error, text: "No revision was given.", back: back)
+        }
+        let plan: ChangeSetRevert.Plan
+        let committedAt: Int64?
+        do {
+            plan = try await engine.revertPlan(.revision(revision))
+            committedAt = try await engine.storage.withReader { try $0.loggedChangeSet(revision: revision)?.committedAt }
+        } catch let refusal as ChangeSetRevert.Refusal {
+            let status: HTTPResponse.Status = if case .notFound = refusal { .notFound } else { .conflict }
+            return message(
+                context, status: status, heading: "Revision \(revision) cannot be reverted", kind: .error, text: refusal.description,
+                back: back)
+        }
+        let details = plan.counts.map {
+            "\($0.entity): \(ConsoleFormat.count($0.count)) \($0.count == 1 ? "record" : "records") \($0.operation)"
+        }
+        return renderer.response(
+            ConfirmPage(
+                chrome: chrome(context, .history), heading: "Revert revision \(revision)?",
+                question:
+                    "Committed \(committedAt.map(ConsoleFormat.time) ?? "earlier"). The revert is a new change set every device receives; it undoes \(ConsoleFormat.count(plan.recordCount)) record change\(plan.recordCount == 1 ? "" : "s"):",
+                details: details, action: "/admin/revert", fields: ["revision": String(revision), "back": back], button: "Revert",
+                back: back))
+    }
+
+    func revert(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let form = (try? await request.decode(as: RevertForm.self, context: context)) ?? RevertForm()
+        let back = Self.consolePath(form.back, fallback: "/admin/history")
+        guard let revision = form.revision.flatMap({ Int64($0) }) else {
+            return message(
+                context, status: .badRequest, heading: "Nothing reverted", kind: .error, text: "No revision was given.", back: back)
+        }
+        do {
+            let result = try await engine.revert(.revision(revision))
+            logger.info(
+                "console: reverted a change set",
+                metadata: [
+                    "reverted": "\(result.reverted)", "revision": "\(result.revision)", "by": "\(context.session.session.device.name)",
+                ])
+            return message(
+                context, heading: "Reverted", kind: .success,
+                text:
+                    "Revision \(result.reverted) was reverted as revision \(result.revision): \(result.recreated) records created again, \(result.restored) restored, \(result.deleted) deleted.",
+                back: back)
+        } catch let refusal as ChangeSetRevert.Refusal {
+            return message(context, status: .conflict, heading: "Not reverted", kind: .error, text: refusal.description, back: back)
+        }
+    }
+}

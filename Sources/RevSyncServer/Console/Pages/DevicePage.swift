@@ -1,0 +1,91 @@
+/// One device: what the server knows of it, the change sets it had refused (with why), and
+/// those it committed (a few records each, with counts), each with `Revert…` unless undone.
+struct DevicePage: ConsolePage {
+    static let template = "device"
+
+    /// A refused change set: why, per record. Never a revert: nothing was committed.
+    struct Refused: ConsoleView {
+        var time: String
+        var reason: String
+        var changeSet: String
+        var entries: [String]
+    }
+
+    /// A committed change set.
+    struct Committed: ConsoleView {
+        var revision: Int64
+        var time: String
+        var changeSet: String
+        /// Its first records, and how many more.
+        var records: String
+        /// How many records of each entity it created, updated and deleted.
+        var counts: String
+        /// Where `Revert…` leads; `nil` when it cannot be offered (with ``note`` saying why).
+        var revertURL: String?
+        var note: String?
+    }
+
+    var title: String
+    var chrome: ConsoleChrome?
+    let refresh: Int? = 5
+    var id: Int64
+    var name: String
+    var role: String
+    var user: String?
+    var lastSeen: String
+    var revision: String
+    var state: String
+    var pending: String
+    var live: Bool
+    var clientVersion: String
+    var revoked: Bool
+    var refused: [Refused]
+    var refusedNote: String
+    var committed: [Committed]
+    /// The link to older committed change sets, if there are any.
+    var olderURL: String?
+    /// The link back to the newest, on an older page.
+    var newestURL: String?
+
+    static let mustache = """
+        {{<layout}}{{$content}}
+        <h1>{{name}}</h1>
+        <section class="figures">
+          <div class="figure"><span class="label">Role</span><span class="value">{{role}}{{#user}}, {{user}}{{/user}}</span></div>
+          <div class="figure"><span class="label">Last seen</span><span class="value">{{lastSeen}}</span></div>
+          <div class="figure"><span class="label">Revision</span><span class="value" id="device-revision">{{revision}} ({{state}})</span></div>
+          <div class="figure"><span class="label">Pending</span><span class="value">{{pending}}</span></div>
+          <div class="figure"><span class="label">Live</span><span class="value">{{#live}}yes{{/live}}{{^live}}no{{/live}}</span></div>
+          <div class="figure"><span class="label">Client</span><span class="value wrap">{{clientVersion}}</span></div>
+        </section>
+        {{#revoked}}<p class="error">This token is revoked.</p>{{/revoked}}
+        <h2>Refused change sets</h2>
+        <p class="muted">{{refusedNote}}</p>
+        <table id="refused" class="cards">
+          <thead><tr><th>Time</th><th>Reason</th><th>Change set</th><th>Why, per record</th></tr></thead>
+          <tbody>
+          {{#refused}}
+          <tr class="refused"><td data-label="Time">{{time}}</td><td data-label="Reason" class="reason">{{reason}}</td>
+            <td data-label="Change set"><code>{{changeSet}}</code></td>
+            <td data-label="Why" class="wrap"><ul class="entries">{{#entries}}<li>{{.}}</li>{{/entries}}</ul></td></tr>
+          {{/refused}}
+          {{^refused}}<tr><td colspan="4" class="muted">None kept.</td></tr>{{/refused}}
+          </tbody>
+        </table>
+        <h2>Committed change sets</h2>
+        <table id="change-sets" class="cards">
+          <thead><tr><th>Revision</th><th>Time</th><th>Change set</th><th>Records</th><th><span class="hidden">Action</span></th></tr></thead>
+          <tbody>
+          {{#committed}}
+          <tr class="committed"><td data-label="Revision">{{revision}}</td><td data-label="Time">{{time}}</td>
+            <td data-label="Change set"><code>{{changeSet}}</code></td>
+            <td data-label="Records" class="wrap">{{records}}<br><span class="muted">{{counts}}</span></td>
+            <td data-label="" class="action">{{#revertURL}}<a class="button small" href="{{revertURL}}">Revert…</a>{{/revertURL}}{{#note}}<span class="muted">{{note}}</span>{{/note}}</td></tr>
+          {{/committed}}
+          {{^committed}}<tr><td colspan="5" class="muted">None kept.</td></tr>{{/committed}}
+          </tbody>
+        </table>
+        <p class="pages">{{#newestURL}}<a href="{{newestURL}}">Newest change sets</a> {{/newestURL}}{{#olderURL}}<a href="{{olderURL}}" id="older">Older change sets</a>{{/olderURL}}</p>
+        {{/content}}{{/layout}}
+        """
+}

@@ -1,0 +1,91 @@
+/// Every token with what the server knows of its device, sortable by any column; a form to
+/// create a token, and a `Revoke…` per token.
+struct DevicesPage: ConsolePage {
+    static let template = "devices"
+
+    /// A column the list sorts by: its link asks for the other order when it is the active one.
+    struct Column: ConsoleView {
+        var key: String
+        var label: String
+        var number: Bool
+        var active: Bool
+        var order: String
+        var arrow: String
+    }
+
+    struct Row: ConsoleView {
+        var id: Int64
+        var name: String
+        /// The name of the device's user (`users` record), or its ID when it has no name.
+        var user: String?
+        var role: String
+        var lastSeen: String
+        var revision: String
+        /// How many revisions it lacks; `never synced` for a device that has not begun.
+        var behind: String
+        var behindTime: String
+        var pending: String
+        var live: Bool
+        var clientVersion: String
+        var lastRefusal: Refusal?
+        var revoked: Bool
+        var currency: String
+    }
+
+    struct Refusal: ConsoleView {
+        var reason: String
+        var time: String
+    }
+
+    struct RoleOption: ConsoleView {
+        var name: String
+        var selected: Bool
+    }
+
+    let title = "Devices"
+    var chrome: ConsoleChrome?
+    let refresh: Int? = 5
+    var maxRevision: Int64
+    var sortLabel: String
+    var columns: [Column]
+    var rows: [Row]
+    var roles: [RoleOption]
+    var hasUsers: Bool
+
+    static let mustache = """
+        {{<layout}}{{$content}}
+        <h1>Devices</h1>
+        <p class="muted">Revision {{maxRevision}}. Sorted by {{sortLabel}}; click a column to sort.</p>
+        <nav class="sort" aria-label="Sort by">Sort by: {{#columns}}<a href="/admin/devices?sort={{key}}&amp;order={{order}}"{{#active}} aria-current="true"{{/active}}>{{label}}{{#active}} {{arrow}}{{/active}}</a> {{/columns}}</nav>
+        <table id="devices" class="cards">
+          <thead><tr>{{#columns}}<th{{#number}} class="number"{{/number}}><a href="/admin/devices?sort={{key}}&amp;order={{order}}">{{label}}{{#active}} {{arrow}}{{/active}}</a></th>{{/columns}}<th><span class="hidden">Action</span></th></tr></thead>
+          <tbody>
+          {{#rows}}
+          <tr id="device-{{id}}" data-name="{{name}}" class="{{#revoked}}revoked{{/revoked}} {{currency}}">
+            <td data-label="Device" class="name"><a href="/admin/devices/{{id}}">{{name}}</a></td>
+            <td data-label="User">{{user}}</td>
+            <td data-label="Role">{{role}}</td>
+            <td data-label="Last seen">{{lastSeen}}</td>
+            <td data-label="Revision" class="number">{{revision}}</td>
+            <td data-label="Behind" class="number behind">{{behind}}</td>
+            <td data-label="For">{{behindTime}}</td>
+            <td data-label="Pending" class="number">{{pending}}</td>
+            <td data-label="Live" class="live">{{#live}}● live{{/live}}{{^live}}–{{/live}}</td>
+            <td data-label="Client" class="wrap">{{clientVersion}}</td>
+            <td data-label="Last refusal">{{#lastRefusal}}<span class="reason">{{reason}}</span> {{time}}{{/lastRefusal}}</td>
+            <td data-label="" class="action">{{#revoked}}revoked{{/revoked}}{{^revoked}}<a class="button danger small" href="/admin/devices/{{id}}/revoke">Revoke…</a>{{/revoked}}</td>
+          </tr>
+          {{/rows}}
+          </tbody>
+        </table>
+        <h2>Create a token</h2>
+        <form method="post" action="/admin/devices" class="inline" id="create-token">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
+          <label>Name <input name="name" id="new-name" required maxlength="200"></label>
+          <label>Role <select name="role" id="new-role">{{#roles}}<option{{#selected}} selected{{/selected}}>{{name}}</option>{{/roles}}</select></label>
+          {{#hasUsers}}<label>User (record ID) <input name="user" id="new-user" inputmode="numeric" pattern="[0-9]*"></label>{{/hasUsers}}
+          <button type="submit" id="create">Create</button>
+        </form>
+        {{/content}}{{/layout}}
+        """
+}

@@ -1,0 +1,69 @@
+/// A record's history: its changes, oldest first as the CLI and the API list them, each as what
+/// changed (`name: "U12" → "U12 Lions"`) with the whole record on demand, and `Revert…` where a
+/// revert is possible (otherwise why not).
+struct HistoryPage: ConsolePage {
+    static let template = "history"
+
+    struct EntityOption: ConsoleView {
+        var name: String
+        var selected: Bool
+    }
+
+    struct Change: ConsoleView {
+        var revision: Int64
+        var time: String
+        var who: String
+        /// `update`, or `create, a revert of revision 8`.
+        var operation: String
+        /// What changed, a line per attribute.
+        var diff: [String]
+        /// The whole record after the change (before it, for a delete).
+        var whole: [String]
+        var wholeLabel: String
+        var hasWhole: Bool
+        var revertURL: String?
+        /// Why it cannot be reverted, where it cannot.
+        var note: String?
+    }
+
+    let title = "Record history"
+    var chrome: ConsoleChrome?
+    let refresh: Int? = nil
+    var entities: [EntityOption]
+    var idText: String
+    var error: String?
+    var searched: Bool
+    var heading: String
+    var changes: [Change]
+    var olderURL: String?
+    var newestURL: String?
+
+    static let mustache = """
+        {{<layout}}{{$content}}
+        <h1>Record history</h1>
+        <form method="get" action="/admin/history" class="inline" id="lookup">
+          <label>Entity <select name="entity" id="entity">{{#entities}}<option{{#selected}} selected{{/selected}}>{{name}}</option>{{/entities}}</select></label>
+          <label>ID <input name="id" id="record-id" value="{{idText}}" inputmode="numeric" required></label>
+          <button type="submit" id="look-up">Look up</button>
+        </form>
+        {{#error}}<p class="error" id="error" role="alert">{{error}}</p>{{/error}}
+        {{#searched}}
+        <h2 id="heading">{{heading}}</h2>
+        <p class="pages">{{#olderURL}}<a href="{{olderURL}}" id="older">Older changes</a> {{/olderURL}}{{#newestURL}}<a href="{{newestURL}}">Newest changes</a>{{/newestURL}}</p>
+        <table id="history" class="cards">
+          <thead><tr><th>Revision</th><th>Time</th><th>Who</th><th>Change</th><th><span class="hidden">Action</span></th></tr></thead>
+          <tbody>
+          {{#changes}}
+          <tr><td data-label="Revision">{{revision}}</td><td data-label="Time">{{time}}</td><td data-label="Who" class="wrap">{{who}}</td>
+            <td data-label="Change" class="wrap"><strong class="operation">{{operation}}</strong>
+              <ul class="diff">{{#diff}}<li>{{.}}</li>{{/diff}}</ul>
+              {{#hasWhole}}<details><summary>{{wholeLabel}}</summary><ul class="whole">{{#whole}}<li>{{.}}</li>{{/whole}}</ul></details>{{/hasWhole}}</td>
+            <td data-label="" class="action">{{#revertURL}}<a class="button small" href="{{revertURL}}">Revert…</a>{{/revertURL}}{{#note}}<span class="muted note">{{note}}</span>{{/note}}</td></tr>
+          {{/changes}}
+          {{^changes}}<tr><td colspan="5" class="muted">No change to this record is kept.</td></tr>{{/changes}}
+          </tbody>
+        </table>
+        {{/searched}}
+        {{/content}}{{/layout}}
+        """
+}

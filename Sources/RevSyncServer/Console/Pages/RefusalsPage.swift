@@ -1,0 +1,44 @@
+/// The refused change sets of the whole fleet (or of one device), counted by reason, each with
+/// why, per record.
+struct RefusalsPage: ConsolePage {
+    static let template = "refusals"
+
+    struct ReasonCount: ConsoleView {
+        var reason: String
+        var count: Int
+    }
+
+    struct Row: ConsoleView {
+        var time: String
+        var deviceID: Int64
+        var device: String
+        var reason: String
+        var changeSet: String
+        var entries: [String]
+    }
+
+    let title = "Refusals"
+    var chrome: ConsoleChrome?
+    let refresh: Int? = 5
+    var reasons: [ReasonCount]
+    var rows: [Row]
+    var note: String
+
+    static let mustache = """
+        {{<layout}}{{$content}}
+        <h1>Refusals</h1>
+        <p class="reasons">{{#reasons}}<span class="chip">{{reason}} <strong>{{count}}</strong></span> {{/reasons}}{{^reasons}}No refused change sets are kept.{{/reasons}}</p>
+        <p class="muted">{{note}}</p>
+        <table id="refusals" class="cards">
+          <thead><tr><th>Time</th><th>Device</th><th>Reason</th><th>Change set</th><th>Why, per record</th></tr></thead>
+          <tbody>
+          {{#rows}}
+          <tr><td data-label="Time">{{time}}</td><td data-label="Device"><a href="/admin/devices/{{deviceID}}">{{device}}</a></td>
+            <td data-label="Reason" class="reason">{{reason}}</td><td data-label="Change set"><code>{{changeSet}}</code></td>
+            <td data-label="Why" class="wrap"><ul class="entries">{{#entries}}<li>{{.}}</li>{{/entries}}</ul></td></tr>
+          {{/rows}}
+          </tbody>
+        </table>
+        {{/content}}{{/layout}}
+        """
+}
