@@ -95,6 +95,37 @@ import Testing
         }
     }
 
+    /// Guessing spread over many addresses is held back too: per IPv6 /64, and once the
+    /// failures of all clients pass the global ceiling, for every client that failed; a client
+    /// that never failed is not slowed down.
+    @Test func failedAuthenticationsAreLimitedPerPrefixAndOverall() async throws {
+        try await withLiveServer(configure: {
+            $0.authFailureLimit = 20
+            $0.authFailureGlobalLimit = 100
+            $0.trustedProxies = ["127.0.0.1"]
+        }) { server in
+            let device = try await server.device()
+            let wrong = "rs_" + String(repeating: "B", count: 43)
+            func attempt(from address: String, token: String = wrong) async throws -> Int {
+                try await server.send(
+                    "POST", "/sync", headers: [("Authorization", "Bearer \(token)"), ("X-Forwarded-For", address)],
+                    body: SyncMessage(maxRevision: 0).jsonBytes()
+                ).status
+            }
+            // One host's /64: twenty addresses, one failure each, count as one client.
+            for host in 1...20 { #expect(try await attempt(from: "2001:db8:1:2::\(host)") == 401) }
+            #expect(try await attempt(from: "2001:db8:1:2::99", token: device.token) == 429)
+            #expect(try await attempt(from: "2001:db8:1:3::1", token: device.token) == 200)
+            // 190 failures over 10 IPv4 addresses (19 each, under the per-address limit): past the ceiling.
+            var statuses: [Int] = []
+            for address in 1...10 { for _ in 0..<19 { statuses.append(try await attempt(from: "198.51.100.\(address)")) } }
+            #expect(statuses.contains(429))
+            #expect(try await attempt(from: "198.51.100.1", token: device.token) == 429)
+            // A client that never failed still gets in.
+            #expect(try await attempt(from: "203.0.113.7", token: device.token) == 200)
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func repeatedFailedAuthenticationsAreLimitedPerAddress(store: StoreKind) async throws {
         try await withLiveServer(

@@ -250,6 +250,36 @@ import Testing
         }
     }
 
+    /// One token cannot hold every stream (even a viewer's): past a few, its next stream is
+    /// answered `429`, and other devices still get theirs.
+    @Test func oneTokenHoldsAFewStreamsAtMost() async throws {
+        try await withLiveServer(configure: { $0.live.maxStreamsPerDevice = 3 }) { server in
+            let viewer = try await server.device("viewer", role: .viewer)
+            var open: [EventStreamReader] = []
+            for _ in 0..<3 {
+                let stream = try await EventStreamReader.open(port: server.port, token: viewer.token)
+                #expect(stream.status == 200)
+                open.append(stream)
+            }
+            let fourth = try await EventStreamReader.open(port: server.port, token: viewer.token)
+            #expect(fourth.status == 429 && fourth.errorBody.contains("too_many_streams") && fourth.headers["retry-after"] != nil)
+            let alice = try await server.device("alice")
+            let other = try await EventStreamReader.open(port: server.port, token: alice.token)
+            #expect(other.status == 200)
+            other.close()
+            // A closed stream frees its place for the same token.
+            open.removeFirst().close()
+            var reopened: EventStreamReader?
+            for _ in 0..<600 where reopened?.status != 200 {
+                try await Task.sleep(for: .milliseconds(100))
+                reopened = try await EventStreamReader.open(port: server.port, token: viewer.token)
+            }
+            #expect(reopened?.status == 200)
+            reopened?.close()
+            for stream in open { stream.close() }
+        }
+    }
+
     /// A reader that takes nothing fills its buffer; its events are replaced by one `revision`
     /// event, and the others get every change set meanwhile.
     @Test func aSlowReaderHoldsUpNoOneAndGetsARevisionEvent() async throws {

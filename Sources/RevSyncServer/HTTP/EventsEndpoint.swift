@@ -39,7 +39,8 @@ extension SyncHTTPServer {
     /// and opens its stream; returns it with the response's headers.
     ///
     /// - Throws: ``APIError``: `401`/`429` from authentication, `400` for a resume point that is
-    ///   not a revision, `503` when the server holds `--max-streams` streams.
+    ///   not a revision, `503` when the server holds `--max-streams` streams, `429` when the
+    ///   token holds `--max-streams-per-token`.
     func openEventStream(headers: HTTPFields, query: String?, clientAddress: String) async throws -> (EventStream, HTTPFields) {
         let sender = try await authenticator.authenticate(headers: headers, clientAddress: clientAddress, path: "/events")
         let since = try Self.resumeRevision(headers: headers, query: query)
@@ -50,6 +51,10 @@ extension SyncHTTPServer {
             throw APIError(
                 status: .serviceUnavailable, code: "busy", message: "the server holds \(error.limit) live streams already; sync instead",
                 headers: [.retryAfter: "30"])
+        } catch let error as LiveFeed.TooManyStreamsForDevice {
+            throw APIError(
+                status: .tooManyRequests, code: "too_many_streams",
+                message: "this token holds \(error.limit) live streams already; close one first", headers: [.retryAfter: "30"])
         }
         logger.debug("live stream opened", metadata: ["device": "\(sender.device.id)", "since": "\(since.map(String.init) ?? "-")"])
         var seen = DeviceActivity.Request(device: sender.device.id)

@@ -27,6 +27,10 @@ public final class LiveFeed: Service, Sendable {
         public var heartbeat: Duration = .seconds(15)
         /// The most streams open at once; more are answered `503`.
         public var maxStreams = 10_000
+        /// The most streams one token (one device) holds at once; more are answered `429`. A
+        /// device needs one; a few leave room for a reconnect before the old connection is seen
+        /// to be gone.
+        public var maxStreamsPerDevice = 4
         /// The most bytes of events waiting for one slow stream before they are replaced by one
         /// `revision` event.
         public var streamBufferBytes = 1 << 20
@@ -41,10 +45,17 @@ public final class LiveFeed: Service, Sendable {
         let limit: Int
     }
 
+    /// `open` refuses: the device holds as many streams as one device may.
+    struct TooManyStreamsForDevice: Error {
+        let limit: Int
+    }
+
     private struct State {
         /// The revision every stream has been handed events up to; `nil` until known.
         var broadcast: Revision?
         var streams: [ObjectIdentifier: EventStream] = [:]
+        /// How many streams each device holds.
+        var perDevice: [Int64: Int] = [:]
     }
 
     public let configuration: Configuration
@@ -88,10 +99,14 @@ public final class LiveFeed: Service, Sendable {
         // Registered first, so that nothing committed from now on passes it by.
         let (stream, registeredAt) = try state.withLock { state -> (EventStream, Revision) in
             guard state.streams.count < configuration.maxStreams else { throw TooManyStreams(limit: configuration.maxStreams) }
+            guard state.perDevice[device, default: 0] < configuration.maxStreamsPerDevice else {
+                throw TooManyStreamsForDevice(limit: configuration.maxStreamsPerDevice)
+            }
             let revision = state.broadcast ?? base!
             let stream = EventStream(
                 device: device, revision: revision, capacity: configuration.streamBufferBytes, overflowCount: overflowCount)
             state.streams[ObjectIdentifier(stream)] = stream
+            state.perDevice[device, default: 0] += 1
             storage.commits.wantsOtherInstances = true
             return (stream, revision)
         }
@@ -126,7 +141,10 @@ public final class LiveFeed: Service, Sendable {
     func close(_ stream: EventStream) {
         stream.finish()
         state.withLock { state in
-            state.streams.removeValue(forKey: ObjectIdentifier(stream))
+            if state.streams.removeValue(forKey: ObjectIdentifier(stream)) != nil {
+                let left = state.perDevice[stream.device, default: 1] - 1
+                state.perDevice[stream.device] = left > 0 ? left : nil
+            }
             if state.streams.isEmpty { storage.commits.wantsOtherInstances = false }
         }
     }

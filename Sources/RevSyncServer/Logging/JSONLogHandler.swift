@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Logging
 import RevSyncProtocol
 
@@ -30,10 +30,10 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
+    public func log(event: LogEvent) {
+        let level = event.level
+        let message = event.message
+        let explicit = event.metadata
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
         if let explicit { all.merge(explicit) { _, new in new } }
