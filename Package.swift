@@ -43,6 +43,13 @@ let package = Package(
             dependencies: ["CZlib"],
             swiftSettings: swiftSettings
         ),
+        .plugin(name: "GitRevision", capability: .buildTool()),
+        .target(
+            name: "RevSyncVersion",
+            dependencies: ["RevSyncProtocol"],
+            swiftSettings: swiftSettings,
+            plugins: ["GitRevision"]
+        ),
         .target(
             name: "RevSyncSQLite",
             dependencies: [
@@ -79,7 +86,7 @@ let package = Package(
         .executableTarget(
             name: "revsync-server",
             dependencies: [
-                "RevSyncServer", "RevSyncSQLite", "CMalloc",
+                "RevSyncServer", "RevSyncSQLite", "RevSyncVersion", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -96,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "revsync",
             dependencies: [
-                "RevSyncClient",
+                "RevSyncClient", "RevSyncVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -118,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "revsync-bench",
             dependencies: [
-                "RevSyncBenchmarks", "RevSyncSimulation", "RevSyncClient", "RevSyncServer", "RevSyncProtocol",
+                "RevSyncBenchmarks", "RevSyncSimulation", "RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

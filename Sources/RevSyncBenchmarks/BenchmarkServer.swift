@@ -50,6 +50,7 @@ final class BenchmarkServer: Sendable {
         prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
     ) async throws -> BenchmarkServer {
         let work = try ScratchDatabase.temporaryDirectory("bench")
+        BenchmarkProgress.step("seeding \(records) records on \(store)")
         let database = try await ScratchDatabase.create(in: work, postgresServer: store.postgresServer, label: label)
         let storage = try await StorageLocation(database.location).open(schema: .demo, durability: .normal, poolSize: 2)
         let summary = try await DataSeeder(schema: .demo).seed(records: records, into: storage)
@@ -75,6 +76,7 @@ final class BenchmarkServer: Sendable {
         }
         if let prepare { try await prepare(SyncEngine(schema: .demo, storage: storage), owners) }
         try await storage.close()
+        BenchmarkProgress.step("starting \(instances == 1 ? "the server" : "\(instances) server instances")")
         let fleet = try await ServerFleet.start(
             count: instances, database: database.location, binaries: binaries, logDirectory: work, arguments: serverArguments,
             cpuQuota: cpuQuota)

@@ -70,6 +70,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
         let servers = server.fleet.ports.indices.compactMap { server.fleet.pid(of: $0) }
         let (measureFrom, end, cpu) = await withCheckedContinuation {
             (continuation: CheckedContinuation<(Date, Date, CPUAccount?), Never>) in
+            // The coordinator is a thread of its own, outside the task: it takes the reporter along.
+            let progress = BenchmarkProgress.reporter
             let coordinator = Thread { [devices, warmUp, seconds] in
                 let gate = StartGate()
                 let ready = DispatchSemaphore(value: 0)
@@ -94,7 +96,9 @@ public struct ConcurrentSyncBenchmark: Sendable {
                 let measureFrom = start.addingTimeInterval(warmUp)
                 let end = measureFrom.addingTimeInterval(seconds)
                 gate.open(start: start, measureFrom: measureFrom, end: end)
+                progress?("warming up for \(warmUp) s")
                 Thread.sleep(until: measureFrom)
+                progress?("measuring for \(seconds) s")
                 let first = CPUAccount.now(servers: servers)
                 Thread.sleep(until: end)
                 let used = CPUAccount.now(servers: servers).flatMap { last in first.map { last.since($0) } }

@@ -44,6 +44,7 @@ public struct FreshDeviceBenchmark: Sendable {
     }
 
     private func measure(_ server: BenchmarkServer) async throws -> Result {
+        BenchmarkProgress.step("measuring: a fresh device from the snapshot, then by a full sync")
         var result = Result(records: records)
         let url = URL(string: server.url)!
 

@@ -31,6 +31,7 @@ public struct FullSyncBenchmark: Sendable {
     }
 
     private func measure(_ server: BenchmarkServer) async throws -> Result {
+        BenchmarkProgress.step("measuring: a fresh device syncs the whole data set")
         let revsync = binaries.appendingPathComponent("revsync").path
         let device = server.work + "/device.sqlite"
         var result = Result()

@@ -46,7 +46,7 @@ struct FullSync: AsyncParsableCommand {
     @OptionGroup var options: StoreOptions
 
     func run() async throws {
-        var benchmark = FullSyncBenchmark(binaries: productsDirectory)
+        var benchmark = FullSyncBenchmark(binaries: try productsDirectory)
         benchmark.records = records
         benchmark.store = try await options.choice()
         printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
@@ -72,7 +72,7 @@ struct FreshDevice: AsyncParsableCommand {
         var rows: [BenchmarkRow] = []
         let store = try await options.choice()
         for size in records {
-            var benchmark = FreshDeviceBenchmark(binaries: productsDirectory)
+            var benchmark = FreshDeviceBenchmark(binaries: try productsDirectory)
             benchmark.records = size
             benchmark.missed = missed
             benchmark.store = store
@@ -115,7 +115,7 @@ struct Concurrent: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var benchmark = ConcurrentSyncBenchmark(binaries: productsDirectory)
+        var benchmark = ConcurrentSyncBenchmark(binaries: try productsDirectory)
         benchmark.instances = instances
         benchmark.cpusPerInstance = cpusPerInstance
         benchmark.devices = devices
@@ -139,7 +139,7 @@ struct CatchUp: AsyncParsableCommand {
     @OptionGroup var options: StoreOptions
 
     func run() async throws {
-        var benchmark = CatchUpBenchmark(binaries: productsDirectory)
+        var benchmark = CatchUpBenchmark(binaries: try productsDirectory)
         benchmark.storeSizes = storeSizes
         benchmark.missed = missed
         benchmark.repetitions = repetitions
@@ -157,7 +157,7 @@ struct BulkLoad: AsyncParsableCommand {
     @OptionGroup var options: StoreOptions
 
     func run() async throws {
-        var benchmark = BulkLoadBenchmark(binaries: productsDirectory)
+        var benchmark = BulkLoadBenchmark(binaries: try productsDirectory)
         benchmark.changeSets = changeSets
         benchmark.perRequest = perRequest
         benchmark.store = try await options.choice()
@@ -195,7 +195,7 @@ struct Hostile: AsyncParsableCommand {
     @OptionGroup var options: StoreOptions
 
     func run() async throws {
-        var benchmark = HostileBenchmark(binaries: productsDirectory)
+        var benchmark = HostileBenchmark(binaries: try productsDirectory)
         benchmark.store = try await options.choice()
         benchmark.sizes = records
         benchmark.bodies = bodies
@@ -243,7 +243,7 @@ struct Live: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var benchmark = LiveBenchmark(binaries: productsDirectory)
+        var benchmark = LiveBenchmark(binaries: try productsDirectory)
         benchmark.store = try await options.choice()
         benchmark.devices = devices
         benchmark.rate = rate

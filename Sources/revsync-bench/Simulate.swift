@@ -36,7 +36,7 @@ struct Simulate: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var configuration = SimulationConfiguration(binaries: productsDirectory)
+        var configuration = SimulationConfiguration(binaries: try productsDirectory)
         configuration.devices = devices
         configuration.editsPerDevice = edits
         configuration.duration = duration.map { .milliseconds(Int64($0 * 1000)) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RevSyncProtocol
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -71,56 +72,77 @@ struct HistoryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "history",
         abstract: "Who changed a record, and how (or what a device changed), from the running server.",
-        discussion:
-            "Needs an admin token. Every change lists its revision, time, device, user, change set id, and the values before and after.")
+        discussion: """
+            Needs an admin token. Every change lists its revision, time, device, user, change set id, and what changed \
+            (the values before and after); a revert says which revision it undid. The newest --limit changes are shown, \
+            oldest first; --before R shows those before revision R.
+            """)
 
     @OptionGroup var connection: AdminServerOptions
 
     @Option(help: "The record's entity (with --id).") var entity: String?
     @Option(help: "The record's ID (with --entity).") var id: Int64?
     @Option(help: "A device's name: list its change sets.") var device: String?
+    @Option(help: "The most changes (or change sets) to show, up to 500.") var limit: Int = 50
+    @Option(help: "Only those before this revision (the next page: what the last line names).") var before: Int64?
     @Flag(help: "Print the server's JSON.") var json = false
 
     func validate() throws {
         guard (entity != nil && id != nil && device == nil) || (entity == nil && id == nil && device != nil) else {
             throw ValidationError("give --entity E --id N, or --device NAME")
         }
+        guard (1...500).contains(limit) else { throw ValidationError("--limit must be from 1 to 500") }
+        if let before, before < 1 { throw ValidationError("--before must be a revision, 1 or more") }
     }
 
     func run() async throws {
-        let path: String
+        var items = [URLQueryItem(name: "limit", value: String(limit))]
+        if let before { items.append(URLQueryItem(name: "before", value: String(before))) }
         if let device {
-            path =
-                "/admin/api/history?device="
-                + (device.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(["&", "=", "+"])) ?? device)
+            items.insert(URLQueryItem(name: "device", value: device), at: 0)
         } else {
-            path = "/admin/api/history?entity=\(entity!)&id=\(id!)"
+            items.insert(contentsOf: [URLQueryItem(name: "entity", value: entity!), URLQueryItem(name: "id", value: String(id!))], at: 0)
         }
-        let data = try await connection.call("GET", path)
+        var components = URLComponents()
+        components.queryItems = items
+        // `+` is a space in a query: a device named "a+b" must arrive as such.
+        let query = (components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
+        let data = try await connection.call("GET", "/admin/api/history?" + query)
         if json {
             printOutput(String(decoding: data, as: UTF8.self))
             return
         }
         let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
         if let changes = object["changes"] as? [[String: Any]] {
-            printOutput("\(entity!) \(id!): \(changes.count) change\(changes.count == 1 ? "" : "s")")
+            let more = object["next"] is NSNumber ? " (the newest \(changes.count) before \(before.map { "revision \($0)" } ?? "now"))" : ""
+            printOutput(TerminalText.escaped("\(entity!) \(id!): \(changes.count) change\(changes.count == 1 ? "" : "s")\(more)"))
             for change in changes { printOutput(Self.describe(change)) }
         } else if let changeSets = object["changeSets"] as? [[String: Any]] {
-            printOutput("\(device!): \(changeSets.count) change set\(changeSets.count == 1 ? "" : "s")")
-            for changeSet in changeSets {
-                let records = (changeSet["records"] as? [[String: Any]] ?? []).map {
-                    "\($0["entity"] as? String ?? "?") \(($0["id"] as? NSNumber)?.int64Value ?? 0) \($0["operation"] as? String ?? "?")"
-                }
-                printOutput(Self.heading(changeSet) + "\n    " + records.joined(separator: ", "))
-            }
+            printOutput(TerminalText.escaped("\(device!): \(changeSets.count) change set\(changeSets.count == 1 ? "" : "s")"))
+            for changeSet in changeSets { printOutput(Self.describeChangeSet(changeSet)) }
+        }
+        if let next = object["next"] as? NSNumber {
+            printOutput("  older ones: add --before \(next)")
         }
     }
 
     static func heading(_ item: [String: Any]) -> String {
         let user = (item["user"] as? NSNumber).map { " (user \($0))" } ?? ""
         let changeSet = (item["changeSet"] as? String).map { ", change set \($0)" } ?? ""
-        return
+        return TerminalText.escaped(
             "  revision \((item["revision"] as? NSNumber)?.int64Value ?? 0)  \(item["time"] as? String ?? "")  \(item["device"] as? String ?? "?")\(user)\(changeSet)"
+        )
+    }
+
+    /// One change set of a device: its heading, its first records, and how many in all.
+    static func describeChangeSet(_ changeSet: [String: Any]) -> String {
+        let records = (changeSet["records"] as? [[String: Any]] ?? []).map {
+            "\($0["entity"] as? String ?? "?") \(($0["id"] as? NSNumber)?.int64Value ?? 0) \($0["operation"] as? String ?? "?")"
+        }
+        let total = (changeSet["recordCount"] as? NSNumber)?.intValue ?? records.count
+        let more = total > records.count ? " and \(total - records.count) more" : ""
+        let reverted = (changeSet["revertedBy"] as? NSNumber).map { " (reverted by revision \($0))" } ?? ""
+        return heading(changeSet) + reverted + "\n    " + TerminalText.escaped(records.joined(separator: ", ") + more)
     }
 
     /// One change: its heading, then what changed (the values that differ), or the record
@@ -129,15 +151,7 @@ struct HistoryCommand: AsyncParsableCommand {
         let operation = change["operation"] as? String ?? "?"
         let before = change["before"] as? [String: Any]
         let after = change["after"] as? [String: Any]
-        func text(_ value: Any?) -> String {
-            switch value {
-            case nil, is NSNull: "null"
-            case let string as String: "\"\(string)\""
-            case let number as NSNumber: "\(number)"
-            default: "\(value!)"
-            }
-        }
-        var lines = [heading(change) + "  " + operation]
+        var lines = [heading(change) + "  " + operation + ((change["revertOf"] as? NSNumber).map { ", a revert of revision \($0)" } ?? "")]
         let keys = ((after ?? before)?.keys.filter { $0 != "revision" } ?? []).sorted()
         switch (before, after) {
         case (let before?, let after?):
@@ -151,7 +165,18 @@ struct HistoryCommand: AsyncParsableCommand {
         case (nil, nil):
             break
         }
-        return lines.joined(separator: "\n")
+        if let reverted = change["revertedBy"] as? NSNumber { lines.append("      reverted by revision \(reverted)") }
+        return lines.map(TerminalText.escaped).joined(separator: "\n")
+    }
+
+    /// A value as JSON would show it: strings quoted, `null` for none.
+    private static func text(_ value: Any?) -> String {
+        switch value {
+        case nil, is NSNull: "null"
+        case let string as String: "\"\(string)\""
+        case let number as NSNumber: "\(number)"
+        default: "\(value!)"
+        }
     }
 }
 

@@ -2,12 +2,14 @@ import ArgumentParser
 import Foundation
 import RevSyncProtocol
 import RevSyncServer
+import RevSyncVersion
 
 @main
 struct RevSyncServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync-server",
         abstract: "The RevSync sync server: one POST /sync endpoint over SQLite or PostgreSQL.",
+        version: RevSyncVersion.line("revsync-server"),
         subcommands: [Serve.self, TokenCommand.self, SeedCommand.self, SnapshotCommand.self, HistoryCommand.self, RevertCommand.self],
         defaultSubcommand: Serve.self
     )
@@ -24,9 +26,19 @@ struct DatabaseOptions: ParsableArguments {
     var location: StorageLocation { StorageLocation(database) }
 
     /// Opens the store, or prints why not and exits with 1.
-    func open(schema: Schema?, durability: SQLiteStorage.Durability = .full) async throws -> any SyncStorage {
+    ///
+    /// - Parameter creating: whether a database that is not there is set up (only `serve`
+    ///   creates one: every other command refuses a database that does not exist, naming it).
+    func open(schema: Schema?, durability: SQLiteStorage.Durability = .full, creating: Bool = false) async throws -> any SyncStorage {
         do {
-            return try await location.open(schema: schema, durability: durability, poolSize: poolSize)
+            return try await location.open(schema: schema, durability: durability, poolSize: poolSize, creating: creating)
+        } catch let error as StorageError {
+            if case .notSetUp(let why) = error {
+                printError("revsync-server: \(location) is not a RevSync database: \(why)")
+            } else {
+                printError("revsync-server: cannot open \(location): \(location.redacting("\(error)"))")
+            }
+            throw ExitCode.failure
         } catch {
             printError("revsync-server: cannot open \(location): \(location.redacting("\(error)"))")
             throw ExitCode.failure
@@ -34,21 +46,26 @@ struct DatabaseOptions: ParsableArguments {
     }
 }
 
-/// Prints to standard error.
 /// The schema of `--schema FILE` (or the name of a built-in one: `demo`, `club`), or the
 /// built-in demo schema; an error ends the command.
 func loadSchema(_ path: String?) throws -> Schema {
+    try loadNamedSchema(path).schema
+}
+
+/// The schema, and how to name it to the operator: `demo`, `club`, or the file.
+func loadNamedSchema(_ path: String?) throws -> (schema: Schema, name: String) {
     do {
-        guard let path else { return .demo }
+        guard let path else { return (.demo, "demo") }
         // A built-in schema's name, unless a file has that name.
-        if let builtIn = Schema.builtIn[path], !FileManager.default.fileExists(atPath: path) { return builtIn }
-        return try Schema(contentsOfFile: path)
+        if let builtIn = Schema.builtIn[path], !FileManager.default.fileExists(atPath: path) { return (builtIn, path) }
+        return (try Schema(contentsOfFile: path), path)
     } catch {
         printError("revsync-server: \(error)")
         throw ExitCode.failure
     }
 }
 
+/// Prints to standard error.
 func printError(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }

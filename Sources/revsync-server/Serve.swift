@@ -38,8 +38,14 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The largest text value accepted, in bytes; a larger one is 413 naming its JSON path.")
     var maxValueBytes: Int = 1024 * 1024
 
-    @Option(help: "Failed authentications from one address within --auth-failure-window before it gets 429.")
+    @Option(help: "Failed authentications from one address (an IPv6 /64) within --auth-failure-window before it gets 429.")
     var authFailureLimit: Int = 20
+
+    @Option(
+        help:
+            "Failed authentications from all addresses together within --auth-failure-window before every address that failed gets 429 (default: 5 × --auth-failure-limit)."
+    )
+    var authFailureGlobalLimit: Int?
 
     @Option(help: "Seconds over which failed authentications are counted.")
     var authFailureWindow: Int = 60
@@ -83,11 +89,20 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "GET /events: the most live streams at once; more are answered 503.")
     var maxStreams: Int = 10_000
 
+    @Option(help: "GET /events: the most live streams one token holds at once; more are answered 429.")
+    var maxStreamsPerToken: Int = 4
+
     @Option(help: "A console session (/admin) ends after this many minutes without a request.")
     var consoleIdleMinutes: Int = 30
 
-    @Option(help: "Serve GET /metrics (Prometheus) to this bearer token; without it /metrics is not served.")
+    @Option(
+        help:
+            "Serve GET /metrics (Prometheus) to this bearer token; without it /metrics is not served. It shows in the process list: prefer --metrics-token-file or REVSYNC_METRICS_TOKEN."
+    )
     var metricsToken: String?
+
+    @Option(help: "A file holding the bearer token of GET /metrics (its first line).")
+    var metricsTokenFile: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
@@ -102,7 +117,10 @@ struct Serve: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json") }
         guard consoleIdleMinutes >= 1 else { throw ValidationError("--console-idle-minutes must be 1 or more") }
+        if metricsToken != nil && metricsTokenFile != nil { throw ValidationError("use --metrics-token or --metrics-token-file, not both") }
         if let metricsToken, metricsToken.count < 16 { throw ValidationError("--metrics-token must be at least 16 characters") }
+        guard maxStreamsPerToken >= 1 else { throw ValidationError("--max-streams-per-token must be 1 or more") }
+        if let authFailureGlobalLimit, authFailureGlobalLimit < 1 { throw ValidationError("--auth-failure-global-limit must be 1 or more") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
         if let logRetention, LogRetention.Policy(logRetention) == nil {
@@ -133,43 +151,22 @@ struct Serve: AsyncParsableCommand {
         keepFreedMemoryForReuse()
         // Each live stream is a socket: as many as the system lets this user open.
         let openFiles = OpenFileLimit.raise()
-        if logFormat == "json" { LoggingSystem.bootstrap { label in JSONLogHandler(label: label) } }
+        let json = logFormat == "json"
+        LoggingSystem.bootstrap { label -> any LogHandler in json ? JSONLogHandler(label: label) : TextLogHandler(label: label) }
         var logger = Logger(label: "revsync")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let schema = try loadSchema(self.schema)
-        let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!)
-        if let token = try await Token.createFirstAdmin(in: storage) {
-            let file = adminTokenFile ?? defaultAdminTokenFile
-            do {
-                try PrivateFiles.write(Array((token + "\n").utf8), to: file)
-            } catch {
-                printError("revsync-server: cannot write the first admin token to \(file): \(error)")
-                throw ExitCode.failure
-            }
-            printOutput(
-                """
-                Created the first admin token in \(file) (readable by you only). Keep it somewhere safe and delete the file.
-                Create tokens for devices with: revsync-server token create --database \(database.location) --name NAME --role member
-                """)
+        let (schema, schemaName) = try loadNamedSchema(self.schema)
+        let metricsToken = try resolvedMetricsToken()
+        // Listening is checked before anything is created: a server that cannot start leaves no files behind.
+        do {
+            try ListeningPort.checkFree(host: host, port: port)
+        } catch let error as PortInUse {
+            printError("revsync-server: \(error)")
+            throw ExitCode.failure
         }
-        var configuration = ServerConfiguration()
-        configuration.host = host
-        configuration.port = port
-        configuration.maxBodySize = maxBodySize
-        configuration.maxInflightBodyBytes = maxInflightBodyBytes
-        configuration.authFailureLimit = authFailureLimit
-        configuration.authFailureWindowSeconds = authFailureWindow
-        configuration.trustedProxies = Set(trustedProxy)
-        configuration.snapshotInterval = snapshotInterval
-        configuration.live.maxEventBytes = maxEventBytes
-        configuration.live.heartbeat = .milliseconds(Int64(eventHeartbeat * 1000))
-        configuration.live.maxStreams = maxStreams
-        configuration.snapshotDirectory = snapshotDirectory
-        configuration.metricsToken = metricsToken
-        configuration.consoleIdleTimeoutSeconds = Int64(consoleIdleMinutes) * 60
-        if snapshotDirectory == nil, case .sqlite(let path) = database.location {
-            configuration.snapshotDirectory = path + ".snapshots"
-        }
+        let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!, creating: true)
+        let tokenFile = try await writeFirstAdminToken(storage)
+        let configuration = serverConfiguration(metricsToken: metricsToken, adminTokenFile: tokenFile)
         var limits = SyncEngine.Limits()
         limits.maxValueBytes = maxValueBytes
         let engine = SyncEngine(schema: schema, storage: storage, limits: limits)
@@ -187,12 +184,87 @@ struct Serve: AsyncParsableCommand {
             )
         }
         let server = SyncHTTPServer(engine: engine, configuration: configuration, logger: logger)
-        try await server.run(services: services) { [host, database] port in
-            printOutput(
-                "RevSync server listening on http://\(host):\(port) (database \(database.location), schema version \(schema.version), revision \(revision))"
-            )
+        do {
+            try await server.run(services: services) { [host, database] port in
+                printOutput(
+                    "RevSync server listening on http://\(host):\(port) (database \(database.location), schema \(schemaName) version \(schema.version), revision \(revision))"
+                )
+            }
+        } catch let error as PortInUse {
+            try? await storage.close()
+            printError("revsync-server: \(error)")
+            throw ExitCode.failure
         }
+        let last = (try? await storage.withReader { try $0.currentRevision() }) ?? revision
         try await storage.close()
+        printOutput("RevSync server stopped (database \(database.location), revision \(last)).")
+    }
+
+    /// On the first start with an empty database: the first admin token, written to a file only
+    /// its owner may read; that file's path (`nil` when tokens existed already).
+    private func writeFirstAdminToken(_ storage: any SyncStorage) async throws -> String? {
+        guard let token = try await Token.createFirstAdmin(in: storage) else { return nil }
+        let file = adminTokenFile ?? defaultAdminTokenFile
+        do {
+            try PrivateFiles.write(Array((token + "\n").utf8), to: file)
+        } catch {
+            printError("revsync-server: cannot write the first admin token to \(file): \(error)")
+            throw ExitCode.failure
+        }
+        printOutput(
+            """
+            Created the first admin token in \(file) (readable by you only). Keep it somewhere safe and delete the file.
+            Create tokens for devices with: revsync-server token create --database \(database.location) --name NAME --role member
+            """)
+        return file
+    }
+
+    /// The bearer token of `/metrics`: `--metrics-token`, `--metrics-token-file`, or
+    /// `REVSYNC_METRICS_TOKEN` (neither of the last two shows in the process list).
+    private func resolvedMetricsToken() throws -> String? {
+        var token = metricsToken
+        if let metricsTokenFile {
+            guard let contents = try? String(contentsOfFile: metricsTokenFile, encoding: .utf8) else {
+                printError("revsync-server: cannot read the metrics token file \(metricsTokenFile)")
+                throw ExitCode.failure
+            }
+            token = contents.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        } else if token == nil, let variable = ProcessInfo.processInfo.environment["REVSYNC_METRICS_TOKEN"], !variable.isEmpty {
+            token = variable
+        }
+        if let token, token.count < 16 {
+            printError("revsync-server: the metrics token must be at least 16 characters")
+            throw ExitCode.failure
+        }
+        return token
+    }
+
+    private func serverConfiguration(metricsToken: String?, adminTokenFile: String?) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.maxBodySize = maxBodySize
+        configuration.maxInflightBodyBytes = maxInflightBodyBytes
+        configuration.authFailureLimit = authFailureLimit
+        configuration.authFailureGlobalLimit = authFailureGlobalLimit
+        configuration.authFailureWindowSeconds = authFailureWindow
+        configuration.trustedProxies = Set(trustedProxy)
+        configuration.snapshotInterval = snapshotInterval
+        configuration.live.maxEventBytes = maxEventBytes
+        configuration.live.heartbeat = .milliseconds(Int64(eventHeartbeat * 1000))
+        configuration.live.maxStreams = maxStreams
+        configuration.live.maxStreamsPerDevice = maxStreamsPerToken
+        configuration.snapshotDirectory = snapshotDirectory
+        configuration.metricsToken = metricsToken
+        configuration.consoleIdleTimeoutSeconds = Int64(consoleIdleMinutes) * 60
+        configuration.databaseDescription = database.location.description
+        // The first admin token's file, while it is there (the operator may have moved it).
+        let firstTokenFile = self.adminTokenFile ?? defaultAdminTokenFile
+        configuration.adminTokenFile = adminTokenFile ?? (FileManager.default.fileExists(atPath: firstTokenFile) ? firstTokenFile : nil)
+        if snapshotDirectory == nil, case .sqlite(let path) = database.location {
+            configuration.snapshotDirectory = path + ".snapshots"
+        }
+        return configuration
     }
 }
 

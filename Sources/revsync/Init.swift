@@ -7,7 +7,15 @@ struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create the store and remember the server and token in it.",
         discussion: """
-            The schema comes from the server's GET /schema, or from --schema. Nothing is synced yet: run `revsync sync`.             With --snapshot, the store starts from a snapshot file (revsync-server snapshot): it is checked (checksum,             integrity, the server's data set and schema version) before it becomes the store, and the first sync only             brings what changed since.             With --download-snapshot, the snapshot comes from the server (GET /snapshot): the same checks, and an             interrupted download resumes where it stopped when the command is run again.
+            The token is checked with the server first (GET /device): a wrong or revoked token creates nothing. The \
+            schema comes from the server's GET /schema, or from --schema. Nothing is synced yet: run `revsync sync`.
+
+            With --snapshot, the store starts from a snapshot file (revsync-server snapshot): it is checked (checksum, \
+            integrity, the server's data set and schema version) before it becomes the store, and the first sync only \
+            brings what changed since.
+
+            With --download-snapshot, the snapshot comes from the server (GET /snapshot): the same checks, and an \
+            interrupted download resumes where it stopped when the command is run again.
             """)
 
     @OptionGroup var options: StoreOptions
@@ -52,6 +60,7 @@ struct Init: AsyncParsableCommand {
                 throw CommandFailure("\"\(server)\" is not an http(s) URL")
             }
             let token = try readToken()
+            try await checkToken(url: url, token: token)
             if let snapshot { return try await bootstrap(from: snapshot, url: url, token: token) }
             if downloadSnapshot { return try await bootstrapFromServer(url: url, token: token) }
             let schema: Schema
@@ -79,16 +88,37 @@ struct Init: AsyncParsableCommand {
         }
     }
 
+    /// Asks the server whose the token is before anything is created: a token it refuses
+    /// (unknown, revoked) fails the command with nothing created. A server out of reach fails it
+    /// too, unless the schema is given (`--schema`), for a store set up offline.
+    private func checkToken(url: URL, token: String) async throws {
+        do {
+            _ = try await Synchronizer.fetchActor(from: .init(url: url, token: token))
+        } catch SyncFailure.rejected(let status, let code, let message) where status == 401 || status == 403 {
+            throw CommandFailure(
+                "the server refused the token (\(status) \(code): \(message)); nothing was created. Ask its operator for a new one (revsync-server token create)."
+            )
+        } catch let failure as SyncFailure {
+            guard schema != nil, case .network = failure else {
+                throw CommandFailure("cannot check the token with \(url.absoluteString): \(failure); nothing was created")
+            }
+            warn("could not reach \(url.absoluteString) to check the token (\(failure)); the first sync will check it.")
+        }
+    }
+
     /// Asks the server for this device's role and user (writes are checked against the
-    /// schema's rules for them). If it cannot say (out of reach, or it does not know the token),
-    /// the store stays as it is, with a warning: the first sync tries again.
+    /// schema's rules for them). If it cannot say now (the token was checked a moment ago, so
+    /// the server went away), the store stays as it is, with a warning: the first sync asks again.
     private func learnDevice(_ store: LocalStore) async throws {
         do {
             try await Synchronizer(store: store).fetchDevice()
         } catch {
-            FileHandle.standardError.write(
-                Data("revsync: warning: could not ask the server for this device's role (\(error)); the first sync will\n".utf8))
+            warn("could not ask the server for this device's role (\(error)); the first sync will ask again.")
         }
+    }
+
+    private func warn(_ message: String) {
+        FileHandle.standardError.write(Data("revsync: warning: \(message)\n".utf8))
     }
 
     /// The token from, in order: `--token`, `--token-file`, `REVSYNC_TOKEN`, standard input.

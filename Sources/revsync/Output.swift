@@ -26,14 +26,50 @@ enum Output {
         writer.writeRaw("}}")
     }
 
+    /// What a delete dragged along, in words: ` and 2 team_players`, `, 1 note with a reference
+    /// set to null`; nothing when it did neither.
+    static func deleteEffects(_ result: DeleteResult) -> String {
+        var parts: [String] = []
+        let cascaded = counted(result.cascaded.map(\.entity))
+        if !cascaded.isEmpty { parts.append(" and " + cascaded.map { "\($0.count) \($0.entity)" }.joined(separator: ", ")) }
+        let nullified = counted(result.nullified.map(\.record.entity))
+        if !nullified.isEmpty {
+            parts.append(", setting references to null in " + nullified.map { "\($0.count) \($0.entity)" }.joined(separator: ", "))
+        }
+        return parts.joined()
+    }
+
+    /// `{"team_players": 2}`: how many records of each entity, in the order first seen.
+    static func writeCounts(_ entities: [String], into writer: inout JSONWriter) {
+        writer.writeByte(UInt8(ascii: "{"))
+        for (index, count) in counted(entities).enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeKey(count.entity)
+            writer.writeInteger(Int64(count.count))
+        }
+        writer.writeByte(UInt8(ascii: "}"))
+    }
+
+    private static func counted(_ entities: [String]) -> [(entity: String, count: Int)] {
+        var order: [String] = []
+        var counts: [String: Int] = [:]
+        for entity in entities {
+            if counts[entity] == nil { order.append(entity) }
+            counts[entity, default: 0] += 1
+        }
+        return order.map { ($0, counts[$0]!) }
+    }
+
     static func attributeNames(_ entity: String, schema: Schema) -> [String] {
         schema.entity(entity)?.attributes.map(\.name) ?? []
     }
 
-    /// A value as a person reads it: text plain, the rest as JSON.
+    /// A value as a person reads it in a table: text plain, the rest as JSON; control
+    /// characters escaped (``TerminalText``), so that a value cannot drive the terminal or
+    /// break the table's columns.
     static func plain(_ value: Value) -> String {
-        if case .text(let text) = value { return text }
-        return value.description
+        if case .text(let text) = value { return TerminalText.escaped(text) }
+        return TerminalText.escaped(value.description)
     }
 
     static func lines(for report: SyncReport) -> [String] {
@@ -55,7 +91,9 @@ enum Output {
                 lines.append("  \(conflict.reason) (change set \(conflict.changeSetID ?? "without id")):")
                 for entry in conflict.entries {
                     lines.append(
-                        "    \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)")
+                        TerminalText.escaped(
+                            "    \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)"
+                        ))
                 }
             }
         }

@@ -70,8 +70,23 @@ struct Delete: AsyncParsableCommand {
             let store = try options.open()
             let id = try ValueParsing.recordID(try self.id)
             let resolved = try await store.permanentID(of: id) ?? id
-            try await store.table(entity).delete(id)
-            say(options.json ? #"{"entity":"\#(entity)","id":\#(resolved)}"# : "Deleted \(entity) \(resolved).")
+            let result = try await store.table(entity).delete(id)
+            if options.json {
+                say(
+                    Output.json { writer in
+                        writer.writeRaw("{\"entity\":")
+                        writer.writeString(entity)
+                        writer.writeRaw(",\"id\":")
+                        writer.writeInteger(resolved.rawValue)
+                        writer.writeRaw(",\"cascaded\":")
+                        Output.writeCounts(result.cascaded.map(\.entity), into: &writer)
+                        writer.writeRaw(",\"nullified\":")
+                        Output.writeCounts(result.nullified.map(\.record.entity), into: &writer)
+                        writer.writeByte(UInt8(ascii: "}"))
+                    })
+            } else {
+                say("Deleted \(entity) \(resolved)\(Output.deleteEffects(result)).")
+            }
         }
     }
 }
@@ -104,7 +119,7 @@ struct Get: AsyncParsableCommand {
             }
             say("\(entity) \(record.id) (\(record.revision.map { "revision \($0)" } ?? "not synced yet"))")
             for name in Output.attributeNames(entity, schema: store.schema) {
-                say("  \(name): \(record[name].description)")
+                say("  \(name): \(TerminalText.escaped(record[name].description))")
             }
         }
     }

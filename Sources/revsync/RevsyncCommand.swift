@@ -1,12 +1,14 @@
 import ArgumentParser
 import Foundation
 import RevSyncClient
+import RevSyncVersion
 
 @main
 struct RevsyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revsync",
         abstract: "A RevSync device on the command line: a local copy of the data set that syncs with a server.",
+        version: RevSyncVersion.line("revsync"),
         subcommands: [
             Init.self, Create.self, Update.self, Delete.self, Get.self, List.self, Sync.self, Status.self, Conflicts.self,
             Watch.self,

@@ -7,7 +7,9 @@ struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
             "Show the state (live, offline, ...), the revision, pending change sets, unresolved conflicts, the last sync and the last error.",
-        discussion: "The state is `live`, `connecting` or `syncing` while `revsync watch` runs on the store, `offline` otherwise.")
+        discussion:
+            "The state is `live`, `connecting`, `syncing` or `offline` while `revsync watch` runs on the store; otherwise the store is not live (`notLive` in --json), and the last sync says when it last heard from the server."
+    )
 
     @OptionGroup var options: StoreOptions
 
@@ -17,13 +19,14 @@ struct Status: AsyncParsableCommand {
             let status = try await store.status()
             let server = try await store.server()
             let live = try await store.recordedLiveState()
-            let state = live?.state ?? .offline
             let lastSync = status.lastSuccessfulSync.map { ISO8601DateFormatter().string(from: $0) }
+            // Only `revsync watch` keeps a store live; a store no process watches is not live, whether the server is up or not.
+            let state = live?.state.rawValue ?? "notLive"
             if options.json {
                 say(
                     Output.json { writer in
                         writer.writeRaw("{\"state\":")
-                        writer.writeString(state.rawValue)
+                        writer.writeString(state)
                         writer.writeRaw(",\"maxRevision\":")
                         writer.writeInteger(status.maxRevision)
                         writer.writeRaw(",\"pendingChangeSets\":")
@@ -40,7 +43,11 @@ struct Status: AsyncParsableCommand {
                     })
                 return
             }
-            say("state: \(state.rawValue)\(live.map { " (revsync watch, process \($0.process))" } ?? "")")
+            if let live {
+                say("state: \(live.state.rawValue) (revsync watch, process \(live.process))")
+            } else {
+                say("state: not live (last sync \(lastSync ?? "never"); `revsync watch` keeps it live)")
+            }
             say("maxRevision: \(status.maxRevision)")
             say("pending change sets: \(status.pendingChangeSets)")
             say("unresolved conflicts: \(status.unresolvedConflicts)")
@@ -93,8 +100,9 @@ struct Conflicts: AsyncParsableCommand {
                     )
                     for entry in conflict.entries {
                         say(
-                            "  \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)"
-                        )
+                            TerminalText.escaped(
+                                "  \(entry.type) \(entry.id)\(entry.attribute.map { ".\($0)" } ?? ""): \(entry.message ?? entry.reason.rawValue)"
+                            ))
                     }
                 }
             }

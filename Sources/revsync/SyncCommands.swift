@@ -65,12 +65,11 @@ struct Watch: AsyncParsableCommand {
             let stop = InterruptFlag { live.cancel() }
             let json = options.json
             let printer = Task {
-                var state: SyncStatus.State?
+                var shown = StateLine()
                 for await event in events {
                     if case .statusChanged(let status) = event {
-                        // The state only, when it changes (the counts change with every sync).
-                        guard status.state != .syncing, status.state != state else { continue }
-                        state = status.state
+                        // One line per change of state, not one per reconnection attempt.
+                        guard shown.changes(to: status) else { continue }
                     }
                     Self.show(event, json: json)
                 }
@@ -99,8 +98,10 @@ struct Watch: AsyncParsableCommand {
             say("Received \(report.received) change set\(report.received == 1 ? "" : "s"); now at revision \(report.maxRevision).")
             changeLines(report).forEach(say)
         case .statusChanged(let status) where !json:
-            guard status.state != .syncing else { return }
-            say("[\(status.state.rawValue)]\(status.state == .offline ? status.lastError.map { " \($0)" } ?? "" : "")")
+            let reason = status.lastError.map { " \(TerminalText.escaped($0))" } ?? ""
+            say(
+                "[\(status.state.rawValue)]\(status.state == .offline ? reason + "; reconnecting by itself, less often the longer it lasts" : "")"
+            )
         case .failed(let failure, let retryIn):
             let retry =
                 retryIn.map {
@@ -122,6 +123,25 @@ struct Watch: AsyncParsableCommand {
                 case .delete: "deleted"
                 }
             return "  revision \(change.revision.map(String.init) ?? "?"): \(change.record.entity) \(change.record.id) \(verb)"
+        }
+    }
+}
+
+/// Which changes of state `watch` prints: `connecting` once at the start, `live`, and
+/// `offline` once per outage (the reconnection attempts in between, each a `connecting` and an
+/// `offline` again, are not news); never `syncing`.
+struct StateLine {
+    private var last: SyncStatus.State?
+
+    mutating func changes(to status: SyncStatus) -> Bool {
+        let state = status.state
+        switch (last, state) {
+        case (_, .syncing): return false
+        case (let last?, _) where last == state: return false
+        case (.offline?, .connecting): return false
+        default:
+            last = state
+            return true
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RevSyncClient
 import RevSyncProtocol
+import RevSyncServer
 import RevSyncTestSupport
 import Testing
 
@@ -143,11 +144,28 @@ import Testing
                 #expect(try await revsync("status", "--store", store, expectFailure: true).contains("revsync init"))
                 #expect(
                     try await revsync("init", "--server", "http://127.0.0.1:1", "--token", "x", "--store", store, expectFailure: true)
-                        .contains("cannot fetch the schema"))
-                try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", "rs_wrong", "--store", store)
+                        .contains("cannot check the token with http://127.0.0.1:1"))
+                // A wrong token, or a revoked one, creates nothing (a store that could never sync).
+                let wrong = try await revsync(
+                    "init", "--server", "http://127.0.0.1:\(server.port)", "--token", "rs_wrong", "--store", store, expectFailure: true)
+                #expect(wrong.contains("the server refused the token (401 unauthorized"))
+                #expect(wrong.contains("nothing was created"))
+                #expect(!FileManager.default.fileExists(atPath: store))
+                let revoked = try await server.device("revoked")
+                let revokedID = revoked.device.id
+                #expect(try await server.storage.withWriter { try $0.revokeDevice(id: revokedID) })
                 #expect(
                     try await revsync(
-                        "init", "--server", "http://127.0.0.1:\(server.port)", "--token", "x", "--store", store, expectFailure: true
+                        "init", "--server", "http://127.0.0.1:\(server.port)", "--token", revoked.token, "--store", store,
+                        expectFailure: true
+                    ).contains("401"))
+                #expect(!FileManager.default.fileExists(atPath: store))
+                let device = try await server.device("device")
+                try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", device.token, "--store", store)
+                #expect(
+                    try await revsync(
+                        "init", "--server", "http://127.0.0.1:\(server.port)", "--token", device.token, "--store", store,
+                        expectFailure: true
                     )
                     .contains("never overwritten"))
                 #expect(
@@ -161,7 +179,9 @@ import Testing
                         "last_name is required"))
                 #expect(try await revsync("get", "teams", "5", "--store", store, expectFailure: true).contains("does not exist"))
                 #expect(try await revsync("create", "venues", "name=V", "--store", store) == "-1\n")
-                // A wrong token: the sync fails with the server's reason, and the change stays queued.
+                // A token revoked since: the sync fails with the server's reason, and the change stays queued.
+                let deviceID = device.device.id
+                #expect(try await server.storage.withWriter { try $0.revokeDevice(id: deviceID) })
                 #expect(try await revsync("sync", "--store", store, expectFailure: true).contains("401 unauthorized"))
                 #expect(try await revsync("status", "--store", store).contains("pending change sets: 1"))
             }
@@ -179,6 +199,47 @@ import Testing
             let listed = try await revsync("list", "notes", "--json", "--store", store)
             #expect(listed.contains(#""body":"null""#))
             #expect(listed.contains(#""body":"""#))
+            // A value that would drive the terminal (a title, a cleared screen, a forged column) is shown escaped.
+            let hostile = "\u{1B}]0;pwned\u{07}\u{1B}[2J\tforged\u{202E}"
+            try await revsync("create", "notes", "body=\(hostile)", "--store", store)
+            for output in [try await revsync("list", "notes", "--store", store), try await revsync("get", "notes", "-3", "--store", store)]
+            {
+                #expect(!output.contains("\u{1B}") && !output.contains("\u{07}") && !output.contains("\u{202E}"))
+                #expect(output.contains(#"\u{1B}]0;pwned"#) || output.contains(#"\u001b]0;pwned"#), "\(output)")
+            }
+            #expect(!(try await revsync("list", "notes", "--store", store)).contains("\tforged"))
+        }
+    }
+
+    /// `init --help` reads as prose: no runs of spaces from the source's line breaks.
+    @Test func initHelpReadsAsProse() async throws {
+        let help = try await ExecutableProcess.run("revsync", ["init", "--help"])
+        let prose = help.stdout.components(separatedBy: "USAGE:")[0]
+        #expect(prose.replacingOccurrences(of: "\n", with: " ").contains("a wrong or revoked token creates nothing"))
+        #expect(!prose.contains("  "), "\(prose)")
+    }
+
+    /// A delete says what it dragged along; `status` of a store nobody watches says it is not live.
+    @Test func deleteCountsWhatItCascadedToAndStatusSaysNotLive() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await server.device("device")
+                let store = directory.file("device.sqlite")
+                try await revsync("init", "--server", "http://127.0.0.1:\(server.port)", "--token", device.token, "--store", store)
+                #expect(try await revsync("create", "teams", "name=U12", "--store", store) == "-1\n")
+                #expect(try await revsync("create", "players", "first_name=Ana", "last_name=Lopez", "--store", store) == "-2\n")
+                try await revsync("create", "team_players", "team_id=-1", "player_id=-2", "--store", store)
+                try await revsync("create", "players", "first_name=Bo", "last_name=Li", "--store", store)
+                try await revsync("create", "team_players", "team_id=-1", "player_id=-4", "--store", store)
+                try await revsync("sync", "--store", store)
+                #expect(try await revsync("delete", "teams", "1", "--store", store) == "Deleted teams 1 and 2 team_players.\n")
+                let json = try await revsync("delete", "players", "1", "--json", "--store", store)
+                #expect(json.contains(#""cascaded":{}"#))
+                let status = try await revsync("status", "--store", store)
+                #expect(status.contains("state: not live (last sync 20"))
+                #expect(!status.contains("offline"))
+                #expect(try await revsync("status", "--json", "--store", store).contains(#""state":"notLive""#))
+            }
         }
     }
 }
@@ -247,6 +308,39 @@ extension RevsyncCommandLineTests {
 }
 
 @Suite struct RevsyncWatchTests {
+    /// During an outage `watch` says so once, not once per reconnection attempt.
+    @Test func watchSaysAnOutageOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            // A server that is not there: a port nothing listens on.
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+            }
+            let port = Int(UInt16(bigEndian: address.sin_port))
+            close(listener)
+            let store = try LocalStore.create(
+                at: directory.file("device.sqlite"), schema: .demo,
+                server: .init(url: URL(string: "http://127.0.0.1:\(port)")!, token: "rs_x"))
+            try store.close()
+            let watch = try ExecutableProcess("revsync", ["watch", "--store", directory.file("device.sqlite")])
+            _ = try await watch.waitForOutput(containing: "[offline]", timeout: 30)
+            try await Task.sleep(for: .seconds(6))
+            watch.terminate()
+            _ = await watch.exitStatus()
+            let lines = watch.standardOutput.split(separator: "\n")
+            #expect(lines.filter { $0.hasPrefix("[offline]") }.count == 1, "\(lines)")
+            #expect(lines.filter { $0.hasPrefix("[connecting]") }.count == 1, "\(lines)")
+            #expect(lines.first { $0.hasPrefix("[offline]") }?.contains("reconnecting by itself") == true)
+        }
+    }
+
     @Test func watchSyncsWhatIsQueuedUntilInterrupted() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
@@ -288,7 +382,7 @@ extension RevsyncCommandLineTests {
                 watch.terminate()
                 #expect(await watch.exitStatus() == 0)
                 let after = try await ExecutableProcess.run("revsync", ["status", "--store", alice.store.path])
-                #expect(after.stdout.contains("state: offline"))
+                #expect(after.stdout.contains("state: not live (last sync 20"))
                 #expect(after.stdout.contains("last sync: 20"))
             }
         }

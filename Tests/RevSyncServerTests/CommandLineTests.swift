@@ -10,6 +10,7 @@ import Testing
     func tokenCreatePrintsTheTokenAloneAndAViewerIsForbidden(store: StoreKind) async throws {
         try await withTestDatabase(store) { testDatabase in
             let database = testDatabase.location
+            try await testDatabase.setUp()
             let result = try await ExecutableProcess.run(
                 "revsync-server", ["token", "create", "--database", database, "--name", "tablet 7", "--role", "viewer"])
             #expect(result.status == 0, "\(result.stderr)")
@@ -41,6 +42,7 @@ import Testing
     @Test func jsonLogsHaveALinePerRequest() async throws {
         try await withTestDatabase(.sqlite) { testDatabase in
             let database = testDatabase.location
+            try await testDatabase.setUp()
             let created = try await ExecutableProcess.run(
                 "revsync-server", ["token", "create", "--database", database, "--name", "tablet 7", "--role", "member"])
             let token = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -80,13 +82,71 @@ import Testing
     }
 
     @Test func tokenCreateRefusesAnUnknownRole() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let result = try await ExecutableProcess.run(
-            "revsync-server", ["token", "create", "--database", directory.file("s.sqlite"), "--name", "x", "--role", "owner"])
-        #expect(result.status != 0)
-        #expect(result.stdout.isEmpty)
-        #expect(result.stderr.contains("--role must be admin, member or viewer"))
+        try await withTestDatabase(.sqlite) { testDatabase in
+            try await testDatabase.setUp(schema: nil)
+            let result = try await ExecutableProcess.run(
+                "revsync-server", ["token", "create", "--database", testDatabase.location, "--name", "x", "--role", "owner"])
+            #expect(result.status != 0)
+            #expect(result.stdout.isEmpty)
+            #expect(result.stderr.contains("--role must be admin, member or viewer"))
+        }
+    }
+
+    /// A mistyped database is named, never created empty: every command but `serve` refuses a
+    /// SQLite file that is not there, and a database without RevSync's tables.
+    @Test(arguments: StoreKind.all)
+    func commandsOtherThanServeRefuseADatabaseThatIsNotThere(store: StoreKind) async throws {
+        try await withTestDatabase(store) { testDatabase in
+            let database = store == .sqlite ? testDatabase.location + ".typo" : testDatabase.location
+            let commands = [
+                ["token", "create", "--database", database, "--name", "x"], ["token", "list", "--database", database],
+                ["token", "revoke", "--database", database, "--id", "1"], ["seed", "--database", database, "--records", "100"],
+                ["snapshot", "--database", database, "--out", NSTemporaryDirectory() + "/\(UUID().uuidString).revsync"],
+            ]
+            for command in commands {
+                let result = try await ExecutableProcess.run("revsync-server", command)
+                #expect(result.status != 0, "\(command)")
+                #expect(result.stdout.isEmpty, "\(command)")
+                #expect(result.stderr.contains("is not a RevSync database"), "\(command): \(result.stderr)")
+                #expect(result.stderr.contains(store == .sqlite ? "typo" : "revsync"), "\(command): \(result.stderr)")
+            }
+            if store == .sqlite {
+                #expect(!FileManager.default.fileExists(atPath: database))
+            } else {
+                let storage = try await testDatabase.open(schema: nil)
+                // Opening it here set it up; the commands before had found nothing and made nothing.
+                #expect(try await storage.withReader { try $0.allDevices() }.isEmpty)
+                try await storage.close()
+            }
+        }
+    }
+
+    /// A taken port is said in words, before anything is created.
+    @Test func aTakenPortIsNamedAndNothingIsCreated() async throws {
+        try await withTestDatabase(.sqlite) { testDatabase in
+            let first = try ExecutableProcess("revsync-server", ["--port", "0", "--database", testDatabase.location])
+            defer { first.terminate() }
+            let port = try #require(Self.port(in: try await first.waitForOutput(containing: "listening on")))
+            let other = testDatabase.location + ".second.sqlite"
+            let second = try await ExecutableProcess.run("revsync-server", ["--port", String(port), "--database", other])
+            #expect(second.status != 0)
+            #expect(second.stderr.contains("port \(port) on 127.0.0.1 is already in use"), "\(second.stderr)")
+            #expect(!second.stderr.contains("errno"))
+            #expect(!FileManager.default.fileExists(atPath: other))
+            #expect(!FileManager.default.fileExists(atPath: other + ".admin-token"))
+        }
+    }
+
+    /// The start line names the database, the schema and the revision; a stop is said too.
+    @Test func theServerSaysWhatItServesAndWhenItStops() async throws {
+        try await withTestDatabase(.sqlite) { testDatabase in
+            let process = try ExecutableProcess("revsync-server", ["--port", "0", "--database", testDatabase.location, "--schema", "club"])
+            let output = try await process.waitForOutput(containing: "listening on")
+            #expect(output.contains("schema club version 1"))
+            process.terminate()
+            #expect(await process.exitStatus() == 0)
+            #expect(process.standardOutput.contains("RevSync server stopped (database \(testDatabase.location), revision 0)."))
+        }
     }
 
     @Test(arguments: StoreKind.all)
@@ -142,6 +202,7 @@ import Testing
     func revokedTokensStopWorking(store: StoreKind) async throws {
         try await withTestDatabase(store) { testDatabase in
             let database = testDatabase.location
+            try await testDatabase.setUp()
             let token = try await ExecutableProcess.run("revsync-server", ["token", "create", "--database", database, "--name", "a"])
                 .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             let revoke = try await ExecutableProcess.run("revsync-server", ["token", "revoke", "--database", database, "--id", "1"])
@@ -154,6 +215,50 @@ import Testing
                     body: Array(#"{"maxRevision":0,"changeSets":[]}"#.utf8))
                 #expect(response.status == 401)
             }
+        }
+    }
+
+    /// A device name with a newline cannot forge a line of the text log; the metrics token can
+    /// come from a file or the environment, never from the process list.
+    @Test func textLogsEscapeAndTheMetricsTokenStaysOutOfTheProcessList() async throws {
+        try await withTestDatabase(.sqlite) { testDatabase in
+            let database = testDatabase.location
+            try await testDatabase.setUp()
+            let created = try await ExecutableProcess.run(
+                "revsync-server", ["token", "create", "--database", database, "--name", "tablet\nrevsync: all good, nothing to see"])
+            let token = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let metricsToken = "metrics-" + UUID().uuidString
+            let metricsFile = database + ".metrics-token"
+            try (metricsToken + "\n").write(toFile: metricsFile, atomically: true, encoding: .utf8)
+            let process = try ExecutableProcess(
+                "revsync-server", ["--port", "0", "--database", database, "--metrics-token-file", metricsFile, "--log-level", "debug"])
+            defer { process.terminate() }
+            let port = try #require(Self.port(in: try await process.waitForOutput(containing: "listening on")))
+            let sync = try await RawHTTPClient.send(
+                port: port, method: "POST", path: "/sync",
+                headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                body: SyncMessage(maxRevision: 0).jsonBytes())
+            #expect(sync.status == 200)
+            let metrics = try await RawHTTPClient.send(
+                port: port, method: "GET", path: "/metrics", headers: [("Authorization", "Bearer \(metricsToken)")])
+            #expect(metrics.status == 200 && metrics.bodyText.contains("revsync_revision"))
+            let commandLine = try String(contentsOfFile: "/proc/\(process.processID)/cmdline", encoding: .utf8)
+            #expect(!commandLine.contains(metricsToken))
+            var log = ""
+            for _ in 0..<100 where !log.contains("tablet") {
+                try await Task.sleep(for: .milliseconds(50))
+                log = process.standardError
+            }
+            #expect(log.contains(#"tablet\nrevsync: all good"#), "\(log)")
+            #expect(!log.split(separator: "\n").contains { $0.hasPrefix("revsync: all good") })
+            // The same token from the environment.
+            let fromEnvironment = try ExecutableProcess(
+                "revsync-server", ["--port", "0", "--database", database], environment: ["REVSYNC_METRICS_TOKEN": metricsToken])
+            defer { fromEnvironment.terminate() }
+            let otherPort = try #require(Self.port(in: try await fromEnvironment.waitForOutput(containing: "listening on")))
+            let served = try await RawHTTPClient.send(
+                port: otherPort, method: "GET", path: "/metrics", headers: [("Authorization", "Bearer \(metricsToken)")])
+            #expect(served.status == 200)
         }
     }
 

@@ -38,6 +38,7 @@ import Testing
     @Test(arguments: StoreKind.all)
     func shutdownFinishesTheSyncInFlight(store: StoreKind) async throws {
         try await withTestDatabase(store) { database in
+            try await database.setUp()
             let token = try await ExecutableProcess.run(
                 "revsync-server", ["token", "create", "--database", database.location, "--name", "d"]
             )

@@ -64,6 +64,9 @@ public final class ExecutableProcess: Sendable {
         }.start()
     }
 
+    /// The process's ID.
+    public var processID: Int32 { pid }
+
     /// A process whose test is over, passed or failed, does not outlive it.
     deinit {
         if exit.status == nil { kill(pid, SIGKILL) }

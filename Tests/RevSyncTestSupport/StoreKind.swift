@@ -54,6 +54,12 @@ public struct TestDatabase: Sendable {
         TestDatabase(kind: kind, location: location, directory: nil, postgres: nil)
     }
 
+    /// Sets the database up as the server's first start would (its tables, the schema's if
+    /// given): what every command but `serve` needs to find.
+    public func setUp(schema: Schema? = .demo) async throws {
+        try await open(schema: schema).close()
+    }
+
     /// Opens the store at this location.
     public func open(schema: Schema?) async throws -> any SyncStorage {
         try await StorageLocation(location).open(schema: schema, durability: .normal, poolSize: 8)

@@ -301,6 +301,20 @@ public actor Synchronizer {
         var server = self.server
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
+        let actor = try await Self.fetchActor(from: server, transport: transport, maxResponseSize: configuration.maxResponseSize)
+        try await store.setActor(actor)
+        return actor
+    }
+
+    /// Who a token belongs to, as the server says (`GET /device`), without a store: what
+    /// `revsync init` asks before it creates one, so that a wrong or revoked token creates
+    /// nothing.
+    ///
+    /// - Throws: ``SyncFailure`` (`rejected` with status 401 for a token the server does not
+    ///   know, or a revoked one; `network` when it cannot be reached).
+    public static func fetchActor(
+        from server: LocalStore.ServerConnection, transport: any SyncTransport = DefaultTransport(), maxResponseSize: Int = 1 << 20
+    ) async throws -> Actor {
         let response: TransportResponse
         do {
             response = try await transport.send(
@@ -310,12 +324,18 @@ public actor Synchronizer {
         } catch {
             throw SyncFailure.network("\(error)")
         }
-        let body = try decompressedBody(of: response)
-        guard response.status == 200 else { throw Self.rejection(status: response.status, body: body) }
-        guard let actor = Self.actor(in: response.headers) else {
+        var body = [UInt8](response.body)
+        if Gzip.isGzip(body) {
+            do {
+                body = try Gzip.decompress(body, limit: maxResponseSize)
+            } catch {
+                throw SyncFailure.invalidResponse("the gzip body does not decompress: \(error)")
+            }
+        }
+        guard response.status == 200 else { throw rejection(status: response.status, body: body) }
+        guard let actor = actor(in: response.headers) else {
             throw SyncFailure.invalidResponse("GET /device names no role (RevSync-Role)")
         }
-        try await store.setActor(actor)
         return actor
     }
 

@@ -1,4 +1,5 @@
 public import Foundation
+import RevSyncProtocol
 
 /// The default transport: ``SocketTransport`` for `http://` on Linux (see why there), and
 /// ``URLSessionTransport`` for everything else.
@@ -43,9 +44,10 @@ extension TransportRequest {
 
 /// The version of this library, as the server's operator sees it.
 public enum RevSyncClientVersion {
-    public static let version = "0.5"
+    /// The release (``RevSyncRelease``).
+    public static let version = RevSyncRelease.number
 
-    /// `RevSyncClient/0.5 (Linux)`.
+    /// `RevSyncClient/0.6 (Linux)`.
     public static var header: String {
         #if os(Linux)
         let system = "Linux"

@@ -34,7 +34,7 @@ package final class ChildProcess: Sendable {
         defer { for variable in envp { free(variable) } }
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw SimulationError("cannot start \(executable): error \(spawned)") }
+        guard spawned == 0 else { throw SimulationError("cannot start \(executable): \(String(cString: strerror(spawned)))") }
         self.pid = pid
         let child = pid
         Thread { [state] in

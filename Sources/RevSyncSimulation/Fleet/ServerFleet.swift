@@ -59,11 +59,11 @@ public final class ServerFleet: Sendable {
         }
     }
 
-    /// Whether an instance could not bind its port.
+    /// Whether an instance could not bind its port (`revsync-server` says "port N on HOST is
+    /// already in use").
     private var lostAPort: Bool {
         ports.indices.contains { index in
-            (try? String(contentsOfFile: logDirectory + "/server-\(index).log", encoding: .utf8))?.contains("Address already in use")
-                == true
+            (try? String(contentsOfFile: logDirectory + "/server-\(index).log", encoding: .utf8))?.contains("is already in use") == true
         }
     }
 
