@@ -47,7 +47,7 @@ struct SnapshotCommand: AsyncParsableCommand {
         try await storage.close()
         let seconds = (ContinuousClock.now - started) / .seconds(1)
         printOutput(
-            "Wrote \(out): \(info.records) records at revision \(info.revision), data set \(info.dataset), schema version \(info.schemaVersion), \(info.bytes) bytes, SHA-256 \(info.sha256) (also in \(out).sha256), in \(String(format: "%.1f", seconds)) s"
+            "Wrote \(out): \(info.records) record\(info.records == 1 ? "" : "s") at revision \(info.revision), data set \(info.dataset), schema version \(info.schemaVersion), \(info.bytes) bytes, SHA-256 \(info.sha256) (also in \(out).sha256), in \(String(format: "%.1f", seconds)) s"
         )
     }
 }

@@ -172,7 +172,7 @@ struct Init: AsyncParsableCommand {
                 })
         } else {
             say(
-                "Created \(options.store) for \(url.absoluteString) from \(snapshot): \(records) records at revision \(status.maxRevision); `revsync sync` brings what changed since."
+                "Created \(options.store) for \(url.absoluteString) from \(snapshot): \(records) record\(records == 1 ? "" : "s") at revision \(status.maxRevision); `revsync sync` brings what changed since."
             )
         }
     }
@@ -202,7 +202,7 @@ struct Init: AsyncParsableCommand {
         } else {
             let resumed = report.resumedAt > 0 ? ", resumed at byte \(report.resumedAt)" : ""
             say(
-                "Created \(options.store) for \(url.absoluteString) from the server's snapshot: \(report.records) records at revision \(report.revision) (\(report.gzipBytes) bytes gzip\(resumed)); `revsync sync` brings what changed since."
+                "Created \(options.store) for \(url.absoluteString) from the server's snapshot: \(report.records) record\(report.records == 1 ? "" : "s") at revision \(report.revision) (\(report.gzipBytes) bytes gzip\(resumed)); `revsync sync` brings what changed since."
             )
         }
     }
