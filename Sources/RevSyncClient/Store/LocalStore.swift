@@ -46,7 +46,7 @@ public final class LocalStore: Sendable {
     /// The schema, replaced when the store follows a newer one.
     private let currentSchema: Locked<Schema>
     /// Told after every local write that queued a change set (for the live mode).
-    let localChanges = ChangeNotifier()
+    let localChanges = Broadcaster<Void>(keeping: 1)
 
     /// The schema the local tables follow.
     public var schema: Schema { currentSchema.current }
@@ -128,7 +128,7 @@ public final class LocalStore: Sendable {
             if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet) }
             return result
         }
-        localChanges.notify()
+        localChanges.emit()
         return result
     }
 

@@ -41,27 +41,3 @@ public struct SyncStatus: Sendable, Hashable {
         self.lastError = lastError
     }
 }
-
-/// Hands the newest status to every listener (a listener that falls behind gets the newest
-/// only).
-final class StatusBroadcaster: Sendable {
-    private let listeners = Locked<[UUID: AsyncStream<SyncStatus>.Continuation]>([:])
-
-    func stream() -> AsyncStream<SyncStatus> {
-        let (stream, continuation) = AsyncStream<SyncStatus>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let id = UUID()
-        listeners.withLock { $0[id] = continuation }
-        continuation.onTermination = { [listeners] _ in
-            _ = listeners.withLock { $0.removeValue(forKey: id) }
-        }
-        return stream
-    }
-
-    func emit(_ status: SyncStatus) {
-        for listener in listeners.withLock({ Array($0.values) }) { listener.yield(status) }
-    }
-
-    deinit {
-        for listener in listeners.withLock({ Array($0.values) }) { listener.finish() }
-    }
-}

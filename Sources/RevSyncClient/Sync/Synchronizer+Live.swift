@@ -1,5 +1,5 @@
 import Foundation
-public import RevSyncProtocol
+import RevSyncProtocol
 
 /// How ``Synchronizer/live(_:)`` behaves.
 public struct LiveOptions: Sendable {
@@ -43,22 +43,22 @@ extension Synchronizer {
         guard !isLive else { throw SyncFailure.invalidResponse("live mode already runs on this synchronizer") }
         isLive = true
         await setConnection(.connecting)
-        let wanted = ChangeNotifier()
+        let wanted = Broadcaster<Void>(keeping: 1)
         let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
-            let wants = wanted.notices()
+            let wants = wanted.stream()
             group.addTask { await Result { try await self.syncWhenWanted(wants, options: options) } }
-            let writes = store.localChanges.notices()
+            let writes = store.localChanges.stream()
             group.addTask {
                 for await _ in writes {
                     try? await Task.sleep(for: options.debounce)
-                    wanted.notify()
+                    wanted.emit()
                 }
                 return nil
             }
             if let interval = options.outboxPollInterval {
                 group.addTask {
                     while (try? await Task.sleep(for: interval)) != nil {
-                        if (try? await self.hasPendingChanges()) == true { wanted.notify() }
+                        if (try? await self.hasPendingChanges()) == true { wanted.emit() }
                     }
                     return nil
                 }
@@ -121,7 +121,7 @@ extension Synchronizer {
     }
 
     /// Keeps the event stream open, reconnecting after failures, and handles its events.
-    private func followStream(options: LiveOptions, wanted: ChangeNotifier) async throws {
+    private func followStream(options: LiveOptions, wanted: Broadcaster<Void>) async throws {
         var random = SystemRandomNumberGenerator()
         var attempt = 0
         while !Task.isCancelled {
@@ -152,7 +152,7 @@ extension Synchronizer {
     }
 
     /// What to do with one event.
-    private func handle(_ event: ServerSentEvent, wanted: ChangeNotifier) async throws {
+    private func handle(_ event: ServerSentEvent, wanted: Broadcaster<Void>) async throws {
         guard let revision = event.maxRevision else { return }
         let status = try await store.status()
         switch event.name {
@@ -170,10 +170,10 @@ extension Synchronizer {
             } catch {
                 // Not right after the store's revision, or names the store does not know yet
                 // (the server's schema grew): a sync sorts it out.
-                wanted.notify()
+                wanted.emit()
             }
         case "revision" where revision > status.maxRevision || status.pendingChangeSets > 0:
-            wanted.notify()
+            wanted.emit()
         default:
             break
         }

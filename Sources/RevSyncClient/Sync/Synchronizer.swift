@@ -43,8 +43,8 @@ public actor Synchronizer {
     let configuration: Configuration
     private let sleep: @Sendable (Duration) async throws -> Void
     private let stageHook: (@Sendable (SyncStage) -> Void)?
-    let broadcaster = EventBroadcaster()
-    let statusBroadcaster = StatusBroadcaster()
+    let broadcaster = Broadcaster<SyncEvent>(keeping: 1000)
+    let statusBroadcaster = Broadcaster<SyncStatus>(keeping: 1)
     /// Whether a sync or a push is being applied; the others wait in `waiting`, in order.
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []

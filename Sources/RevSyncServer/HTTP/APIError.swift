@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import RevSyncProtocol
+import RevSyncEngine
 
 /// An error answered as JSON: `{"error": {"code": "...", "message": "...", "path": "..."}}`.
 struct APIError: Error, Sendable {

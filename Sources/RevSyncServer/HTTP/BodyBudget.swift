@@ -1,5 +1,6 @@
 import HTTPTypes
 import RevSyncProtocol
+import RevSyncEngine
 
 /// The server-wide budget for request bodies being received, inflated and decoded.
 ///

@@ -1,4 +1,5 @@
 import HTTPTypes
+import RevSyncEngine
 
 /// The HTTP headers RevSync reads and writes beyond the standard ones.
 extension HTTPField.Name {

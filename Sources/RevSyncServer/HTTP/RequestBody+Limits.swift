@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import RevSyncProtocol
+import RevSyncEngine
 
 extension Request {
     /// The request body, decompressed if it says `Content-Encoding: gzip`, never holding more

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import RevSyncEngine
 
 /// What the server knows of a request beyond its head and body: where it comes from, and what
 /// the routes learnt of it.

@@ -6,6 +6,7 @@ public import Logging
 import NIOCore
 import NIOHTTPTypes
 import RevSyncProtocol
+public import RevSyncEngine
 public import ServiceLifecycle
 public import UnixSignals
 
@@ -140,89 +141,5 @@ public struct SyncHTTPServer: Sendable {
                 services: [makeApplication(services: services, onServerRunning: onServerRunning)],
                 gracefulShutdownSignals: gracefulShutdownSignals,
                 logger: logger))
-    }
-
-    // MARK: Endpoints
-
-    /// The token is checked before the body is read (a database read, skipped for a token
-    /// accepted in the last seconds), and again by the engine inside the sync's own database
-    /// access, so that a revoked token is refused at once without costing every request a
-    /// separate read.
-    ///
-    /// The body is read within the server's body budget and decoded with the engine's limits,
-    /// which stop the decode at the first excess.
-    func sync(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let sender = try await authenticator.authenticate(request, context: context, cached: true)
-        let reservation = bodyBudget.reservation()
-        defer { reservation.release() }
-        // The body's bytes are let go as soon as they are decoded.
-        let message = try SyncMessage(
-            json: try await request.jsonBody(limit: configuration.maxBodySize, reservation: reservation), sender: .client,
-            limits: engine.limits.decoding)
-        let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
-        let response = try await engine.syncStreamed(message, tokenHash: sender.tokenHash, snapshotProof: proof)
-        context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
-        logger.debug(
-            "sync",
-            metadata: [
-                "device": "\(sender.device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
-                "to": "\(response.maxRevision)", "bytes": "\(response.body.count)",
-            ])
-        var answer =
-            if let stream = response.stream {
-                compression.streamedJSONResponse(stream, for: request)
-            } else {
-                compression.jsonResponse(response.body, for: request, compressedSpans: response.compressedSpans)
-            }
-        Self.describe(sender.device, in: &answer.headers)
-        return answer
-    }
-
-    /// `GET /device`: who the token belongs to, so a device knows its role and user (and can
-    /// check its writes against the schema's rules before the server refuses them).
-    func device(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let device = try await authenticator.authenticate(request, context: context).device
-        var writer = JSONWriter()
-        writer.writeByte(UInt8(ascii: "{"))
-        device.writeIdentity(into: &writer)
-        writer.writeByte(UInt8(ascii: "}"))
-        var answer = compression.jsonResponse(writer.bytes, for: request)
-        Self.describe(device, in: &answer.headers)
-        return answer
-    }
-
-    /// `RevSync-Role` and `RevSync-User` (when the token has one): on every sync response, so
-    /// a device follows a change of its role.
-    static func describe(_ device: Device, in headers: inout HTTPFields) {
-        headers[.revSyncRole] = device.role.rawValue
-        if let user = device.user { headers[.revSyncUser] = String(user.rawValue) }
-    }
-
-    /// The schema is not secret: it describes the shape of the data, not the data.
-    func schema(_ request: Request) async throws -> Response {
-        compression.jsonResponse(engine.schema.jsonBytes(), for: request)
-    }
-
-    func health() async throws -> Response {
-        var writer = JSONWriter()
-        do {
-            let (revision, dataset) = try await engine.storage.withReader { (try $0.currentRevision(), try $0.datasetID()) }
-            writer.writeRaw("{\"status\":\"ok\",\"maxRevision\":")
-            writer.writeInteger(revision)
-            writer.writeRaw(",\"dataset\":")
-            writer.writeString(dataset)
-            writer.writeRaw(",\"schemaVersion\":")
-            writer.writeInteger(engine.schema.version)
-            writer.writeRaw("}")
-            return Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
-        } catch {
-            logger.error("health check failed: \(error)")
-            writer.writeRaw("{\"status\":\"unavailable\"}")
-            return Response(
-                status: .serviceUnavailable, headers: [.contentType: "application/json"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
-        }
     }
 }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import RevSyncProtocol
+import RevSyncEngine
 
 /// What the routes learn of a request as they serve it (the device of its token, what a sync
 /// claimed, committed and had refused), for ``RequestRecording`` once the response is ready:

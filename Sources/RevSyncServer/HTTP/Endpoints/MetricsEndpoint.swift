@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import RevSyncEngine
 
 /// `GET /metrics`: ``ServerMetrics`` in the Prometheus text format, for the bearer token given
 /// with `--metrics-token` only (served at all only with it). A wrong token is a failed

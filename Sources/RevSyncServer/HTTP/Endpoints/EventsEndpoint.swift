@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import RevSyncProtocol
+import RevSyncEngine
 import ServiceLifecycle
 
 extension SyncHTTPServer {

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 import RevSyncProtocol
+import RevSyncEngine
 
 /// Serves `GET /events` when it is the first request of a connection, on the connection's
 /// event loop, below the application: the connection then costs no Swift task while its

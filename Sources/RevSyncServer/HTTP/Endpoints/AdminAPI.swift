@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import RevSyncProtocol
+import RevSyncEngine
 
 /// The administrator's JSON API, under `/admin/api/`, for admin tokens only (`403` for the
 /// others):

@@ -1,3 +1,4 @@
+import RevSyncEngine
 import RevSyncProtocol
 
 /// Tokens the database accepted in the last seconds, for the check made before a request's

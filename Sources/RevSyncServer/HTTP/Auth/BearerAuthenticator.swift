@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import RevSyncProtocol
+import RevSyncEngine
 
 /// The one check of `Authorization: Bearer <token>` that every authenticated route uses.
 ///

@@ -1,6 +1,7 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import RevSyncEngine
 
 /// Deadlines against slow-loris clients, kept on the connection's event loop.
 ///

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import RevSyncEngine
 
 /// Hummingbird's HTTP/1.1 connection setup (`HTTP1Channel`), with ``EventStreamRouter`` in the
 /// pipeline: a connection whose first request is `GET /events` is served by the router, and

@@ -1,4 +1,5 @@
 import Hummingbird
+import RevSyncEngine
 
 /// Turns every error a route throws into the protocol's JSON error body
 /// (`{"error": {"code", "message", "path"}}`, see ``APIError/response(for:logger:)``), so that no

@@ -1,5 +1,6 @@
 import Foundation
 import RevSyncProtocol
+import RevSyncEngine
 
 #if canImport(Glibc)
 import Glibc

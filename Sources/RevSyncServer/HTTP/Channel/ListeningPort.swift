@@ -5,6 +5,7 @@ import NIOCore
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import RevSyncEngine
 #endif
 
 /// The server's port is taken: said as an operator reads it, never as a raw `bind(2)` error.

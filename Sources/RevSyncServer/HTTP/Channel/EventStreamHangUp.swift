@@ -1,6 +1,7 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import RevSyncEngine
 
 /// Closes a connection whose client hung up while an event stream (`text/event-stream`) is
 /// being written to it.

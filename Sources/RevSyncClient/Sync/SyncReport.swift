@@ -1,0 +1,54 @@
+import Foundation
+public import RevSyncProtocol
+
+/// What a sync did, for the app.
+public struct SyncReport: Sendable, Hashable {
+    /// Change sets sent in the request.
+    public var sent: Int = 0
+    /// Change sets in the response.
+    public var received: Int = 0
+    /// The `id`s of sent change sets the server committed.
+    public var committed: [String] = []
+    /// The revision of each committed change set, by `id`.
+    public var committedRevisions: [String: Revision] = [:]
+    /// The sent change sets the server refused, as they went into the journal.
+    public var conflicts: [SyncConflict] = []
+    /// Records written or deleted locally from server data.
+    public var recordsApplied: Int = 0
+    /// The revision the device holds now.
+    public var maxRevision: Revision = 0
+    /// Whether the response was a snapshot of the whole data set.
+    public var snapshot: Bool = false
+    /// The server's snapshot file the empty store started from before this sync's request,
+    /// if it did (``Synchronizer/Configuration/startFromSnapshot``).
+    public var startedFromSnapshot: SnapshotDownloadReport?
+    /// Temporary IDs that became permanent: temporary → permanent.
+    public var permanentIDs: [RecordReference: RecordID] = [:]
+    /// The server data applied, record by record (not the records of a snapshot, which
+    /// replaces everything).
+    public var changes: [AppliedChange] = []
+    /// The request body's size on the wire (gzip).
+    public var bytesSent: Int = 0
+    /// The response body's size on the wire (gzip when the server compressed it).
+    public var bytesReceived: Int = 0
+    /// The response body's size decompressed: the JSON.
+    public var responseBytes: Int = 0
+}
+
+/// One record the server's data created, updated or deleted on the device.
+public struct AppliedChange: Sendable, Hashable {
+    public enum Operation: String, Sendable, Hashable {
+        case create, update, delete
+    }
+
+    /// The revision of the change set that made it.
+    public var revision: Revision?
+    public var record: RecordReference
+    public var operation: Operation
+
+    public init(revision: Revision?, record: RecordReference, operation: Operation) {
+        self.revision = revision
+        self.record = record
+        self.operation = operation
+    }
+}

@@ -1,0 +1,5 @@
+/// A request that got no response.
+public struct TransportError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import RevSyncEngine
+import RevSyncProtocol
+
+extension SyncHTTPServer {
+    /// The token is checked before the body is read (a database read, skipped for a token
+    /// accepted in the last seconds), and again by the engine inside the sync's own database
+    /// access, so that a revoked token is refused at once without costing every request a
+    /// separate read.
+    ///
+    /// The body is read within the server's body budget and decoded with the engine's limits,
+    /// which stop the decode at the first excess.
+    func sync(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+        let sender = try await authenticator.authenticate(request, context: context, cached: true)
+        let reservation = bodyBudget.reservation()
+        defer { reservation.release() }
+        // The body's bytes are let go as soon as they are decoded.
+        let message = try SyncMessage(
+            json: try await request.jsonBody(limit: configuration.maxBodySize, reservation: reservation), sender: .client,
+            limits: engine.limits.decoding)
+        let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
+        let response = try await engine.syncStreamed(message, tokenHash: sender.tokenHash, snapshotProof: proof)
+        context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
+        logger.debug(
+            "sync",
+            metadata: [
+                "device": "\(sender.device.id)", "changeSets": "\(message.changeSets.count)", "from": "\(message.maxRevision)",
+                "to": "\(response.maxRevision)", "bytes": "\(response.body.count)",
+            ])
+        var answer =
+            if let stream = response.stream {
+                compression.streamedJSONResponse(stream, for: request)
+            } else {
+                compression.jsonResponse(response.body, for: request, compressedSpans: response.compressedSpans)
+            }
+        Self.describe(sender.device, in: &answer.headers)
+        return answer
+    }
+}
