@@ -13,6 +13,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "RevSyncProtocol", targets: ["RevSyncProtocol"]),
+        .library(name: "RevSyncEngine", targets: ["RevSyncEngine"]),
         .library(name: "RevSyncServer", targets: ["RevSyncServer"]),
         .executable(name: "revsync-server", targets: ["revsync-server"]),
         .library(name: "RevSyncClient", targets: ["RevSyncClient"]),
@@ -59,16 +60,31 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The core of the server: the sync engine, storage (both drivers), tokens, seeding and
+        // snapshots. No HTTP, NIO, templates or metrics: the web layer below depends on it, never
+        // the other way round.
         .target(
-            name: "RevSyncServer",
+            name: "RevSyncEngine",
             dependencies: [
                 "RevSyncProtocol",
                 "RevSyncSQLite",
                 "CPostgres",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The HTTP face of the engine: endpoints, the console, live streams, metrics, logging.
+        .target(
+            name: "RevSyncServer",
+            dependencies: [
+                "RevSyncProtocol",
+                "RevSyncEngine",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -86,7 +102,7 @@ let package = Package(
         .executableTarget(
             name: "revsync-server",
             dependencies: [
-                "RevSyncServer", "RevSyncSQLite", "RevSyncVersion", "CMalloc",
+                "RevSyncServer", "RevSyncEngine", "RevSyncSQLite", "RevSyncVersion", "CMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -111,7 +127,7 @@ let package = Package(
         .target(
             name: "RevSyncSimulation",
             dependencies: [
-                "RevSyncClient", "RevSyncServer", "RevSyncProtocol",
+                "RevSyncClient", "RevSyncEngine", "RevSyncProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -119,24 +135,38 @@ let package = Package(
         ),
         .target(
             name: "RevSyncBenchmarks",
-            dependencies: ["RevSyncSimulation", "RevSyncClient", "RevSyncServer", "RevSyncProtocol"],
+            dependencies: ["RevSyncSimulation", "RevSyncClient", "RevSyncEngine", "RevSyncProtocol"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "revsync-bench",
             dependencies: [
-                "RevSyncBenchmarks", "RevSyncSimulation", "RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncVersion",
+                "RevSyncBenchmarks", "RevSyncSimulation", "RevSyncClient", "RevSyncEngine", "RevSyncProtocol",
+                "RevSyncVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
+        // Test harness, not products: the engine over real databases, devices, raw HTTP, child
+        // processes, private PostgreSQL clusters (RevSyncTestSupport); a live server on an
+        // ephemeral port (RevSyncServerTestSupport).
         .target(
             name: "RevSyncTestSupport",
             dependencies: [
-                "RevSyncServer", "RevSyncProtocol",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "RevSyncEngine", "RevSyncProtocol",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/RevSyncTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RevSyncServerTestSupport",
+            dependencies: [
+                "RevSyncServer", "RevSyncEngine", "RevSyncProtocol", "RevSyncTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/RevSyncServerTestSupport",
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -145,25 +175,32 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
+        // What the engine decides, over real databases, without HTTP: the engine alone.
+        .testTarget(
+            name: "RevSyncEngineTests",
+            dependencies: ["RevSyncEngine", "RevSyncProtocol", "RevSyncTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RevSyncServerTests",
-            dependencies: ["RevSyncServer", "RevSyncProtocol", "RevSyncTestSupport"],
+            dependencies: ["RevSyncServer", "RevSyncEngine", "RevSyncProtocol", "RevSyncTestSupport", "RevSyncServerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RevSyncSimulationTests",
-            dependencies: ["RevSyncSimulation", "RevSyncTestSupport"],
+            dependencies: ["RevSyncSimulation", "RevSyncEngine", "RevSyncTestSupport", "RevSyncServerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RevSyncBenchmarkTests",
-            dependencies: ["RevSyncBenchmarks", "RevSyncSimulation", "RevSyncTestSupport"],
+            dependencies: ["RevSyncBenchmarks", "RevSyncSimulation", "RevSyncEngine", "RevSyncTestSupport", "RevSyncServerTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RevSyncClientTests",
             dependencies: [
-                "RevSyncClient", "RevSyncServer", "RevSyncProtocol", "RevSyncSQLite", "RevSyncTestSupport",
+                "RevSyncClient", "RevSyncServer", "RevSyncEngine", "RevSyncProtocol", "RevSyncSQLite", "RevSyncTestSupport",
+                "RevSyncServerTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings

@@ -1,6 +1,6 @@
 public import Foundation
+import RevSyncEngine
 import RevSyncProtocol
-import RevSyncServer
 
 /// Scenario 3: a device that missed K revisions syncs; the time must follow K, not the size of
 /// the store.

@@ -71,7 +71,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
         let (measureFrom, end, cpu) = await withCheckedContinuation {
             (continuation: CheckedContinuation<(Date, Date, CPUAccount?), Never>) in
             // The coordinator is a thread of its own, outside the task: it takes the reporter along.
-            let progress = BenchmarkProgress.reporter
+            let progress = BenchmarkProgress.current
             let coordinator = Thread { [devices, warmUp, seconds] in
                 let gate = StartGate()
                 let ready = DispatchSemaphore(value: 0)

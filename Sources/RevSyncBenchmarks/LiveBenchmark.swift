@@ -66,92 +66,124 @@ public struct LiveBenchmark: Sendable {
         return try await server.use { server in
             let directory = try ScratchDatabase.temporaryDirectory("live-devices")
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let urls = server.fleet.ports.map { URL(string: "http://127.0.0.1:\($0)")! }
-            var stores: [LocalStore] = []
-            for (index, token) in server.tokens.enumerated() {
-                // The writer on the first instance, everyone else on the last.
-                let url = index == 0 ? urls[0] : urls[urls.count - 1]
-                stores.append(
-                    try LocalStore.create(
-                        at: directory + "/device-\(index).sqlite", schema: .demo, server: .init(url: url, token: token)))
-            }
+            let stores = try Self.deviceStores(server, in: directory)
             let synchronizers = stores.map { Synchronizer(store: $0) }
-            let arrivals = Locked<[(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)]>([])
-            var listeners: [Task<Void, Never>] = []
-            for (index, synchronizer) in synchronizers.enumerated().dropFirst() {
-                let events = synchronizer.events()
-                listeners.append(
-                    Task {
-                        for await event in events {
-                            let (report, bySync): (SyncReport?, Bool) =
-                                switch event {
-                                case .received(let report): (report, false)
-                                case .finished(let report): (report, true)
-                                default: (nil, false)
-                                }
-                            guard let report else { continue }
-                            let now = ContinuousClock.now
-                            let revisions = Set(report.changes.compactMap(\.revision))
-                            arrivals.withLock { arrivals in
-                                for revision in revisions { arrivals.append((index, revision, now, bySync)) }
-                            }
-                        }
-                    })
-            }
+            let arrivals = Arrivals([])
+            let listeners = Self.listen(to: synchronizers.dropFirst(), into: arrivals)
             let live = synchronizers.dropFirst().map { synchronizer in Task { try await synchronizer.live() } }
             defer {
                 for task in live { task.cancel() }
                 for task in listeners { task.cancel() }
             }
-            // Everyone connected before the clock starts.
-            let connectDeadline = ContinuousClock.now + .seconds(60)
-            for synchronizer in synchronizers.dropFirst() {
-                while try await synchronizer.status().state != .live {
-                    guard ContinuousClock.now < connectDeadline else { throw BenchmarkError("a device did not go live within 60 s") }
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-            }
+            try await Self.waitUntilLive(synchronizers.dropFirst())
             let cpuBefore = server.usage.map(\.cpuSeconds).reduce(0, +)
-            let writer = synchronizers[0]
-            let venues = stores[0].table("venues")
-            var sent: [Revision: ContinuousClock.Instant] = [:]
-            var writerSyncs = Latencies()
-            let interval = 1 / rate
-            let started = ContinuousClock.now
-            var commits = 0
-            while RevSyncBenchmarks.seconds(since: started) < seconds {
-                let due = started + .milliseconds(Int64(Double(commits) * interval * 1000))
-                if due > ContinuousClock.now { try await Task.sleep(until: due) }
-                try await venues.insert(["name": .text("venue \(commits)")])
-                let leaving = ContinuousClock.now
-                let report = try await writer.sync()
-                writerSyncs.add(RevSyncBenchmarks.seconds(since: leaving))
-                for revision in report.committedRevisions.values { sent[revision] = leaving }
-                commits += 1
-            }
-            let elapsed = RevSyncBenchmarks.seconds(since: started)
+            let commits = try await commitSteadily(writer: synchronizers[0], venues: stores[0].table("venues"))
             // The last commits' arrivals.
-            let expected = commits * (devices - 1)
+            let expected = commits.count * (devices - 1)
             let drainDeadline = ContinuousClock.now + .seconds(30)
             while arrivals.withLock({ $0.count }) < expected && ContinuousClock.now < drainDeadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
             let cpu = server.usage.map(\.cpuSeconds).reduce(0, +) - cpuBefore
             let memory = server.usage.map(\.resident).reduce(0, +)
-            let all = arrivals.current
-            var latencies: [Double] = []
-            var seen = Set<String>()
-            var bySync = 0
-            for arrival in all {
-                guard let leaving = sent[arrival.revision], seen.insert("\(arrival.device)/\(arrival.revision)").inserted else { continue }
-                let duration = arrival.at - leaving
-                latencies.append(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
-                if arrival.bySync { bySync += 1 }
-            }
+            let (latencies, bySync) = Self.latencies(of: arrivals.current, sent: commits.sent)
             return Latency(
-                commits: commits, applied: latencies.count, expected: expected, latencies: latencies, writerSync: writerSyncs.median,
-                serverMemory: memory, serverCPU: cpu / elapsed, seconds: elapsed, bySync: bySync)
+                commits: commits.count, applied: latencies.count, expected: expected, latencies: latencies,
+                writerSync: commits.writerSyncs.median, serverMemory: memory, serverCPU: cpu / commits.elapsed,
+                seconds: commits.elapsed, bySync: bySync)
         }
+    }
+
+    /// A change arriving at a device: when, and whether by a push or a sync.
+    private typealias Arrivals = Locked<[(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)]>
+
+    /// What the writer did: when each revision left, and how long its syncs took.
+    private struct Commits {
+        var count = 0
+        var sent: [Revision: ContinuousClock.Instant] = [:]
+        var writerSyncs = Latencies()
+        var elapsed = 0.0
+    }
+
+    /// A store file for each device: the writer on the first instance, everyone else on the last.
+    private static func deviceStores(_ server: BenchmarkServer, in directory: String) throws -> [LocalStore] {
+        let urls = server.fleet.ports.map { URL(string: "http://127.0.0.1:\($0)")! }
+        return try server.tokens.enumerated().map { index, token in
+            let url = index == 0 ? urls[0] : urls[urls.count - 1]
+            return try LocalStore.create(
+                at: directory + "/device-\(index).sqlite", schema: .demo, server: .init(url: url, token: token))
+        }
+    }
+
+    /// Records every revision each device receives, pushed or synced.
+    private static func listen(to synchronizers: ArraySlice<Synchronizer>, into arrivals: Arrivals) -> [Task<Void, Never>] {
+        synchronizers.enumerated().map { offset, synchronizer in
+            let index = synchronizers.startIndex + offset
+            let events = synchronizer.events()
+            return Task {
+                for await event in events {
+                    let (report, bySync): (SyncReport?, Bool) =
+                        switch event {
+                        case .received(let report): (report, false)
+                        case .finished(let report): (report, true)
+                        default: (nil, false)
+                        }
+                    guard let report else { continue }
+                    let now = ContinuousClock.now
+                    let revisions = Set(report.changes.compactMap(\.revision))
+                    arrivals.withLock { arrivals in
+                        for revision in revisions { arrivals.append((index, revision, now, bySync)) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Everyone connected before the clock starts.
+    private static func waitUntilLive(_ synchronizers: ArraySlice<Synchronizer>) async throws {
+        let connectDeadline = ContinuousClock.now + .seconds(60)
+        for synchronizer in synchronizers {
+            while try await synchronizer.status().state != .live {
+                guard ContinuousClock.now < connectDeadline else { throw BenchmarkError("a device did not go live within 60 s") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    /// The writer inserts a venue and syncs, `rate` times a second for `seconds`.
+    private func commitSteadily(writer: Synchronizer, venues: Table) async throws -> Commits {
+        var commits = Commits()
+        let interval = 1 / rate
+        let started = ContinuousClock.now
+        while RevSyncBenchmarks.seconds(since: started) < seconds {
+            let due = started + .milliseconds(Int64(Double(commits.count) * interval * 1000))
+            if due > ContinuousClock.now { try await Task.sleep(until: due) }
+            try await venues.insert(["name": .text("venue \(commits.count)")])
+            let leaving = ContinuousClock.now
+            let report = try await writer.sync()
+            commits.writerSyncs.add(RevSyncBenchmarks.seconds(since: leaving))
+            for revision in report.committedRevisions.values { commits.sent[revision] = leaving }
+            commits.count += 1
+        }
+        commits.elapsed = RevSyncBenchmarks.seconds(since: started)
+        return commits
+    }
+
+    /// Each device's first arrival of each revision, timed from when it left the writer.
+    private static func latencies(
+        of arrivals: [(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)],
+        sent: [Revision: ContinuousClock.Instant]
+    ) -> (latencies: [Double], bySync: Int) {
+        var latencies: [Double] = []
+        var seen = Set<String>()
+        var bySync = 0
+        for arrival in arrivals {
+            guard let leaving = sent[arrival.revision], seen.insert("\(arrival.device)/\(arrival.revision)").inserted else { continue }
+            let duration = arrival.at - leaving
+            latencies.append(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+            if arrival.bySync { bySync += 1 }
+        }
+        return (latencies, bySync)
     }
 
     // MARK: Idle streams

@@ -1,7 +1,7 @@
 public import Foundation
 import RevSyncClient
+import RevSyncEngine
 public import RevSyncProtocol
-import RevSyncServer
 
 /// What to simulate.
 public struct SimulationConfiguration: Sendable {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import RevSyncBenchmarks
-import RevSyncServer
+import RevSyncEngine
 
 /// Options every benchmark takes.
 struct StoreOptions: ParsableArguments {

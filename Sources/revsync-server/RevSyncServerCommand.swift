@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
 import RevSyncVersion

@@ -2,6 +2,7 @@ import ArgumentParser
 import CMalloc
 import Foundation
 import Logging
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
 import ServiceLifecycle

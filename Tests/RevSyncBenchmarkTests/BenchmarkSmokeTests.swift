@@ -1,6 +1,6 @@
 import Foundation
 import RevSyncBenchmarks
-import RevSyncServer
+import RevSyncEngine
 import RevSyncSimulation
 import RevSyncTestSupport
 import Testing

@@ -1,7 +1,9 @@
 import Foundation
 import RevSyncClient
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 
 /// A device for client tests: a real store file and a synchronizer talking HTTP to a live server.

@@ -1,6 +1,7 @@
 import Foundation
 import RevSyncClient
 import RevSyncProtocol
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 

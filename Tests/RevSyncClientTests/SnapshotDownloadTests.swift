@@ -1,8 +1,10 @@
 import Foundation
 import RevSyncClient
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncSQLite
 import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 

@@ -1,7 +1,9 @@
 import Foundation
 import RevSyncClient
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 

@@ -1,5 +1,5 @@
+import RevSyncEngine
 import RevSyncProtocol
-import RevSyncServer
 import RevSyncTestSupport
 import Testing
 

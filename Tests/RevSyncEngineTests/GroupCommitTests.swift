@@ -1,6 +1,6 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
-import RevSyncServer
 import RevSyncTestSupport
 import Testing
 

@@ -3,7 +3,7 @@ import RevSyncProtocol
 import RevSyncTestSupport
 import Testing
 
-@testable import RevSyncServer
+@testable import RevSyncEngine
 
 /// On PostgreSQL a request's writes travel in libpq's pipeline and are checked at its end, and
 /// a change set's reads are made together first (``ReadAhead``). Both must answer exactly as
@@ -336,8 +336,8 @@ import Testing
                         var reads = ReadAhead(device: device.id, changeSetID: "first")
                         reads.temporaryIDs = [-1, -7]
                         reads.records = [(venues, [1, 99])]
-                        try writer.readAhead([reads])
                         let access = writer as! SQLStorageAccess
+                        try access.readAhead([reads])
                         #expect((access.readAheadCache != nil) == (store == .postgres))
                         if store == .postgres {
                             // Reads that found nothing are kept too: they are answered without a query.

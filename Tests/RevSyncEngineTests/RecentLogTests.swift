@@ -3,7 +3,7 @@ import RevSyncProtocol
 import RevSyncTestSupport
 import Testing
 
-@testable import RevSyncServer
+@testable import RevSyncEngine
 
 /// The SQLite store answers most catch-ups from the change log entries it keeps in memory
 /// (``RecentLog``). Only committed entries may ever be served from there, and a range it does
@@ -64,16 +64,16 @@ import Testing
             }
             try await create("one", -1, on: one)
             try await create("other", -2, on: other)
-            #expect(try await one.withWriter { $0.keepsLogEntries(after: 0, through: 2) } == false)
+            #expect(try await one.withWriter { ($0 as! SQLStorageAccess).keepsLogEntries(after: 0, through: 2) } == false)
             try await create("one again", -3, on: one)
 
-            #expect(try await one.withWriter { $0.keepsLogEntries(after: 0, through: 3) })
+            #expect(try await one.withWriter { ($0 as! SQLStorageAccess).keepsLogEntries(after: 0, through: 3) })
             func texts(_ entries: [LogEntry]) -> [String] {
                 entries.map { "\($0.revision) \($0.device) \($0.changeSetID ?? "-") \(String(decoding: $0.body, as: UTF8.self))" }
             }
             let kept = texts(try await one.withReader { try $0.logEntries(after: 0, through: 3) })
             // The other instance keeps only its own: it reads the range from the database.
-            #expect(try await other.withWriter { $0.keepsLogEntries(after: 0, through: 3) } == false)
+            #expect(try await other.withWriter { ($0 as! SQLStorageAccess).keepsLogEntries(after: 0, through: 3) } == false)
             let stored = texts(try await other.withReader { try $0.logEntries(after: 0, through: 3) })
             #expect(kept == stored && kept.count == 3)
             try await one.close()
@@ -99,7 +99,7 @@ import Testing
             // A group: the first change set stays, the second is rolled back alone, a third
             // takes its revision.
             try await storage.withWriter { writer in
-                try writer.group {
+                try (writer as! SQLStorageAccess).group(checks: .eachSavepoint, reads: GroupReads()) {
                     try writer.transaction { try writer.appendLog(Self.entry(1, "kept")) }
                     try? writer.transaction {
                         try writer.appendLog(Self.entry(2, "rolled back"))
@@ -119,7 +119,7 @@ import Testing
             // A group that fails as a whole leaves nothing behind.
             await #expect(throws: Refused.self) {
                 try await storage.withWriter { writer in
-                    try writer.group {
+                    try (writer as! SQLStorageAccess).group(checks: .eachSavepoint, reads: GroupReads()) {
                         try writer.transaction { try writer.appendLog(Self.entry(3, "never committed")) }
                         throw Refused()
                     }

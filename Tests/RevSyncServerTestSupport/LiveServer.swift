@@ -1,7 +1,9 @@
 import Foundation
 import Logging
+public import RevSyncEngine
 public import RevSyncProtocol
 public import RevSyncServer
+public import RevSyncTestSupport
 import ServiceLifecycle
 
 /// A real sync server on an ephemeral loopback port, over a real SQLite file or PostgreSQL

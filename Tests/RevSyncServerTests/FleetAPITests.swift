@@ -1,6 +1,8 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 
@@ -32,7 +34,7 @@ import Testing
             let bob = try await server.device("bob")
             let carol = try await server.device("carol")
 
-            let request = try SyncMessage(maxRevision: 0, changeSets: []).jsonBytes()
+            let request = SyncMessage(maxRevision: 0, changeSets: []).jsonBytes()
             let answer = try await alice.post(
                 request,
                 headers: [("Content-Type", "application/json"), ("RevSync-Client", "RevSyncClient/0.5 (Linux)"), ("RevSync-Pending", "2")])
@@ -188,7 +190,7 @@ import Testing
                     ("Authorization", "Bearer \(alice.token)"), ("Content-Type", "application/json"),
                     ("RevSync-Client", "RevSyncClient/0.5 (Linux)"), ("RevSync-Pending", "3"),
                 ],
-                body: try SyncMessage(maxRevision: 0, changeSets: []).jsonBytes())
+                body: SyncMessage(maxRevision: 0, changeSets: []).jsonBytes())
             #expect(synced.status == 200)
             let stream = try await EventStreamReader.open(port: ports[1], token: alice.token)
             defer { stream.close() }

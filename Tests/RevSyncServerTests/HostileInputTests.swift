@@ -1,6 +1,8 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 

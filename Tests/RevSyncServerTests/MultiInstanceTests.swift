@@ -1,6 +1,8 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 
@@ -111,7 +113,7 @@ import Testing
             let others = [try await setup.device("bob"), try await setup.device("carol")]
             let (instances, ports) = try await ExecutableProcess.serverInstances(2, database: database.location)
             defer { for instance in instances { instance.terminate() } }
-            let body = try SyncMessage(
+            let body = SyncMessage(
                 maxRevision: 0, changeSets: [ChangeSet.new(id: "retried-everywhere").creating("teams", -1, ["name": "U12"])]
             )
             .jsonBytes()
@@ -126,7 +128,7 @@ import Testing
                     let port = ports[index % 2]
                     let token = other.token
                     group.addTask {
-                        let create = try SyncMessage(
+                        let create = SyncMessage(
                             maxRevision: 0, changeSets: [ChangeSet.new().creating("teams", -1, ["name": .text("other \(index)")])]
                         ).jsonBytes()
                         return try await RawHTTPClient.send(
@@ -186,10 +188,4 @@ import Testing
             try await storage.close()
         }
     }
-}
-
-/// Moves a value into a child task that alone uses it.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

@@ -1,8 +1,10 @@
 import Foundation
 import RevSyncProtocol
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 
+@testable import RevSyncEngine
 @testable import RevSyncServer
 
 #if canImport(Glibc)

@@ -1,5 +1,7 @@
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
-import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncSimulation
 import RevSyncTestSupport
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
+public import RevSyncEngine
 public import RevSyncProtocol
-public import RevSyncServer
 
 /// Sends `requests` at once while the writer is held for a moment, so that they queue up behind
 /// it and are written as one commit group; returns each one's result, in the order given.

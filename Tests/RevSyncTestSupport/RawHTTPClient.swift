@@ -28,6 +28,10 @@ public struct RawHTTPResponse: Sendable {
 public enum RawHTTPClient {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     /// Sends one request with `Connection: close` and reads the whole response.

@@ -1,6 +1,6 @@
 import Foundation
+import RevSyncEngine
 public import RevSyncProtocol
-import RevSyncServer
 
 /// A minimal device for protocol tests: it keeps a full local copy of the data, applies its
 /// own edits at once (with the schema's delete rules), queues them as change sets, and applies
@@ -176,4 +176,40 @@ public func differences(_ lhs: [String: [RecordID: [Value]]], _ rhs: [String: [R
         }
     }
     return found
+}
+
+extension Replica {
+    /// One random local edit on the shared teams, players, team_players, notes and users.
+    public func randomEdit(_ random: inout SeededRandom) {
+        let teams = records("teams")
+        let players = records("players")
+        let users = records("users")
+        switch random.number(in: 0...9) {
+        case 0:
+            _ = create("teams", ["name": .text("T\(random.number(in: 0...999))")])
+        case 1:
+            _ = create("players", ["first_name": .text("P\(random.number(in: 0...999))"), "last_name": "Y"])
+        case 2 where !teams.isEmpty && !players.isEmpty:
+            _ = create(
+                "team_players", ["team_id": .integer(random.pick(teams)!.rawValue), "player_id": .integer(random.pick(players)!.rawValue)])
+        case 3 where !teams.isEmpty:
+            var values: [String: Value] = [
+                "body": .text("note \(random.number(in: 0...999))"), "team_id": .integer(random.pick(teams)!.rawValue),
+            ]
+            if !users.isEmpty { values["author_id"] = .integer(random.pick(users)!.rawValue) }
+            _ = create("notes", values)
+        case 4...5 where !teams.isEmpty:
+            update("teams", random.pick(teams)!, ["name": .text("T\(random.number(in: 0...999))")])
+        case 6 where !players.isEmpty:
+            update("players", random.pick(players)!, ["position": .text(random.pick(["keeper", "striker", "defender"])!)])
+        case 7 where teams.count > 2:
+            delete("teams", random.pick(teams)!)
+        case 8 where players.count > 2:
+            delete("players", random.pick(players)!)
+        case 9 where !users.isEmpty && random.number(in: 0...3) == 0:
+            delete("users", random.pick(users)!)
+        default:
+            if let note = records("notes").first { update("notes", note, ["body": .text("edited \(random.number(in: 0...999))")]) }
+        }
+    }
 }

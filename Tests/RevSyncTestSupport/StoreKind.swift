@@ -1,6 +1,6 @@
 import Foundation
+public import RevSyncEngine
 public import RevSyncProtocol
-public import RevSyncServer
 public import Testing
 
 /// The stores the protocol tests run against: SQLite always, PostgreSQL when

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Decompresses `bytes` with the system's `gzip`, a decoder that is not zlib: what the server
 /// writes must read the same in any of them.

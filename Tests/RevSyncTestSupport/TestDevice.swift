@@ -1,6 +1,6 @@
 public import Foundation
+public import RevSyncEngine
 public import RevSyncProtocol
-public import RevSyncServer
 
 /// A device of a test: it sends change sets as the protocol says, with its own token, and
 /// remembers the revision it reached. It keeps no local data; tests assert on the responses
@@ -74,7 +74,7 @@ public final class TestDevice {
     }
 
     /// The same device (token, revision, temporary IDs) talking to another server instance.
-    public func rebound(to server: LiveServer) -> TestDevice {
+    public func rebound(to server: some TestServer) -> TestDevice {
         let device = TestDevice(route: server.route, schema: schema, token: token, device: self.device)
         device.maxRevision = maxRevision
         device.lastTemporaryID = lastTemporaryID

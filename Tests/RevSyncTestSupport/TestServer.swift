@@ -1,6 +1,6 @@
 import Foundation
+public import RevSyncEngine
 public import RevSyncProtocol
-public import RevSyncServer
 
 /// What protocol tests talk to: a ``LiveServer`` (HTTP on loopback) or an ``InProcessServer``
 /// (the engine, called directly). Either way the data is in a real database, which these

@@ -46,7 +46,7 @@ public struct DeviceRecord: Sendable, Hashable {
 extension Device {
     /// `"id": 4, "name": "ann's tablet", "role": "coach", "user": 1` (`user` null without
     /// one): the members `GET /device` and the admin API describe a device with.
-    func writeIdentity(into writer: inout JSONWriter) {
+    package func writeIdentity(into writer: inout JSONWriter) {
         writer.writeRaw("\"id\":")
         writer.writeInteger(id)
         writer.writeRaw(",\"name\":")

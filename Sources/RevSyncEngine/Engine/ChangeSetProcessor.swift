@@ -22,29 +22,23 @@ struct ChangeSetProcessor {
     let seenRevision: Revision
     let writer: any StorageWriter
     let resolver: TemporaryIDResolver
-    /// Whether the store reads ahead (a read is a round trip: PostgreSQL); elsewhere what the
-    /// change sets read is not worked out at all.
-    var readsAhead = true
 
-    /// How many change sets of a request have their reads made together
-    /// (``StorageReader/readAhead(_:)``).
+    /// How many change sets of a request have their reads prepared together
+    /// (``TransactionWriting/prepareReads(_:device:)``).
     static let readAheadWindow = 64
 
-    /// Processes a request's change sets in order, reading what they read ahead a window at a
-    /// time: on PostgreSQL a bulk request then costs a round trip per window, not one per
-    /// change set. What one of them writes is forgotten from what was read ahead, so the later
-    /// ones read it again.
+    /// Processes a request's change sets in order, telling the writer what they read a window
+    /// at a time: where a read is a round trip (PostgreSQL) a bulk request then costs a round
+    /// trip per window, not one per change set. What one of them writes is forgotten from what
+    /// was read ahead, so the later ones read it again.
     ///
     /// - Parameter digests: each change set's digest, where it was computed beforehand.
     func process(_ changeSets: [ChangeSet], digests: [String?]) throws -> [ChangeSetOutcome] {
         var outcomes: [ChangeSetOutcome] = []
         outcomes.reserveCapacity(changeSets.count)
         for (index, (changeSet, digest)) in zip(changeSets, digests).enumerated() {
-            if readsAhead, index % Self.readAheadWindow == 0, changeSets.count > 1 {
-                // After the lock, as each change set's own reads (free inside a group, which holds it).
-                _ = try writer.lockRevision()
-                let window = changeSets[index..<min(index + Self.readAheadWindow, changeSets.count)]
-                try writer.readAhead(window.map { ReadAhead($0, schema: schema, device: device.id) })
+            if index % Self.readAheadWindow == 0, changeSets.count > 1 {
+                try writer.prepareReads(changeSets[index..<min(index + Self.readAheadWindow, changeSets.count)], device: device.id)
             }
             outcomes.append(try process(changeSet, knownDigest: digest))
         }
@@ -58,7 +52,7 @@ struct ChangeSetProcessor {
             // The lock comes first: another server instance may be committing this very change
             // set (a client retrying elsewhere), and its outcome must be seen once it commits.
             let current = try writer.lockRevision()
-            if readsAhead { try writer.readAhead([ReadAhead(changeSet, schema: schema, device: device.id)]) }
+            try writer.prepareReads(CollectionOfOne(changeSet), device: device.id)
             var digest: String?
             if let id = changeSet.id {
                 digest =

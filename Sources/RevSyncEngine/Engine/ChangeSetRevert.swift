@@ -290,8 +290,7 @@ extension SyncEngine {
     /// - Throws: ``ChangeSetRevert/Refusal`` (nothing changed), or the storage's error.
     public func revert(_ target: ChangeSetRevert.Target) async throws -> ChangeSetRevert.Result {
         let revert = ChangeSetRevert(schema: schema)
-        let work: @Sendable (any StorageWriter) throws -> ChangeSetRevert.Result = { writer in try revert.revert(target, writer: writer) }
-        return try await storage.isEmbedded ? writeInGroup(work) : storage.withWriter(work)
+        return try await storage.write(hints: nil) { writer in try revert.revert(target, writer: writer) }
     }
 
     /// What reverting `target` would do, checked against the data as it is now (nothing

@@ -32,83 +32,110 @@ struct ResponseBuilder {
         let needsSnapshot = (snapshot && latest > 0) || (request.maxRevision == 0 && latest > 0) || request.maxRevision < floor
         let current = needsSnapshot ? latest : max(request.maxRevision, min(latest, cap ?? latest))
         stream?.began(revision: current)
-        var writer = JSONWriter(capacity: 1024)
-        var compressedSpans: [CompressedSpan] = []
-        writer.writeRaw("{\"maxRevision\":")
-        writer.writeInteger(current)
-        writer.writeRaw(",\"changeSets\":[")
+        var list = ChangeSetList(writer: JSONWriter(capacity: 1024))
+        list.writer.writeRaw("{\"maxRevision\":")
+        list.writer.writeInteger(current)
+        list.writer.writeRaw(",\"changeSets\":[")
+        if needsSnapshot {
+            try writeOutcomesAndSnapshot(outcomes, at: current, into: &list)
+        } else {
+            try writeLog(after: request.maxRevision, through: current, outcomes: outcomes, into: &list)
+            try writeAcknowledgements(outcomes, upTo: request.maxRevision, into: &list)
+        }
+        list.writer.writeRaw("]}")
+        var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: list.writer.bytes)
+        response.compressedSpans = list.compressedSpans
+        Self.tally(outcomes, into: &response)
+        return response
+    }
+
+    /// The `changeSets` array being written: its writer, whether an element was written (the
+    /// commas), and where kept log entries sit (``CompressedSpan``).
+    private struct ChangeSetList {
+        var writer: JSONWriter
         var first = true
-        func next() {
+        var compressedSpans: [CompressedSpan] = []
+
+        /// Starts the next element.
+        mutating func next() {
             if !first { writer.writeByte(UInt8(ascii: ",")) }
             first = false
         }
+    }
+
+    /// A snapshot's answer: the request's outcomes, then the whole data set.
+    private func writeOutcomesAndSnapshot(_ outcomes: [ChangeSetOutcome], at current: Revision, into list: inout ChangeSetList) throws {
+        for outcome in outcomes {
+            list.next()
+            switch outcome {
+            case .committed(let committed):
+                annotated(committed).encode(into: &list.writer)
+            case .repeated(let changeSetID, let revision):
+                try acknowledgement(changeSetID: changeSetID, revision: revision).encode(into: &list.writer)
+            case .conflict(let conflict, _):
+                conflict.encode(into: &list.writer)
+            }
+        }
+        list.next()
+        try writeSnapshot(at: current, into: &list.writer)
+    }
+
+    /// The change log after the device's revision: others' entries as stored (noting where a
+    /// kept one follows the one before it, to splice it in compressed), the device's own
+    /// annotated, each conflict right after the revision it was judged at.
+    private func writeLog(
+        after revision: Revision, through current: Revision, outcomes: [ChangeSetOutcome], into list: inout ChangeSetList
+    ) throws {
         let fresh = Dictionary(
             outcomes.compactMap { outcome -> (Revision, CommittedChangeSet)? in
                 if case .committed(let committed) = outcome { return (committed.revision, committed) }
                 return nil
             }, uniquingKeysWith: { first, _ in first })
-
-        if needsSnapshot {
-            for outcome in outcomes {
-                next()
-                switch outcome {
-                case .committed(let committed):
-                    annotated(committed).encode(into: &writer)
-                case .repeated(let changeSetID, let revision):
-                    try acknowledgement(changeSetID: changeSetID, revision: revision).encode(into: &writer)
-                case .conflict(let conflict, _):
-                    conflict.encode(into: &writer)
-                }
+        var conflicts = outcomes.compactMap { outcome -> (ChangeSet, Revision)? in
+            if case .conflict(let conflict, let evaluatedAt) = outcome { return (conflict, evaluatedAt) }
+            return nil
+        }[...]
+        // The entry whose body, as it is, was the last thing written.
+        var previous: LogEntry?
+        for entry in try reader.logEntries(after: revision, through: current) {
+            while let (conflict, evaluatedAt) = conflicts.first, evaluatedAt < entry.revision {
+                list.next()
+                conflict.encode(into: &list.writer)
+                conflicts.removeFirst()
+                previous = nil
             }
-            next()
-            try writeSnapshot(at: current, into: &writer)
-        } else {
-            var conflicts = outcomes.compactMap { outcome -> (ChangeSet, Revision)? in
-                if case .conflict(let conflict, let evaluatedAt) = outcome { return (conflict, evaluatedAt) }
-                return nil
-            }[...]
-            // The entry whose body, as it is, was the last thing written.
-            var previous: LogEntry?
-            for entry in try reader.logEntries(after: request.maxRevision, through: current) {
-                while let (conflict, evaluatedAt) = conflicts.first, evaluatedAt < entry.revision {
-                    next()
-                    conflict.encode(into: &writer)
-                    conflicts.removeFirst()
-                    previous = nil
+            let start = list.writer.bytes.count
+            list.next()
+            if entry.device != device.id {
+                list.writer.writeRaw(entry.body)
+                if let deflation = entry.deflation, let previous, previous.revision == entry.revision - 1 {
+                    list.compressedSpans.append(
+                        CompressedSpan(
+                            range: start..<list.writer.bytes.count, body: entry.body, deflation: deflation, previous: previous.body))
                 }
-                let start = writer.bytes.count
-                next()
-                if entry.device != device.id {
-                    writer.writeRaw(entry.body)
-                    if let deflation = entry.deflation, let previous, previous.revision == entry.revision - 1 {
-                        compressedSpans.append(
-                            CompressedSpan(
-                                range: start..<writer.bytes.count, body: entry.body, deflation: deflation, previous: previous.body))
-                    }
-                    previous = entry
-                } else if let committed = fresh[entry.revision] {
-                    annotated(committed).encode(into: &writer)
-                    previous = nil
-                } else {
-                    try annotated(entry).encode(into: &writer)
-                    previous = nil
-                }
-            }
-            for (conflict, _) in conflicts {
-                next()
-                conflict.encode(into: &writer)
-            }
-            for outcome in outcomes {
-                guard case .repeated(let changeSetID, let revision) = outcome, revision <= request.maxRevision else { continue }
-                next()
-                try acknowledgement(changeSetID: changeSetID, revision: revision).encode(into: &writer)
+                previous = entry
+            } else if let committed = fresh[entry.revision] {
+                annotated(committed).encode(into: &list.writer)
+                previous = nil
+            } else {
+                try annotated(entry).encode(into: &list.writer)
+                previous = nil
             }
         }
-        writer.writeRaw("]}")
-        var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: writer.bytes)
-        response.compressedSpans = compressedSpans
-        Self.tally(outcomes, into: &response)
-        return response
+        for (conflict, _) in conflicts {
+            list.next()
+            conflict.encode(into: &list.writer)
+        }
+    }
+
+    /// Change sets the device sent again that were committed at or before its revision (the
+    /// answer it lost): acknowledged with their permanent IDs.
+    private func writeAcknowledgements(_ outcomes: [ChangeSetOutcome], upTo revision: Revision, into list: inout ChangeSetList) throws {
+        for outcome in outcomes {
+            guard case .repeated(let changeSetID, let committed) = outcome, committed <= revision else { continue }
+            list.next()
+            try acknowledgement(changeSetID: changeSetID, revision: committed).encode(into: &list.writer)
+        }
     }
 
     /// A streamed response's pieces are about this size (a snapshot's records are written

@@ -36,8 +36,6 @@ public struct SyncEngine: Sendable {
     public let storage: any SyncStorage
     public var limits: Limits
 
-    /// Writes the change sets of concurrent requests together, with one commit.
-    private let groupCommit: GroupCommit
     /// The responses being streamed (``concurrentStreams`` at most).
     private let streams = AsyncLock(permits: SyncEngine.concurrentStreams)
 
@@ -45,7 +43,6 @@ public struct SyncEngine: Sendable {
         self.schema = schema
         self.storage = storage
         self.limits = limits
-        self.groupCommit = GroupCommit(storage: storage, schema: schema)
     }
 
     /// Applies the request's change sets for `device`, as given: its claims are trusted (the
@@ -96,80 +93,20 @@ public struct SyncEngine: Sendable {
     private func sync(
         _ request: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?, streaming: Bool
     ) async throws -> SyncResponse {
-        let recordCount = request.changeSets.reduce(0) { $0 + $1.recordCount }
-        guard recordCount <= limits.maxRecordsPerRequest else {
-            throw SyncError.tooLarge(
-                "the request names \(recordCount) records; at most \(limits.maxRecordsPerRequest) are allowed per request")
-        }
-        guard request.changeSets.count <= limits.maxChangeSetsPerRequest else {
-            throw SyncError.tooLarge(
-                "the request holds \(request.changeSets.count) change sets; at most \(limits.maxChangeSetsPerRequest) are allowed per request"
-            )
-        }
-        let schema = self.schema
+        try checkLimits(request)
         guard !request.changeSets.isEmpty else {
-            // Streamed: a device's first sync, the full sync that grows with the data set.
-            return try await respondFromReader(streaming: streaming && request.maxRevision == 0, outcomes: []) { reader, stream in
-                let device = try sender.device(reader)
-                let delivered = try Self.delivered(to: device, request, snapshotProof, reader)
-                let continues = Self.continues(request, sender, delivered)
-                var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
-                builder.stream = stream
-                return (try builder.build(request: request, outcomes: [], snapshot: !continues), device, device.deliveredRevision)
-            }
+            return try await answerWithoutChanges(request, sender, snapshotProof, streaming: streaming)
         }
-        let embedded = storage.isEmbedded
         // Out of the writer's time: the writer is the server's one serial resource.
+        let schema = self.schema
         let digests = request.changeSets.map { ChangeSetDigest.withoutIDMap($0, schema: schema) }
-        let work: @Sendable (any StorageWriter) throws -> Written = { writer in
-            var device = try sender.device(writer)
-            let current = try writer.currentRevision()
-            guard request.maxRevision <= current else {
-                throw SyncError.revisionAhead(client: request.maxRevision, server: current)
-            }
-            let recorded = device.deliveredRevision
-            device.deliveredRevision = try Self.delivered(to: device, request, snapshotProof, writer)
-            if device.deliveredRevision > recorded { try writer.recordDelivered(device: device.id, revision: device.deliveredRevision) }
-            let continues = Self.continues(request, sender, device.deliveredRevision)
-            let processor = ChangeSetProcessor(
-                schema: schema, device: device, claimedRevision: request.maxRevision,
-                seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
-                resolver: TemporaryIDResolver(device: device.id), readsAhead: !embedded)
-            // One savepoint around the request's change sets (each has its own inside): a failure
-            // anywhere rolls all of them back and fails the request, whose device sends them
-            // again. So their writes are checked together (on PostgreSQL at the request's end, or
-            // at the group's commit: ``GroupChecks``), not one change set at a time.
-            let outcomes = try writer.transaction { try processor.process(request.changeSets, digests: digests) }
-            // A device that is nearly up to date gets its answer from the writer at once: the few
-            // log entries cost less than handing the request to a reader. On PostgreSQL only when
-            // they are in memory (this instance committed them all; reading them would cost the
-            // writer a round trip), otherwise readers build it in parallel. A long catch-up or a
-            // snapshot is built by a reader, so that it does not hold up writers.
-            let now = try writer.currentRevision()
-            let missing = now - request.maxRevision
-            if continues, missing <= Self.writerResponseLimit, request.maxRevision > 0,
-                request.maxRevision >= (try writer.logFloor()),
-                embedded || writer.keepsLogEntries(after: request.maxRevision, through: now)
-            {
-                let response = try ResponseBuilder(schema: schema, device: device, reader: writer).build(
-                    request: request, outcomes: outcomes)
-                // Before the answer leaves: in the same commit.
-                if response.maxRevision > device.deliveredRevision {
-                    try writer.recordDelivered(device: device.id, revision: response.maxRevision)
-                }
-                return .response(response)
-            }
-            // The reader answers up to `now` (a snapshot may go further; that is recorded
-            // after it is built). A device whose claim is not covered gets a snapshot.
-            guard continues else { return .outcomes(device, outcomes, recorded: device.deliveredRevision, continues: false) }
-            if now > device.deliveredRevision { try writer.recordDelivered(device: device.id, revision: now) }
-            return .outcomes(device, outcomes, recorded: max(now, device.deliveredRevision), continues: true)
-        }
         // Concurrent requests share one writer turn and one commit on both stores (on PostgreSQL
         // too: one transaction, a savepoint per change set, the counter row locked once).
-        var reads: GroupCommit.Reads?
-        if case .token(let hash) = sender { reads = GroupCommit.Reads(tokenHash: hash, changeSets: request.changeSets) }
-        let written = try await groupCommit.write(reads: reads, work)
+        var hints: ReadHints?
+        if case .token(let hash) = sender { hints = ReadHints(tokenHash: hash, changeSets: request.changeSets) }
+        let written = try await storage.write(hints: hints) { writer in
+            try Self.apply(request, digests: digests, sender, snapshotProof, schema: schema, on: writer)
+        }
         switch written {
         case .response(let response):
             return response
@@ -184,6 +121,94 @@ public struct SyncEngine: Sendable {
                 return (response, device, recorded)
             }
         }
+    }
+
+    /// Refuses a request larger than the limits, before any database work.
+    private func checkLimits(_ request: SyncMessage) throws {
+        let recordCount = request.changeSets.reduce(0) { $0 + $1.recordCount }
+        guard recordCount <= limits.maxRecordsPerRequest else {
+            throw SyncError.tooLarge(
+                "the request names \(recordCount) records; at most \(limits.maxRecordsPerRequest) are allowed per request")
+        }
+        guard request.changeSets.count <= limits.maxChangeSetsPerRequest else {
+            throw SyncError.tooLarge(
+                "the request holds \(request.changeSets.count) change sets; at most \(limits.maxChangeSetsPerRequest) are allowed per request"
+            )
+        }
+    }
+
+    /// A request without change sets reads only: a reader answers it, the writer is not involved.
+    private func answerWithoutChanges(
+        _ request: SyncMessage, _ sender: Sender, _ snapshotProof: SnapshotProof?, streaming: Bool
+    ) async throws -> SyncResponse {
+        let schema = self.schema
+        // Streamed: a device's first sync, the full sync that grows with the data set.
+        return try await respondFromReader(streaming: streaming && request.maxRevision == 0, outcomes: []) { reader, stream in
+            let device = try sender.device(reader)
+            let delivered = try Self.delivered(to: device, request, snapshotProof, reader)
+            let continues = Self.continues(request, sender, delivered)
+            var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
+            builder.stream = stream
+            return (try builder.build(request: request, outcomes: [], snapshot: !continues), device, device.deliveredRevision)
+        }
+    }
+
+    /// The writer's part of a request with change sets: who sends it, what it has seen, its
+    /// change sets applied, and (for a device nearly up to date) its whole answer.
+    private static func apply(
+        _ request: SyncMessage, digests: [String?], _ sender: Sender, _ snapshotProof: SnapshotProof?,
+        schema: Schema, on writer: any StorageWriter
+    ) throws -> Written {
+        var device = try sender.device(writer)
+        let current = try writer.currentRevision()
+        guard request.maxRevision <= current else {
+            throw SyncError.revisionAhead(client: request.maxRevision, server: current)
+        }
+        let recorded = device.deliveredRevision
+        device.deliveredRevision = try delivered(to: device, request, snapshotProof, writer)
+        if device.deliveredRevision > recorded { try writer.recordDelivered(device: device.id, revision: device.deliveredRevision) }
+        let continues = continues(request, sender, device.deliveredRevision)
+        let processor = ChangeSetProcessor(
+            schema: schema, device: device, claimedRevision: request.maxRevision,
+            seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
+            resolver: TemporaryIDResolver(device: device.id))
+        // One savepoint around the request's change sets (each has its own inside): a failure
+        // anywhere rolls all of them back and fails the request, whose device sends them
+        // again. So their writes are checked together (on PostgreSQL at the request's end, or
+        // at the group's commit), not one change set at a time.
+        let outcomes = try writer.transaction { try processor.process(request.changeSets, digests: digests) }
+        if continues, let response = try answerOnWriter(request, device, outcomes, schema: schema, writer) {
+            return .response(response)
+        }
+        // The reader answers up to `now` (a snapshot may go further; that is recorded
+        // after it is built). A device whose claim is not covered gets a snapshot.
+        guard continues else { return .outcomes(device, outcomes, recorded: device.deliveredRevision, continues: false) }
+        let now = try writer.currentRevision()
+        if now > device.deliveredRevision { try writer.recordDelivered(device: device.id, revision: now) }
+        return .outcomes(device, outcomes, recorded: max(now, device.deliveredRevision), continues: true)
+    }
+
+    /// A device that is nearly up to date gets its answer from the writer at once, where the
+    /// writer reads the few log entries cheaply (a function call, or memory): they cost less
+    /// than handing the request to a reader. Where they would cost the writer round trips,
+    /// readers build it in parallel (nil). A long catch-up or a snapshot is built by a reader,
+    /// so that it does not hold up writers.
+    private static func answerOnWriter(
+        _ request: SyncMessage, _ device: Device, _ outcomes: [ChangeSetOutcome], schema: Schema,
+        _ writer: any StorageWriter
+    ) throws -> SyncResponse? {
+        let now = try writer.currentRevision()
+        guard now - request.maxRevision <= writerResponseLimit, request.maxRevision > 0,
+            request.maxRevision >= (try writer.logFloor()),
+            writer.readsLogCheaply(after: request.maxRevision, through: now)
+        else { return nil }
+        let response = try ResponseBuilder(schema: schema, device: device, reader: writer).build(
+            request: request, outcomes: outcomes)
+        // Before the answer leaves: in the same commit.
+        if response.maxRevision > device.deliveredRevision {
+            try writer.recordDelivered(device: device.id, revision: response.maxRevision)
+        }
+        return response
     }
 
     /// At most this many full syncs are streamed at once: each holds a read transaction (and a
@@ -267,19 +292,9 @@ public struct SyncEngine: Sendable {
 
     /// Makes sure the database knows that `revision` was delivered to `device` before the
     /// response leaves: a device must never be judged against less than it was sent.
-    func recordDelivered(_ revision: Revision, to device: Device, alreadyRecorded: Revision) async throws {
+    package func recordDelivered(_ revision: Revision, to device: Device, alreadyRecorded: Revision) async throws {
         guard revision > alreadyRecorded else { return }
-        if storage.isEmbedded {
-            // With the writes of concurrent requests, in their commit.
-            try await groupCommit.write { writer in try writer.recordDelivered(device: device.id, revision: revision) }
-        } else {
-            try await storage.withAutocommitWriter { writer in try writer.recordDelivered(device: device.id, revision: revision) }
-        }
-    }
-
-    /// Runs `work` on the writer in a commit group with concurrent syncs (SQLite).
-    func writeInGroup<T: Sendable>(_ work: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
-        try await groupCommit.write(work)
+        try await storage.recordDelivered(device: device.id, revision: revision)
     }
 
     /// The most change sets a response built by the writer carries.
@@ -302,7 +317,7 @@ public struct SyncResponse: Sendable {
     /// The response body: a sync message in the wire format.
     public let body: [UInt8]
     /// Where `body` holds kept log entries, compressed beforehand (``LogEntryDeflation``).
-    var compressedSpans: [CompressedSpan] = []
+    package var compressedSpans: [CompressedSpan] = []
     /// How many of the request's change sets were committed by it.
     public var committed = 0
     /// The request's change sets the server refused.

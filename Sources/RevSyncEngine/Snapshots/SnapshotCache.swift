@@ -135,7 +135,7 @@ public actor SnapshotCache {
     }
 
     /// Where the gzip file of `entry` is.
-    nonisolated func path(of entry: Entry) -> String {
+    package nonisolated func path(of entry: Entry) -> String {
         (directory as NSString).appendingPathComponent(entry.file)
     }
 
@@ -169,8 +169,7 @@ public actor SnapshotCache {
 
     /// A regular file itself, not a link to one.
     private static func isRegularFile(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        PrivateFiles.isRegularFile(path)
     }
 
     /// The newest intact snapshot of `dataset` in the directory (a restart, or another

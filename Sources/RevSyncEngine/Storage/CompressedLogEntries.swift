@@ -1,4 +1,4 @@
-import RevSyncProtocol
+package import RevSyncProtocol
 
 /// The compressed forms of a committed log entry, made once and spliced into every gzip
 /// response that carries the entry (``Gzip/splice(_:pieces:gapLevel:)``).
@@ -32,13 +32,13 @@ final class LogEntryDeflation: Sendable {
 
 /// Where a response's body holds a kept log entry as it is, right after the entry one revision
 /// older, to be spliced in compressed.
-struct CompressedSpan: Sendable {
+package struct CompressedSpan: Sendable {
     /// The entry's bytes in the body, with the comma before them.
-    var range: Range<Int>
+    package var range: Range<Int>
     var body: [UInt8]
     var deflation: LogEntryDeflation
     /// The body of the entry one revision older, which the range follows.
     var previous: [UInt8]
 
-    var piece: Gzip.Piece { Gzip.Piece(range: range, deflated: deflation.afterPrevious(body, previous: previous)) }
+    package var piece: Gzip.Piece { Gzip.Piece(range: range, deflated: deflation.afterPrevious(body, previous: previous)) }
 }

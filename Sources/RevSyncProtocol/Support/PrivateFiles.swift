@@ -10,6 +10,12 @@ import Darwin
 /// files hold the data set or secrets, so RevSync creates every one of them `0600` (and the
 /// directories it makes `0700`), whatever the process's umask.
 package enum PrivateFiles {
+    /// Whether `path` is a regular file itself, not a link to one (nor anything else).
+    package static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
     /// Creates an empty file at `path`, readable and writable by its owner only, unless a file
     /// is already there (which is left as it is).
     ///

@@ -1,5 +1,6 @@
 public import Foundation
-public import Logging
+import Logging
+public import RevSyncEngine
 public import RevSyncProtocol
 public import ServiceLifecycle
 

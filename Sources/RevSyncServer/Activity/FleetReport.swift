@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 
 /// Every device as the operator sees it (``DeviceActivity``'s rows with the tokens and the

@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 
 /// The figures of the console's overview and of `GET /admin/api/overview`: the fleet, records

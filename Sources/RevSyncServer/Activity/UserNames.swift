@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 
 /// How a person reads a record of the schema's `users` entity: its `name`, or its `first_name`

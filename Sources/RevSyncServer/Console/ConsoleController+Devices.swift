@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import RevSyncEngine
 import RevSyncProtocol
 
 /// The devices: the list, a token's creation and revocation, one device's page.

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import RevSyncEngine
 import RevSyncProtocol
 
 /// A record's history, and reverting a change set (with a confirmation that says what it would

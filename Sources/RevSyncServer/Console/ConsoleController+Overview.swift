@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import RevSyncEngine
 import RevSyncProtocol
 
 /// The overview page.

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import RevSyncEngine
 import RevSyncProtocol
 
 /// The refusals page: the fleet's refused change sets (or one device's, `?device=ID`).

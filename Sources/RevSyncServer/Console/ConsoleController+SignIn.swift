@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import RevSyncEngine
 import RevSyncProtocol
 
 /// Signing in with an admin token, and out.

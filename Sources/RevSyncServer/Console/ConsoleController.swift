@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import RevSyncEngine
 import RevSyncProtocol
 
 /// The operator's console at `/admin`: a controller on a router group, as Hummingbird's

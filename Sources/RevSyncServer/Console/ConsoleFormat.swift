@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 
 /// How the console writes times, sizes and records for people.

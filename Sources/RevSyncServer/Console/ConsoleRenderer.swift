@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Mustache
 import NIOCore
+import RevSyncEngine
 
 /// Renders the console's pages (swift-mustache, from templates kept in the binary, so that the
 /// server stays one file to deploy) and sends them with the console's security headers.

@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import RevSyncEngine
 
 /// The context of a signed-in console request: the server's context, the operator's session,
 /// and forms decoded as `application/x-www-form-urlencoded` (at most 64 KB).

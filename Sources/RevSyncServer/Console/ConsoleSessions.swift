@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import RevSyncEngine
 
 /// Who is signed in to the console: a session per sign-in with an admin token, kept in the
 /// database (so every instance knows it) by the SHA-256 of its cookie, never the cookie.
@@ -22,7 +23,7 @@ struct ConsoleSessions: Sendable {
 
     /// A signed-in request's session.
     struct Current: Sendable {
-        var session: ConsoleSession
+        var session: ConsoleSessionRow
         var hash: String
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Mustache
+import RevSyncEngine
 
 /// A value a console template shows: a page's context, or one row of it.
 ///

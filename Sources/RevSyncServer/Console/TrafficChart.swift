@@ -1,3 +1,5 @@
+import RevSyncEngine
+
 /// The overview's chart of the last hour as an SVG drawn by the server: syncs per minute as
 /// bars, commits and refusals as lines over them, on one scale. Only numbers go into it.
 struct TrafficChart {

@@ -3,8 +3,8 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// An error answered as JSON: `{"error": {"code": "...", "message": "...", "path": "..."}}`.
 struct APIError: Error, Sendable {

@@ -1,6 +1,6 @@
 import HTTPTypes
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// The server-wide budget for request bodies being received, inflated and decoded.
 ///

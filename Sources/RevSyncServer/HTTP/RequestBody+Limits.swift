@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 extension Request {
     /// The request body, decompressed if it says `Content-Encoding: gzip`, never holding more

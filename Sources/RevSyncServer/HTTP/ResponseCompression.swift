@@ -1,8 +1,8 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// How JSON responses are compressed: gzip whenever the client accepts it, at a level chosen
 /// by size (see `docs/protocol.md`, "Compression").

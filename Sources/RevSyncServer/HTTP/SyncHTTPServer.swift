@@ -5,8 +5,8 @@ import HummingbirdCore
 public import Logging
 import NIOCore
 import NIOHTTPTypes
-import RevSyncProtocol
 public import RevSyncEngine
+import RevSyncProtocol
 public import ServiceLifecycle
 public import UnixSignals
 

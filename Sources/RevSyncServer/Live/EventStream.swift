@@ -1,3 +1,4 @@
+import RevSyncEngine
 import RevSyncProtocol
 
 /// One device's open `GET /events`: the events waiting to be written to it, in a bounded

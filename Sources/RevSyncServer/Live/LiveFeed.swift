@@ -1,6 +1,7 @@
 import Foundation
 public import Logging
-public import RevSyncProtocol
+public import RevSyncEngine
+import RevSyncProtocol
 public import ServiceLifecycle
 
 /// Pushes every commit to the devices that hold `GET /events` open.

@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import RevSyncEngine
 import RevSyncProtocol
 
 /// A swift-log handler that writes one JSON object per line to standard error (`revsync-server

@@ -1,4 +1,5 @@
 public import Logging
+import RevSyncEngine
 import RevSyncProtocol
 
 /// swift-log's text format on standard error (`revsync-server --log-format text`, the

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Prometheus
+import RevSyncEngine
 import RevSyncProtocol
 
 /// The server's metrics for Prometheus (`GET /metrics`, with `--metrics-token`): swift-metrics

@@ -1,5 +1,5 @@
 import Foundation
-import RevSyncServer
+import RevSyncEngine
 
 /// Where a simulation or benchmark keeps the server's data: a SQLite file in a work directory,
 /// or a new database on a PostgreSQL server, dropped by ``remove()``.

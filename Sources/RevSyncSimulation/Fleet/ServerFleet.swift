@@ -1,6 +1,6 @@
 public import Foundation
+import RevSyncEngine
 import RevSyncProtocol
-import RevSyncServer
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

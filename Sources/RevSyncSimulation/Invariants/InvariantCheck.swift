@@ -1,6 +1,6 @@
 import RevSyncClient
+public import RevSyncEngine
 public import RevSyncProtocol
-public import RevSyncServer
 
 /// One invariant, as the report prints it: what it promises, how many cases held, and the
 /// first violations.

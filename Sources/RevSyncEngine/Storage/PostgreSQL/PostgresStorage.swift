@@ -17,6 +17,10 @@ public import RevSyncProtocol
 public final class PostgresStorage: SyncStorage {
     private let pool: PostgresConnectionPool
     private let entities: [String: EntitySQL]
+    private let schema: Schema?
+    /// The work of concurrent requests, written in groups (``PostgresGroupRunner``): one
+    /// transaction, the counter row locked once, the statements pipelined.
+    private let groups: CommitGroups
     /// Within one instance, one change set commits at a time (the counter row would make
     /// the others wait inside PostgreSQL anyway, each holding a connection readers need).
     private let writerLock = AsyncLock()
@@ -37,8 +41,21 @@ public final class PostgresStorage: SyncStorage {
     ///   - creating: whether a database without RevSync's tables is set up (the server);
     ///     otherwise it is refused with ``StorageError/notSetUp(_:)``.
     public init(url: String, schema: Schema?, poolSize: Int = 10, creating: Bool = true) async throws {
-        pool = PostgresConnectionPool(url: url, size: poolSize)
-        entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
+        let pool = PostgresConnectionPool(url: url, size: poolSize)
+        let entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
+        self.pool = pool
+        self.entities = entities
+        self.schema = schema
+        let runner = PostgresGroupRunner(schema: schema)
+        groups = CommitGroups { [writerLock, recentLog, commits] group in
+            try await writerLock.withLock {
+                try await pool.withConnection { connection in
+                    let access = SQLStorageAccess(
+                        connection, entities: entities, schema: schema, options: .roundTrips, recentLog: recentLog, commits: commits)
+                    try runner.run(group, on: access)
+                }
+            }
+        }
         try await pool.withConnection { connection in
             try SQLStorageAccess(connection, entities: [:]).transaction {
                 try ServerTables.setUp(connection, schema: schema, creating: creating)
@@ -46,19 +63,32 @@ public final class PostgresStorage: SyncStorage {
         }
     }
 
+    public func write<T: Sendable>(hints: ReadHints?, _ work: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
+        try await groups.write(hints: hints, work)
+    }
+
+    /// On a connection of its own, at once: a statement of its own, not waiting for the writer.
+    public func recordDelivered(device: Int64, revision: Revision) async throws {
+        try await withAutocommitWriter { writer in try writer.recordDelivered(device: device, revision: revision) }
+    }
+
     public func withWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
-        let (entities, commits, recentLog) = (self.entities, self.commits, self.recentLog)
+        let (entities, schema, commits, recentLog) = (self.entities, self.schema, self.commits, self.recentLog)
         return try await writerLock.withLock {
             try await pool.withConnection { connection in
-                try body(SQLStorageAccess(connection, entities: entities, recentLog: recentLog, commits: commits))
+                try body(
+                    SQLStorageAccess(
+                        connection, entities: entities, schema: schema, options: .roundTrips, recentLog: recentLog, commits: commits))
             }
         }
     }
 
     /// Any connection of the pool, without waiting for the instance's writer.
     public func withAutocommitWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
-        let entities = self.entities
-        return try await pool.withConnection { connection in try body(SQLStorageAccess(connection, entities: entities)) }
+        let (entities, schema) = (self.entities, self.schema)
+        return try await pool.withConnection { connection in
+            try body(SQLStorageAccess(connection, entities: entities, schema: schema, options: .roundTrips))
+        }
     }
 
     public func withReader<T: Sendable>(_ body: @escaping @Sendable (any StorageReader) throws -> T) async throws -> T {
@@ -67,7 +97,8 @@ public final class PostgresStorage: SyncStorage {
             // Sent with the first read.
             try connection.enqueue(connection.dialect.beginRead, [])
             do {
-                let result = try body(SQLStorageAccess(connection, entities: entities, recentLog: recentLog, snapshotReads: true))
+                let result = try body(
+                    SQLStorageAccess(connection, entities: entities, options: .roundTrips, recentLog: recentLog, snapshotReads: true))
                 try connection.execute("COMMIT", [])
                 return result
             } catch {
@@ -84,52 +115,5 @@ public final class PostgresStorage: SyncStorage {
 
     public func close() async throws {
         pool.close()
-    }
-}
-
-/// A lock for async code: one holder at a time (or `permits`), in arrival order.
-final class AsyncLock: Sendable {
-    private struct State {
-        var available: Int
-        var waiting: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state: Locked<State>
-
-    /// - Parameter permits: how many may hold it at once (1: a lock).
-    init(permits: Int = 1) {
-        state = Locked(State(available: permits))
-    }
-
-    func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        await acquire()
-        defer { release() }
-        return try await body()
-    }
-
-    /// Waits for a permit; give it back with ``release()``.
-    func acquire() async {
-        await withCheckedContinuation { continuation in
-            let acquired = state.withLock { state -> Bool in
-                guard state.available > 0 else {
-                    state.waiting.append(continuation)
-                    return false
-                }
-                state.available -= 1
-                return true
-            }
-            if acquired { continuation.resume() }
-        }
-    }
-
-    func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if state.waiting.isEmpty {
-                state.available += 1
-                return nil
-            }
-            return state.waiting.removeFirst()
-        }
-        next?.resume()
     }
 }

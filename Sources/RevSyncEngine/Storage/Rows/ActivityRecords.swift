@@ -78,13 +78,3 @@ public struct StoredRefusal: Sendable, Hashable {
     public var reason: ConflictReason
     public var entries: [ConflictEntry]
 }
-
-/// A signed-in operator of the console.
-public struct ConsoleSession: Sendable, Hashable {
-    public var device: Device
-    /// The token every form of the session carries.
-    public var csrf: String
-    /// Seconds since 1970.
-    public var createdAt: Int64
-    public var lastUsed: Int64
-}

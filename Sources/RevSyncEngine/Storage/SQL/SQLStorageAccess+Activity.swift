@@ -68,7 +68,7 @@ extension SQLStorageAccess {
         return times
     }
 
-    func consoleSession(hash: String) throws -> ConsoleSession? {
+    func consoleSession(hash: String) throws -> ConsoleSessionRow? {
         guard
             let row = try connection.firstRow(
                 """
@@ -80,7 +80,7 @@ extension SQLStorageAccess {
         guard let csrf = row[5].textValue, let created = row[6].integerValue, let used = row[7].integerValue else {
             throw StorageError.corrupt("a console session row does not have the expected columns")
         }
-        return ConsoleSession(device: try Self.device(Array(row[0..<5])), csrf: csrf, createdAt: created, lastUsed: used)
+        return ConsoleSessionRow(device: try Self.device(Array(row[0..<5])), csrf: csrf, createdAt: created, lastUsed: used)
     }
 
     func createConsoleSession(hash: String, device: Int64, csrf: String, at time: Int64) throws {

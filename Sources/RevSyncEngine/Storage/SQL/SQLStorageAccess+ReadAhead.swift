@@ -47,12 +47,22 @@ extension SQLStorageAccess {
         let answer: (inout ReadAheadCache, [[SQLValue]]) throws -> Void
     }
 
-    /// On PostgreSQL, the reads not known yet, in one round trip (libpq's pipeline, with the
-    /// statements enqueued before them): one statement per kind of key, each key in an
-    /// array; on SQLite, where a read is a function call, nothing.
+    /// Where a read is a round trip (PostgreSQL), the reads not known yet, in one round trip
+    /// (libpq's pipeline, with the statements enqueued before them): one statement per kind of
+    /// key, each key in an array; on SQLite, where a read is a function call, nothing.
     func readAhead(_ reads: [ReadAhead]) throws {
-        guard dialect.database == .postgres else { return }
+        guard options.readsAreRoundTrips else { return }
         _ = try read(cacheReads(reads))
+    }
+
+    /// What processing `changeSets` reads first (their outcomes, the mappings of their temporary
+    /// IDs, the records they name), read together after the revision lock, where a read is a
+    /// round trip; nothing elsewhere (not even worked out).
+    func prepareReads(_ changeSets: some Collection<ChangeSet>, device: Int64) throws {
+        guard options.readsAreRoundTrips, let schema else { return }
+        // After the lock, as each change set's own reads (free inside a group, which holds it).
+        _ = try lockRevision()
+        try readAhead(changeSets.map { ReadAhead($0, schema: schema, device: device) })
     }
 
     /// Runs `first`, then `reads`, in one round trip; keeps what `reads` found and returns the

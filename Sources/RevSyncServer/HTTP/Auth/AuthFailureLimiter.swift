@@ -1,6 +1,6 @@
 import Foundation
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 #if canImport(Glibc)
 import Glibc

@@ -1,8 +1,8 @@
 import HTTPTypes
 import Hummingbird
 import Logging
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// The one check of `Authorization: Bearer <token>` that every authenticated route uses.
 ///

@@ -4,8 +4,8 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTPTypes
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// Serves `GET /events` when it is the first request of a connection, on the connection's
 /// event loop, below the application: the connection then costs no Swift task while its
@@ -245,7 +245,8 @@ final class EventStreamRouter: ChannelDuplexHandler, RemovableChannelHandler {
             state = .finished
             context.write(wrapOutboundOut(.head(response)), promise: nil)
             context.write(wrapOutboundOut(.body(ByteBuffer(bytes: body))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         case .success(let (stream, headers)):
             state = .streaming(stream)
             context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .ok, headerFields: headers))), promise: nil)
@@ -272,7 +273,8 @@ final class EventStreamRouter: ChannelDuplexHandler, RemovableChannelHandler {
         case .streaming(let stream):
             server.liveFeed.close(stream)
             state = .finished
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         case .finished:
             break
         default:

@@ -3,8 +3,8 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// The administrator's JSON API, under `/admin/api/`, for admin tokens only (`403` for the
 /// others):

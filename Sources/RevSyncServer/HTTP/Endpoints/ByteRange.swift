@@ -1,3 +1,5 @@
+import Foundation
+
 /// One `Range: bytes=…` request header, read against a length (RFC 9110 §14).
 enum ByteRange: Equatable {
     /// Not a range this server honours (several ranges, another unit, bad syntax): the whole

@@ -3,8 +3,8 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 import ServiceLifecycle
 
 extension SyncHTTPServer {

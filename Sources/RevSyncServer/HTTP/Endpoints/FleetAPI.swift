@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// `GET /admin/api/devices` and `GET /admin/api/overview`, for admin tokens (or a console
 /// session): every device as the server knows it, and the figures of the console's overview

@@ -1,6 +1,6 @@
 import Hummingbird
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// The query of `GET /admin/api/history`, checked: a record (`entity=E&id=N`) or a device
 /// (`device=NAME`), and the page (`limit`, 1 to 500, default 50; `before`, a revision; for a

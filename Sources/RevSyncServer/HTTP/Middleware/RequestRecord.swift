@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import RevSyncProtocol
 import RevSyncEngine
+import RevSyncProtocol
 
 /// What the routes learn of a request as they serve it (the device of its token, what a sync
 /// claimed, committed and had refused), for ``RequestRecording`` once the response is ready:

@@ -1,0 +1,41 @@
+public import RevSyncProtocol
+
+/// Devices and what they did, read: tokens, roles, users, delivered revisions, activity, traffic,
+/// refusals.
+public protocol DeviceReading: AnyObject {
+    /// The device a token hash belongs to, unless revoked.
+    func device(tokenHash: String) throws -> Device?
+    /// Every device, revoked ones included.
+    func allDevices() throws -> [DeviceRecord]
+    /// The IDs of the devices whose token was revoked.
+    func revokedDevices() throws -> Set<Int64>
+    /// The activity of every device that made a request since it was kept.
+    func deviceActivity() throws -> [Int64: DeviceActivityRecord]
+    /// The requests counted per minute from `minute` on (minutes since 1970), oldest first.
+    func traffic(since minute: Int64) throws -> [TrafficMinute]
+    /// The newest refused change sets of every device, newest first (`device`: of one).
+    func refusals(device: Int64?, limit: Int) throws -> [StoredRefusal]
+}
+
+/// Devices and what they did, written.
+public protocol DeviceWriting: AnyObject {
+    /// Creates a device with a token hash, linked to a record of the schema's users entity if
+    /// `user` is given; returns its ID.
+    func createDevice(name: String, role: Role, user: RecordID?, tokenHash: String) throws -> Int64
+    /// Revokes a device's token; returns whether a device was found.
+    func revokeDevice(id: Int64) throws -> Bool
+    /// Raises the revision delivered to a device to `revision` (never lowers it). It may run
+    /// outside a transaction, as a statement of its own.
+    func recordDelivered(device: Int64, revision: Revision) throws
+    /// Raises the delivered revision of each of `devices` whose delivered revision is at least
+    /// `base` (and whose token stands) to `revision`, in one statement per few hundred
+    /// devices; returns the devices it applies to. The live feed calls it before it sends the
+    /// change sets after `base` to their streams.
+    func recordDelivered(devices: [Int64], revision: Revision, ifAtLeast base: Revision) throws -> Set<Int64>
+    /// Adds what devices did to their activity rows and the counts to their minutes.
+    func recordActivity(_ updates: [DeviceActivityUpdate], traffic: [TrafficMinute]) throws
+    /// Marks devices as holding an open stream until `until` (seconds since 1970; `nil`: not).
+    func recordLive(devices: [Int64], until: Int64?) throws
+    /// Drops the minutes before `minute`.
+    func purgeTraffic(before minute: Int64) throws
+}

@@ -1,0 +1,38 @@
+public import RevSyncProtocol
+
+/// The change log and the revision counter, read.
+public protocol LogReading: AnyObject {
+    /// The revision of the last committed change set (0 for an empty data set).
+    func currentRevision() throws -> Revision
+    /// Revisions at or below this were removed from the change log; older clients need a snapshot.
+    func logFloor() throws -> Revision
+    /// Change log entries with `after < revision <= through`, in revision order.
+    func logEntries(after: Revision, through: Revision) throws -> [LogEntry]
+    /// The same, unless their bodies hold more than `maxBytes` together (`nil` then, without
+    /// reading them).
+    func logEntries(after: Revision, through: Revision, maxBytes: Int) throws -> [LogEntry]?
+    /// The change log entry at `revision`.
+    func logEntry(at revision: Revision) throws -> LogEntry?
+    /// The size in bytes of the change log entry at `revision`, without reading it.
+    func logBodySize(at revision: Revision) throws -> Int?
+    /// When each of `revisions` was committed (seconds since 1970), for those still in the log.
+    func commitTimes(_ revisions: [Revision]) throws -> [Revision: Int64]
+    /// The newest revision committed before `time` (seconds since 1970), among those still in
+    /// the log.
+    func newestRevision(committedBefore time: Int64) throws -> Revision?
+}
+
+/// The change log and the revision counter, written.
+public protocol LogWriting: AnyObject {
+    /// Locks the revision counter until the transaction ends and returns its value.
+    func lockRevision() throws -> Revision
+    /// Sets the revision counter (inside the transaction that locked it).
+    func setRevision(_ revision: Revision) throws
+    func appendLog(_ entry: LogEntry) throws
+    /// Raises the change log's floor (inside the transaction that locked the revision): a
+    /// client older than it gets a snapshot instead of the log.
+    func setLogFloor(_ revision: Revision) throws
+    /// Deletes the log entries after `start` through `end`, with the history (values before)
+    /// they hold and the reverts committed at them. The caller raises the floor first.
+    func pruneLog(after start: Revision, through end: Revision) throws -> (entries: Int, history: Int)
+}

@@ -1,0 +1,24 @@
+public import RevSyncProtocol
+
+/// Exactly once, read: the outcome of every change set a device sent, and the permanent IDs its
+/// temporary IDs got.
+public protocol OutcomeReading: AnyObject {
+    /// The stored outcome of a change set this device already sent, with the digest of its
+    /// content (`nil` for outcomes stored before digests were kept).
+    func outcome(device: Int64, changeSetID: String) throws -> OutcomeRecord?
+    /// Every stored outcome of this device's change sets, by change set `id`.
+    func outcomes(device: Int64) throws -> [String: StoredOutcome]
+    /// The permanent ID the server gave one of this device's temporary IDs.
+    func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping?
+    /// This device's temporary IDs that the change set at `revision` resolved.
+    func mappings(device: Int64, revision: Revision) throws -> [IDMapping]
+}
+
+/// Exactly once, written.
+public protocol OutcomeWriting: AnyObject {
+    /// Keeps a change set's outcome, and the digest of its content (``ChangeSetDigest``).
+    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws
+    func saveMapping(device: Int64, _ mapping: IDMapping) throws
+    /// Deletes outcomes processed before `date` (seconds since 1970).
+    func purgeOutcomes(processedBefore date: Int64) throws -> Int
+}

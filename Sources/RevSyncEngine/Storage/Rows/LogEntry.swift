@@ -1,0 +1,21 @@
+public import RevSyncProtocol
+
+/// One committed change set in the change log.
+public struct LogEntry: Sendable {
+    public var revision: Revision
+    /// The device that authored it.
+    public var device: Int64
+    /// The client's change set `id`, if it sent one.
+    public var changeSetID: String?
+    /// The committed change set (permanent IDs, `revision`, full attributes) as compact JSON.
+    public var body: [UInt8]
+    /// Its compressed forms, when the store keeps it in memory (``RecentLog``).
+    var deflation: LogEntryDeflation?
+
+    public init(revision: Revision, device: Int64, changeSetID: String?, body: [UInt8]) {
+        self.revision = revision
+        self.device = device
+        self.changeSetID = changeSetID
+        self.body = body
+    }
+}

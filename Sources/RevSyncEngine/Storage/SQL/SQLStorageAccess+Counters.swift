@@ -1,0 +1,62 @@
+import Foundation
+import RevSyncProtocol
+
+/// The revision counter, the log floor and the ID counters: read, locked and set (in a group on
+/// PostgreSQL, kept in memory and written once before the commit).
+extension SQLStorageAccess {
+    func currentRevision() throws -> Revision {
+        if let deferred { return deferred.revision }
+        if snapshotReads { return try counter().revision }
+        return try connection.firstRow("SELECT revision FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
+    }
+
+    func logFloor() throws -> Revision {
+        if let deferred { return deferred.floor }
+        if snapshotReads { return try counter().floor }
+        return try connection.firstRow("SELECT log_floor FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
+    }
+
+    /// The revision and the log floor, read together once (a response asks for both).
+    func counter() throws -> (revision: Revision, floor: Revision) {
+        if let counterRow { return counterRow }
+        let row = try connection.firstRow("SELECT revision, log_floor FROM _rs_counter WHERE id = 1")
+        let read = (revision: row?[0].integerValue ?? 0, floor: row?[1].integerValue ?? 0)
+        counterRow = read
+        return read
+    }
+
+    func lockRevision() throws -> Revision {
+        if let deferred { return deferred.revision }
+        return try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
+    }
+
+    func setRevision(_ revision: Revision) throws {
+        if deferred != nil {
+            deferred?.revision = revision
+        } else {
+            try write("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(revision)])
+        }
+        pendingRevision = revision
+    }
+
+    func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
+        if let counters = deferred {
+            var next = counters.nextIDs[entity.name]
+            if next == nil {
+                next = try connection.firstRow("SELECT next_id FROM _rs_ids WHERE entity = ?", [.text(entity.name)])?.first?.integerValue
+            }
+            guard let first = next else { throw StorageError.corrupt("no ID counter for \(entity.name)") }
+            deferred?.nextIDs[entity.name] = first + Int64(count)
+            return RecordID(first)
+        }
+        guard
+            let first = try connection.firstRow(
+                "UPDATE _rs_ids SET next_id = next_id + ? WHERE entity = ? RETURNING next_id - ?",
+                [.integer(Int64(count)), .text(entity.name), .integer(Int64(count))]
+            )?.first?.integerValue
+        else {
+            throw StorageError.corrupt("no ID counter for \(entity.name)")
+        }
+        return RecordID(first)
+    }
+}
