@@ -1,7 +1,7 @@
 import Foundation
 import RevSyncClient
+import RevSyncEngine
 import RevSyncProtocol
-import RevSyncServer
 import RevSyncSimulation
 
 /// Scenario 4: the device's own speed, without the network.
@@ -34,11 +34,17 @@ public struct ClientBenchmark: Sendable {
         let store = try LocalStore.create(
             at: work + "/device.sqlite", schema: .demo,
             server: .init(url: URL(string: "http://replay.invalid")!, token: "replayed"))
-        let synchronizer = Synchronizer(store: store, transport: ReplayTransport(body: response))
+        // The JSON response's apply rate: not the snapshot a new device would start from.
+        var configuration = Synchronizer.Configuration()
+        configuration.startFromSnapshot = false
+        let transport = ReplayTransport(body: response)
+        let synchronizer = Synchronizer(store: store, transport: transport, configuration: configuration)
         var result = Result()
         let start = ContinuousClock.now
         let report = try await synchronizer.sync()
         result.applySeconds = seconds(since: start)
+        let others = transport.others.current
+        guard others.isEmpty else { throw BenchmarkError("the device asked more than the sync: \(others.joined(separator: ", "))") }
         result.records = report.recordsApplied
         guard report.recordsApplied == records else { throw BenchmarkError("applied \(report.recordsApplied) of \(records) records") }
 
@@ -88,8 +94,16 @@ public struct ClientBenchmark: Sendable {
 /// Answers every request with the same recorded server response.
 struct ReplayTransport: SyncTransport {
     let body: [UInt8]
+    /// Requests other than `POST /sync` (none, when the benchmark measures what it says).
+    let others = Locked<[String]>([])
 
+    /// The response to `POST /sync`; any other request is noted and answered `404`, so that a
+    /// benchmark that asks something else fails instead of measuring the wrong answer.
     func send(_ request: TransportRequest) async throws -> TransportResponse {
-        TransportResponse(status: 200, headers: ["Content-Encoding": "gzip", "Content-Type": "application/json"], body: Data(body))
+        guard request.method == "POST", request.url.path.hasSuffix("/sync") else {
+            others.withLock { $0.append("\(request.method) \(request.url.path)") }
+            return TransportResponse(status: 404, headers: ["Content-Type": "application/json"], body: Data())
+        }
+        return TransportResponse(status: 200, headers: ["Content-Encoding": "gzip", "Content-Type": "application/json"], body: Data(body))
     }
 }

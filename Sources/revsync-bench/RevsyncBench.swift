@@ -8,17 +8,16 @@ struct RevsyncBench: AsyncParsableCommand {
     /// Runs the command with a reporter of what it is doing (seeding, warming up, measuring) on
     /// standard error: long runs say where they are, and the table on standard output stays clean.
     static func main() async {
-        await BenchmarkProgress.$reporter.withValue({ step in warn("revsync-bench: \(step)…") }) {
-            do {
-                var command = try parseAsRoot()
-                if var asynchronous = command as? any AsyncParsableCommand {
-                    try await asynchronous.run()
-                } else {
-                    try command.run()
-                }
-            } catch {
-                exit(withError: error)
+        BenchmarkProgress.report { step in warn("revsync-bench: \(step)…") }
+        do {
+            var command = try parseAsRoot()
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
             }
+        } catch {
+            exit(withError: error)
         }
     }
 
