@@ -28,14 +28,18 @@ struct DatabaseOptions: ParsableArguments {
 
     /// Opens the store, or prints why not and exits with 1.
     ///
-    /// - Parameter creating: whether a database that is not there is set up (only `serve`
-    ///   creates one: every other command refuses a database that does not exist, naming it).
-    func open(schema: Schema?, durability: SQLiteStorage.Durability = .full, creating: Bool = false) async throws -> any SyncStorage {
+    /// - Parameters:
+    ///   - creating: whether a database that is not there is set up (`serve`, and `seed
+    ///     --create`: every other command refuses a database that does not exist, naming it).
+    ///   - hint: what to do instead, said after the refusal of a database that is not there.
+    func open(
+        schema: Schema?, durability: SQLiteStorage.Durability = .full, creating: Bool = false, hint: String? = nil
+    ) async throws -> any SyncStorage {
         do {
             return try await location.open(schema: schema, durability: durability, poolSize: poolSize, creating: creating)
         } catch let error as StorageError {
             if case .notSetUp(let why) = error {
-                printError("revsync-server: \(location) is not a RevSync database: \(why)")
+                printError("revsync-server: \(location) is not a RevSync database: \(why)" + (hint.map { " (\($0))" } ?? ""))
             } else {
                 printError("revsync-server: cannot open \(location): \(location.redacting("\(error)"))")
             }

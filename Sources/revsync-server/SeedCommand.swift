@@ -11,7 +11,9 @@ struct SeedCommand: AsyncParsableCommand {
         discussion: """
             Writes the records directly, in one transaction at one new revision, with every \
             reference pointing at a record that exists. Devices that sync afterwards receive \
-            the whole data set as one snapshot. Seeding a database that holds data adds to it.
+            the whole data set as one snapshot. Seeding a database that holds data adds to it. \
+            A database that is not there is refused (a mistyped name is not filled with test \
+            data) unless --create is given.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -28,6 +30,9 @@ struct SeedCommand: AsyncParsableCommand {
     @Option(help: "The random seed: the same seed writes the same data.")
     var seed: UInt64 = 1
 
+    @Flag(help: "Set the database up first if it is not there (a new test database).")
+    var create = false
+
     func validate() throws {
         guard records >= 1 else { throw ValidationError("--records must be 1 or more") }
         guard records <= 100_000_000 else { throw ValidationError("--records must be at most 100,000,000") }
@@ -42,7 +47,8 @@ struct SeedCommand: AsyncParsableCommand {
             printError("revsync-server: cannot seed: \(error)")
             throw ExitCode.failure
         }
-        let storage = try await database.open(schema: schema)
+        let storage = try await database.open(
+            schema: schema, creating: create, hint: "seed --create sets up a new test database")
         let started = ContinuousClock.now
         let summary: DataSeeder.Summary
         do {

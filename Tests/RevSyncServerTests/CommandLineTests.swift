@@ -1,6 +1,8 @@
 import Foundation
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 
@@ -51,7 +53,7 @@ import Testing
                 ["--port", "0", "--database", database, "--log-format", "json", "--admin-token-file", database + ".admin"])
             defer { process.terminate() }
             let port = try #require(Self.port(in: try await process.waitForOutput(containing: "listening on http://127.0.0.1:")))
-            let body = try SyncMessage(maxRevision: 0, changeSets: []).jsonBytes()
+            let body = SyncMessage(maxRevision: 0, changeSets: []).jsonBytes()
             let response = try await RawHTTPClient.send(
                 port: port, method: "POST", path: "/sync",
                 headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
@@ -118,6 +120,25 @@ import Testing
                 #expect(try await storage.withReader { try $0.allDevices() }.isEmpty)
                 try await storage.close()
             }
+        }
+    }
+
+    /// `seed` refuses a database that is not there and says how to make one; `--create` sets
+    /// a new test database up and fills it.
+    @Test func seedCreatesANewDatabaseOnlyWhenAsked() async throws {
+        try await withTestDatabase(.sqlite) { testDatabase in
+            let database = testDatabase.location + ".new.sqlite"
+            let refused = try await ExecutableProcess.run("revsync-server", ["seed", "--database", database, "--records", "50"])
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("seed --create"), "\(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: database))
+            let seeded = try await ExecutableProcess.run(
+                "revsync-server", ["seed", "--create", "--database", database, "--records", "50"])
+            #expect(seeded.status == 0, "\(seeded.stderr)")
+            #expect(seeded.stdout.contains("Seeded 50 records"), "\(seeded.stdout)")
+            let storage = try await StorageLocation(database).open(schema: nil, durability: .normal, poolSize: 1, creating: false)
+            #expect(try await storage.withReader { try $0.currentRevision() } == 1)
+            try await storage.close()
         }
     }
 
