@@ -28,8 +28,47 @@ import Testing
                     resolved.path.hasPrefix(Self.root.path + "/"), "\(page.lastPathComponent) links outside the repository: \(target)")
                 #expect(
                     FileManager.default.fileExists(atPath: resolved.path), "\(page.lastPathComponent) links to a missing file: \(target)")
+                if let fragment = match.output.2, target.hasSuffix(".md"),
+                    let linked = try? String(contentsOf: resolved, encoding: .utf8)
+                {
+                    let anchor = String(fragment.dropFirst())
+                    #expect(
+                        Self.anchors(of: linked).contains(anchor),
+                        "\(page.lastPathComponent) links to \(target)#\(anchor), a heading it does not have")
+                }
             }
         }
+    }
+
+    @Test func everyLinkWithinAPageFindsItsHeading() throws {
+        for page in Self.pages {
+            let text = try String(contentsOf: page, encoding: .utf8)
+            let anchors = Self.anchors(of: text)
+            for match in text.matches(of: /\]\(#([^)\s]+)\)/) {
+                #expect(
+                    anchors.contains(String(match.output.1)),
+                    "\(page.lastPathComponent) links to #\(match.output.1), a heading it does not have")
+            }
+        }
+    }
+
+    /// The anchors GitHub makes of a page's headings: lowercased, punctuation but `-` and `_`
+    /// dropped, spaces made hyphens (code blocks left out).
+    static func anchors(of markdown: String) -> Set<String> {
+        var anchors = Set<String>()
+        var inCode = false
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") { inCode.toggle() }
+            guard !inCode, line.hasPrefix("#") else { continue }
+            let title = line.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces)
+            let slug = title.lowercased().unicodeScalars.compactMap { scalar -> Character? in
+                if scalar == " " { return "-" }
+                if scalar == "-" || scalar == "_" || CharacterSet.alphanumerics.contains(scalar) { return Character(scalar) }
+                return nil
+            }
+            anchors.insert(String(slug))
+        }
+        return anchors
     }
 
     @Test func everySourceFileTheArchitecturePageNamesExists() throws {
