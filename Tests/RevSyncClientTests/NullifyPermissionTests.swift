@@ -11,25 +11,10 @@ import Testing
 /// it is, by the reference's `write` rule and the record before and after. Refused locally,
 /// nothing changes in the store and nothing is queued.
 @Suite struct NullifyPermissionTests {
-    static let schema = try! Schema(
-        json: Array(
-            #"""
-            {"version": 1, "users": "people",
-             "entities": {
-              "people": {"attributes": {"name": {"type": "text"}}},
-              "categories": {"attributes": {"name": {"type": "text"}, "owner_id": {"type": "reference", "target": "people", "onDelete": "nullify"}},
-                "permissions": {"delete": [{"role": "*", "where": {"owner_id": "$user"}}]}},
-              "items": {"attributes": {"name": {"type": "text"},
-                  "category_id": {"type": "reference", "target": "categories", "onDelete": "nullify", "write": ["admin"]}}},
-              "shelves": {"attributes": {"category_id": {"type": "reference", "target": "categories", "onDelete": "nullify"}},
-                "permissions": {"update": [{"role": "*", "where": {"category_id.owner_id": "$user"}}]}}
-             }}
-            """#.utf8))
-
     @Test(arguments: StoreKind.all)
     func aDeviceRefusesANullifyItsRulesForbid(store: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer(store: store, schema: Self.schema) { server in
+            try await withLiveServer(store: store, schema: .nullifyCatalogue) { server in
                 let admin = try await server.device("admin", role: .admin)
                 let ann = try await admin.create("people", ["name": "Ann"]).id
                 let category = try await admin.create("categories", ["name": "Tools", "owner_id": .integer(ann.rawValue)]).id

@@ -342,29 +342,12 @@ import Testing
         }
     }
 
-    /// A schema where a delete's `nullify` reaches what its rules protect: an item's category is
-    /// an admin's to set (`write`), and an item is updated by the owner of its category.
-    static let catalogue = try! Schema(
-        json: Array(
-            #"""
-            {"version": 1, "users": "people",
-             "entities": {
-              "people": {"attributes": {"name": {"type": "text"}}},
-              "categories": {"attributes": {"name": {"type": "text"}, "owner_id": {"type": "reference", "target": "people", "onDelete": "nullify"}},
-                "permissions": {"delete": [{"role": "*", "where": {"owner_id": "$user"}}]}},
-              "items": {"attributes": {"name": {"type": "text"},
-                  "category_id": {"type": "reference", "target": "categories", "onDelete": "nullify", "write": ["admin"]}}},
-              "shelves": {"attributes": {"category_id": {"type": "reference", "target": "categories", "onDelete": "nullify"}},
-                "permissions": {"update": [{"role": "*", "where": {"category_id.owner_id": "$user"}}]}}
-             }}
-            """#.utf8))
-
     /// A delete's `nullify` is judged as the update it is: the reference's `write` rule (a
     /// member may not clear an admin's `category_id`, by delete any more than by update), and the
     /// record before and after (a nullification may not move a record out of the deleter's reach).
     @Test(arguments: StoreKind.all)
     func aNullifyIsJudgedAsTheUpdateItIs(store: StoreKind) async throws {
-        try await withSyncEngine(store: store, schema: Self.catalogue) { server in
+        try await withSyncEngine(store: store, schema: .nullifyCatalogue) { server in
             let admin = try await server.device("admin", role: .admin)
             let ann = try await admin.create("people", ["name": "Ann"]).id
             let member = try await server.device("ann", user: ann)
