@@ -177,13 +177,13 @@ public struct SyncEngine: Sendable {
         // again. So their writes are checked together (on PostgreSQL at the request's end, or
         // at the group's commit), not one change set at a time.
         let outcomes = try writer.transaction { try processor.process(request.changeSets, digests: digests) }
-        if continues, let response = try answerOnWriter(request, device, outcomes, schema: schema, writer) {
+        let now = try writer.currentRevision()
+        if continues, let response = try answerOnWriter(request, device, outcomes, now: now, schema: schema, writer) {
             return .response(response)
         }
         // The reader answers up to `now` (a snapshot may go further; that is recorded
         // after it is built). A device whose claim is not covered gets a snapshot.
         guard continues else { return .outcomes(device, outcomes, recorded: device.deliveredRevision, continues: false) }
-        let now = try writer.currentRevision()
         if now > device.deliveredRevision { try writer.recordDelivered(device: device.id, revision: now) }
         return .outcomes(device, outcomes, recorded: max(now, device.deliveredRevision), continues: true)
     }
@@ -194,10 +194,9 @@ public struct SyncEngine: Sendable {
     /// readers build it in parallel (nil). A long catch-up or a snapshot is built by a reader,
     /// so that it does not hold up writers.
     private static func answerOnWriter(
-        _ request: SyncMessage, _ device: Device, _ outcomes: [ChangeSetOutcome], schema: Schema,
+        _ request: SyncMessage, _ device: Device, _ outcomes: [ChangeSetOutcome], now: Revision, schema: Schema,
         _ writer: any StorageWriter
     ) throws -> SyncResponse? {
-        let now = try writer.currentRevision()
         guard now - request.maxRevision <= writerResponseLimit, request.maxRevision > 0,
             request.maxRevision >= (try writer.logFloor()),
             writer.readsLogCheaply(after: request.maxRevision, through: now)
