@@ -47,7 +47,8 @@ extension ConsoleController {
     private func deviceRow(_ row: FleetReport.Row, report: FleetReport) -> DevicesPage.Row {
         let neverSynced = row.currency == .neverSynced
         return DevicesPage.Row(
-            id: row.device.id, name: row.device.name, user: Self.userName(row.device.user, report: report), role: row.device.role.rawValue,
+            id: row.device.id, name: row.device.name, user: Self.userName(row.device.user, names: report.userNames),
+            role: row.device.role.rawValue,
             lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now), revision: neverSynced ? "–" : String(row.revision),
             behind: neverSynced ? "never synced" : String(row.behind), behindTime: row.behindSeconds.map(ConsoleFormat.duration) ?? "",
             pending: row.activity?.pending.map(String.init) ?? "", live: row.live, clientVersion: row.activity?.clientVersion ?? "",
@@ -57,13 +58,13 @@ extension ConsoleController {
     }
 
     /// A device's user as a person reads it: the user's name, else `user 7`.
-    static func userName(_ user: RecordID?, report: FleetReport) -> String? {
-        user.map { report.userNames[$0] ?? "user \($0.rawValue)" }
+    static func userName(_ user: RecordID?, names: [RecordID: String]) -> String? {
+        user.map { names[$0] ?? "user \($0.rawValue)" }
     }
 
     private static func ordered(_ first: FleetReport.Row, _ second: FleetReport.Row, by key: String, names: [RecordID: String]) -> Bool {
         func compare<T: Comparable>(_ a: T, _ b: T) -> Bool { a == b ? first.device.id < second.device.id : a < b }
-        func user(_ row: FleetReport.Row) -> String { row.device.user.map { names[$0] ?? "user \($0.rawValue)" } ?? "" }
+        func user(_ row: FleetReport.Row) -> String { userName(row.device.user, names: names) ?? "" }
         switch key {
         case "user": return compare(user(first).lowercased(), user(second).lowercased())
         case "role": return compare(first.device.role.rawValue, second.device.role.rawValue)
@@ -131,7 +132,8 @@ extension ConsoleController {
             }
         let page = DevicePage(
             title: row.device.name, chrome: chrome(context, .devices), id: id, name: row.device.name, role: row.device.role.rawValue,
-            user: Self.userName(row.device.user, report: report), lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now),
+            user: Self.userName(row.device.user, names: report.userNames),
+            lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now),
             revision: row.currency == .neverSynced ? "–" : String(row.revision), state: state,
             pending: row.activity?.pending.map(String.init) ?? "unknown", live: row.live,
             clientVersion: row.activity?.clientVersion ?? "unknown",

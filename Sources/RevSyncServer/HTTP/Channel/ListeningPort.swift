@@ -5,7 +5,6 @@ import NIOCore
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import RevSyncEngine
 #endif
 
 /// The server's port is taken: said as an operator reads it, never as a raw `bind(2)` error.

@@ -56,28 +56,30 @@ extension SyncHTTPServer {
             writer.writeString(entity)
             writer.writeRaw(",\"id\":")
             writer.writeInteger(id.rawValue)
-            writer.writeRaw(",\"changes\":[")
-            for (index, change) in page.items.enumerated() {
-                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                write(change, into: &writer)
-            }
-            writer.writeRaw("],\"next\":")
-            writeOptional(page.next, into: &writer)
-            writer.writeRaw("}")
+            writer.writeRaw(",\"changes\":")
+            writeItems(of: page, into: &writer, write)
         case .device(let name):
             let page = try await history.changeSets(deviceNamed: name, before: query.before, limit: query.limit, records: query.records)
             writer.writeRaw("{\"device\":")
             writer.writeString(name)
-            writer.writeRaw(",\"changeSets\":[")
-            for (index, changeSet) in page.items.enumerated() {
-                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                write(changeSet, into: &writer)
-            }
-            writer.writeRaw("],\"next\":")
-            writeOptional(page.next, into: &writer)
-            writer.writeRaw("}")
+            writer.writeRaw(",\"changeSets\":")
+            writeItems(of: page, into: &writer, write)
         }
         return compression.jsonResponse(writer.bytes, for: request)
+    }
+
+    /// A page's items as a JSON array, then its `next` and the end of the object around them.
+    private func writeItems<Item>(
+        of page: RecordHistory.Page<Item>, into writer: inout JSONWriter, _ write: (Item, inout JSONWriter) -> Void
+    ) {
+        writer.writeByte(UInt8(ascii: "["))
+        for (index, item) in page.items.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            write(item, &writer)
+        }
+        writer.writeRaw("],\"next\":")
+        writeOptional(page.next, into: &writer)
+        writer.writeRaw("}")
     }
 
     func adminRevert(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
