@@ -3,7 +3,7 @@ public import RevSyncProtocol
 
 /// Reads inside one consistent view of the local store.
 ///
-/// Given to the closures of ``LocalStore/read(_:)`` and ``LocalStore/observe(_:)``, and
+/// Given to the closures of ``LocalStore/read(_:)`` and `LocalStore.observe(_:)`, and
 /// available in a ``WriteTransaction`` (where it sees the transaction's own writes). IDs may be
 /// temporary IDs the server has since replaced: they are looked up under their permanent ID.
 ///

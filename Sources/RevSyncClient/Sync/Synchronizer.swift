@@ -56,8 +56,11 @@ public actor Synchronizer {
     var isLive = false
 
     /// - Parameters:
+    ///   - store: the local store this synchronizer syncs.
     ///   - server: where to sync; the server remembered in the store if `nil`.
     ///   - transport: how requests travel; URLSession by default.
+    ///   - configuration: retries, the response size limit, whether a first sync starts from
+    ///     the server's snapshot.
     ///   - sleep: how to wait between retries (tests pass one that records the waits).
     public init(
         store: LocalStore,

@@ -76,7 +76,9 @@ public struct URLSessionTransport: SyncTransport {
     private let session: URLSession
     private let timeout: TimeInterval
 
-    /// - Parameter timeout: how long to wait for a response before giving up (and retrying).
+    /// - Parameters:
+    ///   - session: the URLSession requests go through (an ephemeral one by default).
+    ///   - timeout: how long to wait for a response before giving up (and retrying).
     public init(session: URLSession = URLSession(configuration: .ephemeral), timeout: TimeInterval = 60) {
         self.session = session
         self.timeout = timeout
