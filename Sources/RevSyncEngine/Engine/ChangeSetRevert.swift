@@ -41,8 +41,9 @@ public struct ChangeSetRevert: Sendable {
         case notFound(String)
         /// Several devices used this change set `id`: name the revision.
         case ambiguous(String, [Revision])
-        /// Later change sets touched the same records: revert them first.
-        case laterChanges([Revision], String)
+        /// Later change sets touched the same records: revert them first. The message, if any,
+        /// says what they did to them.
+        case laterChanges([Revision], String?)
         case impossible(String)
 
         public var description: String {
@@ -51,7 +52,8 @@ public struct ChangeSetRevert: Sendable {
             case .ambiguous(let id, let revisions):
                 "change set \(id) was committed at revisions \(revisions.map(String.init).joined(separator: ", ")); revert by revision"
             case .laterChanges(let revisions, let message):
-                "\(message); later change sets touched the same records: revision\(revisions.count == 1 ? "" : "s") \(revisions.map(String.init).joined(separator: ", ")) (revert them first)"
+                (message.map { "\($0); " } ?? "")
+                    + "later change sets touched the same records: revision\(revisions.count == 1 ? "" : "s") \(revisions.map(String.init).joined(separator: ", ")) (revert them first)"
             }
         }
     }
@@ -177,7 +179,7 @@ public struct ChangeSetRevert: Sendable {
         for entry in entries {
             later.formUnion(try reader.laterChanges(entity: entry.entity, id: entry.id, after: reverted).filter { !cancelled.contains($0) })
         }
-        guard later.isEmpty else { throw Refusal.laterChanges(later.sorted(), "revision \(reverted) cannot be reverted") }
+        guard later.isEmpty else { throw Refusal.laterChanges(later.sorted(), nil) }
         return entries
     }
 
