@@ -103,6 +103,11 @@ extension Schema {
                 writer.writeString(summary)
                 writer.writeByte(UInt8(ascii: ","))
             }
+            if let swiftName = entity.swiftName {
+                writer.writeKey("swiftName")
+                writer.writeString(swiftName)
+                writer.writeByte(UInt8(ascii: ","))
+            }
             writer.writeRaw("\"attributes\":{")
             for (attributeIndex, attribute) in entity.attributes.enumerated() {
                 if attributeIndex > 0 { writer.writeByte(UInt8(ascii: ",")) }
@@ -186,6 +191,7 @@ private enum SchemaFileReader {
         var attributes: [Attribute]?
         var summary: String?
         var permissions: EntityPermissions?
+        var swiftName: String?
         for (key, member) in try object(value, path: path) {
             switch key {
             case "attributes":
@@ -196,12 +202,15 @@ private enum SchemaFileReader {
                 summary = try string(member, path: "\(path).description")
             case "permissions":
                 permissions = try self.permissions(member, path: "\(path).permissions")
+            case "swiftName":
+                swiftName = try string(member, path: "\(path).swiftName")
             default:
-                throw SchemaError("unknown key \"\(key)\" (expected attributes, permissions, description)", path: "\(path).\(key)")
+                throw SchemaError(
+                    "unknown key \"\(key)\" (expected attributes, permissions, description, swiftName)", path: "\(path).\(key)")
             }
         }
         guard let attributes else { throw SchemaError("missing \"attributes\"", path: path) }
-        return try Entity(name: name, attributes: attributes, summary: summary, permissions: permissions)
+        return try Entity(name: name, attributes: attributes, summary: summary, permissions: permissions, swiftName: swiftName)
     }
 
     static func roles(_ value: JSONValue, path: String) throws(SchemaError) -> [Role] {

@@ -185,14 +185,22 @@ public struct Entity: Sendable, Hashable {
     public let summary: String?
     /// Who may create, update and delete its records; `nil`: every role but `viewer`.
     public let permissions: EntityPermissions?
+    /// The name of the Swift type `revsync generate swift` writes for it, when the schema
+    /// overrides the one derived from ``name`` (`team_players` → `TeamPlayer`).
+    public let swiftName: String?
     private let attributeIndex: [String: Int]
 
     /// Creates an entity, checking its attribute names.
     public init(
-        name: String, attributes: [Attribute], summary: String? = nil, permissions: EntityPermissions? = nil
+        name: String, attributes: [Attribute], summary: String? = nil, permissions: EntityPermissions? = nil,
+        swiftName: String? = nil
     )
         throws(SchemaError)
     {
+        if let swiftName, !Names.isSwiftTypeName(swiftName) {
+            throw SchemaError(
+                "\"\(swiftName)\" is not a Swift type name (^[A-Z][A-Za-z0-9_]{0,62}$)", path: "entities.\(name).swiftName")
+        }
         var index: [String: Int] = [:]
         for (position, attribute) in attributes.enumerated() {
             let path = "entities.\(name).attributes.\(attribute.name)"
@@ -210,6 +218,7 @@ public struct Entity: Sendable, Hashable {
         self.attributes = attributes
         self.summary = summary
         self.permissions = permissions
+        self.swiftName = swiftName
         self.attributeIndex = index
     }
 

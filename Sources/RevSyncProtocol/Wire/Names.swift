@@ -13,6 +13,15 @@ public enum Names {
         return utf8.dropFirst().allSatisfy { isLowercaseLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }
     }
 
+    /// Whether `name` can be the Swift type name of an entity: `^[A-Z][A-Za-z0-9_]{0,62}$`.
+    public static func isSwiftTypeName(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        guard let first = utf8.first, utf8.count <= 63, (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(first) else { return false }
+        return utf8.dropFirst().allSatisfy {
+            isLowercaseLetter($0) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || isDigit($0) || $0 == UInt8(ascii: "_")
+        }
+    }
+
     /// Whether `id` can be a change set `id`: 1 to 200 characters, none of them a control
     /// character. Clients of this project send UUIDs; other clients may send any such key.
     public static func isChangeSetID(_ id: String) -> Bool {
