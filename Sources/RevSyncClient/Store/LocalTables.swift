@@ -141,26 +141,9 @@ struct LocalTables {
         }
     }
 
-    /// What deleting a record did under the schema's delete rules.
-    /// Deletes a record and applies the delete rules (the planner the server uses too):
-    /// cascades, nullifies, and refuses when a `deny` rule holds.
-    ///
-    /// - Parameters:
-    ///   - enforcingDeny: `false` to plan a delete that `deny` would refuse: it then returns
-    ///     `nil` and changes nothing.
-    ///   - check: called with the plan before anything is deleted; what it throws stops the delete.
-    func deleteWithRules(
-        _ entity: Entity, id: RecordID, enforcingDeny: Bool = true, check: (DeletePlan<RecordID>) throws -> Void = { _ in }
-    ) throws -> DeleteResult? {
-        let plan = try DeletePlan<RecordID>(schema: schema, deleting: [(entity, id)]) { reference, _, parent in
-            try children(of: parent, via: reference)
-        }
-        if let denial = plan.denials.first {
-            guard enforcingDeny else { return nil }
-            throw LocalStoreError(
-                .deleteDenied, "\(denial.parentReference) cannot be deleted while \(denial.child) references it (delete rule deny)")
-        }
-        try check(plan)
+    /// Carries out a delete plan (see ``WriteRules/planDelete(_:id:values:)``): deletes what it
+    /// removes, sets to null what it nullifies.
+    func carryOut(_ plan: DeletePlan<RecordID>) throws -> DeleteResult {
         var deletion = DeleteResult()
         for removal in plan.deleted {
             try delete(removal.entity, id: removal.record)

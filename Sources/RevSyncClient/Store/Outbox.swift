@@ -45,6 +45,32 @@ struct Outbox {
         for id in ids { try statement.execute(arguments: [id]) }
     }
 
+    /// Drops queued change sets that only create and change `records`, all of them temporary
+    /// records never sent, so that creating and deleting them leaves nothing to send; returns
+    /// whether it did.
+    ///
+    /// Only where it cannot change any outcome: every queued change set naming one of the
+    /// records must be unsent and name nothing else, and every record must have been created
+    /// by one of them or by the transaction deleting it (`createdHere`); otherwise nothing is
+    /// dropped and the delete is sent like any other.
+    func dropUnsentCreation(
+        of records: Set<RecordReference>, schema: Schema, createdHere: (RecordReference) -> Bool
+    ) throws -> Bool {
+        guard records.allSatisfy({ $0.id.isTemporary }) else { return false }
+        var dropped: [Int64] = []
+        var createdInQueue: Set<RecordReference> = []
+        for entry in try entries() where entry.changeSet.mentions(records, schema: schema) {
+            guard !entry.sent, entry.changeSet.listedRecords.isSubset(of: records) else { return false }
+            dropped.append(entry.position)
+            for changes in entry.changeSet.changes {
+                for id in changes.create { createdInQueue.insert(RecordReference(entity: changes.entity, id: id)) }
+            }
+        }
+        guard records.allSatisfy({ createdInQueue.contains($0) || createdHere($0) }) else { return false }
+        try remove(positions: dropped)
+        return true
+    }
+
     func remove(positions: [Int64]) throws {
         let statement = try db.cachedStatement(sql: "DELETE FROM _rs_outbox WHERE position = ?")
         for position in positions { try statement.execute(arguments: [position]) }

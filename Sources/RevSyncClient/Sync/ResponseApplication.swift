@@ -195,7 +195,10 @@ final class ResponseApplication {
                 for id in changes.delete where try tables.record(entity, id: id) != nil {
                     // A delete the rules now forbid (someone added a `deny` child) stays visible
                     // until the server refuses it.
-                    _ = try tables.deleteWithRules(entity, id: id, enforcingDeny: false)
+                    let plan = try DeletePlan<RecordID>(schema: schema, deleting: [(entity, id)]) { reference, _, parent in
+                        try tables.children(of: parent, via: reference)
+                    }
+                    if plan.denials.isEmpty { _ = try tables.carryOut(plan) }
                 }
             }
         }
