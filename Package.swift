@@ -113,7 +113,15 @@ let package = Package(
                 "RevSyncProtocol",
                 "RevSyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // The demo schema's Swift types, as `revsync generate swift` writes them: for the
+        // tests and benchmarks of the typed API (a test keeps the file current).
+        .target(
+            name: "RevSyncDemoRecords",
+            dependencies: ["RevSyncClient", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -135,7 +143,7 @@ let package = Package(
         ),
         .target(
             name: "RevSyncBenchmarks",
-            dependencies: ["RevSyncSimulation", "RevSyncClient", "RevSyncEngine", "RevSyncProtocol"],
+            dependencies: ["RevSyncSimulation", "RevSyncClient", "RevSyncDemoRecords", "RevSyncEngine", "RevSyncProtocol"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -200,7 +208,7 @@ let package = Package(
             name: "RevSyncClientTests",
             dependencies: [
                 "RevSyncClient", "RevSyncServer", "RevSyncEngine", "RevSyncProtocol", "RevSyncSQLite", "RevSyncTestSupport",
-                "RevSyncServerTestSupport",
+                "RevSyncServerTestSupport", "RevSyncDemoRecords",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings

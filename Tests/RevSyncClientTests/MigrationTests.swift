@@ -18,7 +18,7 @@ import Testing
 
             let broken =
                 StoreMigrations.all + [
-                    StoreMigration(version: 2, name: "add a column, then fail") { db in
+                    StoreMigration(version: StoreMigrations.latest + 1, name: "add a column, then fail") { db in
                         try db.execute(sql: "ALTER TABLE _rs_state ADD COLUMN note TEXT")
                         try db.execute(sql: "INSERT INTO no_such_table VALUES (1)")
                     }
@@ -27,14 +27,15 @@ import Testing
                 try LocalStore.open(at: path, migrations: broken)
             } throws: { error in
                 guard let error = error as? LocalStoreError, error.code == .migrationFailed else { return false }
-                return error.message.contains("migration 2 (add a column, then fail)") && error.message.contains("no_such_table")
+                return error.message.contains("migration \(StoreMigrations.latest + 1) (add a column, then fail)")
+                    && error.message.contains("no_such_table")
             }
-            // Untouched: still version 1, no new column, the data and the outbox intact.
+            // Untouched: still the latest released version, no new column, the data and the outbox intact.
             let queue = try DatabaseQueue(path: path)
             let (version, columns) = try await queue.read { db in
                 (try Int.fetchOne(db, sql: "PRAGMA user_version"), try db.columns(in: "_rs_state").map(\.name))
             }
-            #expect(version == 1)
+            #expect(version == StoreMigrations.latest)
             #expect(columns == ["key", "value"])
             try queue.close()
             let reopened = try LocalStore.open(at: path)
@@ -50,11 +51,11 @@ import Testing
             let counter = LockedCounter()
             let migrations =
                 StoreMigrations.all + [
-                    StoreMigration(version: 2, name: "second") { db in
+                    StoreMigration(version: StoreMigrations.latest + 1, name: "second") { db in
                         counter.add()
                         try db.execute(sql: "CREATE TABLE _rs_test (a)")
                     },
-                    StoreMigration(version: 3, name: "third") { db in
+                    StoreMigration(version: StoreMigrations.latest + 2, name: "third") { db in
                         counter.add()
                         try db.execute(sql: "INSERT INTO _rs_test VALUES (3)")
                     },

@@ -79,7 +79,7 @@ extension LocalStore {
             }
         }
         let store = try open(at: candidate)
-        try store.pool.write { db in
+        try store.ownWriteNow { db in
             let state = StoreState(db: db)
             try state.set(.serverURL, server?.url.absoluteString)
             try state.set(.token, server?.token)

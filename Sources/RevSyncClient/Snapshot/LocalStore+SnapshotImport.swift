@@ -30,7 +30,7 @@ extension LocalStore {
     /// - Returns: whether it imported.
     func importSnapshot(at file: String) async throws -> Bool {
         let schema = self.schema
-        return try await pool.writeWithoutTransaction { db in
+        return try await ownWriteWithoutTransaction { db in
             try db.execute(sql: "ATTACH DATABASE ? AS snapshot", arguments: [file])
             defer { try? db.execute(sql: "DETACH DATABASE snapshot") }
             var imported = false

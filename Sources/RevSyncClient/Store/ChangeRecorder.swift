@@ -47,9 +47,14 @@ struct ChangeRecorder {
         }
     }
 
-    private let id = UUID().uuidString
+    private let id: String
     private var entityOrder: [String] = []
     private var entities: [String: Recorded] = [:]
+
+    /// - Parameter id: the change set's ID; a new UUID by default.
+    init(id: String = UUID().uuidString) {
+        self.id = id
+    }
 
     var isEmpty: Bool { entities.values.allSatisfy { $0.kinds.isEmpty } }
 

@@ -1,5 +1,5 @@
 public import Foundation
-import GRDB
+public import GRDB
 public import RevSyncProtocol
 import RevSyncSQLite
 
@@ -47,14 +47,58 @@ public final class LocalStore: Sendable {
     private let currentSchema: Locked<Schema>
     /// Told after every local write that queued a change set (for the live mode).
     let localChanges = Broadcaster<Void>(keeping: 1)
+    /// Turns the app's own GRDB writes into change sets.
+    let capture: WriteCapture
 
     /// The schema the local tables follow.
     public var schema: Schema { currentSchema.current }
 
-    private init(path: String, pool: DatabasePool, schema: Schema) {
+    /// The store's database, for plain GRDB code: records, the query interface, raw SQL,
+    /// `ValueObservation`.
+    ///
+    /// Every write transaction on it becomes one change set in the outbox, in the same
+    /// transaction, exactly as ``write(_:)`` does: new records get temporary IDs, the schema's
+    /// delete rules apply, and what the store can tell the server would refuse throws a
+    /// ``LocalStoreError`` at commit and rolls the whole transaction back. Reads see the data
+    /// as the last sync and the app's writes left it. See <doc:TypedRecords>.
+    ///
+    /// ```swift
+    /// try await store.database.write { db in
+    ///     var team = Team(name: "U12")
+    ///     try team.insert(db)                                // team.id is a temporary ID
+    ///     try Player(firstName: "Ana", teamID: team.id).insert(db)
+    /// }
+    /// ```
+    public var database: any DatabaseWriter { pool }
+
+    private init(path: String, pool: DatabasePool, schema: Schema) throws {
         self.path = path
         self.pool = pool
-        self.currentSchema = Locked(schema)
+        let currentSchema = Locked(schema)
+        self.currentSchema = currentSchema
+        let localChanges = self.localChanges
+        capture = WriteCapture(schema: { currentSchema.current }, folded: { localChanges.emit() })
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA recursive_triggers = ON")
+            try capture.install(in: db)
+            // Transactions whose change sets were not queued when the process stopped.
+            try capture.suspended { try CaptureFold.fold(in: db, schema: schema) }
+        }
+    }
+
+    /// RevSync's own writes (syncs, snapshots, ``write(_:)``): never captured as the app's.
+    func ownWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await pool.write { db in try self.capture.suspended { try body(db) } }
+    }
+
+    /// RevSync's own writes, from synchronous code.
+    func ownWriteNow<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.write { db in try capture.suspended { try body(db) } }
+    }
+
+    /// RevSync's own writes that manage their transactions themselves.
+    func ownWriteWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await pool.writeWithoutTransaction { db in try self.capture.suspended { try body(db) } }
     }
 
     // MARK: Opening
@@ -70,7 +114,7 @@ public final class LocalStore: Sendable {
             try state.set(.serverURL, server?.url.absoluteString)
             try state.set(.token, server?.token)
         }
-        return LocalStore(path: path, pool: pool, schema: schema)
+        return try LocalStore(path: path, pool: pool, schema: schema)
     }
 
     /// Opens an existing store, running any migrations it needs first.
@@ -100,7 +144,7 @@ public final class LocalStore: Sendable {
         guard isStore else { throw LocalStoreError(.notAStore, "\(path) is not a RevSync store") }
         try LocalStoreError.reporting { try StoreMigrations.run(migrations, in: pool) }
         let schema = try pool.read { db in try StoreState(db: db).schema() }
-        return LocalStore(path: path, pool: pool, schema: schema)
+        return try LocalStore(path: path, pool: pool, schema: schema)
     }
 
     /// Closes the database; the store cannot be used afterwards.
@@ -122,7 +166,7 @@ public final class LocalStore: Sendable {
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let schema = self.schema
-        let result = try await pool.write { db in
+        let result = try await ownWrite { db in
             let transaction = WriteTransaction(db: db, schema: schema, actor: try StoreState(db: db).actor)
             let result = try body(transaction)
             if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet) }
@@ -151,7 +195,7 @@ public final class LocalStore: Sendable {
     }
 
     public func setServer(_ server: ServerConnection?) async throws {
-        try await pool.write { db in
+        try await ownWrite { db in
             let state = StoreState(db: db)
             try state.set(.serverURL, server?.url.absoluteString)
             try state.set(.token, server?.token)
@@ -182,7 +226,7 @@ public final class LocalStore: Sendable {
     /// Marks a journal entry as seen; returns whether an undismissed entry had that ID.
     @discardableResult
     public func dismissConflict(_ id: Int64) async throws -> Bool {
-        try await pool.write { db in try ConflictJournal(db: db).dismiss(id) }
+        try await ownWrite { db in try ConflictJournal(db: db).dismiss(id) }
     }
 
     /// The device's role and user, as the server last said (`nil` until it said: set up with
@@ -194,7 +238,7 @@ public final class LocalStore: Sendable {
 
     /// Remembers the device's role and user.
     func setActor(_ actor: Actor) async throws {
-        try await pool.write { db in try StoreState(db: db).setActor(actor) }
+        try await ownWrite { db in try StoreState(db: db).setActor(actor) }
     }
 
     /// The permanent ID the server gave a temporary ID, if known.
@@ -209,7 +253,17 @@ public final class LocalStore: Sendable {
     ///
     /// - Throws: ``LocalStoreError`` `schemaMismatch` (nothing changed).
     public func upgrade(to schema: Schema) async throws {
-        try await pool.write { db in
+        let previous = self.schema
+        do {
+            try await followSchema(schema)
+        } catch {
+            currentSchema.withLock { $0 = previous }
+            throw error
+        }
+    }
+
+    private func followSchema(_ schema: Schema) async throws {
+        try await ownWrite { db in
             let stored = try StoreState(db: db).schema()
             let upgrade: SchemaUpgrade
             do {
@@ -228,7 +282,8 @@ public final class LocalStore: Sendable {
                 for statement in statements { try db.execute(sql: statement) }
             }
             try StoreState(db: db).set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
+            self.currentSchema.withLock { $0 = schema }
+            try self.capture.installTriggers(in: db)
         }
-        currentSchema.withLock { $0 = schema }
     }
 }

@@ -31,6 +31,8 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let corrupt = Code(rawValue: "corrupt")
         /// A snapshot of another server's data set.
         public static let wrongDataset = Code(rawValue: "wrong_dataset")
+        /// A write to one of the store's own tables (`_rs_…`), which only RevSync writes.
+        public static let storeTable = Code(rawValue: "store_table")
         /// The store holds change sets the server has not answered yet.
         public static let pendingChanges = Code(rawValue: "pending_changes")
     }

@@ -22,7 +22,7 @@ extension LocalStore {
         _ json: [UInt8], overwritten: @escaping @Sendable ([RecordReference]) -> Void
     ) async throws -> SyncReport? {
         let schema = self.schema
-        return try await pool.write { db in
+        return try await ownWrite { db in
             let state = StoreState(db: db)
             var expected = try state.maxRevision + 1
             let request = PreparedRequest(
@@ -50,12 +50,12 @@ extension LocalStore {
     /// Remembers why a sync failed, for ``status()`` (and `revsync status` in another process);
     /// `nil` forgets it (the connection works again).
     func recordSyncFailure(_ message: String?) async {
-        _ = try? await pool.write { db in try StoreState(db: db).set(.lastError, message.map { String($0.prefix(1000)) }) }
+        _ = try? await ownWrite { db in try StoreState(db: db).set(.lastError, message.map { String($0.prefix(1000)) }) }
     }
 
     /// Remembers the live mode's state and the process running it, for `revsync status`.
     func recordLiveState(_ state: SyncStatus.State?) async {
-        _ = try? await pool.write { db in
+        _ = try? await ownWrite { db in
             let stored = StoreState(db: db)
             try stored.set(.liveState, state?.rawValue)
             try stored.set(.liveProcess, state == nil ? nil : String(ProcessInfo.processInfo.processIdentifier))

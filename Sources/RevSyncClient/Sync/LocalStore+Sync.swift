@@ -44,7 +44,7 @@ extension LocalStore {
     /// sent: from now on they are never changed locally.
     func prepareRequest(maxRecords: Int) async throws -> PreparedRequest {
         let schema = self.schema
-        return try await pool.write { db in
+        return try await ownWrite { db in
             let idMap = IDMap(db: db)
             var changeSets: [ChangeSet] = []
             var records = 0
@@ -86,7 +86,7 @@ extension LocalStore {
         stageHook: (@Sendable (SyncStage) -> Void)?
     ) async throws -> SyncReport {
         let schema = self.schema
-        return try await pool.write { db in
+        return try await ownWrite { db in
             let application = try ResponseApplication(db: db, schema: schema, request: request, lenient: lenient)
             let maxRevision =
                 switch body {

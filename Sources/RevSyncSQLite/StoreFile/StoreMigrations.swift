@@ -42,8 +42,36 @@ package enum StoreMigrations {
                         received_at REAL NOT NULL,
                         dismissed_at REAL);
                     """)
-        }
+        },
+        StoreMigration(version: 2, name: "capture journal, row sync state") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE _rs_capture (seq INTEGER PRIMARY KEY, event TEXT NOT NULL);
+                    CREATE VIEW revsync_row_state (entity, id, pending, refused) AS
+                    SELECT entity, id, sum(pending), max(refused) FROM (
+                        SELECT t.value AS entity,
+                               coalesce((SELECT permanent_id FROM _rs_id_map WHERE temporary_id = r.value), r.value) AS id,
+                               1 AS pending, 0 AS refused
+                        FROM _rs_outbox o,
+                             json_each(CAST(o.body AS TEXT), '$.types') t,
+                             json_each(CAST(o.body AS TEXT), '$.' || t.value) k,
+                             json_each(k.value) r
+                        WHERE k.key IN ('create', 'update', 'delete')
+                        UNION ALL
+                        SELECT json_extract(e.value, '$.type'),
+                               coalesce((SELECT permanent_id FROM _rs_id_map WHERE temporary_id = json_extract(e.value, '$.id')),
+                                        json_extract(e.value, '$.id')),
+                               0, 1
+                        FROM _rs_conflicts c, json_each(CAST(c.entries AS TEXT), '$.conflicts') e
+                        WHERE c.dismissed_at IS NULL AND json_extract(e.value, '$.type') IS NOT NULL
+                    )
+                    GROUP BY entity, id;
+                    """)
+        },
     ]
+
+    /// The version of the newest released migration.
+    package static var latest: Int { all.last?.version ?? 0 }
 
     /// Brings the store to the newest version of `migrations`.
     ///

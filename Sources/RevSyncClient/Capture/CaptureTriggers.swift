@@ -1,0 +1,150 @@
+import Foundation
+import RevSyncProtocol
+import RevSyncSQLite
+
+/// The SQL that turns plain writes on the store's connection into captured events: temporary
+/// triggers on the writer connection only (nothing is added to the file, so other programs can
+/// open it), regenerated whenever the schema changes.
+///
+/// Per entity:
+/// - after an insert or an update, references must point at records the store holds;
+///   `revsync_inserted` / `revsync_updated` judge the row and return the event to journal;
+///   a row that needs a temporary ID, or holds a temporary ID the server has replaced, is
+///   fixed in place (an update the functions recognise as their own);
+/// - before a delete, `revsync_deleting` plans it under the delete rules and checks it; after
+///   it, the rules are carried out: `cascade` deletes the children, `nullify` clears their
+///   references (each of which the functions recognise as part of the delete).
+///
+/// The store's own tables cannot be written: a write to them is skipped and refused at commit.
+enum CaptureTriggers {
+    static let prefix = "_rs_capture_"
+
+    /// Every statement creating the triggers for `schema` and the store's own `tables`.
+    static func statements(for schema: Schema, ownTables: [String]) -> [String] {
+        var statements: [String] = []
+        for entity in schema.entities {
+            statements += triggers(for: entity, in: schema)
+        }
+        for table in ownTables {
+            let name = q(table)
+            if table == "_rs_capture" {
+                // A row that judged to nothing journals nothing.
+                statements.append(
+                    """
+                    CREATE TEMP TRIGGER \(q(prefix + "skip_" + table)) BEFORE INSERT ON main.\(name)
+                    WHEN revsync_capturing() AND NEW.event IS NULL BEGIN
+                        SELECT RAISE(IGNORE);
+                    END
+                    """)
+            }
+            for operation in ["INSERT", "UPDATE", "DELETE"] {
+                let condition =
+                    table == "_rs_capture" && operation == "INSERT"
+                    ? "revsync_capturing() AND NEW.event IS NOT NULL AND NOT revsync_expected(NEW.event)" : "revsync_capturing()"
+                statements.append(
+                    """
+                    CREATE TEMP TRIGGER \(q(prefix + "protect_" + operation.lowercased() + "_" + table)) BEFORE \(operation) ON main.\(name)
+                    WHEN \(condition) BEGIN
+                        SELECT revsync_refuse('\(table)');
+                        SELECT RAISE(IGNORE);
+                    END
+                    """)
+            }
+        }
+        return statements
+    }
+
+    private static func triggers(for entity: Entity, in schema: Schema) -> [String] {
+        let table = "main." + q(entity.name)
+        let name = literal(entity.name)
+        let columns = entity.attributes.map { q($0.name) }
+        let references = entity.attributes.compactMap { attribute in attribute.referenceTarget.map { (attribute, $0) } }
+
+        func referenceChecks(_ row: String, onlyChanged: Bool) -> [String] {
+            references.map { attribute, target in
+                let column = q(attribute.name)
+                let changed = onlyChanged ? " AND NEW.\(column) IS NOT OLD.\(column)" : ""
+                return """
+                    SELECT revsync_missing_reference(\(name), \(row).id, \(literal(attribute.name)), \(row).\(column), \(literal(target)))
+                    WHERE typeof(\(row).\(column)) = 'integer'\(changed) AND NOT EXISTS (SELECT 1 FROM main.\(q(target)) WHERE id = \
+                    COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(row).\(column)), \(row).\(column)));
+                    """
+            }
+        }
+        // Gives the row the ID the functions chose and resolves replaced temporary IDs.
+        let mapped =
+            references.isEmpty
+            ? "0"
+            : "EXISTS (SELECT 1 FROM main._rs_id_map WHERE temporary_id IN (\(references.map { "NEW.\(q($0.0.name))" }.joined(separator: ", "))))"
+        let resolving: String = references.map { attribute, _ in
+            let column = q(attribute.name)
+            return ", \(column) = COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(column)), \(column))"
+        }.joined(separator: "")
+        let fix =
+            "UPDATE \(q(entity.name)) SET id = revsync_fixed_id(id)\(resolving) WHERE id = NEW.id AND revsync_fixing(\(name), NEW.id, revsync_renaming() OR \(mapped));"
+
+        var statements: [String] = []
+        statements.append(
+            """
+            CREATE TEMP TRIGGER \(q(prefix + "insert_" + entity.name)) AFTER INSERT ON \(table) WHEN revsync_capturing() BEGIN
+                \(referenceChecks("NEW", onlyChanged: false).joined(separator: "\n    "))
+                INSERT INTO _rs_capture (event) VALUES (revsync_inserted(\(name), NEW.id, NEW.revision\(
+                    columns.map { ", NEW.\($0)" }.joined(separator: ""))));
+                \(fix)
+            END
+            """)
+        statements.append(
+            """
+            CREATE TEMP TRIGGER \(q(prefix + "update_" + entity.name)) AFTER UPDATE ON \(table) WHEN revsync_capturing() BEGIN
+                \(referenceChecks("NEW", onlyChanged: true).joined(separator: "\n    "))
+                INSERT INTO _rs_capture (event) VALUES (revsync_updated(\(name), OLD.id, NEW.id, OLD.revision, NEW.revision\(
+                    columns.map { ", OLD.\($0), NEW.\($0)" }.joined(separator: ""))));
+                \(references.isEmpty ? "" : fix)
+            END
+            """)
+        // A record a cascade reaches has lost the record its cascading reference pointed at.
+        let cascading = references.filter { attribute, _ in
+            if case .reference(_, .cascade) = attribute.type { return true }
+            return false
+        }
+        let orphaned =
+            cascading.isEmpty
+            ? "0"
+            : cascading.map { attribute, target in
+                "(OLD.\(q(attribute.name)) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM main.\(q(target)) WHERE id = OLD.\(q(attribute.name))))"
+            }.joined(separator: " OR ")
+        statements.append(
+            """
+            CREATE TEMP TRIGGER \(q(prefix + "delete_" + entity.name)) BEFORE DELETE ON \(table) WHEN revsync_capturing() BEGIN
+                INSERT INTO _rs_capture (event) VALUES (revsync_deleting(\(name), OLD.id, OLD.revision, \(orphaned)\(
+                    columns.map { ", OLD.\($0)" }.joined(separator: ""))));
+            END
+            """)
+        let rules: [String] = schema.references(to: entity.name).compactMap { reference in
+            let child = q(reference.entity)
+            let column = q(reference.attribute)
+            switch reference.rule {
+            case .cascade: return "DELETE FROM \(child) WHERE \(column) = OLD.id;"
+            case .nullify: return "UPDATE \(child) SET \(column) = NULL WHERE \(column) = OLD.id;"
+            default: return nil
+            }
+        }
+        if !rules.isEmpty {
+            statements.append(
+                """
+                CREATE TEMP TRIGGER \(q(prefix + "rules_" + entity.name)) AFTER DELETE ON \(table) WHEN revsync_capturing() BEGIN
+                    \(rules.joined(separator: "\n    "))
+                END
+                """)
+        }
+        return statements
+    }
+
+    private static func q(_ name: String) -> String { SQLIdentifier.quoted(name) }
+
+    /// A SQL string literal of a schema name (`^[a-z][a-z0-9_]*$`: nothing to escape, but
+    /// escaped anyway).
+    private static func literal(_ name: String) -> String {
+        "'" + name.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+}

@@ -1,0 +1,88 @@
+import RevSyncProtocol
+
+/// One row a plain GRDB write changed, as the capture journals it in `_rs_capture` in the
+/// write's own transaction, until it is folded into the transaction's change set.
+///
+/// Stored as text: a kind letter, the transaction's change set ID, what a delete dragged
+/// along, and the record as a one-record change set (the wire format, so that values keep
+/// their exact types): `C|<id>||{…}`.
+enum CapturedEvent: Equatable {
+    /// A new record, with its non-null values.
+    case create(String, RecordID, [String: Value])
+    /// Attributes that changed, with the revision the record had.
+    case update(String, RecordID, base: Revision, [String: Value])
+    /// A record deleted by the app; `removed` is everything the delete rules remove with it
+    /// (itself first), `nullifies` whether they set any reference to null.
+    case delete(String, RecordID, base: Revision, removed: [RecordReference], nullifies: Bool)
+    /// A record a cascade removed (the server cascades too: nothing is sent for it).
+    case cascaded(String, RecordID)
+    /// References a delete set to null (the server does it too).
+    case nullified(String, RecordID, attributes: [String])
+
+    /// The text stored for the event of transaction `transaction`.
+    func encoded(transaction: String) -> String {
+        let (kind, extra, changes): (String, String, EntityChanges) =
+            switch self {
+            case .create(let entity, let id, let values):
+                ("C", "", EntityChanges(entity: entity, create: [id], attributes: [id: RecordAttributes(values: values)]))
+            case .update(let entity, let id, let base, let values):
+                ("U", "", EntityChanges(entity: entity, update: [id], attributes: [id: RecordAttributes(revision: base, values: values)]))
+            case .delete(let entity, let id, let base, let removed, let nullifies):
+                (
+                    "D", (nullifies ? "n" : "") + removed.map { "\($0.entity):\($0.id.rawValue)" }.joined(separator: ","),
+                    EntityChanges(entity: entity, delete: [id], attributes: [id: RecordAttributes(revision: base)])
+                )
+            case .cascaded(let entity, let id):
+                ("X", "", EntityChanges(entity: entity, delete: [id], attributes: [id: RecordAttributes(revision: 0)]))
+            case .nullified(let entity, let id, let attributes):
+                (
+                    "N", "",
+                    EntityChanges(
+                        entity: entity, update: [id],
+                        attributes: [
+                            id: RecordAttributes(revision: 0, values: Dictionary(uniqueKeysWithValues: attributes.map { ($0, Value.null) }))
+                        ])
+                )
+            }
+        let body = ChangeSet(id: transaction, changes: [changes])
+        return "\(kind)|\(transaction)|\(extra)|" + String(decoding: body.jsonBytes(), as: UTF8.self)
+    }
+
+    /// Reads a stored event back: the transaction and the event.
+    static func decode(_ text: String) throws -> (transaction: String, event: CapturedEvent) {
+        let parts = text.split(separator: "|", maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 4 else { throw LocalStoreError(.corrupt, "a captured write does not decode: \(text.prefix(80))") }
+        let changeSet: ChangeSet
+        do {
+            changeSet = try ChangeSet(json: Array(parts[3].utf8), sender: .client)
+        } catch {
+            throw LocalStoreError(.corrupt, "a captured write does not decode: \(error)")
+        }
+        guard let changes = changeSet.changes.first, let id = (changes.create + changes.update + changes.delete).first else {
+            throw LocalStoreError(.corrupt, "a captured write names no record: \(text.prefix(80))")
+        }
+        let attributes = changes.attributes[id]
+        let values = attributes?.values ?? [:]
+        let event: CapturedEvent
+        switch parts[0] {
+        case "C": event = .create(changes.entity, id, values)
+        case "U": event = .update(changes.entity, id, base: attributes?.revision ?? 0, values)
+        case "X": event = .cascaded(changes.entity, id)
+        case "N": event = .nullified(changes.entity, id, attributes: values.keys.sorted())
+        case "D":
+            var extra = Substring(parts[2])
+            let nullifies = extra.first == "n"
+            if nullifies { extra = extra.dropFirst() }
+            let removed = try extra.split(separator: ",").map { item -> RecordReference in
+                let pieces = item.split(separator: ":")
+                guard pieces.count == 2, let raw = Int64(pieces[1]) else {
+                    throw LocalStoreError(.corrupt, "a captured delete does not decode: \(text.prefix(80))")
+                }
+                return RecordReference(entity: String(pieces[0]), id: RecordID(raw))
+            }
+            event = .delete(changes.entity, id, base: attributes?.revision ?? 0, removed: removed, nullifies: nullifies)
+        default: throw LocalStoreError(.corrupt, "a captured write has an unknown kind: \(text.prefix(80))")
+        }
+        return (String(parts[1]), event)
+    }
+}
