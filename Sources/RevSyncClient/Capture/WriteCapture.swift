@@ -18,7 +18,7 @@ import RevSyncSQLite
 /// RevSync's own writes (syncs, snapshots, ``LocalStore/write(_:)``) run with the capture
 /// suspended. All of this runs on the writer connection, one access at a time; the lock only
 /// satisfies Swift's checks.
-final class WriteCapture: @unchecked Sendable {
+package final class WriteCapture: @unchecked Sendable {
     /// What one transaction has done so far.
     private struct Transaction {
         let id = UUID().uuidString
@@ -39,8 +39,18 @@ final class WriteCapture: @unchecked Sendable {
         var journaled = false
     }
 
+    /// The steps of a captured write, for fault injection (the crash tests).
+    package enum Stage: Sendable {
+        /// A row was judged and its event is about to be journaled (the transaction is open).
+        case rowJudged
+        /// The transaction committed; its events are not folded into a change set yet.
+        case committed
+    }
+
     private let schema: @Sendable () -> Schema
     private let folded: @Sendable () -> Void
+    /// Called at each ``Stage``; the crash tests kill the process there.
+    let stageHook = Locked<(@Sendable (Stage) -> Void)?>(nil)
     private let state = Locked<(suspended: Int, transaction: Transaction?)>((0, nil))
 
     /// - Parameters:
@@ -160,6 +170,7 @@ final class WriteCapture: @unchecked Sendable {
     private func judge(_ reads: RawReads, _ body: () throws -> CapturedEvent?) -> String? {
         do {
             guard let event = try body() else { return nil }
+            stageHook.current?(.rowJudged)
             return state.withLock { state in
                 guard var transaction = state.transaction else { return nil }
                 let text = event.encoded(transaction: transaction.id)
@@ -303,6 +314,7 @@ final class WriteCapture: @unchecked Sendable {
             return state.transaction?.journaled ?? false
         }
         guard journaled else { return }
+        stageHook.current?(.committed)
         // The events are committed: folding them can wait for the next open if it fails now.
         do {
             if try suspended({ try CaptureFold.fold(in: db, schema: schema()) }) { folded() }

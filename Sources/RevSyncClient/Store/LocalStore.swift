@@ -86,6 +86,11 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// Calls `hook` at each step of a captured write: fault injection for the crash tests.
+    package func setCaptureStageHook(_ hook: (@Sendable (WriteCapture.Stage) -> Void)?) {
+        capture.stageHook.withLock { $0 = hook }
+    }
+
     /// RevSync's own writes (syncs, snapshots, ``write(_:)``): never captured as the app's.
     func ownWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await pool.write { db in try self.capture.suspended { try body(db) } }
