@@ -180,6 +180,22 @@ struct Client: AsyncParsableCommand {
     }
 }
 
+struct TypedInsert: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "typed-insert",
+        abstract: "The typed API's cost: one transaction of GRDB record inserts on store.database against the same through store.write.")
+
+    @Option(help: "Players inserted (each with a team membership).") var records = 10_000
+    @Option(help: "Rounds per path; the best is kept.") var rounds = 3
+
+    func run() async throws {
+        var benchmark = TypedInsertBenchmark()
+        benchmark.records = records
+        benchmark.rounds = rounds
+        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
 struct Hostile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:

@@ -28,7 +28,8 @@ struct RevsyncBench: AsyncParsableCommand {
             "Each benchmark prints its result as a row of the Markdown table in docs/benchmarks.md, with the command that produced it.",
         version: RevSyncVersion.line("revsync-bench"),
         subcommands: [
-            FullSync.self, FreshDevice.self, Concurrent.self, BulkLoad.self, CatchUp.self, Client.self, Payload.self, Hostile.self,
+            FullSync.self, FreshDevice.self, Concurrent.self, BulkLoad.self, CatchUp.self, Client.self, TypedInsert.self, Payload.self,
+            Hostile.self,
             Live.self,
             Simulate.self,
         ])

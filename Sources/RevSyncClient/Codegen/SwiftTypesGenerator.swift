@@ -23,9 +23,12 @@ public struct SwiftTypesGenerator: Sendable {
         case `public`
     }
 
+    /// The schema the types are written for.
     public let schema: Schema
+    /// The access level of the written types.
     public let access: Access
 
+    /// A generator for `schema`'s types, `internal` unless said otherwise.
     public init(schema: Schema, access: Access = .internal) {
         self.schema = schema
         self.access = access

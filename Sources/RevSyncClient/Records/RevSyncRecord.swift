@@ -5,7 +5,7 @@ public import RevSyncProtocol
 /// entity of the schema, and what app code reads and writes with plain GRDB.
 ///
 /// Every write of such a record on ``LocalStore/database`` becomes part of the transaction's
-/// change set. A new record has no ID yet (``RecordID/new``): inserting it gives it a
+/// change set. A new record has no ID yet (`RecordID.new`): inserting it gives it a
 /// temporary ID, usable at once as a reference in the same transaction, and the server
 /// replaces it with a permanent one when it commits the change set.
 ///
@@ -25,7 +25,7 @@ public import RevSyncProtocol
 /// attributes only).
 public protocol RevSyncRecord: FetchableRecord, MutablePersistableRecord, TableRecord, Codable, Hashable, Sendable, Identifiable
 where ID == RecordID {
-    /// The record's ID: ``RecordID/new`` until it is inserted, negative until the server
+    /// The record's ID: `RecordID.new` until it is inserted, negative until the server
     /// gives it a permanent one.
     var id: RecordID { get set }
     /// The revision of the server's copy this record reflects; `nil` until the server sent it.
@@ -39,11 +39,13 @@ extension RevSyncRecord {
     }
 }
 
+/// The ID of a record not inserted yet.
 extension RecordID {
     /// The ID of a record that was not inserted yet.
     public static let new = RecordID(0)
 }
 
+/// A `RecordID` is stored as its integer, so that GRDB reads and writes it in `id` and reference columns.
 extension RecordID: DatabaseValueConvertible {
     public var databaseValue: DatabaseValue { rawValue.databaseValue }
 
@@ -52,6 +54,7 @@ extension RecordID: DatabaseValueConvertible {
     }
 }
 
+/// A `RecordID` encodes as its integer, as on the wire.
 extension RecordID: Codable {
     public init(from decoder: any Decoder) throws {
         self.init(rawValue: try decoder.singleValueContainer().decode(Int64.self))
@@ -63,6 +66,7 @@ extension RecordID: Codable {
     }
 }
 
+/// Temporary IDs for raw SQL inserts on ``LocalStore/database``.
 extension Database {
     /// A new temporary ID for a record this write transaction inserts, never handed out
     /// before. For raw SQL: `INSERT INTO teams (id, name) VALUES (?, ?)` with it. A row

@@ -25,9 +25,13 @@ public struct RowSyncState: FetchableRecord, TableRecord, Codable, Hashable, Sen
 
     /// The columns of the view.
     public enum Columns {
+        /// The entity of the record.
         public static let entity = Column("entity")
+        /// The record's ID.
         public static let id = Column("id")
+        /// How many queued change sets name the record.
         public static let pending = Column("pending")
+        /// Whether an undismissed refusal names the record.
         public static let refused = Column("refused")
     }
 
@@ -40,6 +44,7 @@ public struct RowSyncState: FetchableRecord, TableRecord, Codable, Hashable, Sen
     /// Whether a refusal nobody dismissed names it (see ``LocalStore/conflicts(includingDismissed:)``).
     public var refused: Bool
 
+    /// A row of the view, as its columns say.
     public init(entity: String, id: RecordID, pending: Int, refused: Bool) {
         self.entity = entity
         self.id = id

@@ -7,9 +7,12 @@ import FoundationNetworking
 
 /// Which data set a server serves, and in which schema version: what a snapshot must match.
 public struct ServerIdentity: Sendable, Hashable {
+    /// The identity of the server's data set (a snapshot of another data set is refused).
     public var dataset: String
+    /// The version of the schema the server serves.
     public var schemaVersion: Int
 
+    /// An identity, as the server states it.
     public init(dataset: String, schemaVersion: Int) {
         self.dataset = dataset
         self.schemaVersion = schemaVersion

@@ -6,10 +6,12 @@ import RevSyncSQLite
 public struct SnapshotDownloadReport: Sendable, Hashable {
     /// The revision the snapshot reflects; the next sync brings what came after.
     public var revision: Revision
+    /// The records the snapshot holds.
     public var records: Int
     /// The size of the gzip file, and how many of its bytes this call received (less when it
     /// resumed an interrupted download).
     public var gzipBytes: Int
+    /// The bytes this download received (less than the file when it resumed a cut one).
     public var receivedBytes: Int
     /// Where this call resumed the download (0: from the start).
     public var resumedAt: Int

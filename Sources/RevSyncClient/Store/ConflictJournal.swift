@@ -12,7 +12,9 @@ public struct ConflictRecord: Sendable, Hashable {
     public let reason: ConflictReason
     /// One entry per offending record, with a message for people.
     public let entries: [ConflictEntry]
+    /// When the server's refusal arrived.
     public let receivedAt: Date
+    /// When someone dismissed it; `nil` while it is unresolved.
     public let dismissedAt: Date?
 }
 

@@ -15,6 +15,7 @@ public struct DeleteResult: Sendable {
     /// Records that lost a reference (set to null), with the attributes set to null.
     public var nullified: [(record: RecordReference, attributes: [String])] = []
 
+    /// A delete that removed and nullified nothing.
     public init() {}
 
     /// The records removed besides the one deleted, by cascade.

@@ -18,9 +18,12 @@ import RevSyncSQLite
 public final class LocalStore: Sendable {
     /// Where the server is and the token this device uses.
     public struct ServerConnection: Sendable, Hashable {
+        /// The server's base URL (`https://sync.example.org`).
         public var url: URL
+        /// The device's token, which the server stores hashed.
         public var token: String
 
+        /// A server and the device's token for it.
         public init(url: URL, token: String) {
             self.url = url
             self.token = token
@@ -41,6 +44,7 @@ public final class LocalStore: Sendable {
         public let lastError: String?
     }
 
+    /// The store file's path.
     public let path: String
     let pool: DatabasePool
     /// The schema, replaced when the store follows a newer one.
@@ -66,7 +70,7 @@ public final class LocalStore: Sendable {
     /// try await store.database.write { db in
     ///     var team = Team(name: "U12")
     ///     try team.insert(db)                                // team.id is a temporary ID
-    ///     try Player(firstName: "Ana", teamID: team.id).insert(db)
+    ///     _ = try Player(firstName: "Ana", lastName: "Lopez").inserted(db)
     /// }
     /// ```
     public var database: any DatabaseWriter { pool }
@@ -82,7 +86,7 @@ public final class LocalStore: Sendable {
             try db.execute(sql: "PRAGMA recursive_triggers = ON")
             try capture.install(in: db)
             // Transactions whose change sets were not queued when the process stopped.
-            try capture.suspended { try CaptureFold.fold(in: db, schema: schema) }
+            _ = try capture.suspended { try CaptureFold.fold(in: db, schema: schema) }
         }
     }
 
@@ -199,6 +203,7 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// Remembers the server and token this store syncs with (`nil` forgets them).
     public func setServer(_ server: ServerConnection?) async throws {
         try await ownWrite { db in
             let state = StoreState(db: db)
@@ -207,6 +212,7 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// What is waiting and what went wrong, in numbers.
     public func status() async throws -> Status {
         try await pool.read { db in
             let state = StoreState(db: db)

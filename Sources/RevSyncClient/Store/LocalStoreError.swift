@@ -8,12 +8,15 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
+        /// An entity the schema does not have.
         public static let unknownEntity = Code(rawValue: "unknown_entity")
+        /// An attribute the entity does not have.
         public static let unknownAttribute = Code(rawValue: "unknown_attribute")
         /// A value the schema refuses (wrong type, null in a required attribute, ...).
         public static let invalidValue = Code(rawValue: "invalid_value")
         /// A reference to a record the store does not hold.
         public static let missingReference = Code(rawValue: "missing_reference")
+        /// A record (or snapshot file) that is not there.
         public static let notFound = Code(rawValue: "not_found")
         /// A delete a `deny` rule forbids while other records reference the record.
         public static let deleteDenied = Code(rawValue: "delete_denied")
@@ -22,10 +25,13 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let forbidden = Code(rawValue: "forbidden")
         /// A numbered migration of the store failed; the store is as it was before it.
         public static let migrationFailed = Code(rawValue: "migration_failed")
+        /// A file is already where a new store was to be created: a store is never overwritten.
         public static let storeExists = Code(rawValue: "store_exists")
+        /// The file is not a RevSync store (or not there).
         public static let notAStore = Code(rawValue: "not_a_store")
         /// The store was written by a newer version of RevSync.
         public static let tooNew = Code(rawValue: "too_new")
+        /// A schema the store cannot follow, or a snapshot of another schema version.
         public static let schemaMismatch = Code(rawValue: "schema_mismatch")
         /// The store holds something it cannot read.
         public static let corrupt = Code(rawValue: "corrupt")
@@ -37,9 +43,12 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let pendingChanges = Code(rawValue: "pending_changes")
     }
 
+    /// What kind of rule was broken.
     public var code: Code
+    /// What happened, in one line, for people.
     public var message: String
 
+    /// An error of kind `code` saying `message`.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

@@ -16,6 +16,7 @@ public import RevSyncProtocol
 /// ```
 public struct ReadContext {
     let db: Database
+    /// The schema the store follows.
     public let schema: Schema
     var tables: LocalTables { LocalTables(schema: schema, db: db) }
 
@@ -44,6 +45,7 @@ public struct ReadContext {
         try fetch(entity, where: filter, orderBy: orderBy, limit: limit).map(R.init(record:))
     }
 
+    /// How many records of `entity` match `filter`.
     public func count(_ entity: String, where filter: [String: Value] = [:]) throws -> Int {
         try tables.count(try tables.entity(entity), where: try resolvingReferences(filter, in: entity))
     }

@@ -22,6 +22,7 @@ public struct Record: Sendable, Hashable {
     /// Every attribute of the entity, `null` where unset.
     public let values: [String: Value]
 
+    /// A record of `entity` with these values.
     public init(entity: String, id: RecordID, revision: Revision?, values: [String: Value]) {
         self.entity = entity
         self.id = id
@@ -34,16 +35,19 @@ public struct Record: Sendable, Hashable {
         values[attribute] ?? .null
     }
 
+    /// The attribute's text (also a date's), or `nil`.
     public func text(_ attribute: String) -> String? {
         if case .text(let text) = self[attribute] { return text }
         return nil
     }
 
+    /// The attribute's integer, or `nil`.
     public func integer(_ attribute: String) -> Int64? {
         if case .integer(let integer) = self[attribute] { return integer }
         return nil
     }
 
+    /// The attribute's number (an integer reads as a real), or `nil`.
     public func real(_ attribute: String) -> Double? {
         switch self[attribute] {
         case .real(let real): real
@@ -52,6 +56,7 @@ public struct Record: Sendable, Hashable {
         }
     }
 
+    /// The attribute's boolean, or `nil`.
     public func bool(_ attribute: String) -> Bool? {
         if case .bool(let bool) = self[attribute] { return bool }
         return nil
@@ -83,6 +88,7 @@ public struct Record: Sendable, Hashable {
 /// let rows = try await store.table("players").all(as: PlayerRow.self)
 /// ```
 public protocol ReadableRecord: Sendable {
+    /// Makes the app value from a record of the store.
     init(record: Record) throws
 }
 
@@ -96,6 +102,7 @@ public protocol WritableRecord: Sendable {
 public typealias VirtualRecord = ReadableRecord & WritableRecord
 
 extension Record: ReadableRecord, WritableRecord {
+    /// The record itself.
     public init(record: Record) throws {
         self = record
     }

@@ -17,6 +17,7 @@ public import RevSyncProtocol
 /// ```
 public final class WriteTransaction {
     let db: Database
+    /// The schema the store follows.
     public let schema: Schema
     var recorder = ChangeRecorder()
     /// The checks every write passes, for the device's role and user when the server told

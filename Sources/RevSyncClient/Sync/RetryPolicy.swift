@@ -5,10 +5,14 @@ import RevSyncProtocol
 public struct RetryPolicy: Sendable {
     /// Attempts in all, the first included.
     public var maxAttempts: Int
+    /// The wait before the first retry.
     public var initialDelay: Duration
+    /// The longest wait between two attempts.
     public var maxDelay: Duration
+    /// How much each wait grows over the one before.
     public var multiplier: Double
 
+    /// A policy of `maxAttempts` attempts with waits growing from `initialDelay` to `maxDelay`.
     public init(
         maxAttempts: Int = 6, initialDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(30), multiplier: Double = 2
     ) {

@@ -13,6 +13,7 @@ public enum SyncFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// The response breaks the protocol. Not retried.
     case invalidResponse(String)
 
+    /// Whether trying again later may succeed (the network, the server busy), as opposed to a refusal.
     public var isRetryable: Bool {
         switch self {
         case .network: true

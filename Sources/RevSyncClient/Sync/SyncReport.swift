@@ -37,15 +37,19 @@ public struct SyncReport: Sendable, Hashable {
 
 /// One record the server's data created, updated or deleted on the device.
 public struct AppliedChange: Sendable, Hashable {
+    /// What happened to the record.
     public enum Operation: String, Sendable, Hashable {
         case create, update, delete
     }
 
     /// The revision of the change set that made it.
     public var revision: Revision?
+    /// The record.
     public var record: RecordReference
+    /// Whether it was created, updated or deleted.
     public var operation: Operation
 
+    /// A change of `record` at `revision`.
     public init(revision: Revision?, record: RecordReference, operation: Operation) {
         self.revision = revision
         self.record = record

@@ -6,6 +6,7 @@ public import RevSyncProtocol
 /// Observe it with ``Synchronizer/statusUpdates()`` (or the ``SyncEvent/statusChanged(_:)``
 /// events); read it once with ``Synchronizer/status()``.
 public struct SyncStatus: Sendable, Hashable {
+    /// Where the device stands with the server.
     public enum State: String, Sendable, Hashable, CaseIterable {
         /// Not connected: no live mode, or waiting to reconnect after a failure.
         case offline
@@ -17,6 +18,7 @@ public struct SyncStatus: Sendable, Hashable {
         case syncing
     }
 
+    /// Where the device stands with the server.
     public var state: State
     /// The server revision the local data reflects.
     public var maxRevision: Revision
@@ -29,6 +31,7 @@ public struct SyncStatus: Sendable, Hashable {
     /// Why the last sync or connection failed, if it did and nothing succeeded since.
     public var lastError: String?
 
+    /// A status, as its parts say.
     public init(
         state: State, maxRevision: Revision, pendingChangeSets: Int, unresolvedConflicts: Int, lastSuccessfulSync: Date?,
         lastError: String?

@@ -14,6 +14,7 @@ public struct LiveOptions: Sendable {
     /// which are noticed at once.
     public var outboxPollInterval: Duration?
 
+    /// The defaults.
     public init() {}
 }
 

@@ -18,6 +18,7 @@ public import RevSyncProtocol
 /// print("now at revision \(report.maxRevision), \(report.conflicts.count) conflicts")
 /// ```
 public actor Synchronizer {
+    /// How the synchronizer behaves: batching, retries, snapshots.
     public struct Configuration: Sendable {
         /// The most records one request carries; the rest of the outbox goes in the next ones.
         public var maxRecordsPerRequest: Int = 5_000
@@ -34,9 +35,11 @@ public actor Synchronizer {
         /// responses arrive whole first, and local writes go on while they travel.
         public var streamingThreshold: Int = 4 << 20
 
+        /// The defaults.
         public init() {}
     }
 
+    /// The store it syncs.
     public let store: LocalStore
     let server: LocalStore.ServerConnection?
     let transport: any SyncTransport

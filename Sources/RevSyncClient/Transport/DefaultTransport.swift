@@ -7,6 +7,7 @@ public struct DefaultTransport: SyncTransport {
     private let socket: SocketTransport
     private let session: URLSessionTransport
 
+    /// The platform's transport, giving up on a request after `timeout` seconds.
     public init(timeout: TimeInterval = 60) {
         socket = SocketTransport(timeout: timeout)
         session = URLSessionTransport(timeout: timeout)

@@ -1,6 +1,7 @@
 public import Foundation
 public import RevSyncProtocol
 
+/// Fetching the schema a server serves.
 extension Schema {
     /// The schema a server serves at `GET /schema`.
     ///
@@ -12,7 +13,7 @@ extension Schema {
     /// ```
     ///
     /// - Throws: ``SyncFailure`` when the server cannot be reached or answers with an error;
-    ///   ``SchemaError`` when what it serves is not a valid schema.
+    ///   `SchemaError` when what it serves is not a valid schema.
     public static func fetch(from server: URL, transport: any SyncTransport = DefaultTransport()) async throws -> Schema {
         let response: TransportResponse
         do {

@@ -22,6 +22,7 @@ public struct SocketTransport: SyncTransport {
     /// The largest response accepted.
     public var maxResponseSize: Int
 
+    /// A transport giving up after `timeout` seconds and refusing responses over `maxResponseSize` bytes.
     public init(timeout: TimeInterval = 60, maxResponseSize: Int = 1 << 30) {
         self.timeout = timeout
         self.maxResponseSize = maxResponseSize

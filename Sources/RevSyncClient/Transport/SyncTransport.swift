@@ -7,11 +7,16 @@ public import FoundationNetworking
 
 /// An HTTP request the synchronizer sends.
 public struct TransportRequest: Sendable {
+    /// Where the request goes.
     public var url: URL
+    /// `GET`, `POST`, `HEAD`.
     public var method: String
+    /// The request's headers.
     public var headers: [String: String]
+    /// The request's or the response's body.
     public var body: Data
 
+    /// A request, as its parts say.
     public init(url: URL, method: String, headers: [String: String], body: Data) {
         self.url = url
         self.method = method
@@ -22,11 +27,14 @@ public struct TransportRequest: Sendable {
 
 /// The server's answer.
 public struct TransportResponse: Sendable {
+    /// The HTTP status.
     public var status: Int
     /// Header names in lower case.
     public var headers: [String: String]
+    /// The request's or the response's body.
     public var body: Data
 
+    /// A response, as its parts say.
     public init(status: Int, headers: [String: String], body: Data) {
         self.status = status
         self.headers = headers

@@ -1,0 +1,159 @@
+import Foundation
+import RevSyncClient
+
+/// The club's roster, as an app would write it: generated types, plain GRDB, one change set per
+/// write transaction.
+///
+///     ClubRoster --server http://127.0.0.1:8080 --token-file coach.token [--colleague-token-file medic.token] [--store roster.sqlite]
+///
+/// Creates a team with players, lists them through a `ValueObservation`, edits one, syncs,
+/// and — given a colleague's token — shows an edit the server refuses because the colleague
+/// changed the same player first.
+@main
+struct ClubRoster {
+    static func main() async {
+        do {
+            try await run(Options(CommandLine.arguments.dropFirst()))
+        } catch {
+            FileHandle.standardError.write(Data("ClubRoster: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func run(_ options: Options) async throws {
+        let store = try await openStore(at: options.store, server: options.server, token: options.token)
+        let synchronizer = Synchronizer(store: store)
+        _ = try await synchronizer.fetchDevice()
+        try await synchronizer.sync()
+
+        // The roster, kept current by GRDB: local writes and syncs alike.
+        let roster = ValueObservation.tracking { db in
+            try TeamPlayer
+                .including(required: TeamPlayer.player)
+                .including(required: TeamPlayer.team)
+                .order(TeamPlayer.Columns.jerseyNumber)
+                .asRequest(of: RosterLine.self)
+                .fetchAll(db)
+        }
+        let printer = Task {
+            for try await lines in roster.values(in: store.database) {
+                print("Roster (\(lines.count)):")
+                for line in lines { print("  \(line.description)") }
+            }
+        }
+        defer { printer.cancel() }
+
+        // One transaction, one change set: the team and its players, with temporary IDs.
+        let ana = try await store.database.write { db in
+            var team = Team(name: "U12 \(Int.random(in: 100...999))", ageGroup: "U12")
+            try team.insert(db)
+            var ana = Player(firstName: "Ana", lastName: "Lopez", position: "Midfielder")
+            try ana.insert(db)
+            var ben = Player(firstName: "Ben", lastName: "Okafor", position: "Defender")
+            try ben.insert(db)
+            _ = try TeamPlayer(teamID: team.id, playerID: ana.id, jerseyNumber: 8).inserted(db)
+            _ = try TeamPlayer(teamID: team.id, playerID: ben.id, jerseyNumber: 4).inserted(db)
+            return ana
+        }
+        try await pause()
+        var report = try await synchronizer.sync()
+        print("Synced: \(report.committed.count) change set(s) committed")
+        let anaID = try await store.permanentID(of: ana.id) ?? ana.id
+
+        // An edit: only the changed attribute travels, with Ana's revision.
+        try await store.database.write { db in
+            guard var player = try Player.fetchOne(db, id: anaID) else { return }
+            player.position = "Forward"
+            try player.update(db)
+        }
+        try await pause()
+        report = try await synchronizer.sync()
+        print("Synced: \(report.committed.count) change set(s) committed")
+
+        guard let colleagueToken = options.colleagueToken else { return }
+        // A colleague changes Ana's position first...
+        let colleague = try await openStore(at: options.store + ".colleague", server: options.server, token: colleagueToken)
+        let colleagueSync = Synchronizer(store: colleague)
+        try await colleagueSync.sync()
+        try await colleague.database.write { db in
+            _ = try Player.filter(id: anaID).updateAll(db, Player.Columns.position.set(to: "Goalkeeper"))
+        }
+        try await colleagueSync.sync()
+        // ...and this device, which has not seen it, changes it too: the server refuses.
+        try await store.database.write { db in
+            _ = try Player.filter(id: anaID).updateAll(db, Player.Columns.position.set(to: "Winger"))
+        }
+        let waiting = try await store.database.read { db in
+            try RowSyncState.filter(RowSyncState.Columns.entity == Player.databaseTableName).fetchAll(db)
+        }
+        print("Waiting to sync: \(waiting.filter(\.isPending).map { "players \($0.id)" })")
+        report = try await synchronizer.sync()
+        for conflict in report.conflicts {
+            print("Refused (\(conflict.reason.rawValue)): \(conflict.entries.compactMap(\.message).joined(separator: "; "))")
+        }
+        let refused = try await store.database.read { db in try RowSyncState.filter(RowSyncState.Columns.refused == true).fetchAll(db) }
+        print("Refused rows: \(refused.map { "\($0.entity) \($0.id)" })")
+        try await pause()
+        for conflict in try await store.conflicts() { try await store.dismissConflict(conflict.id) }
+        try colleague.close()
+        try store.close()
+    }
+
+    /// Opens the store, or creates it from the server's schema.
+    static func openStore(at path: String, server: URL, token: String) async throws -> LocalStore {
+        if FileManager.default.fileExists(atPath: path) { return try LocalStore.open(at: path) }
+        let schema = try await Schema.fetch(from: server)
+        return try LocalStore.create(at: path, schema: schema, server: .init(url: server, token: token))
+    }
+
+    /// Lets the observation print before the next step.
+    static func pause() async throws { try await Task.sleep(for: .milliseconds(200)) }
+}
+
+/// One line of the roster: a membership with its player and team.
+struct RosterLine: FetchableRecord, CustomStringConvertible {
+    var teamPlayer: TeamPlayer
+    var player: Player
+    var team: Team
+
+    init(row: Row) throws {
+        teamPlayer = try TeamPlayer(row: row)
+        guard let player = row.scopes["player"], let team = row.scopes["team"] else { throw UsageError() }
+        self.player = try Player(row: player)
+        self.team = try Team(row: team)
+    }
+
+    var description: String {
+        "#\(teamPlayer.jerseyNumber.map(String.init) ?? "-") \(player.firstName) \(player.lastName), \(player.position ?? "?") (\(team.name))"
+    }
+}
+
+/// The command line.
+struct Options {
+    var server: URL
+    var token: String
+    var colleagueToken: String?
+    var store = "roster.sqlite"
+
+    init(_ arguments: ArraySlice<String>) throws {
+        var values: [String: String] = [:]
+        var iterator = arguments.makeIterator()
+        while let key = iterator.next() {
+            guard key.hasPrefix("--"), let value = iterator.next() else { throw UsageError() }
+            values[String(key.dropFirst(2))] = value
+        }
+        guard let server = values["server"].flatMap(URL.init(string:)), let tokenFile = values["token-file"] else { throw UsageError() }
+        self.server = server
+        token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        colleagueToken = try values["colleague-token-file"].map {
+            try String(contentsOfFile: $0, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        if let store = values["store"] { self.store = store }
+    }
+}
+
+struct UsageError: Error, CustomStringConvertible {
+    var description: String {
+        "usage: ClubRoster --server URL --token-file FILE [--colleague-token-file FILE] [--store PATH]"
+    }
+}
