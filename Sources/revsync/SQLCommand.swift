@@ -30,7 +30,7 @@ struct SQL: AsyncParsableCommand {
             }
             let statement = self.statement
             do {
-                let (rows, changes) = try await store.database.write { db -> ([[String: String]], Int) in
+                let (rows, changes) = try await store.database.write { db -> ([[String: JSONScalar]], Int) in
                     let prepared = try db.makeStatement(sql: statement)
                     guard prepared.isReadonly else {
                         try prepared.execute()
@@ -38,12 +38,12 @@ struct SQL: AsyncParsableCommand {
                     }
                     return (
                         try Row.fetchAll(prepared).map { row in
-                            Dictionary(uniqueKeysWithValues: row.map { ($0.0, $0.1.description) })
+                            Dictionary(row.map { ($0.0, JSONScalar($0.1)) }, uniquingKeysWith: { first, _ in first })
                         }, 0
                     )
                 }
                 for row in rows {
-                    let data = try JSONSerialization.data(withJSONObject: row, options: [.sortedKeys])
+                    let data = try JSONSerialization.data(withJSONObject: row.mapValues(\.object), options: [.sortedKeys])
                     say(String(decoding: data, as: UTF8.self))
                 }
                 if rows.isEmpty, changes > 0 || !statement.lowercased().hasPrefix("select") {
@@ -52,6 +52,21 @@ struct SQL: AsyncParsableCommand {
             } catch let error as DatabaseError {
                 throw CommandFailure("SQL: \(error.message ?? "\(error)")")
             }
+        }
+    }
+}
+
+/// A column value as JSON: numbers, text, null (blobs as base64).
+struct JSONScalar: Sendable {
+    let object: any Sendable
+
+    init(_ value: DatabaseValue) {
+        switch value.storage {
+        case .null: object = NSNull()
+        case .int64(let integer): object = integer
+        case .double(let double): object = double
+        case .string(let string): object = string
+        case .blob(let data): object = data.base64EncodedString()
         }
     }
 }

@@ -166,6 +166,16 @@ import Testing
         #expect(result.writeP50 > 0 && result.writeP50 <= result.writeP99)
     }
 
+    @Test func typedInsertQueuesTheSameChangeSetBothWays() async throws {
+        var benchmark = TypedInsertBenchmark()
+        benchmark.records = 50
+        benchmark.rounds = 1
+        let result = try await benchmark.run()  // fails unless both paths queue one change set of 101 records
+        #expect(result.records == 50)
+        #expect(result.typedSeconds > 0 && result.dynamicSeconds > 0)
+        #expect(benchmark.row(result, command: "c").value("typed / dynamic") != nil)
+    }
+
     @Test func payloadSizesShrinkWithGzip() async throws {
         var benchmark = PayloadBenchmark()
         benchmark.snapshotRecords = 300

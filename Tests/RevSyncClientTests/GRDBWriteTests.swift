@@ -142,6 +142,32 @@ import Testing
         }
     }
 
+    @Test func autocommitStatementsAndSavepointsFollowSQLiteTransactions() async throws {
+        try await withStore { store, _ in
+            // Outside a transaction, each statement is its own transaction: its own change set.
+            try await store.database.writeWithoutTransaction { db in
+                try db.execute(sql: "INSERT INTO venues (name) VALUES ('A')")
+                try db.execute(sql: "INSERT INTO venues (name) VALUES ('B')")
+            }
+            #expect(try await store.pendingChangeSets().map { $0.changes(for: "venues")?.create.count } == [1, 1])
+            // A savepoint rolled back takes its rows and their events with it.
+            try await store.database.write { db in
+                try db.execute(sql: "INSERT INTO venues (name) VALUES ('C')")
+                try db.inSavepoint {
+                    try db.execute(sql: "INSERT INTO venues (name) VALUES ('D')")
+                    return .rollback
+                }
+            }
+            let last = try #require(try await store.pendingChangeSets().last)
+            #expect(last.changes(for: "venues")?.create.count == 1)
+            let names = try await store.database.read { db in try Venue.order(Venue.Columns.name).fetchAll(db).map(\.name) }
+            #expect(names == ["A", "B", "C"])
+            // A transaction that writes nothing queues nothing.
+            try await store.database.write { db in _ = try Venue.fetchCount(db) }
+            #expect(try await store.pendingChangeSets().count == 3)
+        }
+    }
+
     @Test func denyRefusesTheWholeTransaction() async throws {
         try await withStore { store, _ in
             let season = try await store.write { transaction in
