@@ -8,8 +8,11 @@ import RevSyncSQLite
 /// suspended, right after a captured transaction commits and whenever the store opens.
 enum CaptureFold {
     /// Folds every journaled event; returns whether any change set was queued.
+    ///
+    /// - Parameter known: the events of transactions this process captured, by transaction and
+    ///   number, taken instead of decoding their text (a journal row without one is decoded).
     @discardableResult
-    static func fold(in db: Database, schema: Schema) throws -> Bool {
+    static func fold(in db: Database, schema: Schema, known: [String: [Int: CapturedEvent]] = [:]) throws -> Bool {
         var queued = false
         try db.inSavepoint {
             let rows = try Row.fetchAll(db, sql: "SELECT seq, event FROM _rs_capture ORDER BY seq")
@@ -17,7 +20,9 @@ enum CaptureFold {
             var transaction: String?
             var events: [CapturedEvent] = []
             for row in rows {
-                let (rowTransaction, event) = try CapturedEvent.decode(row["event"])
+                let text: String = row["event"]
+                let (rowTransaction, number) = try CapturedEvent.key(of: text)
+                let event = try known[rowTransaction]?[number] ?? CapturedEvent.decode(text)
                 if let current = transaction, current != rowTransaction {
                     queued = try queue(events, transaction: current, in: db, schema: schema) || queued
                     events.removeAll()

@@ -40,7 +40,7 @@ enum CaptureTriggers {
             for operation in ["INSERT", "UPDATE", "DELETE"] {
                 let condition =
                     table == "_rs_capture" && operation == "INSERT"
-                    ? "revsync_capturing() AND NEW.event IS NOT NULL AND NOT revsync_expected(NEW.event)" : "revsync_capturing()"
+                    ? "revsync_capturing() AND NEW.event IS NOT NULL AND NOT revsync_take_journaling()" : "revsync_capturing()"
                 statements.append(
                     """
                     CREATE TEMP TRIGGER \(q(prefix + "protect_" + operation.lowercased() + "_" + table)) BEFORE \(operation) ON main.\(name)
@@ -81,7 +81,7 @@ enum CaptureTriggers {
             return ", \(column) = COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(column)), \(column))"
         }.joined(separator: "")
         let fix =
-            "UPDATE \(q(entity.name)) SET id = revsync_fixed_id(id)\(resolving) WHERE id = NEW.id AND revsync_fixing(\(name), NEW.id, revsync_renaming() OR \(mapped));"
+            "UPDATE \(q(entity.name)) SET id = revsync_fixed_id(id)\(resolving) WHERE id = NEW.id AND CASE WHEN revsync_renaming() OR \(mapped) THEN revsync_fixing(\(name), NEW.id, 1) ELSE 0 END;"
 
         var statements: [String] = []
         statements.append(

@@ -3,9 +3,11 @@ import RevSyncProtocol
 /// One row a plain GRDB write changed, as the capture journals it in `_rs_capture` in the
 /// write's own transaction, until it is folded into the transaction's change set.
 ///
-/// Stored as text: a kind letter, the transaction's change set ID, what a delete dragged
-/// along, and the record as a one-record change set (the wire format, so that values keep
-/// their exact types): `C|<id>||{…}`.
+/// Stored as text: a kind letter, the transaction's change set ID, the event's number in its
+/// transaction, what a delete dragged along, and the record as a one-record change set (the
+/// wire format, so that values keep their exact types): `C|<id>|3||{…}`. The fold right after
+/// the commit takes the events from memory by transaction and number; only a fold after a
+/// crash decodes the text.
 enum CapturedEvent: Equatable {
     /// A new record, with its non-null values.
     case create(String, RecordID, [String: Value])
@@ -20,7 +22,7 @@ enum CapturedEvent: Equatable {
     case nullified(String, RecordID, attributes: [String])
 
     /// The text stored for the event of transaction `transaction`.
-    func encoded(transaction: String) -> String {
+    func encoded(transaction: String, number: Int) -> String {
         let (kind, extra, changes): (String, String, EntityChanges) =
             switch self {
             case .create(let entity, let id, let values):
@@ -45,16 +47,25 @@ enum CapturedEvent: Equatable {
                 )
             }
         let body = ChangeSet(id: transaction, changes: [changes])
-        return "\(kind)|\(transaction)|\(extra)|" + String(decoding: body.jsonBytes(), as: UTF8.self)
+        return "\(kind)|\(transaction)|\(number)|\(extra)|" + String(decoding: body.jsonBytes(), as: UTF8.self)
     }
 
-    /// Reads a stored event back: the transaction and the event.
-    static func decode(_ text: String) throws -> (transaction: String, event: CapturedEvent) {
+    /// The transaction and number of a stored event, without decoding the event.
+    static func key(of text: String) throws -> (transaction: String, number: Int) {
         let parts = text.split(separator: "|", maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 4 else { throw LocalStoreError(.corrupt, "a captured write does not decode: \(text.prefix(80))") }
+        guard parts.count == 4, let number = Int(parts[2]) else {
+            throw LocalStoreError(.corrupt, "a captured write does not decode: \(text.prefix(80))")
+        }
+        return (String(parts[1]), number)
+    }
+
+    /// Reads a stored event back.
+    static func decode(_ text: String) throws -> CapturedEvent {
+        let parts = text.split(separator: "|", maxSplits: 4, omittingEmptySubsequences: false)
+        guard parts.count == 5 else { throw LocalStoreError(.corrupt, "a captured write does not decode: \(text.prefix(80))") }
         let changeSet: ChangeSet
         do {
-            changeSet = try ChangeSet(json: Array(parts[3].utf8), sender: .client)
+            changeSet = try ChangeSet(json: Array(parts[4].utf8), sender: .client)
         } catch {
             throw LocalStoreError(.corrupt, "a captured write does not decode: \(error)")
         }
@@ -70,7 +81,7 @@ enum CapturedEvent: Equatable {
         case "X": event = .cascaded(changes.entity, id)
         case "N": event = .nullified(changes.entity, id, attributes: values.keys.sorted())
         case "D":
-            var extra = Substring(parts[2])
+            var extra = Substring(parts[3])
             let nullifies = extra.first == "n"
             if nullifies { extra = extra.dropFirst() }
             let removed = try extra.split(separator: ",").map { item -> RecordReference in
@@ -83,6 +94,6 @@ enum CapturedEvent: Equatable {
             event = .delete(changes.entity, id, base: attributes?.revision ?? 0, removed: removed, nullifies: nullifies)
         default: throw LocalStoreError(.corrupt, "a captured write has an unknown kind: \(text.prefix(80))")
         }
-        return (String(parts[1]), event)
+        return event
     }
 }

@@ -30,13 +30,12 @@ extension LocalStore {
     /// - Returns: whether it imported.
     func importSnapshot(at file: String) async throws -> Bool {
         let schema = self.schema
+        let capture = self.capture
         return try await ownWriteWithoutTransaction { db in
             try db.execute(sql: "ATTACH DATABASE ? AS snapshot", arguments: [file])
             defer { try? db.execute(sql: "DETACH DATABASE snapshot") }
             var imported = false
-            try db.inTransaction(.immediate) {
-                let state = StoreState(db: db)
-                guard try state.maxRevision == 0, try Outbox(db: db).count() == 0 else { return .rollback }
+            func copy(_ state: StoreState) throws -> Database.TransactionCompletion {
                 for entity in schema.entities {
                     let table = SQLIdentifier.quoted(entity.name)
                     guard try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(table)") == 0 else { return .rollback }
@@ -56,6 +55,12 @@ extension LocalStore {
                 }
                 imported = true
                 return .commit
+            }
+            try db.inTransaction(.immediate) {
+                let state = StoreState(db: db)
+                guard try state.maxRevision == 0, try Outbox(db: db).count() == 0 else { return .rollback }
+                // Every record of the data set at once: without the capture's triggers.
+                return try capture.withoutTriggers(in: db) { try copy(state) }
             }
             return imported
         }

@@ -86,21 +86,44 @@ extension LocalStore {
         stageHook: (@Sendable (SyncStage) -> Void)?
     ) async throws -> SyncReport {
         let schema = self.schema
+        let capture = self.capture
+        // A large response (streamed, or over 256 KB) is applied without the capture's triggers.
+        let bulk: Bool =
+            switch body {
+            case .whole(let json): json.count > 256 << 10
+            case .pieces: true
+            }
         return try await ownWrite { db in
-            let application = try ResponseApplication(db: db, schema: schema, request: request, lenient: lenient)
-            let maxRevision =
-                switch body {
-                case .whole(let json):
-                    try SyncMessage.decodeResponse(
-                        json: json, snapshotBegins: { _ in try application.beginSnapshot() },
-                        snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
-                case .pieces(let next):
-                    try SyncMessage.decodeResponse(
-                        reading: next, snapshotBegins: { _ in try application.beginSnapshot() },
-                        snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
+            if bulk {
+                return try capture.withoutTriggers(in: db) {
+                    try Self.apply(
+                        body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
+                        stageHook: stageHook)
                 }
-            if let actor { try StoreState(db: db).setActor(actor) }
-            return try application.finish(at: maxRevision, overwritten: overwritten, stageHook: stageHook)
+            }
+            return try Self.apply(
+                body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
+                stageHook: stageHook)
         }
+    }
+
+    private static func apply(
+        _ body: ResponseBody, in db: Database, schema: Schema, request: PreparedRequest, lenient: Bool, actor: Actor?,
+        overwritten: @escaping @Sendable ([RecordReference]) -> Void, stageHook: (@Sendable (SyncStage) -> Void)?
+    ) throws -> SyncReport {
+        let application = try ResponseApplication(db: db, schema: schema, request: request, lenient: lenient)
+        let maxRevision =
+            switch body {
+            case .whole(let json):
+                try SyncMessage.decodeResponse(
+                    json: json, snapshotBegins: { _ in try application.beginSnapshot() },
+                    snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
+            case .pieces(let next):
+                try SyncMessage.decodeResponse(
+                    reading: next, snapshotBegins: { _ in try application.beginSnapshot() },
+                    snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
+            }
+        if let actor { try StoreState(db: db).setActor(actor) }
+        return try application.finish(at: maxRevision, overwritten: overwritten, stageHook: stageHook)
     }
 }
