@@ -56,15 +56,15 @@ enum CaptureFold {
             case .create(let entity, let id, let values):
                 lowestID = min(lowestID, id.rawValue)
                 recorder.create(entity, id, try resolved(values, of: entity))
-            case .update(let entity, let id, let base, let values):
-                recorder.update(entity, id, base: base, try resolved(values, of: entity))
-            case .delete(let entity, let id, let base, let removed, let nullifies):
+            case .update(let entity, let id, let base, let values, let before):
+                recorder.update(entity, id, base: base, try resolved(values, of: entity), before: before)
+            case .delete(let entity, let id, let base, let removed, let nullifies, let before):
                 if id.isTemporary, !nullifies,
                     try Outbox(db: db).dropUnsentCreation(of: Set(removed), schema: schema, createdHere: recorder.created)
                 {
                     recorder.forget(Set(removed))
                 } else {
-                    recorder.delete(entity, id, base: base)
+                    recorder.delete(entity, id, base: base, before: before)
                 }
             case .cascaded(let entity, let id):
                 recorder.cascaded(RecordReference(entity: entity, id: id))
@@ -77,7 +77,7 @@ enum CaptureFold {
             try state.set(.nextTemporaryID, String(lowestID - 1))
         }
         guard let changeSet = recorder.result else { return false }
-        try Outbox(db: db).append(changeSet)
+        try Outbox(db: db).append(changeSet, base: recorder.base)
         return true
     }
 }

@@ -11,11 +11,11 @@ import RevSyncProtocol
 enum CapturedEvent: Equatable {
     /// A new record, with its non-null values.
     case create(String, RecordID, [String: Value])
-    /// Attributes that changed, with the revision the record had.
-    case update(String, RecordID, base: Revision, [String: Value])
-    /// A record deleted by the app; `removed` is everything the delete rules remove with it
-    /// (itself first), `nullifies` whether they set any reference to null.
-    case delete(String, RecordID, base: Revision, removed: [RecordReference], nullifies: Bool)
+    /// Attributes that changed, with the revision the record had and their values before.
+    case update(String, RecordID, base: Revision, [String: Value], before: [String: Value])
+    /// A record deleted by the app, with what it held; `removed` is everything the delete rules
+    /// remove with it (itself first), `nullifies` whether they set any reference to null.
+    case delete(String, RecordID, base: Revision, removed: [RecordReference], nullifies: Bool, before: [String: Value])
     /// A record a cascade removed (the server cascades too: nothing is sent for it).
     case cascaded(String, RecordID)
     /// References a delete set to null (the server does it too).
@@ -23,17 +23,27 @@ enum CapturedEvent: Equatable {
 
     /// The text stored for the event of transaction `transaction`.
     func encoded(transaction: String, number: Int) -> String {
+        var before: [String: Value] = [:]
         let (kind, extra, changes): (String, String, EntityChanges) =
             switch self {
             case .create(let entity, let id, let values):
                 ("C", "", EntityChanges(entity: entity, create: [id], attributes: [id: RecordAttributes(values: values)]))
-            case .update(let entity, let id, let base, let values):
-                ("U", "", EntityChanges(entity: entity, update: [id], attributes: [id: RecordAttributes(revision: base, values: values)]))
-            case .delete(let entity, let id, let base, let removed, let nullifies):
-                (
-                    "D", (nullifies ? "n" : "") + removed.map { "\($0.entity):\($0.id.rawValue)" }.joined(separator: ","),
-                    EntityChanges(entity: entity, delete: [id], attributes: [id: RecordAttributes(revision: base)])
-                )
+            case .update(let entity, let id, let base, let values, let previous):
+                {
+                    before = previous
+                    return (
+                        "U", "",
+                        EntityChanges(entity: entity, update: [id], attributes: [id: RecordAttributes(revision: base, values: values)])
+                    )
+                }()
+            case .delete(let entity, let id, let base, let removed, let nullifies, let previous):
+                {
+                    before = previous
+                    return (
+                        "D", (nullifies ? "n" : "") + removed.map { "\($0.entity):\($0.id.rawValue)" }.joined(separator: ","),
+                        EntityChanges(entity: entity, delete: [id], attributes: [id: RecordAttributes(revision: base)])
+                    )
+                }()
             case .cascaded(let entity, let id):
                 ("X", "", EntityChanges(entity: entity, delete: [id], attributes: [id: RecordAttributes(revision: 0)]))
             case .nullified(let entity, let id, let attributes):
@@ -46,8 +56,23 @@ enum CapturedEvent: Equatable {
                         ])
                 )
             }
-        let body = ChangeSet(id: transaction, changes: [changes])
-        return "\(kind)|\(transaction)|\(number)|\(extra)|" + String(decoding: body.jsonBytes(), as: UTF8.self)
+        let body = String(decoding: ChangeSet(id: transaction, changes: [changes]).jsonBytes(), as: UTF8.self)
+        // What the row held before, as the same record's attributes, after the body.
+        let previous =
+            before.isEmpty
+            ? ""
+            : String(
+                decoding: ChangeSet(
+                    changes: [
+                        EntityChanges(
+                            entity: changes.entity, update: changes.delete + changes.update,
+                            attributes: Dictionary(
+                                uniqueKeysWithValues: (changes.delete + changes.update).map {
+                                    ($0, RecordAttributes(revision: 0, values: before))
+                                }))
+                    ]
+                ).jsonBytes(), as: UTF8.self)
+        return "\(kind)|\(transaction)|\(number)|\(extra)|\(body.utf8.count)|" + body + previous
     }
 
     /// The transaction and number of a stored event, without decoding the event.
@@ -61,11 +86,18 @@ enum CapturedEvent: Equatable {
 
     /// Reads a stored event back.
     static func decode(_ text: String) throws -> CapturedEvent {
-        let parts = text.split(separator: "|", maxSplits: 4, omittingEmptySubsequences: false)
-        guard parts.count == 5 else { throw LocalStoreError(.corrupt, "a captured write does not decode: \(text.prefix(80))") }
+        let parts = text.split(separator: "|", maxSplits: 5, omittingEmptySubsequences: false)
+        guard parts.count == 6, let length = Int(parts[4]), length <= parts[5].utf8.count else {
+            throw LocalStoreError(.corrupt, "a captured write does not decode: \(text.prefix(80))")
+        }
+        let bytes = Array(parts[5].utf8)
         let changeSet: ChangeSet
+        var before: [String: Value] = [:]
         do {
-            changeSet = try ChangeSet(json: Array(parts[4].utf8), sender: .client)
+            changeSet = try ChangeSet(json: Array(bytes[..<length]), sender: .client)
+            if length < bytes.count {
+                before = try ChangeSet(json: Array(bytes[length...]), sender: .client).changes.first?.attributes.values.first?.values ?? [:]
+            }
         } catch {
             throw LocalStoreError(.corrupt, "a captured write does not decode: \(error)")
         }
@@ -77,7 +109,7 @@ enum CapturedEvent: Equatable {
         let event: CapturedEvent
         switch parts[0] {
         case "C": event = .create(changes.entity, id, values)
-        case "U": event = .update(changes.entity, id, base: attributes?.revision ?? 0, values)
+        case "U": event = .update(changes.entity, id, base: attributes?.revision ?? 0, values, before: before)
         case "X": event = .cascaded(changes.entity, id)
         case "N": event = .nullified(changes.entity, id, attributes: values.keys.sorted())
         case "D":
@@ -91,7 +123,7 @@ enum CapturedEvent: Equatable {
                 }
                 return RecordReference(entity: String(pieces[0]), id: RecordID(raw))
             }
-            event = .delete(changes.entity, id, base: attributes?.revision ?? 0, removed: removed, nullifies: nullifies)
+            event = .delete(changes.entity, id, base: attributes?.revision ?? 0, removed: removed, nullifies: nullifies, before: before)
         default: throw LocalStoreError(.corrupt, "a captured write has an unknown kind: \(text.prefix(80))")
         }
         return event

@@ -304,7 +304,9 @@ package final class WriteCapture: @unchecked Sendable {
         if nullification { return .nullified(entity.name, RecordID(oldID), attributes: changed.keys.sorted()) }
         _ = try rules.accept(changed, of: entity)
         try rules.checkUpdate(entity, id: RecordID(oldID), current: before, changed: changed)
-        return .update(entity.name, RecordID(oldID), base: Int64.fromDatabaseValue(arguments[3]) ?? 0, changed)
+        return .update(
+            entity.name, RecordID(oldID), base: Int64.fromDatabaseValue(arguments[3]) ?? 0, changed,
+            before: before.filter { changed[$0.key] != nil })
     }
 
     /// `revsync_deleting(entity, id, revision, orphaned, values…)`.
@@ -330,7 +332,8 @@ package final class WriteCapture: @unchecked Sendable {
         }
         return .delete(
             entity.name, RecordID(rawID), base: Int64.fromDatabaseValue(arguments[2]) ?? 0,
-            removed: plan.deleted.map { RecordReference(entity: $0.entity.name, id: $0.record) }, nullifies: !plan.nullified.isEmpty)
+            removed: plan.deleted.map { RecordReference(entity: $0.entity.name, id: $0.record) }, nullifies: !plan.nullified.isEmpty,
+            before: values)
     }
 
     // MARK: Commit

@@ -48,6 +48,9 @@ struct ChangeRecorder {
     }
 
     private let id: String
+    /// What each updated or deleted record held before this transaction's first write of
+    /// each attribute: the refusal inbox's `base`.
+    private var before: [RecordReference: [String: Value]] = [:]
     private var entityOrder: [String] = []
     private var entities: [String: Recorded] = [:]
 
@@ -74,7 +77,8 @@ struct ChangeRecorder {
         modify(entity) { $0.set(id, .create, RecordAttributes(values: values)) }
     }
 
-    mutating func update(_ entity: String, _ id: RecordID, base: Revision, _ values: [String: Value]) {
+    mutating func update(_ entity: String, _ id: RecordID, base: Revision, _ values: [String: Value], before: [String: Value] = [:]) {
+        remember(before, of: RecordReference(entity: entity, id: id))
         modify(entity) { recorded in
             if var existing = recorded.attributes[id], recorded.kinds[id] != nil {
                 existing.values.merge(values) { _, new in new }
@@ -85,7 +89,8 @@ struct ChangeRecorder {
         }
     }
 
-    mutating func delete(_ entity: String, _ id: RecordID, base: Revision) {
+    mutating func delete(_ entity: String, _ id: RecordID, base: Revision, before: [String: Value] = [:]) {
+        remember(before, of: RecordReference(entity: entity, id: id))
         modify(entity) { recorded in
             let wasCreatedHere = recorded.kinds[id] == .create
             recorded.forget(id)
@@ -114,6 +119,33 @@ struct ChangeRecorder {
     /// Drops everything this transaction wrote about `records`.
     mutating func forget(_ records: Set<RecordReference>) {
         for record in records { modify(record.entity) { $0.forget(record.id) } }
+    }
+
+    /// What the records the change set updates or deletes held before it, as a change set of
+    /// the same shape (each record under `update`, its base revision and earlier values), or
+    /// `nil` when it updates and deletes nothing.
+    var base: ChangeSet? {
+        guard let result else { return nil }
+        var base = ChangeSet(id: id)
+        for changes in result.changes {
+            var entry = EntityChanges(entity: changes.entity)
+            let deleted = Set(changes.delete)
+            for id in changes.update + changes.delete {
+                let values = before[RecordReference(entity: changes.entity, id: id)] ?? [:]
+                let written = Set(changes.attributes[id]?.values.keys.map { $0 } ?? [])
+                entry.update.append(id)
+                entry.attributes[id] = RecordAttributes(
+                    revision: changes.attributes[id]?.revision ?? 0,
+                    values: deleted.contains(id) ? values : values.filter { written.contains($0.key) })
+            }
+            if !entry.update.isEmpty { base.changes.append(entry) }
+        }
+        return base.isEmpty ? nil : base
+    }
+
+    private mutating func remember(_ values: [String: Value], of record: RecordReference) {
+        guard !values.isEmpty else { return }
+        before[record, default: [:]].merge(values) { first, _ in first }
     }
 
     func created(_ record: RecordReference) -> Bool {

@@ -14,8 +14,67 @@ public struct ConflictRecord: Sendable, Hashable {
     public let entries: [ConflictEntry]
     /// When the server's refusal arrived.
     public let receivedAt: Date
-    /// When someone dismissed it; `nil` while it is unresolved.
+    /// When someone dismissed or re-applied it; `nil` while it is unresolved.
     public let dismissedAt: Date?
+    /// Each record the refused change set wrote: what it held before (`base`), what this device
+    /// wrote (`mine`) and the server's truth (`theirs`). Empty for refusals journaled before
+    /// the inbox existed.
+    public let records: [ConflictedRecord]
+    /// How it was resolved: `dismissed` or `reapplied`; `nil` while it is unresolved.
+    public let resolution: String?
+
+    /// Whether ``LocalStore/reapply(_:keepingTheirs:)`` can write `mine` again: a refusal because
+    /// others changed the records first (`stale_revision`). The other reasons (forbidden,
+    /// invalid values, a constraint, a missing reference, a deleted record) would be refused
+    /// again as they are.
+    public var canReapply: Bool { reason == .staleRevision && !records.isEmpty }
+
+    /// Why it cannot be re-applied, in one line; `nil` when it can.
+    public var whyNotReappliable: String? {
+        if canReapply { return nil }
+        if records.isEmpty { return "refused before this device kept what it wrote: dismiss it" }
+        let cause = entries.first?.message.map { ": \($0)" } ?? ""
+        switch reason {
+        case .forbidden: return "the permission rules forbid it\(cause)"
+        case .invalid: return "the server refuses its values\(cause)"
+        case .constraint: return "it breaks a constraint of the data set\(cause)"
+        case .missingReference: return "it refers to a record the server does not have\(cause)"
+        case .deleted: return "a record it changes was deleted by another device\(cause)"
+        default: return "refused as \(reason.rawValue), which writing it again would not change\(cause)"
+        }
+    }
+}
+
+/// One record of a refused change set, as the refusal inbox keeps it.
+public struct ConflictedRecord: Sendable, Hashable {
+    /// What the refused change set did to the record.
+    public enum Operation: String, Sendable, Hashable {
+        case create, update, delete
+    }
+
+    /// The record's entity.
+    public let entity: String
+    /// The record's ID (temporary for a refused create).
+    public let id: RecordID
+    /// What the change set did to it.
+    public let operation: Operation
+    /// The revision this device's edit was based on.
+    public let baseRevision: Revision
+    /// What the record held before this device's edit, for the attributes it wrote (the whole
+    /// record for a delete; empty for a create).
+    public let base: [String: Value]
+    /// What this device wrote (empty for a delete).
+    public let mine: [String: Value]
+    /// The server's truth when the refusal arrived; `nil` when the record does not exist there.
+    public let theirs: [String: Value]?
+
+    /// The attributes others changed: those this device wrote (every one, for a delete) whose
+    /// truth differs from what it had before its edit.
+    public var changedByOthers: [String] {
+        guard let theirs else { return [] }
+        let names = operation == .delete ? Array(base.keys) : Array(mine.keys)
+        return names.filter { (theirs[$0] ?? .null) != (base[$0] ?? .null) }.sorted()
+    }
 }
 
 /// The conflict journal in the store's database.
@@ -23,28 +82,83 @@ struct ConflictJournal {
     let db: Database
 
     /// Records a refused change set; a repeat of one already recorded is not recorded twice.
-    func record(_ conflict: ChangeSet) throws {
+    ///
+    /// - Parameters:
+    ///   - mine: the change set this device sent, when it still has it.
+    ///   - base: what its records held before it.
+    ///   - theirs: the server's truth of its records (under `update`; `delete` lists those the
+    ///     server does not have).
+    func record(_ conflict: ChangeSet, mine: ChangeSet? = nil, base: ChangeSet? = nil, theirs: ChangeSet? = nil) throws {
         let body = ChangeSet(conflict: true, reason: conflict.reason, conflicts: conflict.conflicts).jsonBytes()
         try db.cachedStatement(
             sql: """
-                INSERT INTO _rs_conflicts (change_set_id, reason, entries, received_at) VALUES (?, ?, ?, ?)
+                INSERT INTO _rs_conflicts (change_set_id, reason, entries, received_at, mine, base, theirs) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (change_set_id) DO NOTHING
                 """
-        ).execute(arguments: [conflict.id, conflict.reason?.rawValue ?? "unknown", Data(body), Date().timeIntervalSince1970])
+        ).execute(arguments: [
+            conflict.id, conflict.reason?.rawValue ?? "unknown", Data(body), Date().timeIntervalSince1970,
+            mine.map { Data($0.jsonBytes()) }, base.map { Data($0.jsonBytes()) }, theirs.map { Data($0.jsonBytes()) },
+        ])
     }
 
     func all(includingDismissed: Bool) throws -> [ConflictRecord] {
         let sql =
-            "SELECT id, change_set_id, reason, entries, received_at, dismissed_at FROM _rs_conflicts"
+            "SELECT id, change_set_id, reason, entries, received_at, dismissed_at, mine, base, theirs, resolution FROM _rs_conflicts"
             + (includingDismissed ? "" : " WHERE dismissed_at IS NULL") + " ORDER BY id"
-        return try Row.fetchAll(db, sql: sql).map { row in
-            let body: Data = row[3]
-            let entries = (try? ChangeSet(json: [UInt8](body), sender: .server).conflicts) ?? []
-            let dismissed: Double? = row[5]
-            return ConflictRecord(
-                id: row[0], changeSetID: row[1], reason: ConflictReason(rawValue: row[2]), entries: entries,
-                receivedAt: Date(timeIntervalSince1970: row[4]), dismissedAt: dismissed.map(Date.init(timeIntervalSince1970:)))
+        return try Row.fetchAll(db, sql: sql).map(Self.conflict)
+    }
+
+    func conflict(_ id: Int64) throws -> ConflictRecord? {
+        try Row.fetchOne(
+            db,
+            sql:
+                "SELECT id, change_set_id, reason, entries, received_at, dismissed_at, mine, base, theirs, resolution FROM _rs_conflicts WHERE id = ?",
+            arguments: [id]
+        ).map(Self.conflict)
+    }
+
+    private static func conflict(_ row: Row) -> ConflictRecord {
+        let body: Data = row[3]
+        let entries = (try? ChangeSet(json: [UInt8](body), sender: .server).conflicts) ?? []
+        let dismissed: Double? = row[5]
+        func changeSet(_ index: Int) -> ChangeSet? {
+            let data: Data? = row[index]
+            return data.flatMap { try? ChangeSet(json: [UInt8]($0), sender: .client) }
         }
+        return ConflictRecord(
+            id: row[0], changeSetID: row[1], reason: ConflictReason(rawValue: row[2]), entries: entries,
+            receivedAt: Date(timeIntervalSince1970: row[4]), dismissedAt: dismissed.map(Date.init(timeIntervalSince1970:)),
+            records: records(mine: changeSet(6), base: changeSet(7), theirs: changeSet(8)), resolution: row[9])
+    }
+
+    /// The inbox's records from the three change sets kept with a refusal.
+    private static func records(mine: ChangeSet?, base: ChangeSet?, theirs: ChangeSet?) -> [ConflictedRecord] {
+        guard let mine else { return [] }
+        var records: [ConflictedRecord] = []
+        for changes in mine.changes {
+            let before = base?.changes(for: changes.entity)
+            let truth = theirs?.changes(for: changes.entity)
+            for (ids, operation) in [
+                (changes.create, ConflictedRecord.Operation.create), (changes.update, .update), (changes.delete, .delete),
+            ] {
+                for id in ids {
+                    let gone = truth?.delete.contains(id) ?? true
+                    records.append(
+                        ConflictedRecord(
+                            entity: changes.entity, id: id, operation: operation,
+                            baseRevision: changes.attributes[id]?.revision ?? 0, base: before?.attributes[id]?.values ?? [:],
+                            mine: changes.attributes[id]?.values ?? [:], theirs: gone ? nil : truth?.attributes[id]?.values ?? [:]))
+                }
+            }
+        }
+        return records
+    }
+
+    /// Marks an unresolved entry resolved (`dismissed` or `reapplied`); returns whether one was.
+    func resolve(_ id: Int64, as resolution: String) throws -> Bool {
+        try db.cachedStatement(sql: "UPDATE _rs_conflicts SET dismissed_at = ?, resolution = ? WHERE id = ? AND dismissed_at IS NULL")
+            .execute(arguments: [Date().timeIntervalSince1970, resolution, id])
+        return db.changesCount > 0
     }
 
     func unresolvedCount() throws -> Int {
@@ -52,8 +166,6 @@ struct ConflictJournal {
     }
 
     func dismiss(_ id: Int64) throws -> Bool {
-        try db.cachedStatement(sql: "UPDATE _rs_conflicts SET dismissed_at = ? WHERE id = ? AND dismissed_at IS NULL")
-            .execute(arguments: [Date().timeIntervalSince1970, id])
-        return db.changesCount > 0
+        try resolve(id, as: "dismissed")
     }
 }

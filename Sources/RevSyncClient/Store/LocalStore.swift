@@ -178,7 +178,7 @@ public final class LocalStore: Sendable {
         let result = try await ownWrite { db in
             let transaction = WriteTransaction(db: db, schema: schema, actor: try StoreState(db: db).actor)
             let result = try body(transaction)
-            if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet) }
+            if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet, base: transaction.recorder.base) }
             return result
         }
         localChanges.emit()
@@ -227,17 +227,6 @@ public final class LocalStore: Sendable {
     /// The change sets waiting for the server, oldest first.
     public func pendingChangeSets() async throws -> [ChangeSet] {
         try await pool.read { db in try Outbox(db: db).entries().map(\.changeSet) }
-    }
-
-    /// The conflict journal, oldest first.
-    public func conflicts(includingDismissed: Bool = false) async throws -> [ConflictRecord] {
-        try await pool.read { db in try ConflictJournal(db: db).all(includingDismissed: includingDismissed) }
-    }
-
-    /// Marks a journal entry as seen; returns whether an undismissed entry had that ID.
-    @discardableResult
-    public func dismissConflict(_ id: Int64) async throws -> Bool {
-        try await ownWrite { db in try ConflictJournal(db: db).dismiss(id) }
     }
 
     /// The device's role and user, as the server last said (`nil` until it said: set up with

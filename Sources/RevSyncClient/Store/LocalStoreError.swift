@@ -39,6 +39,9 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let wrongDataset = Code(rawValue: "wrong_dataset")
         /// A write to one of the store's own tables (`_rs_…`), which only RevSync writes.
         public static let storeTable = Code(rawValue: "store_table")
+        /// A refusal that writing the same again would not change (forbidden, invalid, a
+        /// deleted record), or one already resolved: the message says which.
+        public static let notReappliable = Code(rawValue: "not_reappliable")
         /// The store holds change sets the server has not answered yet.
         public static let pendingChanges = Code(rawValue: "pending_changes")
     }

@@ -15,9 +15,31 @@ struct OutboxEntry: Sendable {
 struct Outbox {
     let db: Database
 
-    func append(_ changeSet: ChangeSet) throws {
-        try db.cachedStatement(sql: "INSERT INTO _rs_outbox (change_set_id, body, created_at) VALUES (?, ?, ?)")
-            .execute(arguments: [changeSet.id, Data(changeSet.jsonBytes()), Date().timeIntervalSince1970])
+    /// Queues a change set, with what the records it updates or deletes held before it
+    /// (``ChangeRecorder/base``), kept for the refusal inbox.
+    func append(_ changeSet: ChangeSet, base: ChangeSet? = nil) throws {
+        try db.cachedStatement(sql: "INSERT INTO _rs_outbox (change_set_id, body, created_at, base) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [
+                changeSet.id, Data(changeSet.jsonBytes()), Date().timeIntervalSince1970, base.map { Data($0.jsonBytes()) },
+            ])
+    }
+
+    /// The queued change set `id` and what its records held before it.
+    func entry(_ id: String) throws -> (changeSet: ChangeSet, base: ChangeSet?)? {
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT body, base FROM _rs_outbox WHERE change_set_id = ?"), arguments: [id])
+        else { return nil }
+        do {
+            let body: Data = row[0]
+            let base: Data? = row[1]
+            return (
+                try ChangeSet(json: [UInt8](body), sender: .client),
+                try base.map { try ChangeSet(json: [UInt8]($0), sender: .client) }
+            )
+        } catch {
+            throw LocalStoreError(.corrupt, "outbox entry \(id) does not decode: \(error)")
+        }
     }
 
     func entries() throws -> [OutboxEntry] {

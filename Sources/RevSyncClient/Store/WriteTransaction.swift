@@ -76,7 +76,7 @@ public final class WriteTransaction {
         guard !changed.isEmpty else { return }
         try rules.checkUpdate(entity, id: id, current: current.values, changed: changed)
         try tables.setValues(entity, id: id, changed)
-        recorder.update(entity.name, id, base: current.revision ?? 0, changed)
+        recorder.update(entity.name, id, base: current.revision ?? 0, changed, before: current.values.filter { changed[$0.key] != nil })
     }
 
     /// Changes a record to the attributes of an app value.
@@ -114,7 +114,7 @@ public final class WriteTransaction {
         }
         for record in deletion.deleted.dropFirst() { recorder.cascaded(record) }
         for (record, attributes) in deletion.nullified { recorder.nullified(record, attributes: attributes) }
-        recorder.delete(entity.name, id, base: current.revision ?? 0)
+        recorder.delete(entity.name, id, base: current.revision ?? 0, before: current.values)
         return deletion
     }
 

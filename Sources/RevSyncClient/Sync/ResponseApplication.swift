@@ -80,6 +80,34 @@ final class ResponseApplication {
         }
         try recordAnswer(changeSet)
         try applyServerData(changeSet, createsApplied: appliedAlready)
+        if changeSet.conflict == true, let id = changeSet.id { try journal(changeSet, id: id) }
+    }
+
+    /// Journals a refusal with what the refusal inbox shows: the change set this device sent
+    /// and what its records held before it (from the outbox), and the server's truth, which
+    /// the refusal's data has just written into the tables.
+    private func journal(_ conflict: ChangeSet, id: String) throws {
+        guard let (mine, base) = try Outbox(db: db).entry(id) else {
+            try ConflictJournal(db: db).record(conflict)
+            return
+        }
+        let idMap = IDMap(db: db)
+        var theirs = ChangeSet()
+        for changes in mine.changes {
+            guard let entity = schema.entity(changes.entity) else { continue }
+            var truth = EntityChanges(entity: changes.entity)
+            for id in changes.create + changes.update + changes.delete {
+                if let record = try tables.record(entity, id: try idMap.resolve(id)) {
+                    truth.update.append(id)
+                    truth.attributes[id] = RecordAttributes(revision: record.revision ?? 0, values: record.values)
+                } else {
+                    truth.delete.append(id)
+                    truth.attributes[id] = RecordAttributes(revision: 0)
+                }
+            }
+            theirs.changes.append(truth)
+        }
+        try ConflictJournal(db: db).record(conflict, mine: mine, base: base, theirs: theirs)
     }
 
     /// Ends the application: reports overwritten edits, clears answered change sets from the
@@ -109,7 +137,6 @@ final class ResponseApplication {
         guard let id = changeSet.id, request.changeSetIDs.contains(id) || changeSet.conflict != nil else { return }
         answered.insert(id)
         if changeSet.conflict == true {
-            try ConflictJournal(db: db).record(changeSet)
             report.conflicts.append(
                 SyncConflict(
                     changeSetID: id, reason: changeSet.reason ?? ConflictReason(rawValue: "unknown"), entries: changeSet.conflicts))

@@ -68,6 +68,16 @@ package enum StoreMigrations {
                     GROUP BY entity, id;
                     """)
         },
+        StoreMigration(version: 3, name: "the refusal inbox: base, mine and theirs") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE _rs_outbox ADD COLUMN base BLOB;
+                    ALTER TABLE _rs_conflicts ADD COLUMN mine BLOB;
+                    ALTER TABLE _rs_conflicts ADD COLUMN base BLOB;
+                    ALTER TABLE _rs_conflicts ADD COLUMN theirs BLOB;
+                    ALTER TABLE _rs_conflicts ADD COLUMN resolution TEXT;
+                    """)
+        },
     ]
 
     /// The version of the newest released migration.

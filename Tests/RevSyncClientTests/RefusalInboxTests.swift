@@ -1,0 +1,164 @@
+import Foundation
+import RevSyncClient
+import RevSyncDemoRecords
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+/// The refusal inbox: what a refused change set held (base, mine, theirs), and writing it
+/// again in one step.
+@Suite struct RefusalInboxTests {
+    /// Two devices with the same player; the laptop changes it first.
+    private func setUp(
+        _ server: LiveServer, in directory: TemporaryDirectory
+    ) async throws -> (ipad: ClientDevice, laptop: ClientDevice, player: RecordID) {
+        let ipad = try await server.clientDevice("ipad", in: directory)
+        let laptop = try await server.clientDevice("laptop", in: directory)
+        let temporary = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "position": "Midfielder"])
+        try await ipad.sync()
+        let player = try #require(try await ipad.store.permanentID(of: temporary))
+        try await laptop.sync()
+        return (ipad, laptop, player)
+    }
+
+    @Test func aStaleUpdateKeepsBaseMineAndTheirsAndIsReappliedInOneStep() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                try await laptop.table("players").update(player, ["position": "Defender"])
+                try await laptop.sync()
+                // The iPad, which has not seen it, changes the position and the height (typed API).
+                try await ipad.store.database.write { db in
+                    var ana = try #require(try Player.fetchOne(db, id: player))
+                    ana.position = "Forward"
+                    ana.heightCm = 151.5
+                    try ana.update(db)
+                }
+                let report = try await ipad.sync()
+                #expect(report.conflicts.map(\.reason) == [.staleRevision])
+                let conflict = try #require(try await ipad.store.conflicts().first)
+                let record = try #require(conflict.records.first)
+                #expect(conflict.records.count == 1 && conflict.canReapply && conflict.whyNotReappliable == nil)
+                #expect(record.entity == "players" && record.id == player && record.operation == .update)
+                #expect(record.base == ["position": "Midfielder", "height_cm": nil])
+                #expect(record.mine == ["position": "Forward", "height_cm": 151.5])
+                #expect(record.theirs?["position"] == "Defender")
+                #expect(record.changedByOthers == ["position"])
+
+                let written = try await ipad.store.reapply(conflict)
+                #expect(written == [RecordReference(entity: "players", id: player)])
+                #expect(try await ipad.store.conflicts().isEmpty)
+                #expect(try await ipad.store.conflicts(includingDismissed: true).first?.resolution == "reapplied")
+                let second = try await ipad.sync()
+                #expect(second.conflicts.isEmpty && second.committed.count == 1)
+                #expect(try await server.record("players", player)?["position"] == "Forward")
+                #expect(try await server.record("players", player)?["height_cm"] == 151.5)
+                // Resolved once: a second reapply is refused, and changes nothing.
+                let again = await #expect(throws: LocalStoreError.self) { try await ipad.store.reapply(conflict) }
+                #expect(again?.code == .notReappliable)
+                #expect(try await ipad.store.pendingChangeSets().isEmpty)
+            }
+        }
+    }
+
+    @Test func keepingTheirsLeavesTheirAttributesAndWritesTheRest() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                try await laptop.table("players").update(player, ["position": "Defender"])
+                try await laptop.sync()
+                try await ipad.table("players").update(player, ["position": "Forward", "height_cm": 151.5])
+                try await ipad.sync()
+                let conflict = try #require(try await ipad.store.conflicts().first)
+                try await ipad.store.reapply(conflict, keepingTheirs: ["position"])
+                try await ipad.sync()
+                #expect(try await server.record("players", player)?["position"] == "Defender")
+                #expect(try await server.record("players", player)?["height_cm"] == 151.5)
+            }
+        }
+    }
+
+    @Test func aStaleDeleteIsReappliedAsADelete() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                try await laptop.table("players").update(player, ["position": "Defender"])
+                try await laptop.sync()
+                try await ipad.store.database.write { db in _ = try Player.deleteOne(db, id: player) }
+                let report = try await ipad.sync()
+                #expect(report.conflicts.map(\.reason) == [.staleRevision])
+                // Refused: the player is back on the device, with the laptop's change.
+                #expect(try await ipad.table("players").find(player)?["position"] == "Defender")
+                let conflict = try #require(try await ipad.store.conflicts().first)
+                let record = try #require(conflict.records.first)
+                #expect(record.operation == .delete && record.mine.isEmpty)
+                #expect(record.base["position"] == "Midfielder" && record.theirs?["position"] == "Defender")
+                #expect(record.changedByOthers == ["position"])
+                try await ipad.store.reapply(conflict)
+                try await ipad.sync()
+                #expect(try await server.record("players", player) == nil)
+                #expect(try await ipad.table("players").find(player) == nil)
+            }
+        }
+    }
+
+    @Test func aRefusalThatCannotBeReappliedSaysWhyAndStays() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                // A viewer that has not asked the server its role yet: its write reaches the server.
+                let viewer = try await server.clientDevice("viewer", in: directory, role: .viewer)
+                _ = try await viewer.table("venues").insert(["name": "North"])
+                let report = try await viewer.sync()
+                #expect(report.conflicts.map(\.reason) == [.forbidden])
+                let conflict = try #require(try await viewer.store.conflicts().first)
+                #expect(!conflict.canReapply)
+                #expect(conflict.records.first?.operation == .create && conflict.records.first?.theirs == nil)
+                let error = await #expect(throws: LocalStoreError.self) { try await viewer.store.reapply(conflict) }
+                #expect(error?.code == .notReappliable)
+                #expect(error?.message.hasPrefix("refusal \(conflict.id) cannot be re-applied: the permission rules forbid it") == true)
+                #expect(error?.message.contains("\n") == false)
+                #expect(try await viewer.store.conflicts().count == 1)
+                #expect(try await viewer.store.pendingChangeSets().isEmpty)
+            }
+        }
+    }
+
+    @Test func theCommandLineShowsAndReappliesARefusal() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                try await laptop.table("players").update(player, ["position": "Defender"])
+                try await laptop.sync()
+                try await ipad.table("players").update(player, ["position": "Forward"])
+                try await ipad.sync()
+                try ipad.store.close()
+                let path = ipad.store.path
+                let list = try ExecutableProcess("revsync", ["conflicts", "--json", "--store", path])
+                #expect(await list.exitStatus() == 0)
+                let json = try #require(try JSONSerialization.jsonObject(with: Data(list.standardOutput.utf8)) as? [[String: Any]])
+                let records = try #require(json.first?["records"] as? [[String: Any]])
+                #expect((records.first?["base"] as? [String: Any])?["position"] as? String == "Midfielder")
+                #expect((records.first?["mine"] as? [String: Any])?["position"] as? String == "Forward")
+                #expect((records.first?["theirs"] as? [String: Any])?["position"] as? String == "Defender")
+                #expect(json.first?["canReapply"] as? Bool == true)
+                let number = try #require(json.first?["journalID"] as? Int)
+
+                let show = try ExecutableProcess("revsync", ["conflicts", "show", "\(number)", "--store", path])
+                #expect(await show.exitStatus() == 0)
+                #expect(show.standardOutput.contains("* position"))
+                #expect(show.standardOutput.contains("\"Midfielder\" | \"Forward\" | \"Defender\""))
+
+                let reapply = try ExecutableProcess(
+                    "revsync", ["conflicts", "reapply", "\(number)", "--keep-theirs", "height_cm", "--store", path])
+                #expect(await reapply.exitStatus() == 0)
+                #expect(reapply.standardOutput.contains("Re-applied conflict #\(number)"))
+                let sync = try ExecutableProcess("revsync", ["sync", "--store", path])
+                #expect(await sync.exitStatus() == 0)
+                #expect(try await server.record("players", player)?["position"] == "Forward")
+            }
+        }
+    }
+}
