@@ -113,6 +113,25 @@ import Testing
         }
     }
 
+    @Test func aLiveDeviceSendsAGRDBWriteByItself() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await server.clientDevice("ipad", in: directory)
+                let live = Task { try await device.synchronizer.live() }
+                defer { live.cancel() }
+                try await Task.sleep(for: .milliseconds(300))
+                try await device.store.database.write { db in
+                    var venue = Venue(name: "North")
+                    try venue.insert(db)
+                }
+                for _ in 0..<200 where try await server.count("venues") == 0 {
+                    try await Task.sleep(for: .milliseconds(25))
+                }
+                #expect(try await server.count("venues") == 1)
+            }
+        }
+    }
+
     @Test func rowSyncStateShowsPendingAndRefusedRows() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in

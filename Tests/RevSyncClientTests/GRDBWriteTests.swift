@@ -168,6 +168,28 @@ import Testing
         }
     }
 
+    @Test func aSchemaUpgradeCapturesTheNewTablesAndColumns() async throws {
+        try await withStore { store, _ in
+            var json = Schema.demoJSON.replacingOccurrences(of: "\"version\": 1", with: "\"version\": 2")
+            json = json.replacingOccurrences(
+                of: "\"capacity\": { \"type\": \"integer\" }",
+                with: "\"capacity\": { \"type\": \"integer\" }, \"surface\": { \"type\": \"text\" }")
+            json = json.replacingOccurrences(
+                of: "\"entities\": {", with: "\"entities\": {\n \"kits\": { \"attributes\": { \"colour\": { \"type\": \"text\" } } },")
+            try await store.upgrade(to: try Schema(json: Array(json.utf8)))
+            try await store.database.write { db in
+                try db.execute(sql: "INSERT INTO kits (colour) VALUES ('red')")
+                try db.execute(sql: "INSERT INTO venues (name, surface) VALUES ('North', 'grass')")
+                // The new column is judged like the others.
+                try db.execute(sql: "UPDATE venues SET surface = 'turf'")
+            }
+            let pending = try #require(try await store.pendingChangeSets().first)
+            #expect(pending.types == ["kits", "venues"])
+            #expect(pending.changes(for: "kits")?.attributes.values.first?.values == ["colour": "red"])
+            #expect(pending.changes(for: "venues")?.attributes.values.first?.values == ["name": "North", "surface": "turf"])
+        }
+    }
+
     @Test func denyRefusesTheWholeTransaction() async throws {
         try await withStore { store, _ in
             let season = try await store.write { transaction in
