@@ -22,6 +22,9 @@ final class SimulatedDevice: @unchecked Sendable {
     /// What the server told this device about its change sets.
     private(set) var committed: [String: Revision] = [:]
     private(set) var refused: [String: ConflictReason] = [:]
+    /// Every change set this device put in a request, as it was sent (with its base revisions
+    /// and the attributes it writes), by ID: for the "no attribute overwritten unseen" check.
+    private(set) var sent: [String: ChangeSet] = [:]
     private(set) var edits = 0
     private(set) var localRefusals = 0
     private(set) var syncs = 0
@@ -43,6 +46,7 @@ final class SimulatedDevice: @unchecked Sendable {
         if let knownOutcomes {
             committed = knownOutcomes.committed
             refused = knownOutcomes.refused
+            sent = knownOutcomes.sent
             syncs = knownOutcomes.syncs
         }
     }
@@ -53,6 +57,7 @@ final class SimulatedDevice: @unchecked Sendable {
     func sync(maxAttempts: Int = 200) async throws {
         let policy = RetryPolicy(maxAttempts: maxAttempts, initialDelay: .milliseconds(20), maxDelay: .milliseconds(500))
         var last: SyncFailure?
+        try await noteOutbox()
         for attempt in 1...maxAttempts {
             do {
                 record(try await synchronizer.sync())
@@ -69,6 +74,7 @@ final class SimulatedDevice: @unchecked Sendable {
     /// Runs one sync in a `revsync` process that is killed (SIGKILL) at a step of the sync.
     func crashDuringSync() async throws {
         let stage = random.chance(0.5) ? "response-received" : "before-revision"
+        try await noteOutbox()
         let child = try ChildProcess(
             revsync, ["sync", "--store", store.path], log: store.path + ".crashes.log", environment: ["REVSYNC_CRASH_AT": stage])
         _ = await child.waitForExit()
@@ -83,6 +89,13 @@ final class SimulatedDevice: @unchecked Sendable {
     }
 
     private var lastReport: SyncReport?
+
+    /// Remembers the change sets about to be sent (once sent, a change set never changes).
+    private func noteOutbox() async throws {
+        for changeSet in try await store.pendingChangeSets() {
+            if let id = changeSet.id, sent[id] == nil { sent[id] = changeSet }
+        }
+    }
 
     private func record(_ report: SyncReport) {
         syncs += 1

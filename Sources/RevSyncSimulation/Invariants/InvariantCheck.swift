@@ -155,7 +155,56 @@ struct InvariantChecker {
             }
             agreed.check(try await device.store.status().pendingChangeSets == 0, "\(device.name) still has change sets queued")
         }
-        return [equal, confirmed, reported, agreed]
+        return [equal, confirmed, reported, agreed, try await unseenOverwrites(state)]
+    }
+
+    /// For every attribute a committed update wrote, no other device wrote that attribute of
+    /// that record after the update's base revision and before it committed. The log carries
+    /// whole records, so which attributes each revision wrote is found by replaying it.
+    private func unseenOverwrites(_ state: ServerState) async throws -> InvariantCheck {
+        var check = InvariantCheck(
+            promise:
+                "no attribute was overwritten unseen: no other device wrote it between a committed update's base revision and its commit")
+        var writes: [RecordReference: [String: [(revision: Revision, device: Int64)]]] = [:]
+        var current: [RecordReference: [String: Value]] = [:]
+        for entry in state.log {
+            guard let changeSet = try? ChangeSet(json: entry.body, sender: .server) else { continue }
+            for changes in changeSet.changes {
+                for id in changes.create + changes.update {
+                    guard let values = changes.attributes[id]?.values else { continue }
+                    let record = RecordReference(entity: changes.entity, id: id)
+                    let before = current[record]
+                    for (name, value) in values where before?[name] != value {
+                        writes[record, default: [:]][name, default: []].append((entry.revision, entry.device))
+                    }
+                    current[record] = values
+                }
+                for id in changes.delete { current[RecordReference(entity: changes.entity, id: id)] = nil }
+            }
+        }
+        for device in devices {
+            for (changeSetID, committedAt) in device.committed {
+                guard let changeSet = device.sent[changeSetID] else { continue }
+                for changes in changeSet.changes {
+                    for id in changes.update {
+                        guard let attributes = changes.attributes[id] else { continue }
+                        let base = attributes.revision ?? 0
+                        let permanent = try await device.store.permanentID(of: id) ?? id
+                        let record = RecordReference(entity: changes.entity, id: permanent)
+                        for name in attributes.values.keys.sorted() {
+                            let unseen = (writes[record]?[name] ?? []).filter {
+                                $0.revision > base && $0.revision < committedAt && $0.device != device.deviceID
+                            }
+                            check.check(
+                                unseen.isEmpty,
+                                "\(device.name)'s change set \(changeSetID) (revision \(committedAt), based on \(base)) wrote \(record.entity) \(permanent).\(name), which device \(unseen.first?.device ?? 0) had written at revision \(unseen.first?.revision ?? 0)"
+                            )
+                        }
+                    }
+                }
+            }
+        }
+        return check
     }
 
     private func contents(of store: LocalStore) async throws -> DataSet {
