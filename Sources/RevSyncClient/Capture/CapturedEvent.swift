@@ -21,29 +21,27 @@ enum CapturedEvent: Equatable {
     /// References a delete set to null (the server does it too).
     case nullified(String, RecordID, attributes: [String])
 
+    /// What an update or a delete found in the row before it.
+    var before: [String: Value] {
+        switch self {
+        case .update(_, _, _, _, let before), .delete(_, _, _, _, _, let before): before
+        default: [:]
+        }
+    }
+
     /// The text stored for the event of transaction `transaction`.
     func encoded(transaction: String, number: Int) -> String {
-        var before: [String: Value] = [:]
         let (kind, extra, changes): (String, String, EntityChanges) =
             switch self {
             case .create(let entity, let id, let values):
                 ("C", "", EntityChanges(entity: entity, create: [id], attributes: [id: RecordAttributes(values: values)]))
-            case .update(let entity, let id, let base, let values, let previous):
-                {
-                    before = previous
-                    return (
-                        "U", "",
-                        EntityChanges(entity: entity, update: [id], attributes: [id: RecordAttributes(revision: base, values: values)])
-                    )
-                }()
-            case .delete(let entity, let id, let base, let removed, let nullifies, let previous):
-                {
-                    before = previous
-                    return (
-                        "D", (nullifies ? "n" : "") + removed.map { "\($0.entity):\($0.id.rawValue)" }.joined(separator: ","),
-                        EntityChanges(entity: entity, delete: [id], attributes: [id: RecordAttributes(revision: base)])
-                    )
-                }()
+            case .update(let entity, let id, let base, let values, _):
+                ("U", "", EntityChanges(entity: entity, update: [id], attributes: [id: RecordAttributes(revision: base, values: values)]))
+            case .delete(let entity, let id, let base, let removed, let nullifies, _):
+                (
+                    "D", (nullifies ? "n" : "") + removed.map { "\($0.entity):\($0.id.rawValue)" }.joined(separator: ","),
+                    EntityChanges(entity: entity, delete: [id], attributes: [id: RecordAttributes(revision: base)])
+                )
             case .cascaded(let entity, let id):
                 ("X", "", EntityChanges(entity: entity, delete: [id], attributes: [id: RecordAttributes(revision: 0)]))
             case .nullified(let entity, let id, let attributes):

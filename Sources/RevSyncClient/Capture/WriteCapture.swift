@@ -35,7 +35,6 @@ package final class WriteCapture: @unchecked Sendable {
         var fixing: (entity: String, id: Int64)?
         var cascades: Set<RecordReference> = []
         var nullifications: [RecordReference: Set<String>] = [:]
-        var journaled = false
         /// The events journaled so far, by number, for the fold after the commit.
         var events: [Int: CapturedEvent] = [:]
     }
@@ -209,7 +208,6 @@ package final class WriteCapture: @unchecked Sendable {
                 let number = transaction.events.count
                 transaction.events[number] = event
                 flags.journaling = true
-                transaction.journaled = true
                 return event.encoded(transaction: transaction.id, number: number)
             }
         } catch {
@@ -350,7 +348,7 @@ package final class WriteCapture: @unchecked Sendable {
             }
             return state.transaction
         }
-        guard let transaction, transaction.journaled else { return }
+        guard let transaction, !transaction.events.isEmpty else { return }
         stageHook.current?(.committed)
         // The events are committed: folding them can wait for the next open if it fails now.
         do {

@@ -94,16 +94,12 @@ extension LocalStore {
             case .pieces: true
             }
         return try await ownWrite { db in
-            if bulk {
-                return try capture.withoutTriggers(in: db) {
-                    try Self.apply(
-                        body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
-                        stageHook: stageHook)
-                }
+            let apply = {
+                try Self.apply(
+                    body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
+                    stageHook: stageHook)
             }
-            return try Self.apply(
-                body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
-                stageHook: stageHook)
+            return try bulk ? capture.withoutTriggers(in: db, apply) : apply()
         }
     }
 
