@@ -108,6 +108,12 @@ import Testing
             name: "target on a non-reference", json: entities(#""a":{"attributes":{"x":{"type":"text","target":"a"}}}"#),
             path: "entities.a.attributes.x", message: "references only"),
         Case(
+            name: "unknown staleness", json: entities(#""a":{"staleness":"field","attributes":{}}"#), path: "entities.a.staleness",
+            message: "unknown staleness \"field\" (expected record or attribute)"),
+        Case(
+            name: "staleness is not a string", json: entities(#""a":{"staleness":true,"attributes":{}}"#), path: "entities.a.staleness",
+            message: "expected a string"),
+        Case(
             name: "duplicate entity", json: #"{"version":1,"entities":{"a":{"attributes":{}},"a":{"attributes":{}}}}"#,
             path: "", message: "appears twice"),
     ]
@@ -121,6 +127,25 @@ import Testing
             #expect(error.path == testCase.path, "\(error)")
             #expect(error.message.contains(testCase.message), "\(error)")
         }
+    }
+
+    @Test func stalenessIsReadKeptAndLeftOutWhenItIsTheDefault() throws {
+        let json = Self.entities(#""a":{"staleness":"attribute","attributes":{"x":{"type":"text"}}},"b":{"attributes":{}}"#)
+        let schema = try Schema(json: Array(json.utf8))
+        #expect(schema.entity("a")?.staleness == .attribute && schema.entity("b")?.staleness == .record)
+        let written = String(decoding: schema.jsonBytes(), as: UTF8.self)
+        #expect(written.contains(#""staleness":"attribute""#) && !written.contains(#""staleness":"record""#))
+        #expect(try Schema(json: schema.jsonBytes()) == schema)
+        // The demo schema, written before the key existed, reads back byte for byte the same.
+        #expect(try Schema(json: Schema.demo.jsonBytes()).jsonBytes() == Schema.demo.jsonBytes())
+    }
+
+    @Test func aSwitchOfStalenessIsAnUpgradeStepOnlyTowardsAttribute() throws {
+        let attribute = try Schema.demo.setting(.attribute, for: ["players"], version: 2)
+        let toAttribute = try SchemaUpgrade(from: .demo, to: attribute) { _ in 1 }
+        #expect(toAttribute.steps == [.trackAttributeWrites(attribute.entity("players")!)])
+        let back = try SchemaUpgrade(from: attribute, to: try Schema.demo.setting(.record, for: ["players"], version: 3)) { _ in 1 }
+        #expect(back.steps.isEmpty)
     }
 
     @Test func missingFileIsAClearError() {

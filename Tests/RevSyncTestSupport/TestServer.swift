@@ -74,6 +74,11 @@ extension TestServer {
 /// The sync engine over a real database, without HTTP: for tests of what the engine decides.
 public struct InProcessServer: TestServer {
     public let engine: SyncEngine
+
+    public init(engine: SyncEngine) {
+        self.engine = engine
+    }
+
     public var storage: any SyncStorage { engine.storage }
     public var schema: Schema { engine.schema }
     public var route: TestDevice.Route { .engine(engine) }

@@ -278,6 +278,7 @@ public final class LocalStore: Sendable {
                     switch step {
                     case .createEntity(let entity): StoreTables.createStatements(entity)
                     case .addAttribute(let entity, let attribute): StoreTables.addColumnStatements(entity, attribute)
+                    case .trackAttributeWrites: []  // the server's concern
                     }
                 for statement in statements { try db.execute(sql: statement) }
             }

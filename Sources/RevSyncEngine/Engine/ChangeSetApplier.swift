@@ -218,16 +218,21 @@ extension ChangeSetApplier {
         /// since the base revision.
         func loadTargets() throws {
             for changes in plan.entities {
-                updateTargets.append(try changes.updates.map { try target(changes.entity, $0.id, $0.baseRevision) })
+                updateTargets.append(
+                    try changes.updates.map { update in
+                        try target(changes.entity, update.id, update.baseRevision, writing: update.changes.map(\.index))
+                    })
                 for delete in changes.deletes {
-                    if let record = try target(changes.entity, delete.id, delete.baseRevision) {
+                    if let record = try target(changes.entity, delete.id, delete.baseRevision, writing: nil) {
                         deleteTargets.append((changes.entity, record))
                     }
                 }
             }
         }
 
-        private func target(_ entity: Entity, _ id: RecordID, _ base: Revision) throws -> StoredRecord? {
+        /// - Parameter attributes: the attributes an update writes (judged one by one for an
+        ///   entity with attribute staleness); `nil` for a delete (judged by the record).
+        private func target(_ entity: Entity, _ id: RecordID, _ base: Revision, writing attributes: [Int]?) throws -> StoredRecord? {
             guard let permanent = try resolve(id, entity.name) else {
                 conflicts.append(
                     ConflictEntry(
@@ -243,11 +248,29 @@ extension ChangeSetApplier {
                 return nil
             }
             let seen = min(base, applier.seenRevision)
-            if record.changedByOthers(of: device.id, after: seen) {
-                let basis =
-                    seen == base
-                    ? "after revision \(base) this change was based on"
-                    : "after revision \(seen), the last this device was sent (the change claims revision \(base))"
+            let basis =
+                seen == base
+                ? "after revision \(base) this change was based on"
+                : "after revision \(seen), the last this device was sent (the change claims revision \(base))"
+            if entity.staleness == .attribute, let attributes {
+                // One entry per attribute another device changed; the others may be written.
+                let stale = attributes.sorted().map { entity.attributes[$0].name }.filter {
+                    record.changedByOthers($0, of: device.id, after: seen)
+                }
+                guard stale.isEmpty else {
+                    let writes = record.attributeWriteLog
+                    for name in stale {
+                        conflicts.append(
+                            ConflictEntry(
+                                type: entity.name, id: id, reason: .staleRevision, clientRevision: base,
+                                serverRevision: writes[name].revision, attribute: name,
+                                message:
+                                    "\(entity.name) \(permanent).\(name) was changed by another device at revision \(writes[name].revision), \(basis)"
+                            ))
+                    }
+                    return nil
+                }
+            } else if record.changedByOthers(of: device.id, after: seen) {
                 conflicts.append(
                     ConflictEntry(
                         type: entity.name, id: id, reason: .staleRevision, clientRevision: base, serverRevision: record.revision,
@@ -323,7 +346,11 @@ extension ChangeSetApplier {
                     remember(changes.entity, record.id, .update, before: record)
                     if let latest = log.record(changes.entity, record.id) { record = latest }
                     for change in update.changes { record.values[change.index] = change.value }
-                    record.written(by: device.id, at: revision)
+                    if changes.entity.staleness == .attribute {
+                        record.written(update.changes.map { changes.entity.attributes[$0.index].name }, by: device.id, at: revision)
+                    } else {
+                        record.written(by: device.id, at: revision)
+                    }
                     try writer.update(changes.entity, record)
                     log.updated(changes.entity, record)
                 }
@@ -393,7 +420,11 @@ extension ChangeSetApplier {
                 remember(nullified.entity, nullified.record.id, .nullify, before: nullified.record)
                 var record = log.record(nullified.entity, nullified.record.id) ?? nullified.record
                 for index in nullified.attributeIndices { record.values[index] = .null }
-                record.written(by: device.id, at: revision)
+                if nullified.entity.staleness == .attribute {
+                    record.written(nullified.attributeIndices.map { nullified.entity.attributes[$0].name }, by: device.id, at: revision)
+                } else {
+                    record.written(by: device.id, at: revision)
+                }
                 try writer.update(nullified.entity, record)
                 log.updated(nullified.entity, record)
             }

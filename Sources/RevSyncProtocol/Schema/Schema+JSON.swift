@@ -108,6 +108,13 @@ extension Schema {
                 writer.writeString(swiftName)
                 writer.writeByte(UInt8(ascii: ","))
             }
+            // The default is left out, so that schemas written before the key existed read back
+            // byte for byte the same.
+            if entity.staleness != .record {
+                writer.writeKey("staleness")
+                writer.writeString(entity.staleness.rawValue)
+                writer.writeByte(UInt8(ascii: ","))
+            }
             writer.writeRaw("\"attributes\":{")
             for (attributeIndex, attribute) in entity.attributes.enumerated() {
                 if attributeIndex > 0 { writer.writeByte(UInt8(ascii: ",")) }
@@ -192,6 +199,7 @@ private enum SchemaFileReader {
         var summary: String?
         var permissions: EntityPermissions?
         var swiftName: String?
+        var staleness = Staleness.record
         for (key, member) in try object(value, path: path) {
             switch key {
             case "attributes":
@@ -204,13 +212,21 @@ private enum SchemaFileReader {
                 permissions = try self.permissions(member, path: "\(path).permissions")
             case "swiftName":
                 swiftName = try string(member, path: "\(path).swiftName")
+            case "staleness":
+                let text = try string(member, path: "\(path).staleness")
+                guard let parsed = Staleness(rawValue: text) else {
+                    throw SchemaError("unknown staleness \"\(text)\" (expected record or attribute)", path: "\(path).staleness")
+                }
+                staleness = parsed
             default:
                 throw SchemaError(
-                    "unknown key \"\(key)\" (expected attributes, permissions, description, swiftName)", path: "\(path).\(key)")
+                    "unknown key \"\(key)\" (expected attributes, permissions, description, swiftName, staleness)",
+                    path: "\(path).\(key)")
             }
         }
         guard let attributes else { throw SchemaError("missing \"attributes\"", path: path) }
-        return try Entity(name: name, attributes: attributes, summary: summary, permissions: permissions, swiftName: swiftName)
+        return try Entity(
+            name: name, attributes: attributes, summary: summary, permissions: permissions, swiftName: swiftName, staleness: staleness)
     }
 
     static func roles(_ value: JSONValue, path: String) throws(SchemaError) -> [Role] {

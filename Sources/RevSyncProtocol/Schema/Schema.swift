@@ -83,6 +83,20 @@ public struct Schema: Sendable, Hashable {
         try checkPermissions()
     }
 
+    /// This schema at `version`, with the entities `names` judged with `staleness`: how a schema
+    /// upgrade switches entities between record and attribute staleness, and how tests,
+    /// the simulator and the benchmarks make variants of the demo schema.
+    public func setting(_ staleness: Staleness, for names: Set<String>, version: Int) throws(SchemaError) -> Schema {
+        var changed: [Entity] = []
+        for entity in entities {
+            changed.append(
+                try Entity(
+                    name: entity.name, attributes: entity.attributes, summary: entity.summary, permissions: entity.permissions,
+                    swiftName: entity.swiftName, staleness: names.contains(entity.name) ? staleness : entity.staleness))
+        }
+        return try Schema(version: version, entities: changed, users: users, roles: roles)
+    }
+
     /// Every role a token of this data set may have.
     public var allRoles: [Role] { Role.builtIn + roles }
 
@@ -188,12 +202,15 @@ public struct Entity: Sendable, Hashable {
     /// The name of the Swift type `revsync generate swift` writes for it, when the schema
     /// overrides the one derived from ``name`` (`team_players` → `TeamPlayer`).
     public let swiftName: String?
+    /// What makes an update stale: another device's change to the record, or only to an
+    /// attribute the update writes.
+    public let staleness: Staleness
     private let attributeIndex: [String: Int]
 
     /// Creates an entity, checking its attribute names.
     public init(
         name: String, attributes: [Attribute], summary: String? = nil, permissions: EntityPermissions? = nil,
-        swiftName: String? = nil
+        swiftName: String? = nil, staleness: Staleness = .record
     )
         throws(SchemaError)
     {
@@ -219,6 +236,7 @@ public struct Entity: Sendable, Hashable {
         self.summary = summary
         self.permissions = permissions
         self.swiftName = swiftName
+        self.staleness = staleness
         self.attributeIndex = index
     }
 
@@ -230,6 +248,17 @@ public struct Entity: Sendable, Hashable {
     public func index(of name: String) -> Int? {
         attributeIndex[name]
     }
+}
+
+/// When an update of an entity's record is stale, so refused: another device changed the
+/// record after the update's base revision (``record``, the default), or changed one of the
+/// attributes the update writes (``attribute``; updates of other attributes both commit).
+///
+/// Deletes, and the records a delete cascades to or nullifies, are judged by the record either
+/// way: a record changed after the base revision is never deleted unseen.
+public enum Staleness: String, Sendable, Hashable, CaseIterable {
+    case record
+    case attribute
 }
 
 /// One attribute of an entity.

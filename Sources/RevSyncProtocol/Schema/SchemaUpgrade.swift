@@ -8,6 +8,9 @@ public struct SchemaUpgrade: Sendable {
     public enum Step: Sendable, Equatable {
         case createEntity(Entity)
         case addAttribute(Entity, Attribute)
+        /// An existing entity switches to ``Staleness/attribute``: the server starts keeping who
+        /// wrote each attribute when (devices keep nothing of it). Switching back needs no step.
+        case trackAttributeWrites(Entity)
     }
 
     public let steps: [Step]
@@ -63,6 +66,7 @@ public struct SchemaUpgrade: Sendable {
                     steps.append(.addAttribute(entity, attribute))
                 }
             }
+            if entity.staleness == .attribute && old.staleness != .attribute { steps.append(.trackAttributeWrites(entity)) }
         }
         self.steps = steps
     }

@@ -38,7 +38,8 @@ public struct ConflictEntry: Sendable, Hashable {
     public var clientRevision: Revision?
     /// The record's current revision on the server, or `nil` if it does not exist there.
     public var serverRevision: Revision?
-    /// The attribute at fault, where one is (`invalid`, `missing_reference`).
+    /// The attribute at fault, where one is (`invalid`, `missing_reference`, and `stale_revision`
+    /// of an entity with attribute staleness: the attribute another device changed).
     public var attribute: String?
     /// A sentence a person can read.
     public var message: String?

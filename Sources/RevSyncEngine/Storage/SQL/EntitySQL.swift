@@ -26,23 +26,33 @@ struct EntitySQL: Sendable {
     private let insertPrefix: String
     private let rowPlaceholders: String
 
+    /// Whether the table keeps who wrote each attribute (``Staleness/attribute``).
+    let tracksAttributeWrites: Bool
+    /// The columns before the attributes'.
+    private let systemColumnCount: Int
+
+    /// The column of ``AttributeWrites``.
+    static let attributeWritesColumn = "_rs_attribute_writes"
+
     init(_ entity: Entity) {
         self.entity = entity
         let table = quoted(entity.name)
-        let columns = (["id", "revision", "_writer", "_other_revision"] + entity.attributes.map { quoted($0.name) })
-            .joined(separator: ", ")
+        tracksAttributeWrites = entity.staleness == .attribute
+        let system = ["id", "revision", "_writer", "_other_revision"] + (tracksAttributeWrites ? [Self.attributeWritesColumn] : [])
+        systemColumnCount = system.count
+        let columns = (system + entity.attributes.map { quoted($0.name) }).joined(separator: ", ")
         select = "SELECT \(columns) FROM \(table) WHERE id = ?"
         selectBatch = "SELECT \(columns) FROM \(table) WHERE id IN (" + Array(repeating: "?", count: 128).joined(separator: ", ") + ")"
         selectAny = "SELECT \(columns) FROM \(table) WHERE id = ANY(?::bigint[])"
         selectAll = "SELECT \(columns) FROM \(table) ORDER BY id"
-        columnCount = 4 + entity.attributes.count
+        columnCount = system.count + entity.attributes.count
         insertPrefix = "INSERT INTO \(table) (\(columns)) VALUES "
         rowPlaceholders = "(" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"
         insert = insertPrefix + rowPlaceholders
         // Well under SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
         insertBatchSize = max(1, min(500, 8_000 / columnCount))
         insertBatch = insertPrefix + Array(repeating: rowPlaceholders, count: insertBatchSize).joined(separator: ", ")
-        let assignments = (["revision = ?", "_writer = ?", "_other_revision = ?"] + entity.attributes.map { "\(quoted($0.name)) = ?" })
+        let assignments = (system.dropFirst().map { "\($0) = ?" } + entity.attributes.map { "\(quoted($0.name)) = ?" })
             .joined(separator: ", ")
         update = "UPDATE \(table) SET \(assignments) WHERE id = ?"
         delete = "DELETE FROM \(table) WHERE id = ?"
@@ -64,7 +74,8 @@ struct EntitySQL: Sendable {
         let columns = entity.attributes.map { ", \(quoted($0.name)) \(dialect.columnType($0.type))" }.joined()
         var statements = [
             "CREATE TABLE \(quoted(entity.name)) (id \(dialect.bigint) PRIMARY KEY, revision \(dialect.bigint) NOT NULL, "
-                + "_writer \(dialect.bigint) NOT NULL, _other_revision \(dialect.bigint) NOT NULL\(columns))",
+                + "_writer \(dialect.bigint) NOT NULL, _other_revision \(dialect.bigint) NOT NULL"
+                + (entity.staleness == .attribute ? ", \(attributeWritesColumn) TEXT" : "") + "\(columns))",
             "INSERT INTO _rs_ids (entity, next_id) VALUES (\(SQLIdentifier.literal(entity.name)), 1) ON CONFLICT (entity) DO NOTHING",
         ]
         for attribute in entity.attributes where attribute.referenceTarget != nil {
@@ -79,6 +90,14 @@ struct EntitySQL: Sendable {
         return statements
     }
 
+    /// An existing table starts keeping who wrote each attribute: the column is added, or,
+    /// kept from an earlier time with attribute staleness (not maintained since), emptied.
+    static func trackAttributeWrites(_ entity: Entity, columnExists: Bool, _ dialect: SQLDialect) -> [String] {
+        columnExists
+            ? ["UPDATE \(quoted(entity.name)) SET \(attributeWritesColumn) = NULL WHERE \(attributeWritesColumn) IS NOT NULL"]
+            : ["ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(attributeWritesColumn) TEXT"]
+    }
+
     private static func createIndex(_ entity: Entity, _ attribute: Attribute) -> String {
         "CREATE INDEX \(SQLIdentifier.referenceIndex(entity.name, attribute.name)) ON \(quoted(entity.name)) (\(quoted(attribute.name)))"
     }
@@ -86,26 +105,32 @@ struct EntitySQL: Sendable {
     // MARK: Values
 
     func insertArguments(_ record: StoredRecord, _ dialect: SQLDialect) -> [SQLValue] {
-        [.integer(record.id.rawValue), .integer(record.revision), .integer(record.writer), .integer(record.otherRevision)]
-            + record.values.map(dialect.bind)
+        [.integer(record.id.rawValue)] + systemArguments(record) + record.values.map(dialect.bind)
     }
 
     func updateArguments(_ record: StoredRecord, _ dialect: SQLDialect) -> [SQLValue] {
-        [.integer(record.revision), .integer(record.writer), .integer(record.otherRevision)]
-            + record.values.map(dialect.bind) + [.integer(record.id.rawValue)]
+        systemArguments(record) + record.values.map(dialect.bind) + [.integer(record.id.rawValue)]
+    }
+
+    private func systemArguments(_ record: StoredRecord) -> [SQLValue] {
+        var arguments: [SQLValue] = [.integer(record.revision), .integer(record.writer), .integer(record.otherRevision)]
+        if tracksAttributeWrites { arguments.append(record.attributeWrites.map(SQLValue.text) ?? .null) }
+        return arguments
     }
 
     /// Reads a row selected by one of the selects.
     func record(from row: [SQLValue], _ dialect: SQLDialect) throws -> StoredRecord {
-        guard row.count == 4 + entity.attributes.count, let id = row[0].integerValue, let revision = row[1].integerValue,
+        guard row.count == columnCount, let id = row[0].integerValue, let revision = row[1].integerValue,
             let writer = row[2].integerValue, let other = row[3].integerValue
         else { throw StorageError.corrupt("a row of \(entity.name) does not have the expected columns") }
         var values: [Value] = []
         values.reserveCapacity(entity.attributes.count)
         for (index, attribute) in entity.attributes.enumerated() {
-            values.append(try dialect.value(row[4 + index], attribute, of: entity.name))
+            values.append(try dialect.value(row[systemColumnCount + index], attribute, of: entity.name))
         }
-        return StoredRecord(id: RecordID(id), revision: revision, writer: writer, otherRevision: other, values: values)
+        return StoredRecord(
+            id: RecordID(id), revision: revision, writer: writer, otherRevision: other, values: values,
+            attributeWrites: tracksAttributeWrites ? row[4].textValue : nil)
     }
 }
 

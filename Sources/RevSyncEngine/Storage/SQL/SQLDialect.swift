@@ -43,6 +43,13 @@ struct SQLDialect: Sendable {
             : "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
     }
 
+    /// Counts the columns of this name (second `?`) in the table (first `?`).
+    var columnCount: String {
+        database == .sqlite
+            ? "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?"
+            : "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?"
+    }
+
     /// A column holding a JSON document.
     var document: String { database == .sqlite ? "BLOB" : "TEXT" }
 

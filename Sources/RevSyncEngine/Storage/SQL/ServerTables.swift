@@ -156,6 +156,12 @@ enum ServerTables {
                 switch step {
                 case .createEntity(let entity): EntitySQL.createTable(entity, dialect)
                 case .addAttribute(let entity, let attribute): EntitySQL.addColumn(entity, attribute, dialect)
+                case .trackAttributeWrites(let entity):
+                    EntitySQL.trackAttributeWrites(
+                        entity,
+                        columnExists: try connection.firstRow(
+                            dialect.columnCount, [.text(entity.name), .text(EntitySQL.attributeWritesColumn)])?.first?.integerValue ?? 0 > 0,
+                        dialect)
                 }
             for statement in statements { try connection.execute(statement, []) }
         }
