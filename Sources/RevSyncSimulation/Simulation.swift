@@ -11,6 +11,9 @@ public struct SimulationConfiguration: Sendable {
         case postgres(serverURL: String)
     }
 
+    /// The data model: the demo schema with players and teams judged per attribute
+    /// (``Schema/simulation``), so that both kinds of staleness meet the same faults.
+    public var schema = Schema.simulation
     public var devices = 50
     /// Change sets each device makes (edits; some are refused locally, by `deny` rules).
     public var editsPerDevice = 40
@@ -53,6 +56,9 @@ public struct SimulationReport: Sendable {
     public var records = 0
     public var seconds: Double = 0
     public var checks: [InvariantCheck] = []
+    /// Committed updates whose record another device had changed (other attributes) after
+    /// their base revision: what attribute staleness let through instead of refusing.
+    public var attributeMerges = 0
 
     public var passed: Bool { checks.allSatisfy(\.passed) && !checks.isEmpty }
 
@@ -68,7 +74,7 @@ public struct SimulationReport: Sendable {
             "RevSync simulation: \(configuration.devices) devices × \(configuration.duration.map { "\($0) of" } ?? "\(configuration.editsPerDevice)") edits, seed \(configuration.seed), \(store), \(configuration.instances) server instance\(configuration.instances == 1 ? "" : "s"), \(String(format: "%.1f", seconds)) s",
             "Faults: \(faults.requests) requests through the proxy; \(faults.responsesDropped) responses dropped after the server got them, \(faults.refused) connections refused, \(faults.resets) reset mid-body, \(faults.stalls) stalled; \(serverCrashes) server crashes (kill -9); \(deviceCrashes) device crashes (kill -9 mid-sync)",
             "Work: \(edits) change sets made (\(localRefusals) edits refused locally), \(syncs) syncs (\(failedAttempts) failed attempts, retried), \(conflicts.values.reduce(0, +)) conflicts (\(conflicts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))",
-            "Result: revision \(maxRevision), \(records) records",
+            "Result: revision \(maxRevision), \(records) records; \(attributeMerges) updates merged beside another device's unseen edit of other attributes (attribute staleness)",
             "Invariants:",
         ]
         for check in checks {
@@ -78,6 +84,12 @@ public struct SimulationReport: Sendable {
         lines.append(passed ? "All invariants held." : "INVARIANTS VIOLATED.")
         return lines.joined(separator: "\n")
     }
+}
+
+extension Schema {
+    /// The simulator's data model: the demo schema, with `players` and `teams` judged per
+    /// attribute (`"staleness": "attribute"`) and every other entity per record.
+    public static let simulation = try! Schema.demo.setting(.attribute, for: ["players", "teams"], version: 2)
 }
 
 /// Many devices using `RevSyncClient` against real server processes through a faulty network.
@@ -99,7 +111,10 @@ public enum Simulation {
             }
         let database = try await ScratchDatabase.create(in: work, postgresServer: postgresServer, label: "sim_\(configuration.seed)")
         let location = database.location
-        let storage = try await StorageLocation(location).open(schema: .demo, durability: .full, poolSize: 4)
+        let schema = configuration.schema
+        let storage = try await StorageLocation(location).open(schema: schema, durability: .full, poolSize: 4)
+        let schemaFile = work + "/schema.json"
+        try Data(schema.jsonBytes()).write(to: URL(fileURLWithPath: schemaFile))
         var tokens: [(id: Int64, token: String)] = []
         for index in 0..<configuration.devices {
             let (device, token) = try await Token.create(name: "device \(index)", role: .member, in: storage)
@@ -108,7 +123,8 @@ public enum Simulation {
 
         progress("starting \(configuration.instances) server instance(s) on \(StorageLocation(location))")
         let fleet = try await ServerFleet.start(
-            count: configuration.instances, database: location, binaries: configuration.binaries, logDirectory: work)
+            count: configuration.instances, database: location, binaries: configuration.binaries, logDirectory: work,
+            arguments: ["--schema", schemaFile])
         var proxies: [FaultProxy] = []
         for (index, port) in fleet.ports.enumerated() {
             proxies.append(try await FaultProxy.start(upstreamPort: port, rates: .none, seed: configuration.seed &+ UInt64(index)))
@@ -120,7 +136,7 @@ public enum Simulation {
             for (index, (_, token)) in tokens.enumerated() {
                 let url = URL(string: "http://127.0.0.1:\(proxies[index % proxies.count].port)")!
                 stores.append(
-                    try LocalStore.create(at: work + "/device-\(index).sqlite", schema: .demo, server: .init(url: url, token: token)))
+                    try LocalStore.create(at: work + "/device-\(index).sqlite", schema: schema, server: .init(url: url, token: token)))
             }
             try await createSharedRecords(in: stores[0])
             let founder = SimulatedDevice(
@@ -173,7 +189,7 @@ public enum Simulation {
             }
 
             progress("checking invariants")
-            report.checks = try await InvariantChecker(schema: .demo, storage: storage, devices: devices).run()
+            (report.checks, report.attributeMerges) = try await InvariantChecker(schema: schema, storage: storage, devices: devices).run()
             for proxy in proxies {
                 let counts = proxy.counts
                 report.faults.requests += counts.requests
@@ -192,7 +208,7 @@ public enum Simulation {
             }
             (report.maxRevision, report.records) = try await storage.withReader { reader in
                 var records = 0
-                for entity in Schema.demo.entities { try reader.allRecords(entity) { _ in records += 1 } }
+                for entity in schema.entities { try reader.allRecords(entity) { _ in records += 1 } }
                 return (try reader.currentRevision(), records)
             }
             for store in stores { try store.close() }

@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncProtocol
 import RevSyncSimulation
 import RevSyncTestSupport
 import Testing
@@ -27,6 +28,9 @@ import Testing
         #expect(report.checks.count == 9)
         // Updates did commit, so "no attribute overwritten unseen" checked real cases.
         #expect((report.checks.first { $0.promise.hasPrefix("no attribute was overwritten unseen") }?.total ?? 0) > 10)
+        // The schema judges players and teams per attribute, and that did let edits through.
+        #expect(configuration.schema.entity("players")?.staleness == .attribute)
+        #expect(report.attributeMerges > 0, "\(report.text)")
     }
 
     @Test func theProxyBreaksRequestsAtTheRatesAsked() async throws {

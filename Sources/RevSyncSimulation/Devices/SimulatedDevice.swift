@@ -198,8 +198,15 @@ final class SimulatedDevice: @unchecked Sendable {
         let value = random.number(in: 0...9999)
         let values: [String: Value] =
             switch target.entity {
-            case "teams": ["age_group": .text("U\(value % 18)")]
-            case "players": ["position": .text(random.pick(["keeper", "defender", "striker"])!), "height_cm": .real(Double(value % 200))]
+            // Players and teams (judged per attribute in the simulation's schema) get one
+            // attribute or two, so that edits of one record overlap sometimes, not always.
+            case "teams":
+                random.pick([["age_group": .text("U\(value % 18)")], ["name": .text("Team \(value)")]])!
+            case "players":
+                random.pick([
+                    ["position": .text(random.pick(["keeper", "defender", "striker"])!)], ["height_cm": .real(Double(value % 200))],
+                    ["position": .text(random.pick(["keeper", "defender", "striker"])!), "height_cm": .real(Double(value % 200))],
+                ])!
             case "venues": ["capacity": .integer(Int64(value))]
             case "seasons": ["name": .text("Season \(value)")]
             case "users": ["role": .text("coach \(value)")]

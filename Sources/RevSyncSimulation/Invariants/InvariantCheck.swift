@@ -63,9 +63,12 @@ struct InvariantChecker {
         }
     }
 
-    func run() async throws -> [InvariantCheck] {
+    /// The invariants, and how many committed updates were merged beside another device's
+    /// unseen change of other attributes of their record (attribute staleness at work).
+    func run() async throws -> (checks: [InvariantCheck], merges: Int) {
         let state = try await serverState()
-        return try await deviceChecks(state) + serverChecks(state)
+        let (devices, merges) = try await deviceChecks(state)
+        return (devices + serverChecks(state), merges)
     }
 
     /// What only the server's data can tell.
@@ -116,7 +119,7 @@ struct InvariantChecker {
     }
 
     /// What the devices know, against the server.
-    func deviceChecks(_ state: ServerState) async throws -> [InvariantCheck] {
+    func deviceChecks(_ state: ServerState) async throws -> (checks: [InvariantCheck], merges: Int) {
         var equal = InvariantCheck(promise: "every device's data equals the server's")
         for device in devices {
             let local = try await contents(of: device.store)
@@ -155,13 +158,18 @@ struct InvariantChecker {
             }
             agreed.check(try await device.store.status().pendingChangeSets == 0, "\(device.name) still has change sets queued")
         }
-        return [equal, confirmed, reported, agreed, try await unseenOverwrites(state)]
+        let (overwrites, merges) = try await unseenOverwrites(state)
+        return ([equal, confirmed, reported, agreed, overwrites], merges)
     }
 
     /// For every attribute a committed update wrote, no other device wrote that attribute of
     /// that record after the update's base revision and before it committed. The log carries
     /// whole records, so which attributes each revision wrote is found by replaying it.
-    private func unseenOverwrites(_ state: ServerState) async throws -> InvariantCheck {
+    ///
+    /// Also counts the merges: committed updates whose record another device changed (other
+    /// attributes) after their base revision.
+    private func unseenOverwrites(_ state: ServerState) async throws -> (InvariantCheck, merges: Int) {
+        var merges = 0
         var check = InvariantCheck(
             promise:
                 "no attribute was overwritten unseen: no other device wrote it between a committed update's base revision and its commit")
@@ -191,6 +199,10 @@ struct InvariantChecker {
                         let base = attributes.revision ?? 0
                         let permanent = try await device.store.permanentID(of: id) ?? id
                         let record = RecordReference(entity: changes.entity, id: permanent)
+                        let others = (writes[record] ?? [:]).values.joined().contains {
+                            $0.revision > base && $0.revision < committedAt && $0.device != device.deviceID
+                        }
+                        if others { merges += 1 }
                         for name in attributes.values.keys.sorted() {
                             let unseen = (writes[record]?[name] ?? []).filter {
                                 $0.revision > base && $0.revision < committedAt && $0.device != device.deviceID
@@ -204,7 +216,7 @@ struct InvariantChecker {
                 }
             }
         }
-        return check
+        return (check, merges)
     }
 
     private func contents(of store: LocalStore) async throws -> DataSet {
