@@ -123,7 +123,7 @@ func cpuSeconds(ofProcess pid: Int32) -> Double {
 /// A failure of a benchmark's run (not a slow figure: those are reported).
 public struct BenchmarkError: Error, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
 
 /// Seconds elapsed since `start`.

@@ -196,6 +196,38 @@ struct TypedInsert: AsyncParsableCommand {
     }
 }
 
+struct Contention: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Devices editing random attributes of a few shared records: refusals with record-level against attribute-level staleness, re-applies, unseen overwrites."
+    )
+
+    @Option(help: "Devices.") var devices = 50
+    @Option(help: "Shared records of each of the two entities.") var records = 20
+    @Option(help: "Rounds: every device edits, all sync at once, refusals are re-applied once.") var rounds = 10
+    @Option(help: "Share of edits that write two attributes instead of one (0...1).") var twoAttributeEdits = 0.0
+    @Option(help: "Seed: the same seed makes the same edits.") var seed: UInt64 = 1
+    @OptionGroup var options: StoreOptions
+
+    func validate() throws {
+        guard (0...1).contains(twoAttributeEdits) else { throw ValidationError("--two-attribute-edits must be between 0 and 1") }
+        guard devices >= 2, records >= 1, rounds >= 1 else { throw ValidationError("--devices needs 2 or more, --records and --rounds 1 or more") }
+    }
+
+    func run() async throws {
+        var benchmark = ContentionBenchmark(binaries: try productsDirectory)
+        benchmark.devices = devices
+        benchmark.records = records
+        benchmark.rounds = rounds
+        benchmark.seed = seed
+        benchmark.twoAttributeShare = twoAttributeEdits
+        benchmark.store = try await options.choice()
+        let result = try await benchmark.run()
+        printTable([benchmark.row(result, command: commandLine)])
+        guard result.failedInvariants.isEmpty else { throw BenchmarkError("invariants violated: \(result.failedInvariants)") }
+    }
+}
+
 struct Hostile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:

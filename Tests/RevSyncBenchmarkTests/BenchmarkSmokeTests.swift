@@ -176,6 +176,24 @@ import Testing
         #expect(benchmark.row(result, command: "c").value("typed / dynamic") != nil)
     }
 
+    @Test(arguments: StoreKind.all)
+    func contentionCountsRefusalsOfBothStalenessesAndNoUnseenOverwrite(store: StoreKind) async throws {
+        var benchmark = ContentionBenchmark(binaries: Self.binaries)
+        benchmark.devices = 6
+        benchmark.records = 1
+        benchmark.rounds = 2
+        benchmark.store = Self.store(store)
+        let result = try await benchmark.run()
+        #expect(result.failedInvariants.isEmpty, "\(result.failedInvariants)")
+        #expect(result.byRecord.changeSets == 12 && result.byAttribute.changeSets == 12)
+        // Six devices on one record: record staleness refuses all but the first of each round.
+        #expect(result.byRecord.refused == 10)
+        #expect(result.byAttribute.refused < result.byRecord.refused)
+        #expect(result.byRecord.reapplied == 10 && result.byRecord.resolvedByOneReapply >= 2)
+        #expect(result.unseenOverwrites == 0 && result.attributeWritesChecked > 0)
+        #expect(benchmark.row(result, command: "c").value("fewer refusals") != nil)
+    }
+
     @Test func payloadSizesShrinkWithGzip() async throws {
         var benchmark = PayloadBenchmark()
         benchmark.snapshotRecords = 300

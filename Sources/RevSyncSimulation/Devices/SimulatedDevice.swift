@@ -1,18 +1,20 @@
-import Foundation
-@_spi(FaultInjection) import RevSyncClient
+public import Foundation
+@_spi(FaultInjection) public import RevSyncClient
 import RevSyncProtocol
 
 /// One device of the simulation: a real store file and synchronizer, working offline in
 /// bursts of edits and then syncing, through a faulty network.
 ///
-/// Used by one task at a time.
-final class SimulatedDevice: @unchecked Sendable {
+/// Used by one task at a time. Benchmarks drive one too (``init(name:deviceID:store:timeout:)``),
+/// making their own edits on ``store`` and syncing with ``sync(maxAttempts:)``, so that
+/// ``FleetInvariants`` can judge what their devices sent.
+public final class SimulatedDevice: @unchecked Sendable {
     // Safe: the simulation hands each device to one task at a time (its round), and reads
     // its counters only after that task ended.
     let name: String
     /// The server's ID for this device (from its token).
     let deviceID: Int64
-    let store: LocalStore
+    public let store: LocalStore
     let synchronizer: Synchronizer
     private let revsync: String
     private var random: SeededRandom
@@ -51,10 +53,15 @@ final class SimulatedDevice: @unchecked Sendable {
         }
     }
 
+    /// A device whose edits its caller makes.
+    public convenience init(name: String, deviceID: Int64, store: LocalStore, timeout: TimeInterval = 30) {
+        self.init(name: name, deviceID: deviceID, store: store, revsync: "", seed: 0, sharedShare: 0, shared: [], timeout: timeout)
+    }
+
     // MARK: Syncing
 
     /// Syncs until it succeeds, backing off after each failure.
-    func sync(maxAttempts: Int = 200) async throws {
+    public func sync(maxAttempts: Int = 200) async throws {
         let policy = RetryPolicy(maxAttempts: maxAttempts, initialDelay: .milliseconds(20), maxDelay: .milliseconds(500))
         var last: SyncFailure?
         try await noteOutbox()
@@ -82,7 +89,7 @@ final class SimulatedDevice: @unchecked Sendable {
     }
 
     /// Syncs until the server has nothing more for this device and its outbox is empty.
-    func syncUntilQuiet() async throws -> Bool {
+    public func syncUntilQuiet() async throws -> Bool {
         try await sync()
         let report = lastReport
         return report.map { $0.received == 0 && $0.sent == 0 } ?? false

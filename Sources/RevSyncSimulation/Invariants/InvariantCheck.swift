@@ -36,6 +36,18 @@ public enum ServerInvariants {
     }
 }
 
+/// The invariants of a fleet of devices and their server, once every device synced until quiet:
+/// for benchmarks that drive ``SimulatedDevice``s of their own.
+public enum FleetInvariants {
+    /// Every invariant, and how many committed updates were merged beside another device's
+    /// unseen change of other attributes of their record.
+    public static func check(
+        schema: Schema, storage: any SyncStorage, devices: [SimulatedDevice]
+    ) async throws -> (checks: [InvariantCheck], merges: Int) {
+        try await InvariantChecker(schema: schema, storage: storage, devices: devices).run()
+    }
+}
+
 /// Checks what the protocol promises, once every device synced until quiet.
 struct InvariantChecker {
     let schema: Schema
