@@ -228,6 +228,25 @@ struct Contention: AsyncParsableCommand {
     }
 }
 
+struct AttributeCost: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attribute-cost",
+        abstract: "What attribute staleness costs the server: time and storage of the same updates, every entity per record against per attribute."
+    )
+
+    @Option(help: "Records seeded (the demo data set).") var records = 1_000_000
+    @Option(help: "Updates of one random attribute of a random record.") var updates = 100_000
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = AttributeCostBenchmark()
+        benchmark.records = records
+        benchmark.updates = updates
+        benchmark.store = try await options.choice()
+        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
 struct Hostile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:

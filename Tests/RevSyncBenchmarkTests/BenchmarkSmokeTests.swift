@@ -194,6 +194,21 @@ import Testing
         #expect(benchmark.row(result, command: "c").value("fewer refusals") != nil)
     }
 
+    @Test(arguments: StoreKind.all)
+    func attributeCostKeepsAttributeWritesOnlyForAttributeStaleness(store: StoreKind) async throws {
+        var benchmark = AttributeCostBenchmark()
+        benchmark.records = 500
+        benchmark.updates = 150
+        benchmark.store = Self.store(store)
+        let result = try await benchmark.run()  // fails if an update is refused
+        #expect(result.byRecord.trackedRecords == 0 && result.byRecord.trackedBytes == 0)
+        // Every updated record keeps who wrote its attributes (a record picked twice, once).
+        #expect((100...150).contains(result.byAttribute.trackedRecords))
+        #expect(result.byAttribute.trackedBytes > 10 * result.byAttribute.trackedRecords)
+        #expect(result.byRecord.databaseBytes > 0 && result.byAttribute.databaseBytes > 0)
+        #expect(benchmark.row(result, command: "c").value("kept per attribute") != nil)
+    }
+
     @Test func payloadSizesShrinkWithGzip() async throws {
         var benchmark = PayloadBenchmark()
         benchmark.snapshotRecords = 300
