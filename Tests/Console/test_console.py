@@ -47,7 +47,7 @@ const problems = [];
 if (document.documentElement.scrollWidth > width + 1) {
   problems.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' px in ' + width + ' px');
 }
-const watched = 'button, a, input, select, .reason, td, .entries li, .diff li, .names li, code, h1, .figure';
+const watched = 'button, a, input, select, .reason, td, .entries li, .diff li, .names li, code, h1, .figure, .sides-grid span';
 for (const element of document.querySelectorAll(watched)) {
   const box = element.getBoundingClientRect();
   if (box.width === 0 && box.height === 0) continue;
@@ -389,6 +389,10 @@ class ConsoleTests(unittest.TestCase):
         self.assertIn("frank", table)
         self.assertIn("stale_revision", table)
         self.row_text("frank", "stale_revision")
+        # What frank wrote, against what he had and what erin had written.
+        self.assertIn('"Refused"', table)
+        self.assertIn('"Frank\'s"', table)
+        self.assertIn('"Erin\'s"', table)
 
     def test_a_post_without_the_csrf_token_is_refused(self):
         self.sign_in_as_admin()
@@ -474,6 +478,14 @@ class ConsoleTests(unittest.TestCase):
         for row in refused:
             self.assertIn("stale_revision", row.text)
             self.assertIn("was changed by another device", row.text)
+        # Base, mine and theirs of each refused record, newest refusal first; the attribute
+        # another device changed is marked.
+        expected = [("Owner First try", "Coach Second try", "Owner Second try"), ("Refusals U12", "Coach First try", "Owner First try")]
+        for row, (base, mine, theirs) in zip(refused, expected):
+            cells = [cell.text for cell in row.find_elements(By.CSS_SELECTOR, ".sides-grid span")]
+            self.assertEqual(cells[:4], ["Attribute", "Base", "Mine", "Theirs"])
+            self.assertEqual(cells[4:], ["name\nchanged by others", f'"{base}"', f'"{mine}"', f'"{theirs}"'], cells)
+            self.assertIn(f"teams #{team}: update, based on revision", row.find_element(By.CSS_SELECTOR, ".sides-title").text)
         self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "a[href*='/admin/revert']"), [])
         self.assertIn("None kept", self.text("#change-sets"))
         self.assert_fits("device-refused")

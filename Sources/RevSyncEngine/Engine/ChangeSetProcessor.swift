@@ -129,10 +129,12 @@ struct ChangeSetProcessor {
     private func refusal(
         _ changeSet: ChangeSet, _ reason: ConflictReason, _ entries: [ConflictEntry], evaluatedAt: Revision, digest: String?
     ) throws -> ChangeSetOutcome {
+        let truth = try ConflictTruth(schema: schema, reader: writer, resolver: resolver).changes(for: changeSet)
         if let digest, let id = changeSet.id {
             try writer.saveOutcome(device: device.id, changeSetID: id, outcome: .conflict(reason: reason, entries: entries), digest: digest)
+            let detail = try RefusalDetail(refused: changeSet, truth: truth, reader: writer, resolver: resolver)
+            try writer.saveRefusalDetail(device: device.id, changeSetID: id, mine: detail.mine, base: detail.base, theirs: detail.theirs)
         }
-        let truth = try ConflictTruth(schema: schema, reader: writer, resolver: resolver).changes(for: changeSet)
         let conflict = ChangeSet(id: changeSet.id, conflict: true, reason: reason, conflicts: entries, changes: truth)
         return .conflict(conflict, evaluatedAt: evaluatedAt)
     }

@@ -50,6 +50,11 @@ enum ConsoleAssets {
         td.live { color: var(--good); } .reason { color: var(--bad); }
         ul.entries, ul.details, ul.diff, ul.whole { margin: 0; padding-left: 1.1rem; }
         ul.diff li, ul.whole li { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; }
+        .why { min-width: 0; } .sides { margin-top: 0.6rem; } .sides-title { margin: 0 0 0.25rem; font-weight: 600; overflow-wrap: anywhere; }
+        .sides-grid { display: grid; grid-template-columns: minmax(6rem, max-content) repeat(3, minmax(0, 1fr)); border: 1px solid var(--line); border-radius: 6px; }
+        .sides-grid span { padding: 0.25rem 0.45rem; border-top: 1px solid var(--line); overflow-wrap: anywhere; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; }
+        .sides-grid span.head { border-top: none; background: var(--wash); font-family: inherit; font-weight: 600; color: var(--ink); }
+        .sides-grid .changed { color: var(--warn); font-weight: 600; } .sides-grid em { display: block; font-style: normal; font-family: system-ui, sans-serif; font-size: 0.8em; }
         details summary { cursor: pointer; color: var(--accent); margin-top: 0.3rem; }
         code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; overflow-wrap: anywhere; word-break: break-all; }
         code.command { display: inline-block; background: var(--wash); padding: 0.3rem 0.5rem; border-radius: 6px; }

@@ -24,7 +24,8 @@ extension ConsoleController {
                 RefusalsPage.Row(
                     time: ConsoleFormat.time(refusal.time), deviceID: refusal.device,
                     device: names[refusal.device] ?? "device \(refusal.device)",
-                    reason: refusal.reason.rawValue, changeSet: refusal.changeSetID, entries: refusal.entries.map(ConsoleFormat.entry))
+                    reason: refusal.reason.rawValue, changeSet: refusal.changeSetID, entries: refusal.entries.map(ConsoleFormat.entry),
+                    records: RefusedRecordsPartial.records(refusal.records))
             },
             note: refusals.count == Self.refusalsShown
                 ? "The newest \(Self.refusalsShown) refused change sets\(whose)."

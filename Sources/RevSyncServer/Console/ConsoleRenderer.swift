@@ -21,6 +21,7 @@ struct ConsoleRenderer: Sendable {
         // The templates are part of the program: one that does not parse is a bug the tests catch.
         do {
             try library.register(ConsoleLayout.mustache, named: ConsoleLayout.name)
+            try library.register(RefusedRecordsPartial.mustache, named: RefusedRecordsPartial.name)
             for page in Self.pages { try library.register(page.mustache, named: page.template) }
         } catch {
             preconditionFailure("a console template does not parse: \(error)")

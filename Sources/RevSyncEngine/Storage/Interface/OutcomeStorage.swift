@@ -18,6 +18,8 @@ public protocol OutcomeReading: AnyObject {
 public protocol OutcomeWriting: AnyObject {
     /// Keeps a change set's outcome, and the digest of its content (``ChangeSetDigest``).
     func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws
+    /// Keeps, with a refused change set's outcome, what it wrote against its base and the truth.
+    func saveRefusalDetail(device: Int64, changeSetID: String, mine: ChangeSet, base: ChangeSet, theirs: ChangeSet) throws
     func saveMapping(device: Int64, _ mapping: IDMapping) throws
     /// Deletes outcomes processed before `date` (seconds since 1970).
     func purgeOutcomes(processedBefore date: Int64) throws -> Int

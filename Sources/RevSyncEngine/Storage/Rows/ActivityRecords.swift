@@ -77,4 +77,7 @@ public struct StoredRefusal: Sendable, Hashable {
     public var time: Int64
     public var reason: ConflictReason
     public var entries: [ConflictEntry]
+    /// Its first records (``RefusalDetail/recordLimit``): base, mine and theirs; empty for
+    /// refusals kept before the server kept them.
+    public var records: [RefusedRecord] = []
 }

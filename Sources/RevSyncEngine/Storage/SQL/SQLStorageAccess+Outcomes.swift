@@ -70,6 +70,12 @@ extension SQLStorageAccess {
             [.integer(device), .text(changeSetID), revision, conflict, .integer(Self.now()), digest.map(SQLValue.text) ?? .null])
     }
 
+    func saveRefusalDetail(device: Int64, changeSetID: String, mine: ChangeSet, base: ChangeSet, theirs: ChangeSet) throws {
+        try write(
+            "UPDATE _rs_outcomes SET mine = ?, base = ?, theirs = ? WHERE device_id = ? AND change_set_id = ?",
+            [.bytes(mine.jsonBytes()), .bytes(base.jsonBytes()), .bytes(theirs.jsonBytes()), .integer(device), .text(changeSetID)])
+    }
+
     func saveMapping(device: Int64, _ mapping: IDMapping) throws {
         readAheadCache?.mappings.removeValue(forKey: .init(device: device, temporaryID: mapping.temporaryID))
         try write(

@@ -112,6 +112,11 @@ enum ServerTables {
                 """
             ]
         },
+        Migration(version: 6, name: "what a refused change set wrote, against its base and the truth") { dialect in
+            // Three change sets in the wire format (RefusalDetail), for the console; null for
+            // commits and for refusals kept before this version.
+            ["mine", "base", "theirs"].map { "ALTER TABLE _rs_outcomes ADD COLUMN \($0) \(dialect.document)" }
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

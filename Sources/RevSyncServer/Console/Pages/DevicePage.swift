@@ -9,6 +9,8 @@ struct DevicePage: ConsolePage {
         var reason: String
         var changeSet: String
         var entries: [String]
+        /// Base, mine and theirs of its first records.
+        var records: [RefusedRecordsPartial.Record]
     }
 
     /// A committed change set.
@@ -67,7 +69,7 @@ struct DevicePage: ConsolePage {
           {{#refused}}
           <tr class="refused"><td data-label="Time">{{time}}</td><td data-label="Reason" class="reason">{{reason}}</td>
             <td data-label="Change set"><code>{{changeSet}}</code></td>
-            <td data-label="Why" class="wrap"><ul class="entries">{{#entries}}<li>{{.}}</li>{{/entries}}</ul></td></tr>
+            <td data-label="Why" class="wrap"><div class="why"><ul class="entries">{{#entries}}<li>{{.}}</li>{{/entries}}</ul>{{>refused-records}}</div></td></tr>
           {{/refused}}
           {{^refused}}<tr><td colspan="4" class="muted">None kept.</td></tr>{{/refused}}
           </tbody>

@@ -15,6 +15,8 @@ struct RefusalsPage: ConsolePage {
         var reason: String
         var changeSet: String
         var entries: [String]
+        /// Base, mine and theirs of its first records.
+        var records: [RefusedRecordsPartial.Record]
     }
 
     let title = "Refusals"
@@ -35,7 +37,7 @@ struct RefusalsPage: ConsolePage {
           {{#rows}}
           <tr><td data-label="Time">{{time}}</td><td data-label="Device"><a href="/admin/devices/{{deviceID}}">{{device}}</a></td>
             <td data-label="Reason" class="reason">{{reason}}</td><td data-label="Change set"><code>{{changeSet}}</code></td>
-            <td data-label="Why" class="wrap"><ul class="entries">{{#entries}}<li>{{.}}</li>{{/entries}}</ul></td></tr>
+            <td data-label="Why" class="wrap"><div class="why"><ul class="entries">{{#entries}}<li>{{.}}</li>{{/entries}}</ul>{{>refused-records}}</div></td></tr>
           {{/rows}}
           </tbody>
         </table>
