@@ -13,22 +13,11 @@ import Testing
 @Suite struct AttributeStalenessSyncTests {
     static let schema = try! Schema.demo.setting(.attribute, for: ["players"], version: 2)
 
-    private func setUp(
-        _ server: LiveServer, in directory: TemporaryDirectory
-    ) async throws -> (ipad: ClientDevice, laptop: ClientDevice, player: RecordID) {
-        let ipad = try await server.clientDevice("ipad", in: directory)
-        let laptop = try await server.clientDevice("laptop", in: directory)
-        let temporary = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "position": "Midfielder"])
-        try await ipad.sync()
-        let player = try #require(try await ipad.store.permanentID(of: temporary))
-        try await laptop.sync()
-        return (ipad, laptop, player)
-    }
 
     @Test func disjointEditsOfTheTypedAPIMergeAndBothDevicesConverge() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(schema: Self.schema) { server in
-                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
                 // GRDB's update writes every column; the device sends only what changed.
                 try await ipad.store.database.write { db in
                     var ana = try #require(try Player.fetchOne(db, id: player))
@@ -55,7 +44,7 @@ import Testing
     @Test func theSameAttributeIsRefusedIntoTheInboxAndReappliedInOneStep() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(schema: Self.schema) { server in
-                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
                 try await laptop.table("players").update(player, ["position": "Defender"])
                 try await laptop.sync()
                 try await ipad.table("players").update(player, ["position": "Forward", "height_cm": 151.5])

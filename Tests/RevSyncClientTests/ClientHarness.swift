@@ -33,6 +33,20 @@ extension LiveServer {
         return ClientDevice(
             store: store, synchronizer: Synchronizer(store: store, transport: transport ?? DefaultTransport()), connection: connection)
     }
+
+    /// Two devices, an iPad and a laptop, holding the same player (Ana Lopez, a midfielder),
+    /// which the iPad created.
+    func twoDevicesSharingAPlayer(in directory: TemporaryDirectory) async throws -> (ipad: ClientDevice, laptop: ClientDevice, player: RecordID) {
+        let ipad = try await clientDevice("ipad", in: directory)
+        let laptop = try await clientDevice("laptop", in: directory)
+        let temporary = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "position": "Midfielder"])
+        try await ipad.sync()
+        guard let player = try await ipad.store.permanentID(of: temporary) else {
+            throw RawHTTPClient.Failure(description: "the player's create was not confirmed")
+        }
+        try await laptop.sync()
+        return (ipad, laptop, player)
+    }
 }
 
 extension LocalStore {

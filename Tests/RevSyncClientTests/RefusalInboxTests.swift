@@ -11,23 +11,11 @@ import Testing
 /// The refusal inbox: what a refused change set held (base, mine, theirs), and writing it
 /// again in one step.
 @Suite struct RefusalInboxTests {
-    /// Two devices with the same player; the laptop changes it first.
-    private func setUp(
-        _ server: LiveServer, in directory: TemporaryDirectory
-    ) async throws -> (ipad: ClientDevice, laptop: ClientDevice, player: RecordID) {
-        let ipad = try await server.clientDevice("ipad", in: directory)
-        let laptop = try await server.clientDevice("laptop", in: directory)
-        let temporary = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "position": "Midfielder"])
-        try await ipad.sync()
-        let player = try #require(try await ipad.store.permanentID(of: temporary))
-        try await laptop.sync()
-        return (ipad, laptop, player)
-    }
 
     @Test func aStaleUpdateKeepsBaseMineAndTheirsAndIsReappliedInOneStep() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
                 try await laptop.table("players").update(player, ["position": "Defender"])
                 try await laptop.sync()
                 // The iPad, which has not seen it, changes the position and the height (typed API).
@@ -67,7 +55,7 @@ import Testing
     @Test func keepingTheirsLeavesTheirAttributesAndWritesTheRest() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
                 try await laptop.table("players").update(player, ["position": "Defender"])
                 try await laptop.sync()
                 try await ipad.table("players").update(player, ["position": "Forward", "height_cm": 151.5])
@@ -84,7 +72,7 @@ import Testing
     @Test func aStaleDeleteIsReappliedAsADelete() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
                 try await laptop.table("players").update(player, ["position": "Defender"])
                 try await laptop.sync()
                 try await ipad.store.database.write { db in _ = try Player.deleteOne(db, id: player) }
@@ -129,7 +117,7 @@ import Testing
     @Test func theCommandLineShowsAndReappliesARefusal() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
-                let (ipad, laptop, player) = try await setUp(server, in: directory)
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
                 try await laptop.table("players").update(player, ["position": "Defender"])
                 try await laptop.sync()
                 try await ipad.table("players").update(player, ["position": "Forward"])

@@ -10,6 +10,23 @@ import Testing
     /// The demo schema with players, notes and teams judged per attribute.
     static let schema = try! Schema.demo.setting(.attribute, for: ["players", "notes", "teams"], version: 2)
 
+    @Test func attributeWritesReadBackAndTextThatDoesNotReadCountsAsTheRecordsLastWrite() {
+        var record = StoredRecord(id: 7, revision: 3, writer: 1, otherRevision: 0, values: [])
+        record.written(["position"], by: 2, at: 5)
+        #expect(record.attributeWrites == "3:1:0;position=5:2:3")
+        #expect(AttributeWrites(text: record.attributeWrites!)?.text == record.attributeWrites)
+        #expect(record.changedByOthers("position", of: 1, after: 4) && !record.changedByOthers("height_cm", of: 2, after: 4))
+        #expect(!record.changedByOthers("position", of: 2, after: 4))
+        // Text that does not read is never trusted to say nobody else wrote an attribute.
+        for garbage in ["", "x", "1:2", "1:2:3;position", "1:2:3;position=a:b:c", "3:1:0;=5:2"] {
+            record.attributeWrites = garbage
+            #expect(record.changedByOthers("height_cm", of: 1, after: 4), "\(garbage)")
+        }
+        // A write of the whole record forgets the attributes' writes: every one is written now.
+        record.written(by: 3, at: 9)
+        #expect(record.attributeWrites == nil && record.changedByOthers("height_cm", of: 1, after: 8))
+    }
+
     @Test(arguments: StoreKind.all)
     func disjointEditsBothCommitAndTheLaterAnswerCarriesTheWholeRecord(store: StoreKind) async throws {
         try await withSyncEngine(store: store, schema: Self.schema) { server in

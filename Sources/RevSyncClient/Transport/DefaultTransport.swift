@@ -48,7 +48,7 @@ public enum RevSyncClientVersion {
     /// The release (``RevSyncRelease``).
     public static let version = RevSyncRelease.number
 
-    /// `RevSyncClient/0.6 (Linux)`.
+    /// `RevSyncClient/0.7 (Linux)`.
     public static var header: String {
         #if os(Linux)
         let system = "Linux"
