@@ -236,12 +236,14 @@ struct AttributeCost: AsyncParsableCommand {
 
     @Option(help: "Records seeded (the demo data set).") var records = 1_000_000
     @Option(help: "Updates of one random attribute of a random record.") var updates = 100_000
+    @Option(help: "Pairs of runs, the order alternating; each side keeps its fastest.") var rounds = 1
     @OptionGroup var options: StoreOptions
 
     func run() async throws {
         var benchmark = AttributeCostBenchmark()
         benchmark.records = records
         benchmark.updates = updates
+        benchmark.rounds = max(1, rounds)
         benchmark.store = try await options.choice()
         printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
