@@ -11,7 +11,7 @@ public enum SQLiteValues {
         switch type {
         case .integer, .boolean, .reference: "INTEGER"
         case .real: "REAL"
-        case .text, .date: "TEXT"
+        case .text, .date, .attachment: "TEXT"
         }
     }
 
@@ -23,6 +23,7 @@ public enum SQLiteValues {
         case .integer(let integer): integer.databaseValue
         case .real(let real): real.databaseValue
         case .text(let text): text.databaseValue
+        case .attachment(let attachment): attachment.json.databaseValue
         }
     }
 
@@ -38,6 +39,11 @@ public enum SQLiteValues {
         case (.real, .double(let value)): return .real(value)
         case (.real, .int64(let value)): return .real(Double(value))
         case (.text, .string(let value)), (.date, .string(let value)): return .text(value)
+        case (.attachment, .string(let json)):
+            guard let attachment = try? Attachment(json: json) else {
+                throw StoredValueError(description: "\(entity).\(attribute.name) holds \(json.prefix(80)), not an attachment")
+            }
+            return .attachment(attachment)
         default:
             throw StoredValueError(description: "\(entity).\(attribute.name) holds \(stored), not \(attribute.type.name)")
         }

@@ -36,6 +36,9 @@ struct Serve: AsyncParsableCommand {
     )
     var maxInflightBodyBytes: Int = 256 * 1024 * 1024
 
+    @Option(help: "The largest attachment PUT /attachments/{sha256} accepts, in bytes; a larger one is 413.")
+    var maxAttachmentBytes: Int64 = 50 * 1024 * 1024
+
     @Option(help: "The largest text value accepted, in bytes; a larger one is 413 naming its JSON path.")
     var maxValueBytes: Int = 1024 * 1024
 
@@ -129,8 +132,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard database.poolSize >= 1 else { throw ValidationError("--pool-size must be 1 or more") }
         guard snapshotInterval >= 1 else { throw ValidationError("--snapshot-interval must be 1 or more") }
-        guard maxBodySize >= 1, maxInflightBodyBytes >= 1, maxValueBytes >= 1 else {
-            throw ValidationError("--max-body-size, --max-inflight-body-bytes and --max-value-bytes must be 1 or more")
+        guard maxBodySize >= 1, maxInflightBodyBytes >= 1, maxValueBytes >= 1, maxAttachmentBytes >= 1 else {
+            throw ValidationError(
+                "--max-body-size, --max-inflight-body-bytes, --max-value-bytes and --max-attachment-bytes must be 1 or more")
         }
         guard maxEventBytes >= 1, eventHeartbeat > 0, maxStreams >= 0 else {
             throw ValidationError("--max-event-bytes and --event-heartbeat must be more than 0, --max-streams 0 or more")
@@ -245,6 +249,7 @@ struct Serve: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.maxBodySize = maxBodySize
+        configuration.maxAttachmentBytes = maxAttachmentBytes
         configuration.maxInflightBodyBytes = maxInflightBodyBytes
         configuration.authFailureLimit = authFailureLimit
         configuration.authFailureGlobalLimit = authFailureGlobalLimit

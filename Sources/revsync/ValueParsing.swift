@@ -47,6 +47,12 @@ enum ValueParsing {
             case "false", "no", "0": return .bool(false)
             default: throw refuse("true or false")
             }
+        case .attachment:
+            // The attachment's value as JSON: {"sha256": "...", "size": N, "type": "..."}.
+            guard case .attachment(let attachment)? = try? Value(json: raw) else {
+                throw refuse("an attachment: {\"sha256\": \"<64 hex>\", \"size\": N, \"type\": \"image/jpeg\"}")
+            }
+            return .attachment(attachment)
         case .text, .date:
             if raw.count >= 2, raw.hasPrefix("\""), raw.hasSuffix("\""), case .text(let text)? = try? Value(json: raw) {
                 return .text(text)

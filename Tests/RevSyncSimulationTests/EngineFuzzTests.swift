@@ -103,6 +103,7 @@ struct RequestGenerator {
         case .real: return .real(Double(random.number(in: 0...10_000)) / 7)
         case .boolean: return .bool(random.chance(0.5))
         case .text, .date: return .text(random.pick(["U12", "née", "😀", "'; DROP TABLE teams; --", "", "2014-02-01"])!)
+        case .attachment: return .null  // the fuzzed schema has none; bytes would need an upload
         case .reference(let target, _):
             let existing = Array((contents[target] ?? [:]).keys)
             let created = changeSet.changes(for: target)?.create ?? []

@@ -19,3 +19,24 @@ extension Schema {
              }}
             """#.utf8))
 }
+
+extension Schema {
+    /// The demo schema with attachments: a player's `photo` and a screening's `consent` form
+    /// (version 2).
+    public static let attachments: Schema = {
+        var entities: [Entity] = []
+        for entity in Schema.demo.entities {
+            let extra: [Attribute] =
+                switch entity.name {
+                case "players": [Attribute(name: "photo", type: .attachment)]
+                case "screen_instances": [Attribute(name: "consent", type: .attachment)]
+                default: []
+                }
+            entities.append(
+                try! Entity(
+                    name: entity.name, attributes: entity.attributes + extra, summary: entity.summary, permissions: entity.permissions,
+                    swiftName: entity.swiftName, staleness: entity.staleness))
+        }
+        return try! Schema(version: 2, entities: entities, users: Schema.demo.users, roles: Schema.demo.roles)
+    }()
+}

@@ -121,6 +121,7 @@ public struct SwiftTypesGenerator: Sendable {
             case .text, .date: "String"
             case .boolean: "Bool"
             case .reference: "RecordID"
+            case .attachment: "Attachment"
             }
         return attribute.isRequired ? base : base + "?"
     }

@@ -62,6 +62,11 @@ public struct Record: Sendable, Hashable {
         return nil
     }
 
+    /// The attribute's attachment (which bytes: ``Attachment``), or `nil`.
+    public func attachment(_ attribute: String) -> Attachment? {
+        self[attribute].attachmentValue
+    }
+
     /// The ID a reference attribute points to.
     public func reference(_ attribute: String) -> RecordID? {
         integer(attribute).map { RecordID($0) }

@@ -12,6 +12,8 @@ struct CommittedChangeSet: Sendable {
     var mappings: [IDMapping]
     /// What it did to each record, with the values before.
     var history: [HistoryEntry] = []
+    /// The digests of the attachments its records refer to.
+    var attachments: Set<String> = []
 }
 
 /// Checks a planned change set against the data and applies it, inside the caller's
@@ -50,6 +52,7 @@ struct ChangeSetApplier {
         try application.reservePermanentIDs()
         try application.loadTargets()
         try application.resolveReferences()
+        try application.checkAttachments()
         if let refusal = application.refusal { return refusal }
         try application.checkPermissionsBefore()
         if let refusal = application.refusal { return refusal }
@@ -61,7 +64,7 @@ struct ChangeSetApplier {
         return .applied(
             CommittedChangeSet(
                 revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.assigned.mappings,
-                history: application.historyEntries()))
+                history: application.historyEntries(), attachments: application.attachments))
     }
 }
 
@@ -86,6 +89,8 @@ extension ChangeSetApplier {
         /// What the change set does to each record, first operation and the values before it.
         var history: [RecordReference: (entity: Entity, operation: HistoryEntry.Operation, before: StoredRecord?)] = [:]
         var historyOrder: [RecordReference] = []
+        /// The attachments the written values name, all of them verified on the server.
+        var attachments: Set<String> = []
 
         var writer: any StorageWriter { applier.writer }
         var device: Device { applier.device }
@@ -279,6 +284,43 @@ extension ChangeSetApplier {
             }
             clientIDs[RecordReference(entity: entity.name, id: permanent)] = (id, base)
             return record
+        }
+
+        /// Every attachment a create or update names must be bytes the server has, of the size
+        /// it says: otherwise `missing_attachment` (or `invalid` for a wrong size), an entry per
+        /// record and attribute. One lookup per distinct digest.
+        func checkAttachments() throws {
+            var known: [String: StoredAttachment?] = [:]
+            for changes in plan.entities where changes.entity.attributes.contains(where: { $0.type == .attachment }) {
+                let written: [(RecordID, Revision?, [(index: Int, value: Value)])] =
+                    changes.creates.map { ($0.id, nil, $0.values.enumerated().map { ($0.offset, $0.element) }) }
+                    + changes.updates.map { ($0.id, $0.baseRevision, $0.changes.map { ($0.index, $0.value) }) }
+                for (id, base, values) in written {
+                    for (index, value) in values {
+                        guard case .attachment(let attachment) = value else { continue }
+                        let name = changes.entity.attributes[index].name
+                        if known[attachment.sha256] == nil { known[attachment.sha256] = try writer.attachment(attachment.sha256) }
+                        guard let stored = known[attachment.sha256] ?? nil else {
+                            conflicts.append(
+                                ConflictEntry(
+                                    type: changes.entity.name, id: id, reason: .missingAttachment, clientRevision: base, attribute: name,
+                                    message:
+                                        "\(name) names attachment \(attachment.sha256) (\(attachment.size) bytes), which the server does not have: upload it first (PUT /attachments/\(attachment.sha256))"
+                                ))
+                            continue
+                        }
+                        guard stored.size == attachment.size else {
+                            conflicts.append(
+                                ConflictEntry(
+                                    type: changes.entity.name, id: id, reason: .invalid, clientRevision: base, attribute: name,
+                                    message:
+                                        "\(name) says attachment \(attachment.sha256) has \(attachment.size) bytes; it has \(stored.size)"))
+                            continue
+                        }
+                        attachments.insert(attachment.sha256)
+                    }
+                }
+            }
         }
 
         /// Rewrites every reference of created and updated records to a permanent ID, checking

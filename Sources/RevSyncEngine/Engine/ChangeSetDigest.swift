@@ -84,7 +84,7 @@ struct ChangeSetDigest {
                         // The exact bits: 2 and 2.0 are different values here.
                         writer.writeByte(UInt8(ascii: "r"))
                         writer.writeInteger(Int64(bitPattern: real.bitPattern))
-                    case .null, .bool, .text:
+                    case .null, .bool, .text, .attachment:
                         writer.write(value)
                     }
                 }

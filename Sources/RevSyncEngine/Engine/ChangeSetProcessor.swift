@@ -112,6 +112,7 @@ struct ChangeSetProcessor {
                         body: committed.changeSet.jsonBytes()))
                 for mapping in committed.mappings { try writer.saveMapping(device: device.id, mapping) }
                 try writer.appendHistory(committed.history)
+                if !committed.attachments.isEmpty { try writer.markReferenced(committed.attachments, revision: committed.revision) }
                 if let id = changeSet.id {
                     try writer.saveOutcome(
                         device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision), digest: digest)

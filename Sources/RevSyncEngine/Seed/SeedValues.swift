@@ -60,6 +60,7 @@ struct SeedValues {
         case .integer: return .integer(Int64(integer(attribute.name, using: &random)))
         case .real: return .real(real(attribute.name, using: &random))
         case .boolean: return .bool(random.chance(Self.trueShare(attribute.name)))
+        case .attachment: return .null  // no bytes to name: seeded records have none
         }
     }
 

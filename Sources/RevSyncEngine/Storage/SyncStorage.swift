@@ -51,12 +51,19 @@ public protocol SyncStorage: Sendable {
     /// none (SQLite: one process writes).
     func followCommitsOfOtherInstances(logger: Logger) async
 
+    /// The directory where attachments' bytes are kept as files (SQLite: next to the database);
+    /// `nil` where the database keeps them (PostgreSQL, so that every instance serves every
+    /// attachment).
+    var attachmentDirectory: String? { get }
+
     /// Closes connections; the storage cannot be used afterwards.
     func close() async throws
 }
 
 extension SyncStorage {
     public func followCommitsOfOtherInstances(logger: Logger) async {}
+
+    public var attachmentDirectory: String? { nil }
 
     public func withAutocommitWriter<T: Sendable>(_ body: @escaping @Sendable (any StorageWriter) throws -> T) async throws -> T {
         try await withWriter(body)

@@ -88,6 +88,7 @@ public struct JSONWriter: Sendable {
         case .integer(let integer): writeInteger(integer)
         case .real(let real): writeDouble(real)
         case .text(let text): writeString(text)
+        case .attachment(let attachment): attachment.write(into: &self)
         }
     }
 

@@ -4,7 +4,7 @@ extension Value {
     public init(json: String) throws(ProtocolError) {
         var bytes = Array(json.utf8)
         self = try bytes.withUnsafeMutableBufferPointer { buffer throws(ProtocolError) in
-            var reader = JSONReader(UnsafeBufferPointer(buffer), maxDepth: 1)
+            var reader = JSONReader(UnsafeBufferPointer(buffer), maxDepth: 2)
             do {
                 let value: Value
                 switch try reader.peekKind() {
@@ -18,8 +18,9 @@ extension Value {
                     case .integer(let integer): value = .integer(integer)
                     case .real(let real): value = .real(real)
                     }
-                case .object, .array:
-                    throw ProtocolError(.invalidAttribute, "attribute values are null, booleans, numbers or strings")
+                case .object: value = .attachment(try Attachment.read(&reader))
+                case .array:
+                    throw ProtocolError(.invalidAttribute, "attribute values are null, booleans, numbers, strings or attachments")
                 }
                 try reader.expectEnd()
                 return value

@@ -399,8 +399,14 @@ final class WireDecoder {
             case .integer(let value): return .integer(value)
             case .real(let value): return .real(value)
             }
-        case .object, .array:
-            throw error(.invalidAttribute, "attribute values are null, booleans, numbers or strings, not objects or arrays")
+        case .object:
+            do {
+                return .attachment(try Attachment.read(&reader))
+            } catch let failure as ProtocolError {
+                throw error(failure.code, failure.message)
+            }
+        case .array:
+            throw error(.invalidAttribute, "attribute values are null, booleans, numbers, strings or attachments, not arrays")
         }
     }
 

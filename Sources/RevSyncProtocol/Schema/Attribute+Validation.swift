@@ -7,7 +7,7 @@ extension Attribute {
         switch (type, value) {
         case (_, .null):
             return isRequired ? .failure(ValueRefusal("\(name) is required and cannot be null")) : .success(.null)
-        case (.integer, .integer), (.reference, .integer), (.real, .real), (.boolean, .bool):
+        case (.integer, .integer), (.reference, .integer), (.real, .real), (.boolean, .bool), (.attachment, .attachment):
             return .success(value)
         case (.real, .integer(let integer)):
             return .success(.real(Double(integer)))

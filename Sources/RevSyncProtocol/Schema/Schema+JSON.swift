@@ -315,13 +315,14 @@ private enum SchemaFileReader {
         case "text": type = .text
         case "boolean": type = .boolean
         case "date": type = .date
+        case "attachment": type = .attachment
         case "reference":
             guard let target else { throw SchemaError("a reference needs a \"target\" entity", path: path) }
             guard let rule else { throw SchemaError("a reference needs \"onDelete\": cascade, nullify or deny", path: path) }
             type = .reference(target: target, onDelete: rule)
         default:
             throw SchemaError(
-                "unknown type \"\(typeName)\" (expected integer, real, text, boolean, date or reference)", path: "\(path).type")
+                "unknown type \"\(typeName)\" (expected integer, real, text, boolean, date, reference or attachment)", path: "\(path).type")
         }
         if type.name != "reference" && (target != nil || rule != nil) {
             throw SchemaError("\"target\" and \"onDelete\" belong to references only", path: path)

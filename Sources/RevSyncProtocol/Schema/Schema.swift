@@ -298,6 +298,9 @@ public enum AttributeType: Sendable, Hashable {
     case date
     /// The ID of a record of `target`, and what deleting that record does to this one.
     case reference(target: String, onDelete: DeleteRule)
+    /// Bytes that travel beside the record: the value is an ``Attachment`` naming them by their
+    /// SHA-256.
+    case attachment
 
     /// The target entity if this is a reference.
     public var referenceTarget: String? {
@@ -314,6 +317,7 @@ public enum AttributeType: Sendable, Hashable {
         case .boolean: "boolean"
         case .date: "date"
         case .reference: "reference"
+        case .attachment: "attachment"
         }
     }
 }

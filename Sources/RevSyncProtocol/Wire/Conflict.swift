@@ -23,6 +23,9 @@ public struct ConflictReason: RawRepresentable, Sendable, Hashable, CustomString
     /// The change set's `id` was used before, by the same device, for a change set with other
     /// content: nothing was applied (a repeat must be the same change set).
     public static let idReused = ConflictReason(rawValue: "id_reused")
+    /// An attachment value names bytes the server does not have (upload them first:
+    /// `PUT /attachments/{sha256}`): nothing of the change set was applied.
+    public static let missingAttachment = ConflictReason(rawValue: "missing_attachment")
 
     public var description: String { rawValue }
 }

@@ -1,6 +1,7 @@
 /// One attribute value as it travels on the wire.
 ///
-/// The wire format knows five kinds of values. Dates travel as text in the form the client
+/// The wire format knows five kinds of scalar values, and attachments (an object naming bytes
+/// that travel apart, ``Attachment``). Dates travel as text in the form the client
 /// sent them, and references as the integer ID of the record they point to, so both are
 /// represented by ``text(_:)`` and ``integer(_:)``; the ``Schema`` says how to read them.
 ///
@@ -15,6 +16,8 @@ public enum Value: Sendable, Hashable {
     case integer(Int64)
     case real(Double)
     case text(String)
+    /// The value of an `attachment` attribute.
+    case attachment(Attachment)
 
     /// A short name of the kind of value, for error messages ("text", "integer", ...).
     public var kindDescription: String {
@@ -24,6 +27,7 @@ public enum Value: Sendable, Hashable {
         case .integer: "integer"
         case .real: "real"
         case .text: "text"
+        case .attachment: "attachment"
         }
     }
 
@@ -35,6 +39,12 @@ public enum Value: Sendable, Hashable {
     /// The integer this value holds, if it is an integer.
     public var integerValue: Int64? {
         if case .integer(let value) = self { return value }
+        return nil
+    }
+
+    /// The attachment this value holds, if it is one.
+    public var attachmentValue: Attachment? {
+        if case .attachment(let value) = self { return value }
         return nil
     }
 

@@ -4,6 +4,8 @@ import RevSyncEngine
 /// The HTTP headers RevSync reads and writes beyond the standard ones.
 extension HTTPField.Name {
     static let revSyncRevision = Self("X-RevSync-Revision")!
+    /// How many bytes of an attachment the server has (`PUT`, `HEAD /attachments/{sha256}`).
+    static let revSyncReceived = Self("RevSync-Received")!
     static let revSyncDataset = Self("X-RevSync-Dataset")!
     static let revSyncSchemaVersion = Self("X-RevSync-Schema-Version")!
     static let revSyncRecords = Self("X-RevSync-Records")!

@@ -6,6 +6,8 @@ public struct ServerConfiguration: Sendable {
     public var port: Int = 8080
     /// The most bytes a request body may have, after decompression (and before). Bigger is `413`.
     public var maxBodySize: Int = 64 * 1024 * 1024
+    /// The largest attachment `PUT /attachments/{sha256}` accepts (`--max-attachment-bytes`).
+    public var maxAttachmentBytes: Int64 = 50 * 1024 * 1024
     /// A connection that sends nothing for this long is closed.
     public var idleTimeoutSeconds: Int64 = 60
     /// A request head must arrive within this many seconds of the connection opening (or of

@@ -40,6 +40,8 @@ public struct SyncHTTPServer: Sendable {
     let metrics = ServerMetrics()
     /// The console's sessions (the admin API's reads accept one too).
     let consoleSessions: ConsoleSessions
+    /// Attachments' bytes: `PUT`, `HEAD` and `GET /attachments/{sha256}`.
+    public let attachments: AttachmentStore
 
     /// The bytes of the body budget reserved by requests in flight now, and the most so far.
     public var bodyBytesReserved: (now: Int, peak: Int) { (bodyBudget.reserved, bodyBudget.peak) }
@@ -56,6 +58,7 @@ public struct SyncHTTPServer: Sendable {
             trustedProxies: configuration.trustedProxies, logger: logger)
         compression = ResponseCompression(level: configuration.gzipLevel, fastBelow: configuration.fastGzipBelow)
         bodyBudget = BodyBudget(limit: configuration.maxInflightBodyBytes)
+        attachments = AttachmentStore(storage: engine.storage, maxBytes: configuration.maxAttachmentBytes)
         consoleSessions = ConsoleSessions(
             storage: engine.storage, idleTimeout: configuration.consoleIdleTimeoutSeconds, trustedProxies: configuration.trustedProxies)
         let liveFeed = LiveFeed(storage: engine.storage, configuration: configuration.live, logger: logger)
@@ -85,6 +88,9 @@ public struct SyncHTTPServer: Sendable {
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         router.get("/device") { request, context in try await self.device(request, context: context) }
         router.get("/events") { request, context in try await self.events(request, context: context) }
+        router.put("/attachments/:sha256") { request, context in try await self.putAttachment(request, context: context) }
+        router.head("/attachments/:sha256") { request, context in try await self.headAttachment(request, context: context) }
+        router.get("/attachments/:sha256") { request, context in try await self.getAttachment(request, context: context) }
         router.get("/admin/api/history") { request, context in try await self.adminHistory(request, context: context) }
         router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
         router.get("/admin/api/devices") { request, context in try await self.adminDevices(request, context: context) }

@@ -69,7 +69,7 @@ struct SQLDialect: Sendable {
         case .integer, .reference: bigint
         case .boolean: database == .sqlite ? "INTEGER" : "BOOLEAN"
         case .real: real
-        case .text, .date: "TEXT"
+        case .text, .date, .attachment: "TEXT"
         }
     }
 
@@ -81,6 +81,7 @@ struct SQLDialect: Sendable {
         case .integer(let integer): .integer(integer)
         case .real(let real): .real(real)
         case .text(let text): .text(text)
+        case .attachment(let attachment): .text(attachment.json)
         }
     }
 
@@ -94,6 +95,11 @@ struct SQLDialect: Sendable {
         case (.real, .real(let value)): return .real(value)
         case (.real, .integer(let value)): return .real(Double(value))
         case (.text, .text(let value)), (.date, .text(let value)): return .text(value)
+        case (.attachment, .text(let json)):
+            guard let attachment = try? Attachment(json: json) else {
+                throw StorageError.corrupt("\(entity).\(attribute.name) holds \(json.prefix(80)), not an attachment")
+            }
+            return .attachment(attachment)
         default:
             throw StorageError.corrupt("\(entity).\(attribute.name) holds \(stored), not \(attribute.type.name)")
         }

@@ -117,6 +117,26 @@ enum ServerTables {
             // commits and for refusals kept before this version.
             ["mine", "base", "theirs"].map { "ALTER TABLE _rs_outcomes ADD COLUMN \($0) \(dialect.document)" }
         },
+        Migration(version: 7, name: "attachments") { dialect in
+            [
+                // Verified bytes: their digest and size, and the first revision that referred to them.
+                """
+                CREATE TABLE _rs_attachments (sha256 TEXT PRIMARY KEY, size \(dialect.bigint) NOT NULL,
+                    completed_at \(dialect.bigint) NOT NULL, referenced_revision \(dialect.bigint))\(dialect.withoutRowID)
+                """,
+                // Who uploaded which bytes (each may download them before a record refers to them).
+                """
+                CREATE TABLE _rs_attachment_uploads (sha256 TEXT NOT NULL, device_id \(dialect.bigint) NOT NULL,
+                    uploaded_at \(dialect.bigint) NOT NULL, PRIMARY KEY (sha256, device_id))\(dialect.withoutRowID)
+                """,
+                // The bytes, in parts, where the database keeps them (PostgreSQL; SQLite keeps files).
+                """
+                CREATE TABLE _rs_attachment_parts (sha256 TEXT NOT NULL, start \(dialect.bigint) NOT NULL,
+                    data \(dialect.database == .sqlite ? "BLOB" : "BYTEA") NOT NULL, received_at \(dialect.bigint) NOT NULL,
+                    PRIMARY KEY (sha256, start))\(dialect.withoutRowID)
+                """,
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

@@ -24,6 +24,8 @@ public final class SQLiteStorage: SyncStorage {
     /// The newest committed change log entries: most responses are built from them.
     private let recentLog = RecentLog()
     public let commits = CommitSignal()
+    /// `<database>-attachments`: where attachments' bytes are kept (``AttachmentStore``).
+    public let attachmentDirectory: String?
     /// The work of concurrent requests, written in groups: with `--durability full` every
     /// commit waits for an `fsync`, and a group shares one (about twice the syncs per second).
     private let groups: CommitGroups
@@ -43,6 +45,7 @@ public final class SQLiteStorage: SyncStorage {
         if !creating, !FileManager.default.fileExists(atPath: path) {
             throw StorageError.notSetUp("there is no such file")
         }
+        attachmentDirectory = path + "-attachments"
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.maximumReaderCount = 4

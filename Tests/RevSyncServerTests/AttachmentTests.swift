@@ -1,0 +1,225 @@
+import Crypto
+import Foundation
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+/// `PUT`, `HEAD` and `GET /attachments/{sha256}`, and change sets that name attachments: on both
+/// stores, over real HTTP.
+@Suite struct AttachmentTests {
+    static func digest(_ bytes: [UInt8]) -> String { Hex.encode(SHA256.hash(data: bytes)) }
+
+    static func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }
+
+    /// A device's token header.
+    static func auth(_ device: TestDevice) -> (String, String) { ("Authorization", "Bearer \(device.token)") }
+
+    @Test(arguments: StoreKind.all)
+    func aWholeUploadIsVerifiedServedWithRangesAndCachedForever(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let device = try await server.device("ipad")
+            let photo = Self.bytes(3_000_000)
+            let sha = Self.digest(photo)
+            let put = try await server.send("PUT", "/attachments/\(sha)", headers: [Self.auth(device)], body: photo)
+            #expect(put.status == 201 && put.header("RevSync-Received") == "3000000")
+            let head = try await server.send("HEAD", "/attachments/\(sha)", headers: [Self.auth(device)])
+            #expect(head.status == 200 && head.header("Content-Length") == "3000000")
+            // The uploader may read it back before any record refers to it.
+            let whole = try await server.send("GET", "/attachments/\(sha)", headers: [Self.auth(device)])
+            #expect(whole.status == 200 && whole.body == photo)
+            #expect(whole.header("ETag") == "\"\(sha)\"")
+            #expect(whole.header("Cache-Control") == "private, max-age=31536000, immutable")
+            let part = try await server.send("GET", "/attachments/\(sha)", headers: [Self.auth(device), ("Range", "bytes=1048570-1048580")])
+            #expect(part.status == 206 && part.body == Array(photo[1_048_570...1_048_580]))
+            #expect(part.header("Content-Range") == "bytes 1048570-1048580/3000000")
+            // The same bytes again: already here.
+            let again = try await server.send("PUT", "/attachments/\(sha)", headers: [Self.auth(device)], body: photo)
+            #expect(again.status == 201)
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func partsResumeWhereTheServerIsAndAWrongStartIsAConflict(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let device = try await server.device("ipad")
+            let photo = Self.bytes(2_500_000, seed: 3)
+            let sha = Self.digest(photo)
+            func put(_ range: ClosedRange<Int>) async throws -> RawHTTPResponse {
+                try await server.send(
+                    "PUT", "/attachments/\(sha)",
+                    headers: [Self.auth(device), ("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(photo.count)")],
+                    body: Array(photo[range]))
+            }
+            let first = try await put(0...999_999)
+            #expect(first.status == 202 && first.header("RevSync-Received") == "1000000")
+            let none = try await server.send("HEAD", "/attachments/\(sha)", headers: [Self.auth(device)])
+            #expect(none.status == 404 && none.header("RevSync-Received") == "1000000")
+            let skipped = try await put(1_500_000...2_499_999)
+            #expect(skipped.status == 409 && skipped.header("RevSync-Received") == "1000000")
+            let repeated = try await put(0...999_999)
+            #expect(repeated.status == 409 && repeated.header("RevSync-Received") == "1000000")
+            // Not readable until complete.
+            #expect(try await server.send("GET", "/attachments/\(sha)", headers: [Self.auth(device)]).status == 404)
+            let rest = try await put(1_000_000...2_499_999)
+            #expect(rest.status == 201)
+            #expect(try await server.send("GET", "/attachments/\(sha)", headers: [Self.auth(device)]).body == photo)
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func bytesThatDoNotMatchTheirDigestAreDiscarded(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let device = try await server.device("ipad")
+            let photo = Self.bytes(10_000)
+            let forged = Self.digest(Self.bytes(10_000, seed: 9))
+            let put = try await server.send("PUT", "/attachments/\(forged)", headers: [Self.auth(device)], body: photo)
+            #expect(put.status == 400 && String(decoding: put.body, as: UTF8.self).contains("digest_mismatch"))
+            let head = try await server.send("HEAD", "/attachments/\(forged)", headers: [Self.auth(device)])
+            #expect(head.status == 404 && head.header("RevSync-Received") == "0")
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func limitsTokensAndNamesAreChecked(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments, configure: { $0.maxAttachmentBytes = 1000 }) { server in
+            let device = try await server.device("ipad")
+            let viewer = try await server.device("wall", role: .viewer)
+            let small = Self.bytes(100)
+            let sha = Self.digest(small)
+            let big = Self.bytes(1001)
+            #expect(try await server.send("PUT", "/attachments/\(Self.digest(big))", headers: [Self.auth(device)], body: big).status == 413)
+            let bigRange = try await server.send(
+                "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 0-99/5000")], body: small)
+            #expect(bigRange.status == 413)
+            #expect(try await server.send("PUT", "/attachments/\(sha)", body: small).status == 401)
+            #expect(try await server.send("PUT", "/attachments/\(sha)", headers: [Self.auth(viewer)], body: small).status == 403)
+            #expect(try await server.send("PUT", "/attachments/NOT-A-DIGEST", headers: [Self.auth(device)], body: small).status == 400)
+            #expect(try await server.send("PUT", "/attachments/\(sha.uppercased())", headers: [Self.auth(device)], body: small).status == 400)
+            let badRange = try await server.send(
+                "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 50-10/100")], body: small)
+            #expect(badRange.status == 400)
+            // Nothing of the refused requests was kept.
+            #expect(try await server.send("HEAD", "/attachments/\(sha)", headers: [Self.auth(device)]).header("RevSync-Received") == "0")
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aBodyCutOffKeepsWhatArrivedForTheDeviceToResume(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let device = try await server.device("ipad")
+            let photo = Self.bytes(3_000_000, seed: 5)
+            let sha = Self.digest(photo)
+            // Half the body, then the connection is gone.
+            let head =
+                "PUT /attachments/\(sha) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(device.token)\r\nContent-Length: \(photo.count)\r\n\r\n"
+            try {
+                let connection = try RawHTTPConnection(port: server.port)
+                try connection.send(Array(head.utf8) + Array(photo[0..<1_500_000]))
+            }()  // closed as it goes out of scope
+            // As a device resumes: where is the server? Send the rest from there (a 409 while the
+            // broken request is still being wound up says where it got to).
+            var firstResume = -1
+            var status = 0
+            for _ in 0..<100 {
+                let state = try await server.send("HEAD", "/attachments/\(sha)", headers: [Self.auth(device)])
+                let received = Int(state.header("RevSync-Received") ?? "0") ?? 0
+                if received == 0 {
+                    try await Task.sleep(for: .milliseconds(50))
+                    continue
+                }
+                if firstResume < 0 { firstResume = received }
+                let rest = try await server.send(
+                    "PUT", "/attachments/\(sha)",
+                    headers: [Self.auth(device), ("Content-Range", "bytes \(received)-\(photo.count - 1)/\(photo.count)")],
+                    body: Array(photo[received...]))
+                status = rest.status
+                if status == 201 { break }
+                #expect(status == 409)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(firstResume > 0 && firstResume <= 1_500_000)
+            #expect(status == 201)
+            #expect(try await server.send("GET", "/attachments/\(sha)", headers: [Self.auth(device)]).body == photo)
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aChangeSetNamingBytesTheServerLacksIsRefusedAndOneThatHasThemCommits(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let ipad = try await server.device("ipad")
+            let laptop = try await server.device("laptop")
+            let photo = Self.bytes(20_000)
+            let value = try Attachment(sha256: Self.digest(photo), size: Int64(photo.count), type: "image/jpeg", name: "knee.jpg")
+            let player = ipad.temporaryID()
+            let early = ChangeSet.new().creating(
+                "players", player, ["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(value)])
+            let before = try await server.revision()
+            let refused = try #require(try await ipad.sync([early]).outcome(of: early.id))
+            #expect(refused.reason == .missingAttachment)
+            #expect(refused.conflicts.map(\.attribute) == ["photo"])
+            #expect(refused.conflicts.first?.message?.contains(value.sha256) == true)
+            #expect(try await server.revision() == before)
+            // Not the uploader, no record: the laptop may not read it.
+            #expect(try await server.send("PUT", "/attachments/\(value.sha256)", headers: [Self.auth(ipad)], body: photo).status == 201)
+            #expect(try await server.send("GET", "/attachments/\(value.sha256)", headers: [Self.auth(laptop)]).status == 404)
+            // A size that is not the bytes' is invalid.
+            let lying = try Attachment(sha256: value.sha256, size: 5, type: "image/jpeg")
+            let wrong = ChangeSet.new().creating("players", ipad.temporaryID(), ["first_name": "B", "last_name": "C", "photo": .attachment(lying)])
+            #expect(try await ipad.sync([wrong]).outcome(of: wrong.id)?.reason == .invalid)
+
+            let later = ChangeSet.new().creating(
+                "players", ipad.temporaryID(), ["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(value)])
+            let committed = try #require(try await ipad.sync([later]).outcome(of: later.id))
+            #expect(committed.conflict == false)
+            // Now a record refers to it: every device may read it, and sees the value.
+            #expect(try await server.send("GET", "/attachments/\(value.sha256)", headers: [Self.auth(laptop)]).body == photo)
+            let seen = try await laptop.sync()
+            let values = seen.changeSets.compactMap { $0.changes(for: "players")?.attributes.values.first?.values["photo"] }
+            #expect(values == [.attachment(value)])
+        }
+    }
+
+    @Test func onSQLiteTheBytesArePrivateFilesBesideTheDatabase() async throws {
+        try await withLiveServer(store: .sqlite, schema: .attachments) { server in
+            let device = try await server.device("ipad")
+            let photo = Self.bytes(5_000)
+            let sha = Self.digest(photo)
+            let half = try await server.send(
+                "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 0-2499/5000")], body: Array(photo[..<2500]))
+            #expect(half.status == 202)
+            let directory = server.database + "-attachments"
+            func mode(_ path: String) throws -> Int {
+                try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+            }
+            #expect(try mode(directory) == 0o700 && mode(directory + "/partial") == 0o700)
+            #expect(try mode(directory + "/partial/\(sha)") == 0o600)
+            let rest = try await server.send(
+                "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 2500-4999/5000")], body: Array(photo[2500...]))
+            #expect(rest.status == 201)
+            #expect(try mode(directory + "/objects/\(sha)") == 0o600)
+            #expect(!FileManager.default.fileExists(atPath: directory + "/partial/\(sha)"))
+            #expect(FileManager.default.contents(atPath: directory + "/objects/\(sha)") == Data(photo))
+        }
+    }
+
+    @Test func attachmentValuesReadAndRefuseWhatIsNotOne() throws {
+        let sha = String(repeating: "ab", count: 32)
+        let value = try Value(json: #"{"sha256":"\#(sha)","size":12,"type":"image/png","name":"a.png"}"#)
+        #expect(value == .attachment(try Attachment(sha256: sha, size: 12, type: "image/png", name: "a.png")))
+        #expect(value.description == #"{"sha256":"\#(sha)","size":12,"type":"image/png","name":"a.png"}"#)
+        for bad in [
+            #"{"sha256":"\#(sha.uppercased())","size":12,"type":"image/png"}"#, #"{"sha256":"abc","size":12,"type":"image/png"}"#,
+            #"{"sha256":"\#(sha)","size":-1,"type":"image/png"}"#, #"{"sha256":"\#(sha)","size":12,"type":"png"}"#,
+            #"{"sha256":"\#(sha)","size":12}"#, #"{"sha256":"\#(sha)","size":12,"type":"image/png","path":"/etc"}"#,
+            #"{"sha256":"\#(sha)","size":12,"type":"image/png","name":"../x"}"#, "[1]",
+        ] {
+            #expect(throws: ProtocolError.self, "\(bad)") { try Value(json: bad) }
+        }
+        // In a change set, with the path of the value in the error.
+        let json = #"{"maxRevision":0,"changeSets":[{"id":"a","players":{"create":[-1],"attributes":{"-1":{"photo":{"sha256":"x","size":1,"type":"a/b"}}}}}]}"#
+        #expect(throws: ProtocolError.self) { try SyncMessage(json: json, sender: .client) }
+    }
+}
