@@ -64,8 +64,12 @@ package final class WriteCapture: @unchecked Sendable {
     /// - Parameters:
     ///   - schema: the store's current schema.
     ///   - folded: called after a transaction's change set was queued.
-    init(schema: @escaping @Sendable () -> Schema, folded: @escaping @Sendable () -> Void) {
+    /// Where the bytes of attachment values written through GRDB go.
+    let attachments: StoreAttachments
+
+    init(schema: @escaping @Sendable () -> Schema, attachments: StoreAttachments, folded: @escaping @Sendable () -> Void) {
         self.schema = schema
+        self.attachments = attachments
         self.folded = folded
     }
 
@@ -229,7 +233,7 @@ package final class WriteCapture: @unchecked Sendable {
             transaction.actor = .some(actor)
             return actor
         }
-        return WriteRules(schema: reads.schema, actor: actor, reads: reads)
+        return WriteRules(schema: reads.schema, actor: actor, reads: reads, attachments: attachments)
     }
 
     private func values(

@@ -53,6 +53,8 @@ public final class LocalStore: Sendable {
     let localChanges = Broadcaster<Void>(keeping: 1)
     /// Turns the app's own GRDB writes into change sets.
     let capture: WriteCapture
+    /// The bytes of the store's attachments, beside its file.
+    let attachments: StoreAttachments
 
     /// The schema the local tables follow.
     public var schema: Schema { currentSchema.current }
@@ -81,7 +83,8 @@ public final class LocalStore: Sendable {
         let currentSchema = Locked(schema)
         self.currentSchema = currentSchema
         let localChanges = self.localChanges
-        capture = WriteCapture(schema: { currentSchema.current }, folded: { localChanges.emit() })
+        attachments = StoreAttachments(storePath: path)
+        capture = WriteCapture(schema: { currentSchema.current }, attachments: attachments, folded: { localChanges.emit() })
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA recursive_triggers = ON")
             try capture.install(in: db)
@@ -153,7 +156,9 @@ public final class LocalStore: Sendable {
         guard isStore else { throw LocalStoreError(.notAStore, "\(path) is not a RevSync store") }
         try LocalStoreError.reporting { try StoreMigrations.run(migrations, in: pool) }
         let schema = try pool.read { db in try StoreState(db: db).schema() }
-        return try LocalStore(path: path, pool: pool, schema: schema)
+        let store = try LocalStore(path: path, pool: pool, schema: schema)
+        try store.removeUnreferencedAttachments()
+        return store
     }
 
     /// Closes the database; the store cannot be used afterwards.
@@ -176,7 +181,8 @@ public final class LocalStore: Sendable {
     public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
         let schema = self.schema
         let result = try await ownWrite { db in
-            let transaction = WriteTransaction(db: db, schema: schema, actor: try StoreState(db: db).actor)
+            let transaction = WriteTransaction(
+                db: db, schema: schema, actor: try StoreState(db: db).actor, attachments: self.attachments)
             let result = try body(transaction)
             if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet, base: transaction.recorder.base) }
             return result

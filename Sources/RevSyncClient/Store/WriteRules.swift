@@ -20,6 +20,9 @@ struct WriteRules {
     /// The device's role and user; `nil` until the server said, and then nothing is refused.
     let actor: Actor?
     let reads: any StoreReads
+    /// Where the bytes of attachment values go (copied as values are accepted); `nil` where a
+    /// write cannot set them.
+    var attachments: StoreAttachments? = nil
 
     func entity(_ name: String) throws -> Entity {
         guard let entity = schema.entity(name) else {
@@ -40,6 +43,12 @@ struct WriteRules {
             switch attribute.accept(value) {
             case .success(let value): accepted[name] = value
             case .failure(let refusal): throw LocalStoreError(.invalidValue, "\(entity.name).\(refusal.message)")
+            }
+            if case .attachment(let attachment) = value {
+                guard let attachments else {
+                    throw LocalStoreError(.invalidValue, "\(entity.name).\(name): attachments are written through a store")
+                }
+                try attachments.adopt(attachment)
             }
         }
         return accepted

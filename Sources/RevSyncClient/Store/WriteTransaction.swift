@@ -26,10 +26,10 @@ public final class WriteTransaction {
     private var tables: LocalTables { LocalTables(schema: schema, db: db) }
     private var idMap: IDMap { IDMap(db: db) }
 
-    init(db: Database, schema: Schema, actor: Actor?) {
+    init(db: Database, schema: Schema, actor: Actor?, attachments: StoreAttachments? = nil) {
         self.db = db
         self.schema = schema
-        self.rules = WriteRules(schema: schema, actor: actor, reads: DatabaseReads(db: db, schema: schema))
+        self.rules = WriteRules(schema: schema, actor: actor, reads: DatabaseReads(db: db, schema: schema), attachments: attachments)
     }
 
     /// Reads that see this transaction's writes.

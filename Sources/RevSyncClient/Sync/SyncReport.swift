@@ -22,6 +22,13 @@ public struct SyncReport: Sendable, Hashable {
     /// The server's snapshot file the empty store started from before this sync's request,
     /// if it did (``Synchronizer/Configuration/startFromSnapshot``).
     public var startedFromSnapshot: SnapshotDownloadReport?
+    /// Attachments the request's change sets name that were uploaded first, and the bytes sent
+    /// for them (a resumed upload sends only what the server lacked).
+    public var attachmentsUploaded: Int = 0
+    public var attachmentBytesSent: Int64 = 0
+    /// Attachments records refer to whose bytes the device still lacks after the sync (with
+    /// ``Synchronizer/Configuration/attachments`` `.eager`, those whose download failed).
+    public var attachmentsMissing: Int = 0
     /// Temporary IDs that became permanent: temporary → permanent.
     public var permanentIDs: [RecordReference: RecordID] = [:]
     /// The server data applied, record by record (not the records of a snapshot, which

@@ -34,6 +34,16 @@ public actor Synchronizer {
         /// it, and the store's writer waits for the network meanwhile (reads go on). Smaller
         /// responses arrive whole first, and local writes go on while they travel.
         public var streamingThreshold: Int = 4 << 20
+        /// When the device downloads the bytes of the attachments records refer to: after
+        /// every sync (`.eager`, the default: a tablet at the pitch must open a photo without the
+        /// network), or when the app asks for one (`.onDemand`, ``LocalStore/attachment(_:progress:)``).
+        public var attachments: AttachmentDownloads = .eager
+
+        /// When attachments are downloaded.
+        public enum AttachmentDownloads: Sendable, Hashable {
+            case eager
+            case onDemand
+        }
 
         /// The defaults.
         public init() {}
@@ -211,6 +221,7 @@ public actor Synchronizer {
             report = try await send(to: server, lenient: true)
         }
         report.startedFromSnapshot = started
+        report.attachmentsMissing = await downloadAttachments(from: server)
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
         if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
         return report
@@ -221,6 +232,14 @@ public actor Synchronizer {
     /// (``ResponseBodyPipe``).
     private func send(to server: LocalStore.ServerConnection, lenient: Bool) async throws -> SyncReport {
         let request = try await store.prepareRequest(maxRecords: configuration.maxRecordsPerRequest)
+        // The bytes before the change sets that name them: the server refuses a change set
+        // naming bytes it lacks.
+        let transfer = AttachmentTransfer(transport: transport, server: server, files: store.attachments)
+        var uploaded = (count: 0, bytes: Int64(0))
+        for attachment in Self.attachments(in: request.message) {
+            uploaded.bytes += try await transfer.upload(attachment)
+            uploaded.count += 1
+        }
         let body = Gzip.compress(request.message.jsonBytes(), level: configuration.gzipLevel)
         var headers = [
             "Authorization": "Bearer \(server.token)", "Content-Type": "application/json", "Content-Encoding": "gzip",
@@ -270,7 +289,43 @@ public actor Synchronizer {
         }
         report.bytesSent = body.count
         report.bytesReceived = pipe.receivedBytes
+        report.attachmentsUploaded = uploaded.count
+        report.attachmentBytesSent = uploaded.bytes
         return report
+    }
+
+    /// The attachments a request's change sets write, each once.
+    static func attachments(in message: SyncMessage) -> [Attachment] {
+        var seen = Set<String>()
+        var found: [Attachment] = []
+        for changeSet in message.changeSets {
+            for changes in changeSet.changes {
+                for attributes in changes.attributes.values {
+                    for value in attributes.values.values {
+                        if case .attachment(let attachment) = value, seen.insert(attachment.sha256).inserted { found.append(attachment) }
+                    }
+                }
+            }
+        }
+        return found
+    }
+
+    /// With ``Configuration/attachments`` `.eager`, downloads the bytes of every attachment a
+    /// record refers to that the device lacks. Returns how many it still lacks (a download
+    /// that failed is tried again after the next sync; the sync itself succeeded).
+    private func downloadAttachments(from server: LocalStore.ServerConnection) async -> Int {
+        guard let missing = try? await store.missingAttachments() else { return 0 }
+        guard configuration.attachments == .eager else { return missing.count }
+        let transfer = AttachmentTransfer(transport: transport, server: server, files: store.attachments)
+        var failed = 0
+        for attachment in missing {
+            do {
+                try await transfer.download(attachment)
+            } catch {
+                failed += 1
+            }
+        }
+        return failed
     }
 
     /// Upgrades the store to the server's schema, if it is newer.

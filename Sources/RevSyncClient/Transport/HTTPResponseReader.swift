@@ -16,6 +16,8 @@ package struct HTTPResponseReader {
     /// With `receive`: the longest wait for the next bytes of the body, instead of one
     /// deadline for the whole response.
     var idleTimeout: TimeInterval?
+    /// The answer to a `HEAD`: headers only, whatever `Content-Length` says.
+    var headersOnly = false
 
     package init(maxSize: Int) { self.maxSize = maxSize }
 
@@ -40,6 +42,7 @@ package struct HTTPResponseReader {
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         let head = TransportResponse(status: status, headers: headers, body: Data())
+        if headersOnly || status == 304 || status == 204 { return head }
         var body = Body(
             maxSize: maxSize, receive: status == 200 || status == 206 ? receive.map { receive in { try receive(head, $0) } } : nil)
         let idleTimeout = body.streams ? idleTimeout : nil

@@ -86,6 +86,7 @@ public struct SocketTransport: SyncTransport {
         head += "Content-Length: \(request.body.count)\r\n\r\n"
         try socket.send(Array(head.utf8) + request.body, deadline: deadline)
         var reader = HTTPResponseReader(maxSize: maxResponseSize)
+        reader.headersOnly = request.method == "HEAD"
         if let receive {
             reader.receive = receive
             reader.idleTimeout = timeout

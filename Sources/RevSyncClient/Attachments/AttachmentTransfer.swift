@@ -1,0 +1,133 @@
+import Crypto
+import Foundation
+import RevSyncProtocol
+
+/// Moves attachments' bytes between a store and the server, resumably: uploads in parts from
+/// where the server is (`HEAD`, then `PUT` with `Content-Range`), downloads from where the
+/// device is (`GET` with `Range` into `partial/`), each verified against its digest.
+struct AttachmentTransfer: Sendable {
+    let transport: any SyncTransport
+    let server: LocalStore.ServerConnection
+    let files: StoreAttachments
+
+    /// One `PUT` carries at most this many bytes: a cut connection loses at most one part's
+    /// progress on a slow network, and the server has fewer parts to keep.
+    static let partBytes = 1 << 20
+
+    private func url(_ sha256: String) -> URL {
+        server.url.appendingPathComponent("attachments").appendingPathComponent(sha256)
+    }
+
+    private var authorization: [String: String] { ["Authorization": "Bearer \(server.token)"] }
+
+    /// Makes sure the server has the bytes of `attachment`, sending what it lacks.
+    ///
+    /// - Returns: how many bytes were sent.
+    /// - Throws: ``SyncFailure`` (`network` to retry; `rejected` for a refusal).
+    @discardableResult
+    func upload(_ attachment: Attachment) async throws -> Int64 {
+        let head = try await send(TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
+        if head.status == 200 { return 0 }
+        guard head.status == 404 else { throw Self.failure(head) }
+        guard files.has(attachment.sha256) else {
+            throw SyncFailure.invalidResponse("attachment \(attachment.sha256) is named by a queued change set but its file is gone")
+        }
+        var received = Int64(head.headers["revsync-received"] ?? "0") ?? 0
+        var sent: Int64 = 0
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: files.path(attachment.sha256)))
+        defer { try? handle.close() }
+        for _ in 0..<10_000 {
+            let start = min(received, attachment.size)
+            try handle.seek(toOffset: UInt64(start))
+            let bytes = try handle.read(upToCount: Self.partBytes) ?? Data()
+            var headers = authorization
+            headers["Content-Type"] = "application/octet-stream"
+            if attachment.size > 0 {
+                headers["Content-Range"] = "bytes \(start)-\(start + Int64(bytes.count) - 1)/\(attachment.size)"
+            }
+            let response = try await send(TransportRequest(url: url(attachment.sha256), method: "PUT", headers: headers, body: bytes))
+            sent += Int64(bytes.count)
+            switch response.status {
+            case 201: return sent
+            case 202, 409:
+                received = Int64(response.headers["revsync-received"] ?? "") ?? received
+            default:
+                throw Self.failure(response)
+            }
+        }
+        throw SyncFailure.invalidResponse("the upload of attachment \(attachment.sha256) did not end")
+    }
+
+    /// Downloads the bytes of `attachment` into the store, resuming a download in progress.
+    ///
+    /// - Parameter progress: bytes the store has, and the total, as they arrive.
+    func download(_ attachment: Attachment, progress: (@Sendable (Int64, Int64) -> Void)? = nil) async throws {
+        if files.has(attachment.sha256) { return }
+        try files.ensureDirectories()
+        let partial = files.partialPath(attachment.sha256)
+        try PrivateFiles.create(partial)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
+        defer { try? handle.close() }
+        let have = try handle.seekToEnd()
+        var headers = authorization
+        if have > 0 { headers["Range"] = "bytes=\(have)-" }
+        let written = Locked<Int64>(Int64(have))
+        let started = Locked(false)
+        let total = attachment.size
+        let response: TransportResponse
+        do {
+            response = try await transport.download(
+                TransportRequest(url: url(attachment.sha256), method: "GET", headers: headers, body: Data())
+            ) { head, bytes in
+                let first = started.withLock { started in
+                    defer { started = true }
+                    return !started
+                }
+                if first && head.status == 200 && written.current > 0 {
+                    // The whole body after all, not the range asked for: start over.
+                    try handle.truncate(atOffset: 0)
+                    written.withLock { $0 = 0 }
+                }
+                try handle.write(contentsOf: bytes)
+                let now = written.withLock { value in
+                    value += Int64(bytes.count)
+                    return value
+                }
+                progress?(now, total)
+            }
+        } catch let failure as SyncFailure {
+            throw failure
+        } catch {
+            throw SyncFailure.network("\(error)")
+        }
+        guard response.status == 200 || response.status == 206 else { throw Self.failure(response) }
+        try handle.synchronize()
+        guard written.current == attachment.size else {
+            throw SyncFailure.network("attachment \(attachment.sha256): \(written.current) of \(attachment.size) bytes arrived")
+        }
+        var hasher = SHA256()
+        let reading = try FileHandle(forReadingFrom: URL(fileURLWithPath: partial))
+        defer { try? reading.close() }
+        while let chunk = try reading.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(data: chunk) }
+        guard Hex.encode(hasher.finalize()) == attachment.sha256 else {
+            unlink(partial)
+            throw SyncFailure.invalidResponse("the bytes of attachment \(attachment.sha256) do not hash to it; they were discarded")
+        }
+        guard rename(partial, files.path(attachment.sha256)) == 0 else {
+            throw SyncFailure.invalidResponse("cannot keep attachment \(attachment.sha256): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private func send(_ request: TransportRequest) async throws -> TransportResponse {
+        do {
+            return try await transport.send(request)
+        } catch {
+            throw SyncFailure.network("\(error)")
+        }
+    }
+
+    private static func failure(_ response: TransportResponse) -> SyncFailure {
+        let text = String(decoding: response.body.prefix(300), as: UTF8.self)
+        return .rejected(status: response.status, code: "attachment", message: text.isEmpty ? "HTTP \(response.status)" : text)
+    }
+}

@@ -1,0 +1,77 @@
+public import Foundation
+import GRDB
+import RevSyncSQLite
+public import RevSyncProtocol
+
+/// Attachments on the device: their bytes beside the store file, downloaded after each sync
+/// (``Synchronizer/Configuration/attachments`` `.eager`) or when asked for.
+extension LocalStore {
+    /// A local file of the attachment's bytes, downloading them first if the device lacks
+    /// them (resuming a download that broke off).
+    ///
+    /// - Parameters:
+    ///   - progress: bytes the device has and the total, as a download goes.
+    ///   - transport: how the download travels.
+    /// - Throws: ``SyncFailure`` when the bytes cannot be had now; ``LocalStoreError``
+    ///   `notFound` when the store has no server to get them from.
+    public func attachment(
+        _ value: Attachment, progress: (@Sendable (Int64, Int64) -> Void)? = nil, transport: any SyncTransport = DefaultTransport()
+    ) async throws -> URL {
+        let url = URL(fileURLWithPath: attachments.path(value.sha256))
+        if attachments.has(value.sha256) { return url }
+        guard let server = try await server() else {
+            throw LocalStoreError(.notFound, "attachment \(value.sha256) is not on this device, and the store has no server to get it from")
+        }
+        try await AttachmentTransfer(transport: transport, server: server, files: attachments).download(value, progress: progress)
+        return url
+    }
+
+    /// Whether the device holds the bytes of `value`.
+    public func hasAttachment(_ value: Attachment) -> Bool {
+        attachments.has(value.sha256)
+    }
+
+    /// The attachments records refer to whose bytes the device lacks.
+    public func missingAttachments() async throws -> [Attachment] {
+        try await referencedAttachments().filter { !attachments.has($0.sha256) }
+    }
+
+    /// Every attachment a record of the store refers to, each once.
+    func referencedAttachments() async throws -> [Attachment] {
+        let schema = self.schema
+        return try await pool.read { db in try Self.referencedAttachments(in: db, schema: schema) }
+    }
+
+    static func referencedAttachments(in db: Database, schema: Schema) throws -> [Attachment] {
+        var seen = Set<String>()
+        var found: [Attachment] = []
+        for entity in schema.entities {
+            for attribute in entity.attributes where attribute.type == .attachment {
+                let column = SQLIdentifier.quoted(attribute.name)
+                for json in try String.fetchAll(
+                    db, sql: "SELECT DISTINCT \(column) FROM \(SQLIdentifier.quoted(entity.name)) WHERE \(column) IS NOT NULL")
+                {
+                    if let attachment = try? Attachment(json: json), seen.insert(attachment.sha256).inserted { found.append(attachment) }
+                }
+            }
+        }
+        return found
+    }
+
+    /// Removes the files no record and no queued change set refers to (a write rolled back
+    /// after its bytes were copied, a record deleted): run when the store opens.
+    func removeUnreferencedAttachments() throws {
+        guard FileManager.default.fileExists(atPath: attachments.directory) else { return }
+        let schema = self.schema
+        let kept = try pool.read { db -> Set<String> in
+            var kept = Set(try Self.referencedAttachments(in: db, schema: schema).map(\.sha256))
+            for entry in try Outbox(db: db).entries() {
+                for attachment in Synchronizer.attachments(in: SyncMessage(maxRevision: 0, changeSets: [entry.changeSet])) {
+                    kept.insert(attachment.sha256)
+                }
+            }
+            return kept
+        }
+        attachments.removeAll(except: kept)
+    }
+}

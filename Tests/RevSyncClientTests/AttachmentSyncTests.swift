@@ -1,0 +1,207 @@
+import Crypto
+import Foundation
+import RevSyncClient
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+/// Attachments on devices: written with their records, uploaded before the change sets that
+/// name them, downloaded after a sync or on demand, each transfer resuming where it broke off.
+@Suite struct AttachmentSyncTests {
+    static func bytes(_ count: Int, seed: Int = 1) -> Data { Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ seed) }) }
+
+    /// Forwards requests, and breaks the attachment transfers asked: a `PUT` whose response is
+    /// lost after the server kept it, a `GET` cut after `cutAfter` bytes.
+    final class AttachmentFaults: SyncTransport, Sendable {
+        let real = DefaultTransport()
+        let losePuts = Locked(0)
+        let cutDownloadsAfter = Locked<Int?>(nil)
+        let sentBytes = Locked(0)
+        let ranges = Locked<[String]>([])
+
+        struct Cut: Error {}
+
+        func send(_ request: TransportRequest) async throws -> TransportResponse {
+            if request.method == "PUT" { sentBytes.withLock { $0 += request.body.count } }
+            let response = try await real.send(request)
+            if request.method == "PUT" {
+                let lose = losePuts.withLock { left -> Bool in
+                    guard left > 0 else { return false }
+                    left -= 1
+                    return true
+                }
+                if lose { throw URLError(.networkConnectionLost) }
+            }
+            return response
+        }
+
+        func download(
+            _ request: TransportRequest, receive: @escaping @Sendable (TransportResponse, [UInt8]) throws -> Void
+        ) async throws -> TransportResponse {
+            ranges.withLock { $0.append(request.headers["Range"] ?? "") }
+            guard request.url.path.contains("/attachments/"), let limit = cutDownloadsAfter.withLock({ cut -> Int? in
+                defer { cut = nil }
+                return cut
+            })
+            else { return try await real.download(request, receive: receive) }
+            let got = Locked(0)
+            return try await real.download(request) { head, bytes in
+                let room = limit - got.current
+                guard room > 0 else { throw Cut() }
+                try receive(head, Array(bytes.prefix(room)))
+                got.withLock { $0 += min(room, bytes.count) }
+                if bytes.count > room { throw Cut() }
+            }
+        }
+    }
+
+    @Test func aPhotoTravelsWithItsRecordAndArrivesOnTheOtherDevice() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let ipad = try await server.clientDevice("ipad", in: directory)
+                let laptop = try await server.clientDevice("laptop", in: directory)
+                let photo = Self.bytes(2_500_000)
+                let value = try Attachment.data(photo, type: "image/jpeg", name: "knee.jpg")
+                let player = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(value)])
+                // The bytes are the store's from the write on.
+                #expect(ipad.store.hasAttachment(value))
+                #expect(try Data(contentsOf: try await ipad.store.attachment(value)) == photo)
+
+                let report = try await ipad.sync()
+                #expect(report.conflicts.isEmpty && report.attachmentsUploaded == 1 && report.attachmentBytesSent == 2_500_000)
+                let permanent = try #require(try await ipad.store.permanentID(of: player))
+                #expect(try await server.record("players", permanent)?["photo"] == .attachment(value))
+
+                let received = try await laptop.sync()
+                #expect(received.attachmentsMissing == 0)
+                #expect(laptop.store.hasAttachment(value))
+                let ana = try #require(try await laptop.table("players").find(permanent))
+                #expect(ana.attachment("photo") == value)
+                #expect(try Data(contentsOf: try await laptop.store.attachment(value)) == photo)
+                // The same bytes again are not sent again.
+                let again = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Twin", "photo": .attachment(value)])
+                _ = again
+                #expect(try await ipad.sync().attachmentBytesSent == 0)
+            }
+        }
+    }
+
+    @Test func aGRDBWriteOfAnAttachmentColumnCopiesItsBytesAndTravels() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let ipad = try await server.clientDevice("ipad", in: directory)
+                let source = directory.file("consent.pdf")
+                try Self.bytes(40_000, seed: 5).write(to: URL(fileURLWithPath: source))
+                let value = try Attachment.file(URL(fileURLWithPath: source))
+                #expect(value.type == "application/pdf" && value.name == "consent.pdf")
+                let player = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez"])
+                try await ipad.store.database.write { db in
+                    try db.execute(sql: "UPDATE players SET photo = ? WHERE id = ?", arguments: [value, player])
+                }
+                #expect(ipad.store.hasAttachment(value))
+                try FileManager.default.removeItem(atPath: source)  // the store's copy is what travels
+                let report = try await ipad.sync()
+                #expect(report.conflicts.isEmpty && report.attachmentsUploaded == 1)
+                let permanent = try #require(try await ipad.store.permanentID(of: player))
+                #expect(try await server.record("players", permanent)?["photo"] == .attachment(value))
+            }
+        }
+    }
+
+    @Test func aValueWithoutBytesOnTheDeviceIsRefusedAndNothingIsWritten() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let ipad = try await server.clientDevice("ipad", in: directory)
+                let typed = try Attachment(sha256: String(repeating: "0f", count: 32), size: 3, type: "image/png")
+                let refused = await #expect(throws: LocalStoreError.self) {
+                    try await ipad.table("players").insert(["first_name": "A", "last_name": "B", "photo": .attachment(typed)])
+                }
+                #expect(refused?.code == .invalidValue)
+                #expect(try await ipad.table("players").count() == 0)
+                #expect(try await ipad.store.pendingChangeSets().isEmpty)
+            }
+        }
+    }
+
+    @Test func anUploadWhoseAnswerWasLostResumesAndSendsLittleTwice() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let faults = AttachmentFaults()
+                let ipad = try await server.clientDevice("ipad", in: directory, transport: faults)
+                let photo = Self.bytes(5_000_000, seed: 3)
+                let value = try Attachment.data(photo, type: "image/jpeg")
+                try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(value)])
+                faults.losePuts.withLock { $0 = 2 }
+                for _ in 0..<2 {
+                    await #expect(throws: SyncFailure.self) { try await ipad.sync() }
+                }
+                #expect(try await ipad.store.pendingChangeSets().count == 1)
+                let report = try await ipad.sync()
+                #expect(report.conflicts.isEmpty && report.committed.count == 1)
+                // Each lost answer's part was kept by the server: nothing was sent twice.
+                #expect(faults.sentBytes.current == photo.count)
+            }
+        }
+    }
+
+    @Test func onDemandDownloadsWhenAskedWithProgressAndResumesACutDownload() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let ipad = try await server.clientDevice("ipad", in: directory)
+                let faults = AttachmentFaults()
+                let laptop = try await server.clientDevice("laptop", in: directory, transport: faults)
+                let photo = Self.bytes(3_000_000, seed: 9)
+                let value = try Attachment.data(photo, type: "image/png")
+                try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(value)])
+                try await ipad.sync()
+
+                var configuration = Synchronizer.Configuration()
+                configuration.attachments = .onDemand
+                let lazy = Synchronizer(store: laptop.store, transport: faults, configuration: configuration)
+                let report = try await lazy.sync()
+                #expect(report.attachmentsMissing == 1 && !laptop.store.hasAttachment(value))
+                #expect(try await laptop.store.missingAttachments() == [value])
+
+                faults.cutDownloadsAfter.withLock { $0 = 1_000_000 }
+                await #expect(throws: (any Error).self) { try await laptop.store.attachment(value, transport: faults) }
+                let seen = Locked<[Int64]>([])
+                let url = try await laptop.store.attachment(value, progress: { have, _ in seen.withLock { $0.append(have) } }, transport: faults)
+                #expect(try Data(contentsOf: url) == photo)
+                #expect(faults.ranges.current.last == "bytes=1000000-")
+                #expect(seen.current.first ?? 0 > 1_000_000 && seen.current.last == 3_000_000)
+                #expect(try await laptop.store.missingAttachments().isEmpty)
+            }
+        }
+    }
+
+    @Test func filesNoRecordNamesAreRemovedWhenTheStoreOpens() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let ipad = try await server.clientDevice("ipad", in: directory)
+                let kept = try Attachment.data(Self.bytes(1000, seed: 1), type: "image/png")
+                let dropped = try Attachment.data(Self.bytes(1000, seed: 2), type: "image/png")
+                try await ipad.table("players").insert(["first_name": "A", "last_name": "B", "photo": .attachment(kept)])
+                // A write that copied its bytes, then failed: rolled back, the file stays for now.
+                struct Abort: Error {}
+                await #expect(throws: Abort.self) {
+                    try await ipad.store.write { transaction in
+                        try transaction.insert(into: "players", ["first_name": "C", "last_name": "D", "photo": .attachment(dropped)])
+                        throw Abort()
+                    }
+                }
+                #expect(ipad.store.hasAttachment(dropped))
+                let path = ipad.store.path
+                try ipad.store.close()
+                // Old enough to be nobody's write in progress.
+                let file = path + "-attachments/" + dropped.sha256
+                try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: file)
+                let reopened = try LocalStore.open(at: path)
+                #expect(reopened.hasAttachment(kept) && !reopened.hasAttachment(dropped))
+                try reopened.close()
+            }
+        }
+    }
+}
