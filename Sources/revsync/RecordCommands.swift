@@ -119,7 +119,14 @@ struct Get: AsyncParsableCommand {
             }
             say("\(entity) \(record.id) (\(record.revision.map { "revision \($0)" } ?? "not synced yet"))")
             for name in Output.attributeNames(entity, schema: store.schema) {
-                say("  \(name): \(TerminalText.escaped(record[name].description))")
+                if let attachment = record.attachment(name) {
+                    // Digest, size, type, name, and whether the bytes are on this device.
+                    let named = attachment.name.map { ", \"\(TerminalText.escaped($0))\"" } ?? ""
+                    let here = store.hasAttachment(attachment) ? "on this device" : "not on this device"
+                    say("  \(name): \(attachment.sha256) (\(attachment.size) bytes, \(attachment.type)\(named); \(here))")
+                } else {
+                    say("  \(name): \(TerminalText.escaped(record[name].description))")
+                }
             }
         }
     }

@@ -11,7 +11,7 @@ struct RevsyncCommand: AsyncParsableCommand {
         version: RevSyncVersion.line("revsync"),
         subcommands: [
             Init.self, Create.self, Update.self, Delete.self, Get.self, List.self, Sync.self, Status.self, Conflicts.self,
-            Watch.self, Generate.self, SQL.self,
+            Watch.self, Generate.self, SQL.self, AttachmentCommand.self,
         ])
 }
 

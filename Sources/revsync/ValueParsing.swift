@@ -1,3 +1,4 @@
+import Foundation
 import RevSyncClient
 import RevSyncProtocol
 
@@ -48,9 +49,26 @@ enum ValueParsing {
             default: throw refuse("true or false")
             }
         case .attachment:
-            // The attachment's value as JSON: {"sha256": "...", "size": N, "type": "..."}.
+            // @PATH (the media type from the extension) or @PATH;type=image/jpeg: the file's bytes.
+            if raw.hasPrefix("@") {
+                var path = String(raw.dropFirst())
+                var type: String?
+                if let marker = path.range(of: ";type=", options: .backwards) {
+                    type = String(path[marker.upperBound...])
+                    path = String(path[..<marker.lowerBound])
+                }
+                guard FileManager.default.fileExists(atPath: path) else {
+                    throw CommandFailure("\(entity).\(attribute.name): there is no file \(path)")
+                }
+                do {
+                    return .attachment(try Attachment.file(URL(fileURLWithPath: path), type: type))
+                } catch {
+                    throw CommandFailure("\(entity).\(attribute.name): \(error)")
+                }
+            }
+            // The value as JSON, for bytes the store already holds: {"sha256": "...", "size": N, "type": "..."}.
             guard case .attachment(let attachment)? = try? Value(json: raw) else {
-                throw refuse("an attachment: {\"sha256\": \"<64 hex>\", \"size\": N, \"type\": \"image/jpeg\"}")
+                throw refuse("a file, @PATH or @PATH;type=image/jpeg")
             }
             return .attachment(attachment)
         case .text, .date:

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import RevSyncClient
 import RevSyncEngine
@@ -87,6 +88,48 @@ import Testing
                 #expect(
                     try await revsync("list", "team_players", "--store", alice)
                         == "id\trevision\tteam_id\tplayer_id\tjersey_number\tjoined_on\n")
+            }
+        }
+    }
+
+    @Test func attachmentsFromAFileToAnotherDevice() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                var stores: [String] = []
+                for name in ["alice", "bob"] {
+                    let token = try await ExecutableProcess.run(
+                        "revsync-server", ["token", "create", "--database", server.database, "--name", name])
+                    let store = directory.file("\(name).sqlite")
+                    try await revsync(
+                        "init", "--server", "http://127.0.0.1:\(server.port)", "--token",
+                        token.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", store)
+                    stores.append(store)
+                }
+                let (alice, bob) = (stores[0], stores[1])
+                let photo = directory.file("knee.jpg")
+                let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+                try bytes.write(to: URL(fileURLWithPath: photo))
+                let scan = directory.file("consent.bin")
+                try Data("signed".utf8).write(to: URL(fileURLWithPath: scan))
+
+                try await revsync("create", "players", "first_name=Ana", "last_name=Lopez", "photo=@\(photo)", "--store", alice)
+                let shown = try await revsync("get", "players", "-1", "--store", alice)
+                #expect(shown.contains("photo: \(Hex.encode(SHA256.hash(data: bytes))) (300000 bytes, image/jpeg, \"knee.jpg\"; on this device)"))
+                #expect(try await revsync("sync", "--store", alice).contains("Sent 1 change set"))
+                try await revsync("update", "players", "1", "photo=@\(scan);type=application/pdf", "--store", alice)
+                try await revsync("update", "players", "1", "photo=@\(photo)", "--store", alice)
+                try await revsync("sync", "--store", alice)
+
+                try await revsync("sync", "--store", bob)
+                #expect(try await revsync("get", "players", "1", "--store", bob).contains("image/jpeg, \"knee.jpg\"; on this device)"))
+                let out = directory.file("out.jpg")
+                #expect(try await revsync("attachment", "get", "players", "1", "photo", "--out", out, "--store", bob).contains("300000 bytes"))
+                #expect(FileManager.default.contents(atPath: out) == bytes)
+
+                let missing = try await revsync("create", "players", "first_name=B", "last_name=C", "photo=@/no/such.jpg", "--store", alice, expectFailure: true)
+                #expect(missing.contains("there is no file /no/such.jpg"))
+                let noPhoto = try await revsync("attachment", "get", "players", "1", "first_name", "--out", out, "--store", bob, expectFailure: true)
+                #expect(noPhoto.contains("is not an attachment attribute"))
             }
         }
     }

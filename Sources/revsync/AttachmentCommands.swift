@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import RevSyncClient
+import RevSyncProtocol
+
+struct AttachmentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attachment", abstract: "The bytes of attachments: copy one out of the store, downloading it if needed.",
+        subcommands: [GetAttachment.self])
+
+    struct GetAttachment: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "get", abstract: "Write a record's attachment to a file, downloading it first if the device lacks it.")
+
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "The entity.") var entity: String
+        @Argument(help: "The record's ID.") var id: String
+        @Argument(help: "The attachment attribute.") var attribute: String
+        @Option(help: "Where to write the bytes (an existing file is replaced).") var out: String
+
+        func run() async throws {
+            try await reportingErrors {
+                let store = try options.open()
+                guard let record = try await store.table(entity).find(try ValueParsing.recordID(id)) else {
+                    throw CommandFailure("\(entity) \(id) does not exist")
+                }
+                guard store.schema.entity(entity)?.attribute(attribute)?.type == .attachment else {
+                    throw CommandFailure("\(entity).\(attribute) is not an attachment attribute")
+                }
+                guard let attachment = record.attachment(attribute) else {
+                    throw CommandFailure("\(entity) \(id) has no \(attribute)")
+                }
+                let local: URL
+                do {
+                    local = try await store.attachment(attachment)
+                } catch let failure as SyncFailure {
+                    throw CommandFailure("cannot download \(attachment.sha256): \(failure)")
+                }
+                let target = URL(fileURLWithPath: out)
+                try? FileManager.default.removeItem(at: target)
+                try FileManager.default.copyItem(at: local, to: target)
+                if options.json {
+                    say(
+                        Output.json { writer in
+                            writer.writeRaw("{\"file\":")
+                            writer.writeString(out)
+                            writer.writeRaw(",\"attachment\":")
+                            writer.write(.attachment(attachment))
+                            writer.writeByte(UInt8(ascii: "}"))
+                        })
+                } else {
+                    say("Wrote \(attachment.size) bytes (\(attachment.type)) to \(out).")
+                }
+            }
+        }
+    }
+}
