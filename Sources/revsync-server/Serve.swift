@@ -77,6 +77,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Delete attachments nothing refers to (no record, no kept history or log entry) this many days after their upload (default: the --log-retention days, else 30). Uploads abandoned halfway go after a day."
+    )
+    var attachmentRetention: Int?
+
+    @Option(
+        help:
             "Where GET /snapshot keeps its snapshots (default: DATABASE.snapshots next to a SQLite file; for PostgreSQL, revsync/snapshots in your cache directory, made private)."
     )
     var snapshotDirectory: String?
@@ -127,6 +133,7 @@ struct Serve: AsyncParsableCommand {
         if let authFailureGlobalLimit, authFailureGlobalLimit < 1 { throw ValidationError("--auth-failure-global-limit must be 1 or more") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
+        if let days = attachmentRetention, days < 1 { throw ValidationError("--attachment-retention must be 1 or more days") }
         if let logRetention, LogRetention.Policy(logRetention) == nil {
             throw ValidationError("--log-retention must be a number of revisions (100000) or of days (30d), 1 or more")
         }
@@ -189,6 +196,8 @@ struct Serve: AsyncParsableCommand {
             )
         }
         let server = SyncHTTPServer(engine: engine, configuration: configuration, logger: logger)
+        services.append(
+            AttachmentRetention(store: server.attachments, schema: schema, days: attachmentRetentionDays, logger: logger))
         do {
             try await server.run(services: services) { [host, database] port in
                 printOutput(
@@ -203,6 +212,13 @@ struct Serve: AsyncParsableCommand {
         let last = (try? await storage.withReader { try $0.currentRevision() }) ?? revision
         try await storage.close()
         printOutput("RevSync server stopped (database \(database.location), revision \(last)).")
+    }
+
+    /// `--attachment-retention`, or the log's retention when it is in days, or 30 days.
+    var attachmentRetentionDays: Int {
+        if let attachmentRetention { return attachmentRetention }
+        if case .days(let days)? = logRetention.flatMap(LogRetention.Policy.init) { return days }
+        return 30
     }
 
     /// On the first start with an empty database: the first admin token, written to a file only

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Logging
 import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
@@ -179,6 +180,43 @@ import Testing
             let seen = try await laptop.sync()
             let values = seen.changeSets.compactMap { $0.changes(for: "players")?.attributes.values.first?.values["photo"] }
             #expect(values == [.attachment(value)])
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func retentionDeletesWhatNothingRefersToAndAbandonedUploads(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let device = try await server.device("ipad")
+            let (orphan, used, half) = (Self.bytes(3000, seed: 1), Self.bytes(3000, seed: 2), Self.bytes(3000, seed: 3))
+            for bytes in [orphan, used] {
+                #expect(try await server.send("PUT", "/attachments/\(Self.digest(bytes))", headers: [Self.auth(device)], body: bytes).status == 201)
+            }
+            let partial = try await server.send(
+                "PUT", "/attachments/\(Self.digest(half))", headers: [Self.auth(device), ("Content-Range", "bytes 0-999/3000")],
+                body: Array(half[..<1000]))
+            #expect(partial.status == 202)
+            let value = try Attachment(sha256: Self.digest(used), size: 3000, type: "image/png")
+            let player = device.temporaryID()
+            let create = ChangeSet.new().creating("players", player, ["first_name": "A", "last_name": "B", "photo": .attachment(value)])
+            let created = try await device.sync([create])
+            #expect(created.outcome(of: create.id)?.conflict == false)
+            // The record no longer names it, but its history does (a revert would need it).
+            let id = try #require(created.permanentID(of: player, in: "players"))
+            let clear = ChangeSet.new().updating("players", id, base: try await server.revision(), ["photo": .null])
+            #expect(try await device.sync([clear]).outcome(of: clear.id)?.conflict == false)
+
+            let retention = AttachmentRetention(store: try #require(server.http).attachments, schema: .attachments, days: 30, logger: .init(label: "test"))
+            // Within the retention and the day an upload is kept: nothing goes.
+            #expect(try await retention.prune() == AttachmentRetention.Pruned())
+            let later = try await retention.prune(now: Date().addingTimeInterval(31 * 86_400))
+            #expect(later == AttachmentRetention.Pruned(attachments: 1, uploads: 1))
+            func received(_ bytes: [UInt8]) async throws -> (Int, String?) {
+                let head = try await server.send("HEAD", "/attachments/\(Self.digest(bytes))", headers: [Self.auth(device)])
+                return (head.status, head.header("RevSync-Received"))
+            }
+            #expect(try await received(orphan) == (404, "0"))
+            #expect(try await received(used).0 == 200)
+            #expect(try await received(half) == (404, "0"))
         }
     }
 

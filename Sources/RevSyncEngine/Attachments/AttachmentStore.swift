@@ -286,6 +286,29 @@ public final class AttachmentStore: Sendable {
         try await storage.withReader { try $0.attachmentPart(sha256, start: start) } ?? []
     }
 
+    // MARK: Retention
+
+    /// Removes uploads in files that stopped before `date` (not those under way).
+    func removePartialFiles(olderThan date: Date) -> Int {
+        guard case .files(let directory) = bytes,
+            let names = try? FileManager.default.contentsOfDirectory(atPath: directory + "/partial")
+        else { return 0 }
+        var removed = 0
+        for name in names where !busy.current.contains(name) {
+            let path = directory + "/partial/" + name
+            guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
+                modified < date, unlink(path) == 0
+            else { continue }
+            removed += 1
+        }
+        return removed
+    }
+
+    /// Removes the file of a deleted attachment.
+    func removeFile(_ sha256: String) {
+        if case .files(let directory) = bytes { unlink(Self.objectPath(directory, sha256)) }
+    }
+
     static func partialPath(_ directory: String, _ sha256: String) -> String { directory + "/partial/" + sha256 }
     static func objectPath(_ directory: String, _ sha256: String) -> String { directory + "/objects/" + sha256 }
 }

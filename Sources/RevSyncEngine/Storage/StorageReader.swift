@@ -10,5 +10,5 @@ public protocol StorageReader: LogReading, RecordReading, OutcomeReading, Device
 /// ``TransactionWriting/transaction(_:)``; the revision counter is locked by
 /// ``LogWriting/lockRevision()``.
 public protocol StorageWriter: StorageReader, TransactionWriting, LogWriting, RecordWriting, OutcomeWriting, DeviceWriting,
-    HistoryWriting, ConsoleSessionWriting, AttachmentWriting
+    HistoryWriting, ConsoleSessionWriting, AttachmentWriting, AttachmentRetaining
 {}

@@ -37,3 +37,19 @@ public protocol AttachmentWriting: AnyObject {
     /// an advisory lock, so that two instances never append to one upload at once).
     func lockAttachment(_ sha256: String) throws
 }
+
+/// What attachment retention reads and deletes.
+public protocol AttachmentRetaining: AnyObject {
+    /// Verified attachments completed before `date` (seconds since 1970).
+    func attachments(completedBefore date: Int64) throws -> [String]
+    /// The digests that current records of `schema`, kept history (values before each change)
+    /// and kept change log entries name.
+    func referencedAttachments(_ schema: Schema) throws -> Set<String>
+    /// Uploads in the database not complete and last added to before `date`.
+    func staleAttachmentUploads(before date: Int64) throws -> [String]
+    /// Forgets a verified attachment, who uploaded it and its parts, unless a change set after
+    /// `revision` referred to it or it was uploaded again since `date`.
+    ///
+    /// - Returns: whether it was deleted (its files are then removed apart).
+    func deleteAttachment(_ sha256: String, ifUnreferencedSince revision: Revision, completedBefore date: Int64) throws -> Bool
+}

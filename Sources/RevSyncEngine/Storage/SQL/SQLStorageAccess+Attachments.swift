@@ -1,3 +1,4 @@
+import Foundation
 import RevSyncProtocol
 
 /// The attachments' tables: verified bytes, who uploaded them, the parts of uploads kept in the
@@ -40,7 +41,8 @@ extension SQLStorageAccess {
 
     func saveAttachment(_ sha256: String, size: Int64, device: Int64) throws {
         try write(
-            "INSERT INTO _rs_attachments (sha256, size, completed_at) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING",
+            // Uploaded again: the retention clock starts again.
+            "INSERT INTO _rs_attachments (sha256, size, completed_at) VALUES (?, ?, ?) ON CONFLICT (sha256) DO UPDATE SET completed_at = excluded.completed_at",
             [.text(sha256), .integer(size), .integer(Self.now())])
         try write(
             "INSERT INTO _rs_attachment_uploads (sha256, device_id, uploaded_at) VALUES (?, ?, ?) ON CONFLICT (sha256, device_id) DO NOTHING",
@@ -50,8 +52,8 @@ extension SQLStorageAccess {
     func markReferenced(_ digests: some Collection<String>, revision: Revision) throws {
         for digest in Set(digests) {
             try write(
-                "UPDATE _rs_attachments SET referenced_revision = ? WHERE sha256 = ? AND referenced_revision IS NULL",
-                [.integer(revision), .text(digest)])
+                "UPDATE _rs_attachments SET referenced_revision = COALESCE(referenced_revision, ?), last_referenced_revision = ? WHERE sha256 = ?",
+                [.integer(revision), .integer(revision), .text(digest)])
         }
     }
 
@@ -69,5 +71,71 @@ extension SQLStorageAccess {
     func lockAttachment(_ sha256: String) throws {
         guard dialect.database == .postgres else { return }  // one process writes SQLite; it locks in memory
         try connection.query("SELECT pg_advisory_xact_lock(hashtext(?))", [.text(sha256)]) { _ in }
+    }
+
+    func attachments(completedBefore date: Int64) throws -> [String] {
+        try connection.rows("SELECT sha256 FROM _rs_attachments WHERE completed_at < ? ORDER BY sha256", [.integer(date)])
+            .compactMap { $0.first?.textValue }
+    }
+
+    func referencedAttachments(_ schema: Schema) throws -> Set<String> {
+        var found = Set<String>()
+        for entity in schema.entities {
+            for attribute in entity.attributes where attribute.type == .attachment {
+                let column = quoted(attribute.name)
+                try connection.query("SELECT \(column) FROM \(quoted(entity.name)) WHERE \(column) IS NOT NULL", []) { row in
+                    if let json = row.first?.textValue, let attachment = try? Attachment(json: json) { found.insert(attachment.sha256) }
+                }
+            }
+        }
+        // History and the log hold values as JSON: every `"sha256":"…"` in them.
+        let pattern: SQLValue = .text("%\"sha256\":\"%")
+        let text = { (column: String) in self.dialect.database == .sqlite ? "CAST(\(column) AS TEXT)" : column }
+        for (sql, arguments) in [
+            ("SELECT \(text("before")) FROM _rs_history WHERE \(text("before")) LIKE ?", [pattern]),
+            ("SELECT \(text("body")) FROM _rs_log WHERE revision > ? AND \(text("body")) LIKE ?", [.integer(try logFloor()), pattern]),
+        ] {
+            try connection.query(sql, arguments) { row in
+                if let json = row.first?.textValue { found.formUnion(Self.digests(in: json)) }
+            }
+        }
+        return found
+    }
+
+    /// Every `"sha256":"<64 hex>"` in a JSON text.
+    static func digests(in json: String) -> [String] {
+        var found: [String] = []
+        var rest = json[...]
+        while let key = rest.range(of: "\"sha256\":\"") {
+            let start = key.upperBound
+            let end = rest.index(start, offsetBy: 64, limitedBy: rest.endIndex) ?? rest.endIndex
+            let candidate = rest[start..<end]
+            if Attachment.isDigest(candidate) { found.append(String(candidate)) }
+            rest = rest[end...]
+        }
+        return found
+    }
+
+    func staleAttachmentUploads(before date: Int64) throws -> [String] {
+        try connection.rows(
+            """
+            SELECT sha256 FROM _rs_attachment_parts WHERE sha256 NOT IN (SELECT sha256 FROM _rs_attachments)
+            GROUP BY sha256 HAVING MAX(received_at) < ?
+            """, [.integer(date)]
+        ).compactMap { $0.first?.textValue }
+    }
+
+    func deleteAttachment(_ sha256: String, ifUnreferencedSince revision: Revision, completedBefore date: Int64) throws -> Bool {
+        // Not if a change set referred to it after the scan, or a device uploaded it again.
+        guard
+            try connection.firstRow(
+                """
+                DELETE FROM _rs_attachments WHERE sha256 = ? AND completed_at < ?
+                    AND (last_referenced_revision IS NULL OR last_referenced_revision <= ?) RETURNING sha256
+                """, [.text(sha256), .integer(date), .integer(revision)]) != nil
+        else { return false }
+        try write("DELETE FROM _rs_attachment_uploads WHERE sha256 = ?", [.text(sha256)])
+        try deleteAttachmentParts(sha256)
+        return true
     }
 }

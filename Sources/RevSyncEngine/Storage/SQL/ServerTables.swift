@@ -119,10 +119,12 @@ enum ServerTables {
         },
         Migration(version: 7, name: "attachments") { dialect in
             [
-                // Verified bytes: their digest and size, and the first revision that referred to them.
+                // Verified bytes: their digest and size, when they were last uploaded, and the first
+                // and last revisions that referred to them.
                 """
                 CREATE TABLE _rs_attachments (sha256 TEXT PRIMARY KEY, size \(dialect.bigint) NOT NULL,
-                    completed_at \(dialect.bigint) NOT NULL, referenced_revision \(dialect.bigint))\(dialect.withoutRowID)
+                    completed_at \(dialect.bigint) NOT NULL, referenced_revision \(dialect.bigint),
+                    last_referenced_revision \(dialect.bigint))\(dialect.withoutRowID)
                 """,
                 // Who uploaded which bytes (each may download them before a record refers to them).
                 """
