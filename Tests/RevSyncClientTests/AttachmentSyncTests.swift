@@ -177,6 +177,43 @@ import Testing
         }
     }
 
+    @Test func theFleetSeesWhichDevicesLackFilesAndCountsThemBehind() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let admin = try await server.device("admin", role: .admin)
+                let ipad = try await server.clientDevice("ipad", in: directory)
+                let laptop = try await server.clientDevice("laptop", in: directory)
+                let value = try Attachment.data(Self.bytes(5000), type: "image/png")
+                try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(value)])
+                try await ipad.sync()
+                var configuration = Synchronizer.Configuration()
+                configuration.attachments = .onDemand
+                let lazy = Synchronizer(store: laptop.store, configuration: configuration)
+                try await lazy.sync()
+                try await lazy.sync()  // tells the server what the last one left it lacking
+                try await ipad.sync()
+
+                func fleet() async throws -> [String: [String: Any]] {
+                    try await #require(server.http).activity.flush()
+                    let response = try await server.send("GET", "/admin/api/devices", headers: [("Authorization", "Bearer \(admin.token)")])
+                    let json = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+                    let devices = try #require(json["devices"] as? [[String: Any]])
+                    return Dictionary(devices.map { ($0["name"] as? String ?? "", $0) }, uniquingKeysWith: { first, _ in first })
+                }
+                var devices = try await fleet()
+                #expect(devices["laptop"]?["missingAttachments"] as? Int == 1)
+                #expect(devices["laptop"]?["behind"] as? Int == 0 && devices["laptop"]?["currency"] as? String == "behind")
+                #expect(devices["ipad"]?["missingAttachments"] as? Int == 0)
+
+                _ = try await laptop.store.attachment(value)
+                try await lazy.sync()
+                try await lazy.sync()
+                devices = try await fleet()
+                #expect(devices["laptop"]?["missingAttachments"] as? Int == 0 && devices["laptop"]?["currency"] as? String == "current")
+            }
+        }
+    }
+
     @Test func filesNoRecordNamesAreRemovedWhenTheStoreOpens() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(schema: .attachments) { server in

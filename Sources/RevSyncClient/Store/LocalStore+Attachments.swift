@@ -36,6 +36,19 @@ extension LocalStore {
         try await referencedAttachments().filter { !attachments.has($0.sha256) }
     }
 
+    /// How many attachments the device lacked after its last sync, as it tells the server.
+    func lackedAttachments() async throws -> Int? {
+        try await pool.read { db in try StoreState(db: db).integer(.missingAttachments).map { Int($0) } }
+    }
+
+    func setLackedAttachments(_ count: Int) async throws {
+        guard schema.entities.contains(where: { $0.attributes.contains { $0.type == .attachment } }) else { return }
+        try await ownWrite { db in
+            let state = StoreState(db: db)
+            if try state.integer(.missingAttachments) != Int64(count) { try state.set(.missingAttachments, String(count)) }
+        }
+    }
+
     /// Every attachment a record of the store refers to, each once.
     func referencedAttachments() async throws -> [Attachment] {
         let schema = self.schema

@@ -222,6 +222,7 @@ public actor Synchronizer {
         }
         report.startedFromSnapshot = started
         report.attachmentsMissing = await downloadAttachments(from: server)
+        try? await store.setLackedAttachments(report.attachmentsMissing)
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
         if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
         return report
@@ -247,6 +248,7 @@ public actor Synchronizer {
         ]
         if let proof = request.snapshotProof { headers["RevSync-Snapshot-Proof"] = proof }
         headers["RevSync-Pending"] = String(request.pendingAfter)
+        if let missing = try? await store.lackedAttachments() { headers["RevSync-Missing-Attachments"] = String(missing) }
         let pipe = ResponseBodyPipe(threshold: configuration.streamingThreshold)
         defer { pipe.abandon() }
         let transport = self.transport

@@ -24,6 +24,9 @@ package struct StoreStateTable {
         /// The live mode's state (`connecting`, `live`, `offline`) and the process running it.
         case liveState = "live_state"
         case liveProcess = "live_process"
+        /// How many attachments records refer to whose bytes the device lacked after its last
+        /// sync (sent as `RevSync-Missing-Attachments`).
+        case missingAttachments = "missing_attachments"
     }
 
     package let db: Database

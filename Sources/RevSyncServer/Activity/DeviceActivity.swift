@@ -21,6 +21,7 @@ public final class DeviceActivity: Service, Sendable {
         public var device: Int64
         public var clientVersion: String?
         public var pending: Int?
+        public var missingAttachments: Int?
         public var claimedRevision: Revision?
         public var bytesIn = 0
         public var bytesOut = 0
@@ -67,6 +68,7 @@ public final class DeviceActivity: Service, Sendable {
             update.lastSeen = max(update.lastSeen, now)
             if let version = request.clientVersion { update.clientVersion = version }
             if let outbox = request.pending { update.pending = outbox }
+            if let missing = request.missingAttachments { update.missingAttachments = missing }
             if let claimed = request.claimedRevision { update.claimedRevision = claimed }
             update.bytesIn += request.bytesIn
             update.bytesOut += request.bytesOut

@@ -72,7 +72,9 @@ struct FleetReport: Sendable {
                 if neverSynced {
                     .neverSynced
                 } else if behind == 0 {
-                    .current
+                    // A device with every revision but not every file a record refers to cannot
+                    // open them offline: behind too.
+                    (seen?.missingAttachments ?? 0) > 0 ? .behind : .current
                 } else if seen.map({ now - $0.lastSeen >= silentSeconds }) ?? true {
                     .silent
                 } else if behindSeconds.map({ $0 >= farBehindSeconds }) ?? true {
@@ -122,6 +124,8 @@ struct FleetReport: Sendable {
         if let claimed = row.activity?.claimedRevision { writer.writeInteger(claimed) } else { writer.writeNull() }
         writer.writeRaw(",\"pending\":")
         if let pending = row.activity?.pending { writer.writeInteger(Int64(pending)) } else { writer.writeNull() }
+        writer.writeRaw(",\"missingAttachments\":")
+        if let missing = row.activity?.missingAttachments { writer.writeInteger(Int64(missing)) } else { writer.writeNull() }
         writer.writeRaw(",\"live\":")
         writer.writeRaw(row.live ? "true" : "false")
         writer.writeRaw(",\"clientVersion\":")

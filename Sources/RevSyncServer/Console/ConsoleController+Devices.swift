@@ -50,11 +50,18 @@ extension ConsoleController {
             id: row.device.id, name: row.device.name, user: Self.userName(row.device.user, names: report.userNames),
             role: row.device.role.rawValue,
             lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now), revision: neverSynced ? "–" : String(row.revision),
-            behind: neverSynced ? "never synced" : String(row.behind), behindTime: row.behindSeconds.map(ConsoleFormat.duration) ?? "",
+            behind: neverSynced ? "never synced" : String(row.behind) + Self.lacking(row),
+            behindTime: row.behindSeconds.map(ConsoleFormat.duration) ?? "",
             pending: row.activity?.pending.map(String.init) ?? "", live: row.live, clientVersion: row.activity?.clientVersion ?? "",
             lastRefusal: row.activity?.lastRefusal.map { refusal in
                 DevicesPage.Refusal(reason: refusal.reason.rawValue, time: ConsoleFormat.ago(refusal.time, now: report.now))
             }, revoked: row.isRevoked, currency: row.currency.rawValue)
+    }
+
+    /// `, lacks 3 files`: the attachments a device said it lacked after its last sync.
+    static func lacking(_ row: FleetReport.Row) -> String {
+        guard let missing = row.activity?.missingAttachments, missing > 0 else { return "" }
+        return ", lacks \(missing) file\(missing == 1 ? "" : "s")"
     }
 
     /// A device's user as a person reads it: the user's name, else `user 7`.
@@ -128,7 +135,7 @@ extension ConsoleController {
             switch row.currency {
             case .neverSynced: "never synced"
             case .current: "current"
-            default: "\(row.behind) behind"
+            default: "\(row.behind) behind" + Self.lacking(row)
             }
         let page = DevicePage(
             title: row.device.name, chrome: chrome(context, .devices), id: id, name: row.device.name, role: row.device.role.rawValue,

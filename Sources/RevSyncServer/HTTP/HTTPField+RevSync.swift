@@ -4,6 +4,8 @@ import RevSyncEngine
 /// The HTTP headers RevSync reads and writes beyond the standard ones.
 extension HTTPField.Name {
     static let revSyncRevision = Self("X-RevSync-Revision")!
+    /// How many attachments records refer to whose bytes the device lacked after its last sync.
+    static let revSyncMissingAttachments = Self("RevSync-Missing-Attachments")!
     /// How many bytes of an attachment the server has (`PUT`, `HEAD /attachments/{sha256}`).
     static let revSyncReceived = Self("RevSync-Received")!
     static let revSyncDataset = Self("X-RevSync-Dataset")!

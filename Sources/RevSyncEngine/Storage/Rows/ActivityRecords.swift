@@ -24,6 +24,8 @@ public struct DeviceActivityUpdate: Sendable, Hashable {
     public var clientVersion: String?
     /// The `RevSync-Pending` header of its latest sync that had one.
     public var pending: Int?
+    /// The `RevSync-Missing-Attachments` header of its latest sync that had one.
+    public var missingAttachments: Int?
     /// The `maxRevision` its latest sync claimed.
     public var claimedRevision: Revision?
     /// Added to the totals.
@@ -45,6 +47,8 @@ public struct DeviceActivityRecord: Sendable, Hashable {
     public var lastSeen: Int64
     public var clientVersion: String?
     public var pending: Int?
+    /// How many attachments records refer to whose bytes it lacked after its latest sync.
+    public var missingAttachments: Int? = nil
     public var claimedRevision: Revision?
     public var bytesIn: Int64
     public var bytesOut: Int64

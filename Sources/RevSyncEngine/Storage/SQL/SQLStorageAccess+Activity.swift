@@ -7,7 +7,7 @@ extension SQLStorageAccess {
         try connection.query(
             """
             SELECT device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out, syncs,
-                refusal_at, refusal_reason, refusal_change_set, live_until FROM _rs_device_activity
+                refusal_at, refusal_reason, refusal_change_set, live_until, missing_attachments FROM _rs_device_activity
             """, []
         ) { row in
             guard let device = row[0].integerValue, let lastSeen = row[1].integerValue else {
@@ -21,6 +21,7 @@ extension SQLStorageAccess {
                 device: device, lastSeen: lastSeen, clientVersion: row[3].textValue, pending: row[4].integerValue.map { Int($0) },
                 claimedRevision: row[2].integerValue, bytesIn: row[5].integerValue ?? 0, bytesOut: row[6].integerValue ?? 0,
                 syncs: row[7].integerValue ?? 0, lastRefusal: refusal, liveUntil: row[11].integerValue)
+            activity[device]?.missingAttachments = row[12].integerValue.map { Int($0) }
         }
         return activity
     }
@@ -133,8 +134,8 @@ extension SQLStorageAccess {
             try connection.execute(
                 """
                 INSERT INTO _rs_device_activity (device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out,
-                    syncs, refusal_at, refusal_reason, refusal_change_set)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    syncs, refusal_at, refusal_reason, refusal_change_set, missing_attachments)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (device_id) DO UPDATE SET
                     last_seen = CASE WHEN excluded.last_seen > _rs_device_activity.last_seen
                         THEN excluded.last_seen ELSE _rs_device_activity.last_seen END,
@@ -146,7 +147,8 @@ extension SQLStorageAccess {
                     syncs = _rs_device_activity.syncs + excluded.syncs,
                     refusal_at = COALESCE(excluded.refusal_at, _rs_device_activity.refusal_at),
                     refusal_reason = COALESCE(excluded.refusal_reason, _rs_device_activity.refusal_reason),
-                    refusal_change_set = COALESCE(excluded.refusal_change_set, _rs_device_activity.refusal_change_set)
+                    refusal_change_set = COALESCE(excluded.refusal_change_set, _rs_device_activity.refusal_change_set),
+                    missing_attachments = COALESCE(excluded.missing_attachments, _rs_device_activity.missing_attachments)
                 """,
                 [
                     .integer(update.device), .integer(update.lastSeen), update.claimedRevision.map(SQLValue.integer) ?? .null,
@@ -154,6 +156,7 @@ extension SQLStorageAccess {
                     .integer(Int64(update.bytesIn)), .integer(Int64(update.bytesOut)), .integer(Int64(update.syncs)),
                     update.refusal.map { .integer($0.time) } ?? .null, update.refusal.map { .text($0.reason.rawValue) } ?? .null,
                     update.refusal.map { .text($0.changeSetID) } ?? .null,
+                    update.missingAttachments.map { .integer(Int64($0)) } ?? .null,
                 ])
         }
         for minute in traffic {

@@ -137,6 +137,8 @@ enum ServerTables {
                     data \(dialect.database == .sqlite ? "BLOB" : "BYTEA") NOT NULL, received_at \(dialect.bigint) NOT NULL,
                     PRIMARY KEY (sha256, start))\(dialect.withoutRowID)
                 """,
+                // How many attachments each device says it lacks (RevSync-Missing-Attachments).
+                "ALTER TABLE _rs_device_activity ADD COLUMN missing_attachments \(dialect.bigint)",
             ]
         },
     ]

@@ -47,6 +47,7 @@ struct RequestRecording: RouterMiddleware {
             var seen = DeviceActivity.Request(device: device.id)
             seen.clientVersion = request.headers[.revSyncClient].map { String($0.prefix(200)) }
             seen.pending = request.headers[.revSyncPending].flatMap { Int($0) }.map { max(0, $0) }
+            seen.missingAttachments = request.headers[.revSyncMissingAttachments].flatMap { Int($0) }.map { max(0, $0) }
             seen.bytesIn = bytesIn
             seen.bytesOut = bytesOut
             if let sync = record.sync {
