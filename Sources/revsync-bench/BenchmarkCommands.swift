@@ -228,6 +228,24 @@ struct Contention: AsyncParsableCommand {
     }
 }
 
+struct Attachments: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Attachments: a large photo uploaded through dropped connections (bytes sent twice), and upload and download on loopback."
+    )
+
+    @Option(help: "The photo's size in MiB.") var megabytes = 12
+    @Option(help: "Connections the fault proxy resets during the upload.") var drops = 20
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = AttachmentBenchmark(binaries: try productsDirectory)
+        benchmark.megabytes = max(1, megabytes)
+        benchmark.drops = max(0, drops)
+        benchmark.store = try await options.choice()
+        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
 struct AttributeCost: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attribute-cost",

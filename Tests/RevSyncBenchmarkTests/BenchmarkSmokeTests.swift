@@ -209,6 +209,17 @@ import Testing
         #expect(benchmark.row(result, command: "c").value("kept per attribute") != nil)
     }
 
+    @Test func attachmentsGetThroughDroppedConnectionsAndAreMeasured() async throws {
+        var benchmark = AttachmentBenchmark(binaries: Self.binaries)
+        benchmark.megabytes = 1
+        benchmark.drops = 3
+        let result = try await benchmark.run()  // fails unless the photo's change set commits and the download matches
+        #expect(result.drops >= 3 && result.failedSyncs >= 3)
+        #expect(result.sentBytes >= result.fileBytes)
+        #expect(result.uploadSeconds > 0 && result.downloadSeconds > 0)
+        #expect(benchmark.row(result, command: "c").value("re-sent") != nil)
+    }
+
     @Test func payloadSizesShrinkWithGzip() async throws {
         var benchmark = PayloadBenchmark()
         benchmark.snapshotRecords = 300
