@@ -88,8 +88,18 @@ public struct SimulationReport: Sendable {
 
 extension Schema {
     /// The simulator's data model: the demo schema, with `players` and `teams` judged per
-    /// attribute (`"staleness": "attribute"`) and every other entity per record.
-    public static let simulation = try! Schema.demo.setting(.attribute, for: ["players", "teams"], version: 2)
+    /// attribute (`"staleness": "attribute"`) and every other entity per record, and a player's
+    /// `photo` (an attachment).
+    public static let simulation: Schema = {
+        let entities = Schema.demo.entities.map { entity in
+            try! Entity(
+                name: entity.name,
+                attributes: entity.attributes + (entity.name == "players" ? [Attribute(name: "photo", type: .attachment)] : []),
+                summary: entity.summary, permissions: entity.permissions, swiftName: entity.swiftName,
+                staleness: ["players", "teams"].contains(entity.name) ? .attribute : .record)
+        }
+        return try! Schema(version: 2, entities: entities, users: Schema.demo.users, roles: Schema.demo.roles)
+    }()
 }
 
 /// Many devices using `RevSyncClient` against real server processes through a faulty network.

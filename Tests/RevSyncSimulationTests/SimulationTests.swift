@@ -25,7 +25,7 @@ import Testing
         #expect(report.faults.responsesDropped > 0)
         #expect(report.serverCrashes == 1)
         #expect(report.edits > 100)
-        #expect(report.checks.count == 9)
+        #expect(report.checks.count == 12)
         // Updates did commit, so "no attribute overwritten unseen" checked real cases.
         #expect((report.checks.first { $0.promise.hasPrefix("no attribute was overwritten unseen") }?.total ?? 0) > 10)
         // The schema judges players and teams per attribute (how many updates merged depends on

@@ -50,7 +50,7 @@ extension LocalStore {
     }
 
     /// Every attachment a record of the store refers to, each once.
-    func referencedAttachments() async throws -> [Attachment] {
+    public func referencedAttachments() async throws -> [Attachment] {
         let schema = self.schema
         return try await pool.read { db in try Self.referencedAttachments(in: db, schema: schema) }
     }

@@ -210,10 +210,12 @@ public final class SimulatedDevice: @unchecked Sendable {
             case "teams":
                 random.pick([["age_group": .text("U\(value % 18)")], ["name": .text("Team \(value)")]])!
             case "players":
-                random.pick([
-                    ["position": .text(random.pick(["keeper", "defender", "striker"])!)], ["height_cm": .real(Double(value % 200))],
-                    ["position": .text(random.pick(["keeper", "defender", "striker"])!), "height_cm": .real(Double(value % 200))],
-                ])!
+                random.chance(0.25)
+                    ? ["photo": .attachment(try photo(value))]
+                    : random.pick([
+                        ["position": .text(random.pick(["keeper", "defender", "striker"])!)], ["height_cm": .real(Double(value % 200))],
+                        ["position": .text(random.pick(["keeper", "defender", "striker"])!), "height_cm": .real(Double(value % 200))],
+                    ])!
             case "venues": ["capacity": .integer(Int64(value))]
             case "seasons": ["name": .text("Season \(value)")]
             case "users": ["role": .text("coach \(value)")]
@@ -222,6 +224,13 @@ public final class SimulatedDevice: @unchecked Sendable {
         guard let record = try await store.read({ try $0.find(target.entity, id: target.id) }) else { return }
         let entity = try store.schema.entity(target.entity).orThrow()
         try await store.table(target.entity).update(record.id, values.filter { entity.attribute($0.key) != nil })
+    }
+
+    /// A photo of 1 to 40 KB; one of 20 contents, so that devices sometimes upload the same bytes.
+    private func photo(_ value: Int) throws -> Attachment {
+        let size = 1_000 + (value % 20) * 2_000
+        let bytes = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ value % 20) })
+        return try Attachment.data(bytes, type: "image/jpeg", name: "player-\(value % 20).jpg")
     }
 
     private func delete(_ entity: String) async throws {

@@ -1,6 +1,16 @@
+import Crypto
+import Foundation
+import Logging
 import RevSyncClient
 public import RevSyncEngine
 public import RevSyncProtocol
+
+/// A transport with no network: what a device holds is all it has.
+private struct NoNetwork: SyncTransport {
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        throw SimulationError("no network in the invariant checks")
+    }
+}
 
 /// One invariant, as the report prints it: what it promises, how many cases held, and the
 /// first violations.
@@ -80,7 +90,56 @@ struct InvariantChecker {
     func run() async throws -> (checks: [InvariantCheck], merges: Int) {
         let state = try await serverState()
         let (devices, merges) = try await deviceChecks(state)
-        return (devices + serverChecks(state), merges)
+        return (devices + serverChecks(state) + (try await attachmentChecks(state)), merges)
+    }
+
+    /// Attachments: every device opens every file its records name, the server has the bytes of
+    /// every file a committed record names, and after retention no file is left that nothing
+    /// names.
+    func attachmentChecks(_ state: ServerState) async throws -> [InvariantCheck] {
+        guard schema.entities.contains(where: { $0.attributes.contains { $0.type == .attachment } }) else { return [] }
+        var opens = InvariantCheck(promise: "every attachment a device's records name opens on the device, with the bytes of its digest")
+        for device in devices {
+            for attachment in try await device.store.referencedAttachments() {
+                let url = try? await device.store.attachment(attachment, transport: NoNetwork())
+                let data = url.flatMap { try? Data(contentsOf: $0) }
+                opens.check(
+                    data.map { Hex.encode(SHA256.hash(data: $0)) == attachment.sha256 } ?? false,
+                    "\(device.name) cannot open attachment \(attachment.sha256) its records name")
+            }
+        }
+        var onServer = InvariantCheck(promise: "every attachment a committed record names is on the server, whole")
+        let store = AttachmentStore(storage: storage, maxBytes: .max)
+        var named = Set<String>()
+        for (entityName, records) in state.data {
+            guard let entity = schema.entity(entityName) else { continue }
+            for (index, attribute) in entity.attributes.enumerated() where attribute.type == .attachment {
+                for values in records.values {
+                    if case .attachment(let attachment) = values[index + 1] { named.insert(attachment.sha256) }
+                }
+            }
+        }
+        for sha256 in named.sorted() {
+            var size = 0
+            try? await store.forEachPart(of: sha256) { size += $0.count }
+            let stored = try await storage.withReader { try $0.attachment(sha256) }
+            onServer.check(stored != nil && Int64(size) == stored?.size, "the server lacks the bytes of attachment \(sha256)")
+        }
+        var noOrphans = InvariantCheck(promise: "after retention, every attachment the server keeps is named by a record, the history or the log")
+        let schema = self.schema
+        _ = try await AttachmentRetention(store: store, schema: schema, days: 1, logger: Logger(label: "simulation"))
+            .prune(now: Date().addingTimeInterval(3 * 86_400))
+        let (kept, referenced) = try await storage.withWriter { writer in
+            (try writer.attachments(completedBefore: .max), try writer.referencedAttachments(schema))
+        }
+        for sha256 in kept { noOrphans.check(referenced.contains(sha256), "attachment \(sha256) is kept but nothing names it") }
+        if let directory = storage.attachmentDirectory {
+            let files = Set((try? FileManager.default.contentsOfDirectory(atPath: directory + "/objects")) ?? [])
+            let partial = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/partial")) ?? []
+            noOrphans.check(files == Set(kept), "the attachment files are not the attachments kept: \(files.symmetricDifference(kept).count) differ")
+            noOrphans.check(partial.isEmpty, "\(partial.count) abandoned uploads are left after retention")
+        }
+        return [opens, onServer, noOrphans]
     }
 
     /// What only the server's data can tell.
