@@ -220,6 +220,33 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.all)
+    func theConsolesHistoryShowsImagesAsThumbnails(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let device = try await server.device("ipad")
+            let photo = Self.bytes(2000)
+            let value = try Attachment(sha256: Self.digest(photo), size: 2000, type: "image/png", name: "knee.png")
+            #expect(try await server.send("PUT", "/attachments/\(value.sha256)", headers: [Self.auth(device)], body: photo).status == 201)
+            let player = device.temporaryID()
+            let create = ChangeSet.new().creating("players", player, ["first_name": "A", "last_name": "B", "photo": .attachment(value)])
+            let id = try #require(try await device.sync([create]).permanentID(of: player, in: "players"))
+
+            var browser = ConsoleSessionTests.Browser(server: server)
+            #expect(try await browser.get("/admin/attachments/\(value.sha256)?type=image/png").status == 303)  // signed in only
+            _ = try await browser.signIn(admin.token)
+            let history = try await browser.get("/admin/history?entity=players&id=\(id.rawValue)")
+            let image = "/admin/attachments/\(value.sha256)?type=image%2Fpng"
+            #expect(history.bodyText.contains("<img src=\"\(image)\" alt=\"photo: knee.png\""), "\(history.bodyText.prefix(3000))")
+            let served = try await browser.get(image)
+            #expect(served.status == 200 && served.body == photo && served.header("Content-Type") == "image/png")
+            #expect(served.header("X-Content-Type-Options") == "nosniff")
+            // Never as a type that may carry script, nor what is not there.
+            #expect(try await browser.get("/admin/attachments/\(value.sha256)?type=image/svg%2Bxml").status == 404)
+            #expect(try await browser.get("/admin/attachments/\(Self.digest([1]))?type=image/png").status == 404)
+        }
+    }
+
     @Test func onSQLiteTheBytesArePrivateFilesBesideTheDatabase() async throws {
         try await withLiveServer(store: .sqlite, schema: .attachments) { server in
             let device = try await server.device("ipad")

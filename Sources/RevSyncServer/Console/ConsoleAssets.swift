@@ -55,6 +55,9 @@ enum ConsoleAssets {
         .sides-grid span { padding: 0.25rem 0.45rem; border-top: 1px solid var(--line); overflow-wrap: anywhere; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; }
         .sides-grid span.head { border-top: none; background: var(--wash); font-family: inherit; font-weight: 600; color: var(--ink); }
         .sides-grid .changed { color: var(--warn); font-weight: 600; } .sides-grid em { display: block; font-style: normal; font-family: system-ui, sans-serif; font-size: 0.8em; }
+        figure.thumbnail { display: inline-block; margin: 0.4rem 0.6rem 0 0; max-width: 10rem; }
+        figure.thumbnail img { display: block; max-width: 100%; max-height: 8rem; border: 1px solid var(--line); border-radius: 6px; }
+        figure.thumbnail figcaption { font-size: 0.8rem; color: var(--muted); overflow-wrap: anywhere; }
         details summary { cursor: pointer; color: var(--accent); margin-top: 0.3rem; }
         code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; overflow-wrap: anywhere; word-break: break-all; }
         code.command { display: inline-block; background: var(--wash); padding: 0.3rem 0.5rem; border-radius: 6px; }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Foundation
 import Hummingbird
 import Logging
@@ -57,11 +58,42 @@ extension ConsoleController {
             case .impossible(let reason): (nil, "Cannot be reverted: \(reason)")
             }
         let whole = ConsoleFormat.whole(change.after ?? change.before, order: order)
-        return HistoryPage.Change(
+        var thumbnails: [HistoryPage.Thumbnail] = []
+        for name in order {
+            guard let attachment = (change.after ?? change.before)?.values[name]?.attachmentValue,
+                Self.thumbnailTypes.contains(attachment.type)
+            else { continue }
+            thumbnails.append(
+                HistoryPage.Thumbnail(
+                    url: "/admin/attachments/\(attachment.sha256)?type=\(Self.queryValue(attachment.type))",
+                    label: "\(name)" + (attachment.name.map { ": \($0)" } ?? "")))
+        }
+        var row = HistoryPage.Change(
             revision: change.revision, time: ConsoleFormat.time(Int64(change.time.timeIntervalSince1970)), who: who, operation: operation,
             diff: ConsoleFormat.diff(before: change.before, after: change.after, order: order), whole: whole,
             wholeLabel: change.after == nil ? "The whole record, before" : "The whole record, after", hasWhole: !whole.isEmpty,
             revertURL: url, note: note)
+        row.thumbnails = thumbnails
+        return row
+    }
+
+    /// The image types shown as thumbnails (never SVG: it may carry script).
+    static let thumbnailTypes: Set<String> = ["image/jpeg", "image/png", "image/gif", "image/webp"]
+
+    /// `GET /admin/attachments/{sha256}?type=image/jpeg`: an image attachment's bytes for the
+    /// history page, to a signed-in operator; `404` for anything that is not a complete
+    /// attachment of one of ``thumbnailTypes``.
+    func attachmentImage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        guard let sha256 = context.parameters.get("sha256"), Attachment.isDigest(sha256),
+            let type = request.uri.queryParameters["type"].map(String.init), Self.thumbnailTypes.contains(type),
+            case .complete(let size) = try await attachments.progress(sha256)
+        else { return Response(status: .notFound) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(size))
+        try await attachments.forEachPart(of: sha256) { bytes += $0 }
+        var headers: HTTPFields = [.contentType: type, .cacheControl: "private, max-age=31536000, immutable"]
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     func revertPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {

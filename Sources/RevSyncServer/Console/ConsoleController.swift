@@ -22,6 +22,8 @@ struct ConsoleController: Sendable {
     let snapshots: SnapshotCache
     let configuration: ServerConfiguration
     let logger: Logger
+    /// The attachments' bytes, for the history page's thumbnails.
+    let attachments: AttachmentStore
     let renderer = ConsoleRenderer()
 
     /// Adds the console's routes to `group` (the router's `/admin` group).
@@ -44,6 +46,7 @@ struct ConsoleController: Sendable {
         signedIn.post("devices/{id}/revoke") { _, context in try await revoke(context) }
         signedIn.get("refusals") { request, context in try await refusalsPage(request, context: context) }
         signedIn.get("history") { request, context in try await historyPage(request, context: context) }
+        signedIn.get("attachments/{sha256}") { request, context in try await attachmentImage(request, context: context) }
         signedIn.get("revert") { request, context in try await revertPage(request, context: context) }
         signedIn.post("revert") { request, context in try await revert(request, context: context) }
     }

@@ -97,7 +97,7 @@ public struct SyncHTTPServer: Sendable {
         router.get("/admin/api/overview") { request, context in try await self.adminOverview(request, context: context) }
         ConsoleController(
             engine: engine, sessions: consoleSessions, authenticator: authenticator, snapshots: snapshots, configuration: configuration,
-            logger: logger
+            logger: logger, attachments: attachments
         ).addRoutes(to: router.group("/admin"))
         if configuration.metricsToken != nil {
             router.get("/metrics") { request, context in try await self.metrics(request, context: context) }

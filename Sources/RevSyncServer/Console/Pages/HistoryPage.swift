@@ -24,6 +24,14 @@ struct HistoryPage: ConsolePage {
         var revertURL: String?
         /// Why it cannot be reverted, where it cannot.
         var note: String?
+        /// The images among its attachments, small.
+        var thumbnails: [Thumbnail] = []
+    }
+
+    /// An image attachment of a change, shown small (`/admin/attachments/{sha256}?type=…`).
+    struct Thumbnail: ConsoleView {
+        var url: String
+        var label: String
     }
 
     let title = "Record history"
@@ -57,6 +65,7 @@ struct HistoryPage: ConsolePage {
           <tr><td data-label="Revision">{{revision}}</td><td data-label="Time">{{time}}</td><td data-label="Who" class="wrap">{{who}}</td>
             <td data-label="Change" class="wrap"><strong class="operation">{{operation}}</strong>
               <ul class="diff">{{#diff}}<li>{{.}}</li>{{/diff}}</ul>
+              {{#thumbnails}}<figure class="thumbnail"><img src="{{url}}" alt="{{label}}" loading="lazy"><figcaption>{{label}}</figcaption></figure>{{/thumbnails}}
               {{#hasWhole}}<details><summary>{{wholeLabel}}</summary><ul class="whole">{{#whole}}<li>{{.}}</li>{{/whole}}</ul></details>{{/hasWhole}}</td>
             <td data-label="" class="action">{{#revertURL}}<a class="button small" href="{{revertURL}}">Revert…</a>{{/revertURL}}{{#note}}<span class="muted note">{{note}}</span>{{/note}}</td></tr>
           {{/changes}}
