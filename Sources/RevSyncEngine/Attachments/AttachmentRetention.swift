@@ -79,7 +79,8 @@ public struct AttachmentRetention: Service {
                 } catch {
                     logger.error("attachment retention failed: \(error)")
                 }
-                try await Task.sleep(for: .seconds(3600))
+                // Cancelled at shutdown: the loop ends, and the service with it, cleanly.
+                try? await Task.sleep(for: .seconds(3600))
             }
         }
     }
