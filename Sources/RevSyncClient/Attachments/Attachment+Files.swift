@@ -21,6 +21,7 @@ extension Attachment {
     /// when a record with this value is written; until then the file must stay where it is.
     ///
     /// - Parameters:
+    ///   - url: the file.
     ///   - type: the media type; from the file's extension when `nil` (`jpg` → `image/jpeg`).
     ///   - name: the name people see; the file's name when `nil`.
     public static func file(_ url: URL, type: String? = nil, name: String? = nil) throws -> Attachment {
@@ -40,6 +41,11 @@ extension Attachment {
     }
 
     /// The value of `data`, kept in a private temporary file until a store copies it.
+    ///
+    /// - Parameters:
+    ///   - data: the bytes.
+    ///   - type: their media type, such as `application/pdf`.
+    ///   - name: the name people see.
     public static func data(_ data: Data, type: String, name: String? = nil) throws -> Attachment {
         let attachment = try Attachment(sha256: Hex.encode(SHA256.hash(data: data)), size: Int64(data.count), type: type, name: name)
         let directory = try AttachmentSources.stagingDirectory()

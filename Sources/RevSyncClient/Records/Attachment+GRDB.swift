@@ -1,7 +1,7 @@
 public import GRDB
 public import RevSyncProtocol
 
-/// An ``Attachment`` is stored as its JSON object, as on the wire, so that GRDB reads and
+/// An `Attachment` is stored as its JSON object, as on the wire, so that GRDB reads and
 /// writes it in `attachment` columns (the generated types' `Attachment?` properties).
 extension Attachment: DatabaseValueConvertible {
     public var databaseValue: DatabaseValue { json.databaseValue }

@@ -10,6 +10,7 @@ extension LocalStore {
     /// them (resuming a download that broke off).
     ///
     /// - Parameters:
+    ///   - value: the attachment, as a record holds it.
     ///   - progress: bytes the device has and the total, as a download goes.
     ///   - transport: how the download travels.
     /// - Throws: ``SyncFailure`` when the bytes cannot be had now; ``LocalStoreError``

@@ -62,7 +62,7 @@ public struct Record: Sendable, Hashable {
         return nil
     }
 
-    /// The attribute's attachment (which bytes: ``Attachment``), or `nil`.
+    /// The attribute's attachment (which bytes: `Attachment`), or `nil`.
     public func attachment(_ attribute: String) -> Attachment? {
         self[attribute].attachmentValue
     }

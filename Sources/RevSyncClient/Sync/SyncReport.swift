@@ -22,9 +22,10 @@ public struct SyncReport: Sendable, Hashable {
     /// The server's snapshot file the empty store started from before this sync's request,
     /// if it did (``Synchronizer/Configuration/startFromSnapshot``).
     public var startedFromSnapshot: SnapshotDownloadReport?
-    /// Attachments the request's change sets name that were uploaded first, and the bytes sent
-    /// for them (a resumed upload sends only what the server lacked).
+    /// Attachments the request's change sets name, whose bytes were uploaded first (or found
+    /// on the server already).
     public var attachmentsUploaded: Int = 0
+    /// The bytes sent for them (a resumed upload sends only what the server lacked).
     public var attachmentBytesSent: Int64 = 0
     /// Attachments records refer to whose bytes the device still lacks after the sync (with
     /// ``Synchronizer/Configuration/attachments`` `.eager`, those whose download failed).

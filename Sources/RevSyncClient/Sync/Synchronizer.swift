@@ -36,7 +36,7 @@ public actor Synchronizer {
         public var streamingThreshold: Int = 4 << 20
         /// When the device downloads the bytes of the attachments records refer to: after
         /// every sync (`.eager`, the default: a tablet at the pitch must open a photo without the
-        /// network), or when the app asks for one (`.onDemand`, ``LocalStore/attachment(_:progress:)``).
+        /// network), or when the app asks for one (`.onDemand`, ``LocalStore/attachment(_:progress:transport:)``).
         public var attachments: AttachmentDownloads = .eager
 
         /// When attachments are downloaded.
