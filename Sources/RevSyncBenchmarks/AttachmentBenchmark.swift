@@ -140,7 +140,9 @@ public struct AttachmentBenchmark: Sendable {
         let start = ContinuousClock.now
         let sent = try await Synchronizer(store: uploader).sync()
         result.uploadSeconds = seconds(since: start)
-        guard sent.attachmentBytesSent == Int64(size) else { throw BenchmarkError("the loopback upload sent \(sent.attachmentBytesSent) bytes") }
+        guard sent.attachmentBytesSent == Int64(size) else {
+            throw BenchmarkError("the loopback upload sent \(sent.attachmentBytesSent) bytes")
+        }
         try uploader.close()
         let reader = try store("reader", tokens[2], port: port)
         var configuration = Synchronizer.Configuration()
@@ -156,7 +158,8 @@ public struct AttachmentBenchmark: Sendable {
 
     public func row(_ result: Result, command: String) -> BenchmarkRow {
         BenchmarkRow(
-            scenario: "Attachments: a \(megabytes) MB photo through \(result.drops) dropped connections; the same size on loopback, \(store)",
+            scenario:
+                "Attachments: a \(megabytes) MB photo through \(result.drops) dropped connections; the same size on loopback, \(store)",
             figures: [
                 ("bytes sent", "\(Format.bytes(result.sentBytes)) for \(Format.bytes(result.fileBytes))"),
                 ("re-sent", String(format: "%.1f %%", result.resentShare * 100)),

@@ -157,7 +157,9 @@ public struct ContentionBenchmark: Sendable {
 
     /// One round: every device edits both twins of one record, all sync at once, then every
     /// refusal is re-applied once.
-    private func play(round: Int, devices: [SimulatedDevice], ids: [RecordID], random: inout SeededRandom, into result: inout Result)
+    private func play(
+        round: Int, devices: [SimulatedDevice], ids: [RecordID], random: inout SeededRandom, into result: inout Result
+    )
         async throws
     {
         for (index, device) in devices.enumerated() {

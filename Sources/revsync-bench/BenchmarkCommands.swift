@@ -211,7 +211,9 @@ struct Contention: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...1).contains(twoAttributeEdits) else { throw ValidationError("--two-attribute-edits must be between 0 and 1") }
-        guard devices >= 2, records >= 1, rounds >= 1 else { throw ValidationError("--devices needs 2 or more, --records and --rounds 1 or more") }
+        guard devices >= 2, records >= 1, rounds >= 1 else {
+            throw ValidationError("--devices needs 2 or more, --records and --rounds 1 or more")
+        }
     }
 
     func run() async throws {
@@ -249,7 +251,8 @@ struct Attachments: AsyncParsableCommand {
 struct AttributeCost: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attribute-cost",
-        abstract: "What attribute staleness costs the server: time and storage of the same updates, every entity per record against per attribute."
+        abstract:
+            "What attribute staleness costs the server: time and storage of the same updates, every entity per record against per attribute."
     )
 
     @Option(help: "Records seeded (the demo data set).") var records = 1_000_000

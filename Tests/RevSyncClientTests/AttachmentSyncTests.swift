@@ -42,10 +42,11 @@ import Testing
             _ request: TransportRequest, receive: @escaping @Sendable (TransportResponse, [UInt8]) throws -> Void
         ) async throws -> TransportResponse {
             ranges.withLock { $0.append(request.headers["Range"] ?? "") }
-            guard request.url.path.contains("/attachments/"), let limit = cutDownloadsAfter.withLock({ cut -> Int? in
-                defer { cut = nil }
-                return cut
-            })
+            guard request.url.path.contains("/attachments/"),
+                let limit = cutDownloadsAfter.withLock({ cut -> Int? in
+                    defer { cut = nil }
+                    return cut
+                })
             else { return try await real.download(request, receive: receive) }
             let got = Locked(0)
             return try await real.download(request) { head, bytes in
@@ -65,7 +66,9 @@ import Testing
                 let laptop = try await server.clientDevice("laptop", in: directory)
                 let photo = Self.bytes(2_500_000)
                 let value = try Attachment.data(photo, type: "image/jpeg", name: "knee.jpg")
-                let player = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(value)])
+                let player = try await ipad.table("players").insert([
+                    "first_name": "Ana", "last_name": "Lopez", "photo": .attachment(value),
+                ])
                 // The bytes are the store's from the write on.
                 #expect(ipad.store.hasAttachment(value))
                 #expect(try Data(contentsOf: try await ipad.store.attachment(value)) == photo)
@@ -168,7 +171,8 @@ import Testing
                 faults.cutDownloadsAfter.withLock { $0 = 1_000_000 }
                 await #expect(throws: (any Error).self) { try await laptop.store.attachment(value, transport: faults) }
                 let seen = Locked<[Int64]>([])
-                let url = try await laptop.store.attachment(value, progress: { have, _ in seen.withLock { $0.append(have) } }, transport: faults)
+                let url = try await laptop.store.attachment(
+                    value, progress: { have, _ in seen.withLock { $0.append(have) } }, transport: faults)
                 #expect(try Data(contentsOf: url) == photo)
                 #expect(faults.ranges.current.last == "bytes=1000000-")
                 #expect(seen.current.first ?? 0 > 1_000_000 && seen.current.last == 3_000_000)

@@ -13,7 +13,6 @@ import Testing
 @Suite struct AttributeStalenessSyncTests {
     static let schema = try! Schema.demo.setting(.attribute, for: ["players"], version: 2)
 
-
     @Test func disjointEditsOfTheTypedAPIMergeAndBothDevicesConverge() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(schema: Self.schema) { server in

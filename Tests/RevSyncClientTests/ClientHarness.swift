@@ -36,7 +36,9 @@ extension LiveServer {
 
     /// Two devices, an iPad and a laptop, holding the same player (Ana Lopez, a midfielder),
     /// which the iPad created.
-    func twoDevicesSharingAPlayer(in directory: TemporaryDirectory) async throws -> (ipad: ClientDevice, laptop: ClientDevice, player: RecordID) {
+    func twoDevicesSharingAPlayer(
+        in directory: TemporaryDirectory
+    ) async throws -> (ipad: ClientDevice, laptop: ClientDevice, player: RecordID) {
         let ipad = try await clientDevice("ipad", in: directory)
         let laptop = try await clientDevice("laptop", in: directory)
         let temporary = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "position": "Midfielder"])

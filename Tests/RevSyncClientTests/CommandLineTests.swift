@@ -114,7 +114,9 @@ import Testing
 
                 try await revsync("create", "players", "first_name=Ana", "last_name=Lopez", "photo=@\(photo)", "--store", alice)
                 let shown = try await revsync("get", "players", "-1", "--store", alice)
-                #expect(shown.contains("photo: \(Hex.encode(SHA256.hash(data: bytes))) (300000 bytes, image/jpeg, \"knee.jpg\"; on this device)"))
+                #expect(
+                    shown.contains(
+                        "photo: \(Hex.encode(SHA256.hash(data: bytes))) (300000 bytes, image/jpeg, \"knee.jpg\"; on this device)"))
                 #expect(try await revsync("sync", "--store", alice).contains("Sent 1 change set"))
                 try await revsync("update", "players", "1", "photo=@\(scan);type=application/pdf", "--store", alice)
                 try await revsync("update", "players", "1", "photo=@\(photo)", "--store", alice)
@@ -123,12 +125,15 @@ import Testing
                 try await revsync("sync", "--store", bob)
                 #expect(try await revsync("get", "players", "1", "--store", bob).contains("image/jpeg, \"knee.jpg\"; on this device)"))
                 let out = directory.file("out.jpg")
-                #expect(try await revsync("attachment", "get", "players", "1", "photo", "--out", out, "--store", bob).contains("300000 bytes"))
+                #expect(
+                    try await revsync("attachment", "get", "players", "1", "photo", "--out", out, "--store", bob).contains("300000 bytes"))
                 #expect(FileManager.default.contents(atPath: out) == bytes)
 
-                let missing = try await revsync("create", "players", "first_name=B", "last_name=C", "photo=@/no/such.jpg", "--store", alice, expectFailure: true)
+                let missing = try await revsync(
+                    "create", "players", "first_name=B", "last_name=C", "photo=@/no/such.jpg", "--store", alice, expectFailure: true)
                 #expect(missing.contains("there is no file /no/such.jpg"))
-                let noPhoto = try await revsync("attachment", "get", "players", "1", "first_name", "--out", out, "--store", bob, expectFailure: true)
+                let noPhoto = try await revsync(
+                    "attachment", "get", "players", "1", "first_name", "--out", out, "--store", bob, expectFailure: true)
                 #expect(noPhoto.contains("is not an attachment attribute"))
             }
         }

@@ -49,9 +49,9 @@ import Testing
             #expect(deleted.operation == .delete && deleted.mine.isEmpty)
             #expect(deleted.base?["name"] == "North field" && deleted.theirs?["name"] == "North pitch")
             #expect(deleted.changedByOthers == ["name"])
-            let created_ = try #require(kept.first { $0.changeSetID == create.id }?.records.first)
-            #expect(created_.operation == .create && created_.base == nil && created_.theirs == nil)
-            #expect(created_.mine["body"] == "x")
+            let refusedCreate = try #require(kept.first { $0.changeSetID == create.id }?.records.first)
+            #expect(refusedCreate.operation == .create && refusedCreate.base == nil && refusedCreate.theirs == nil)
+            #expect(refusedCreate.mine["body"] == "x")
         }
     }
 

@@ -33,7 +33,8 @@ import Testing
             #expect(whole.status == 200 && whole.body == photo)
             #expect(whole.header("ETag") == "\"\(sha)\"")
             #expect(whole.header("Cache-Control") == "private, max-age=31536000, immutable")
-            let part = try await server.send("GET", "/attachments/\(sha)", headers: [Self.auth(device), ("Range", "bytes=1048570-1048580")])
+            let part = try await server.send(
+                "GET", "/attachments/\(sha)", headers: [Self.auth(device), ("Range", "bytes=1048570-1048580")])
             #expect(part.status == 206 && part.body == Array(photo[1_048_570...1_048_580]))
             #expect(part.header("Content-Range") == "bytes 1048570-1048580/3000000")
             // The same bytes again: already here.
@@ -98,7 +99,8 @@ import Testing
             #expect(try await server.send("PUT", "/attachments/\(sha)", body: small).status == 401)
             #expect(try await server.send("PUT", "/attachments/\(sha)", headers: [Self.auth(viewer)], body: small).status == 403)
             #expect(try await server.send("PUT", "/attachments/NOT-A-DIGEST", headers: [Self.auth(device)], body: small).status == 400)
-            #expect(try await server.send("PUT", "/attachments/\(sha.uppercased())", headers: [Self.auth(device)], body: small).status == 400)
+            #expect(
+                try await server.send("PUT", "/attachments/\(sha.uppercased())", headers: [Self.auth(device)], body: small).status == 400)
             let badRange = try await server.send(
                 "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 50-10/100")], body: small)
             #expect(badRange.status == 400)
@@ -168,7 +170,8 @@ import Testing
             #expect(try await server.send("GET", "/attachments/\(value.sha256)", headers: [Self.auth(laptop)]).status == 404)
             // A size that is not the bytes' is invalid.
             let lying = try Attachment(sha256: value.sha256, size: 5, type: "image/jpeg")
-            let wrong = ChangeSet.new().creating("players", ipad.temporaryID(), ["first_name": "B", "last_name": "C", "photo": .attachment(lying)])
+            let wrong = ChangeSet.new().creating(
+                "players", ipad.temporaryID(), ["first_name": "B", "last_name": "C", "photo": .attachment(lying)])
             #expect(try await ipad.sync([wrong]).outcome(of: wrong.id)?.reason == .invalid)
 
             let later = ChangeSet.new().creating(
@@ -189,7 +192,9 @@ import Testing
             let device = try await server.device("ipad")
             let (orphan, used, half) = (Self.bytes(3000, seed: 1), Self.bytes(3000, seed: 2), Self.bytes(3000, seed: 3))
             for bytes in [orphan, used] {
-                #expect(try await server.send("PUT", "/attachments/\(Self.digest(bytes))", headers: [Self.auth(device)], body: bytes).status == 201)
+                #expect(
+                    try await server.send("PUT", "/attachments/\(Self.digest(bytes))", headers: [Self.auth(device)], body: bytes).status
+                        == 201)
             }
             let partial = try await server.send(
                 "PUT", "/attachments/\(Self.digest(half))", headers: [Self.auth(device), ("Content-Range", "bytes 0-999/3000")],
@@ -205,7 +210,8 @@ import Testing
             let clear = ChangeSet.new().updating("players", id, base: try await server.revision(), ["photo": .null])
             #expect(try await device.sync([clear]).outcome(of: clear.id)?.conflict == false)
 
-            let retention = AttachmentRetention(store: try #require(server.http).attachments, schema: .attachments, days: 30, logger: .init(label: "test"))
+            let retention = AttachmentRetention(
+                store: try #require(server.http).attachments, schema: .attachments, days: 30, logger: .init(label: "test"))
             // Within the retention and the day an upload is kept: nothing goes.
             #expect(try await retention.prune() == AttachmentRetention.Pruned())
             let later = try await retention.prune(now: Date().addingTimeInterval(31 * 86_400))
@@ -253,7 +259,8 @@ import Testing
             let photo = Self.bytes(5_000)
             let sha = Self.digest(photo)
             let half = try await server.send(
-                "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 0-2499/5000")], body: Array(photo[..<2500]))
+                "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 0-2499/5000")],
+                body: Array(photo[..<2500]))
             #expect(half.status == 202)
             let directory = server.database + "-attachments"
             func mode(_ path: String) throws -> Int {
@@ -262,7 +269,8 @@ import Testing
             #expect(try mode(directory) == 0o700 && mode(directory + "/partial") == 0o700)
             #expect(try mode(directory + "/partial/\(sha)") == 0o600)
             let rest = try await server.send(
-                "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 2500-4999/5000")], body: Array(photo[2500...]))
+                "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 2500-4999/5000")],
+                body: Array(photo[2500...]))
             #expect(rest.status == 201)
             #expect(try mode(directory + "/objects/\(sha)") == 0o600)
             #expect(!FileManager.default.fileExists(atPath: directory + "/partial/\(sha)"))
@@ -284,7 +292,8 @@ import Testing
             #expect(throws: ProtocolError.self, "\(bad)") { try Value(json: bad) }
         }
         // In a change set, with the path of the value in the error.
-        let json = #"{"maxRevision":0,"changeSets":[{"id":"a","players":{"create":[-1],"attributes":{"-1":{"photo":{"sha256":"x","size":1,"type":"a/b"}}}}}]}"#
+        let json =
+            #"{"maxRevision":0,"changeSets":[{"id":"a","players":{"create":[-1],"attributes":{"-1":{"photo":{"sha256":"x","size":1,"type":"a/b"}}}}}]}"#
         #expect(throws: ProtocolError.self) { try SyncMessage(json: json, sender: .client) }
     }
 }

@@ -1,7 +1,7 @@
 public import Foundation
 import GRDB
-import RevSyncSQLite
 public import RevSyncProtocol
+import RevSyncSQLite
 
 /// Attachments on the device: their bytes beside the store file, downloaded after each sync
 /// (``Synchronizer/Configuration/attachments`` `.eager`) or when asked for.

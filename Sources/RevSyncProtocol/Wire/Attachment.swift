@@ -22,7 +22,8 @@ public struct Attachment: Sendable, Hashable {
     /// type `type/subtype`, a name without control characters or slashes.
     public init(sha256: String, size: Int64, type: String, name: String? = nil) throws(ProtocolError) {
         guard Self.isDigest(sha256) else {
-            throw ProtocolError(.invalidAttribute, "an attachment's sha256 is 64 lowercase hexadecimal digits, not \"\(sha256.prefix(80))\"")
+            throw ProtocolError(
+                .invalidAttribute, "an attachment's sha256 is 64 lowercase hexadecimal digits, not \"\(sha256.prefix(80))\"")
         }
         guard size >= 0 else { throw ProtocolError(.invalidAttribute, "an attachment's size is 0 or more, not \(size)") }
         guard Self.isMediaType(type) else {
@@ -55,7 +56,8 @@ public struct Attachment: Sendable, Hashable {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         return parts.count == 2
             && parts.allSatisfy { part in
-                !part.isEmpty && part.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || "!#$&^_.+-".utf8.contains($0) }
+                !part.isEmpty
+                    && part.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || "!#$&^_.+-".utf8.contains($0) }
             }
     }
 

@@ -125,7 +125,8 @@ struct InvariantChecker {
             let stored = try await storage.withReader { try $0.attachment(sha256) }
             onServer.check(stored != nil && Int64(size) == stored?.size, "the server lacks the bytes of attachment \(sha256)")
         }
-        var noOrphans = InvariantCheck(promise: "after retention, every attachment the server keeps is named by a record, the history or the log")
+        var noOrphans = InvariantCheck(
+            promise: "after retention, every attachment the server keeps is named by a record, the history or the log")
         let schema = self.schema
         _ = try await AttachmentRetention(store: store, schema: schema, days: 1, logger: Logger(label: "simulation"))
             .prune(now: Date().addingTimeInterval(3 * 86_400))
@@ -136,7 +137,8 @@ struct InvariantChecker {
         if let directory = storage.attachmentDirectory {
             let files = Set((try? FileManager.default.contentsOfDirectory(atPath: directory + "/objects")) ?? [])
             let partial = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/partial")) ?? []
-            noOrphans.check(files == Set(kept), "the attachment files are not the attachments kept: \(files.symmetricDifference(kept).count) differ")
+            noOrphans.check(
+                files == Set(kept), "the attachment files are not the attachments kept: \(files.symmetricDifference(kept).count) differ")
             noOrphans.check(partial.isEmpty, "\(partial.count) abandoned uploads are left after retention")
         }
         return [opens, onServer, noOrphans]

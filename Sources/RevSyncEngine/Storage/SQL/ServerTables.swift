@@ -189,7 +189,8 @@ enum ServerTables {
                     EntitySQL.trackAttributeWrites(
                         entity,
                         columnExists: try connection.firstRow(
-                            dialect.columnCount, [.text(entity.name), .text(EntitySQL.attributeWritesColumn)])?.first?.integerValue ?? 0 > 0,
+                            dialect.columnCount, [.text(entity.name), .text(EntitySQL.attributeWritesColumn)])?.first?.integerValue ?? 0
+                            > 0,
                         dialect)
                 }
             for statement in statements { try connection.execute(statement, []) }

@@ -182,7 +182,8 @@ extension SyncHTTPServer {
             return APIError(
                 status: .contentTooLarge, code: "attachment_too_large", message: "an attachment has at most \(maxBytes) bytes here")
         case .overrun:
-            return APIError(status: .badRequest, code: "invalid_range", message: "the body is longer than its Content-Range or Content-Length")
+            return APIError(
+                status: .badRequest, code: "invalid_range", message: "the body is longer than its Content-Range or Content-Length")
         }
     }
 
