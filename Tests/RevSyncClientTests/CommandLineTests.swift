@@ -139,6 +139,51 @@ import Testing
         }
     }
 
+    @Test func aDeviceKilledMidUploadResumesWhereTheServerIs() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                var stores: [String] = []
+                for name in ["alice", "bob"] {
+                    let token = try await ExecutableProcess.run(
+                        "revsync-server", ["token", "create", "--database", server.database, "--name", name])
+                    let store = directory.file("\(name).sqlite")
+                    try await revsync(
+                        "init", "--server", "http://127.0.0.1:\(server.port)", "--token",
+                        token.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", store)
+                    stores.append(store)
+                }
+                let (alice, bob) = (stores[0], stores[1])
+                let photo = directory.file("team.jpg")
+                let bytes = Data((0..<40_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) })
+                try bytes.write(to: URL(fileURLWithPath: photo))
+                try await revsync("create", "players", "first_name=Team", "last_name=Photo", "photo=@\(photo)", "--store", alice)
+                let sha = Hex.encode(SHA256.hash(data: bytes))
+                let admin = try await server.device("watcher")
+
+                // The sync is killed (SIGKILL) once the server has some of the photo.
+                let sync = try ExecutableProcess(
+                    ExecutableProcess.productsDirectory.appendingPathComponent("revsync").path, ["sync", "--store", alice])
+                var received = 0
+                for _ in 0..<2000 {
+                    let head = try await server.send("HEAD", "/attachments/\(sha)", headers: [("Authorization", "Bearer \(admin.token)")])
+                    received = Int(head.header("RevSync-Received") ?? "0") ?? 0
+                    if received > 0 || head.status == 200 { break }
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+                kill(sync.processID, SIGKILL)
+                _ = await sync.exitStatus()
+                #expect(received > 0)
+
+                let synced = try await revsync("sync", "--store", alice)
+                #expect(synced.contains("Sent 1 change set"), "\(synced)")
+                try await revsync("sync", "--store", bob)
+                let out = directory.file("out.jpg")
+                try await revsync("attachment", "get", "players", "1", "photo", "--out", out, "--store", bob)
+                #expect(FileManager.default.contents(atPath: out) == bytes)
+            }
+        }
+    }
+
     @Test func theCaseStudysCreateFromTheCommandLine() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in

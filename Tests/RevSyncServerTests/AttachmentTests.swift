@@ -72,6 +72,50 @@ import Testing
     }
 
     @Test(arguments: StoreKind.all)
+    func twoDevicesUploadingTheSameBytesAtOnceBothEndWithThem(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let ipad = try await server.device("ipad")
+            let laptop = try await server.device("laptop")
+            let photo = Self.bytes(4_000_000, seed: 11)
+            let sha = Self.digest(photo)
+            let (port, ipadToken, laptopToken) = (server.port, ipad.token, laptop.token)
+            let first = Task { try await Self.upload(photo, token: ipadToken, port: port) }
+            let second = Task { try await Self.upload(photo, token: laptopToken, port: port) }
+            let (a, b) = (try await first.value, try await second.value)
+            #expect(a.last == 201 && b.last == 201, "\(a) \(b)")
+            #expect((a + b).allSatisfy { [201, 202, 409].contains($0) }, "\(a) \(b)")
+            // Each may read what it uploaded; the bytes are the photo's, once.
+            for device in [ipad, laptop] {
+                #expect(try await server.send("GET", "/attachments/\(sha)", headers: [Self.auth(device)]).body == photo)
+            }
+        }
+    }
+
+    /// As a device uploads: from where the server is, again after a 409, until 201; the statuses.
+    static func upload(_ photo: [UInt8], token: String, port: Int) async throws -> [Int] {
+        let authorization = ("Authorization", "Bearer \(token)")
+        let sha = digest(photo)
+        var statuses: [Int] = []
+        for _ in 0..<200 {
+            let head = try await RawHTTPClient.send(port: port, method: "HEAD", path: "/attachments/\(sha)", headers: [authorization])
+            let start = head.status == 200 ? 0 : Int(head.header("RevSync-Received") ?? "0") ?? 0
+            if start >= photo.count {
+                // All there, being verified: ask again.
+                try await Task.sleep(for: .milliseconds(10))
+                continue
+            }
+            let put = try await RawHTTPClient.send(
+                port: port, method: "PUT", path: "/attachments/\(sha)",
+                headers: [authorization, ("Content-Range", "bytes \(start)-\(photo.count - 1)/\(photo.count)")],
+                body: Array(photo[start...]))
+            statuses.append(put.status)
+            if put.status == 201 { return statuses }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return statuses
+    }
+
+    @Test(arguments: StoreKind.all)
     func bytesThatDoNotMatchTheirDigestAreDiscarded(store: StoreKind) async throws {
         try await withLiveServer(store: store, schema: .attachments) { server in
             let device = try await server.device("ipad")

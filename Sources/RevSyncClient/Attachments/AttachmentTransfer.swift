@@ -42,6 +42,17 @@ struct AttachmentTransfer: Sendable {
         let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: files.path(attachment.sha256)))
         defer { try? handle.close() }
         for _ in 0..<10_000 {
+            if attachment.size > 0 && received >= attachment.size {
+                // Every byte is there (another device's upload of the same bytes): the server is
+                // verifying them. Ask again shortly.
+                try await Task.sleep(for: .milliseconds(50))
+                let again = try await send(
+                    TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
+                if again.status == 200 { return sent }
+                guard again.status == 404 else { throw Self.failure(again) }
+                received = Int64(again.headers["revsync-received"] ?? "0") ?? 0
+                continue
+            }
             let start = min(received, attachment.size)
             try handle.seek(toOffset: UInt64(start))
             let partBytes = Self.broken.current.contains(attachment.sha256) ? Self.partBytesAfterABreak : Self.partBytes
@@ -63,8 +74,22 @@ struct AttachmentTransfer: Sendable {
             case 201:
                 _ = Self.broken.withLock { $0.remove(attachment.sha256) }
                 return sent
-            case 202, 409:
+            case 202:
                 received = Int64(response.headers["revsync-received"] ?? "") ?? received
+            case 409:
+                // Another upload of the same bytes may be under way (another device): watch it
+                // while it moves, rather than send parts the server turns away.
+                received = Int64(response.headers["revsync-received"] ?? "") ?? received
+                for _ in 0..<600 {
+                    try await Task.sleep(for: .milliseconds(100))
+                    let again = try await send(
+                        TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
+                    if again.status == 200 { return sent }
+                    guard again.status == 404 else { throw Self.failure(again) }
+                    let now = Int64(again.headers["revsync-received"] ?? "0") ?? 0
+                    if now == received && now < attachment.size { break }  // it stopped: go on from there
+                    received = now
+                }
             default:
                 throw Self.failure(response)
             }
