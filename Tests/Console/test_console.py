@@ -19,12 +19,14 @@ import os
 import re
 import shutil
 import sqlite3
+import struct
 import subprocess
 import tempfile
 import time
 import unittest
 import urllib.error
 import urllib.request
+import zlib
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -75,6 +77,15 @@ def chromium_driver():
         options.binary_location = binary
     driver_path = shutil.which("chromedriver") or "/usr/lib/chromium/chromedriver"
     return webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+
+
+def solid_png(width, height, rgb):
+    """A PNG of one colour, made here (no imaging library needed)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
 class Server:
@@ -502,6 +513,40 @@ class ConsoleTests(unittest.TestCase):
         self.assert_fits("device", docs=True)
         self.open("/admin/refusals")
         self.assert_fits("refusals", docs=True)
+
+    def test_an_image_attachment_is_a_thumbnail_in_the_history(self):
+        # A server whose players have a photo: the demo schema, served by the class's server, plus one attribute.
+        with urllib.request.urlopen(self.server.url + "/schema") as response:
+            schema = json.load(response)
+        schema["version"] = 2
+        schema["entities"]["players"]["attributes"]["photo"] = {"type": "attachment"}
+        directory = tempfile.mkdtemp(prefix="revsync-console-schema-")
+        schema_file = os.path.join(directory, "schema.json")
+        with open(schema_file, "w") as file:
+            json.dump(schema, file)
+        png = os.path.join(directory, "knee.png")
+        with open(png, "wb") as file:
+            file.write(solid_png(64, 48, (200, 40, 40)))
+        main = self.server
+        server = Server("--schema", schema_file)
+        try:
+            self.server = server
+            medic = Device(server, "medic")
+            medic.run("create", "players", "first_name=Ana", "last_name=Lopez", "photo=@" + png)
+            medic.sync()
+            self.sign_in_as_admin()
+            self.open("/admin/history?entity=players&id=1")
+            image = self.wait_for(lambda: self.driver.find_elements(By.CSS_SELECTOR, "figure.thumbnail img"), message="no thumbnail")[0]
+            self.wait_for(lambda: self.driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", image) == 64,
+                          message="the thumbnail did not load")
+            self.assertEqual(image.get_attribute("alt"), "photo: knee.png")
+            self.assertIn("photo: knee.png", self.text("figure.thumbnail figcaption"))
+            self.assert_fits("history-thumbnail")
+        finally:
+            self.server = main
+            self.driver.delete_all_cookies()
+            server.stop()
+            shutil.rmtree(directory, ignore_errors=True)
 
     def test_history_is_a_diff_with_revert_only_where_possible(self):
         hana = Device(self.server, "hana")

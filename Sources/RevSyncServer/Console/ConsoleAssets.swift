@@ -49,7 +49,7 @@ enum ConsoleAssets {
         tr.neverSynced td.behind { color: var(--muted); }
         td.live { color: var(--good); } .reason { color: var(--bad); }
         ul.entries, ul.details, ul.diff, ul.whole { margin: 0; padding-left: 1.1rem; }
-        ul.diff li, ul.whole li { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; }
+        ul.diff li, ul.whole li { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; overflow-wrap: anywhere; }
         .why { min-width: 0; } .sides { margin-top: 0.6rem; } .sides-title { margin: 0 0 0.25rem; font-weight: 600; overflow-wrap: anywhere; }
         .sides-grid { display: grid; grid-template-columns: minmax(6rem, max-content) repeat(3, minmax(0, 1fr)); border: 1px solid var(--line); border-radius: 6px; }
         .sides-grid span { padding: 0.25rem 0.45rem; border-top: 1px solid var(--line); overflow-wrap: anywhere; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.85em; }

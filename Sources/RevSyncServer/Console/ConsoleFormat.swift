@@ -66,12 +66,12 @@ enum ConsoleFormat {
             return order.compactMap { name in
                 let old = before.values[name] ?? .null
                 let new = after.values[name] ?? .null
-                return old == new ? nil : "\(name): \(old) → \(new)"
+                return old == new ? nil : "\(name): \(display(old)) → \(display(new))"
             }
         case (nil, let after?):
-            return order.compactMap { name in after.values[name].flatMap { $0.isNull ? nil : "\(name): \($0)" } }
+            return order.compactMap { name in after.values[name].flatMap { $0.isNull ? nil : "\(name): \(display($0))" } }
         case (let before?, nil):
-            return ["was " + order.map { "\($0) = \(before.values[$0] ?? .null)" }.joined(separator: ", ")]
+            return ["was " + order.map { "\($0) = \(display(before.values[$0] ?? .null))" }.joined(separator: ", ")]
         case (nil, nil):
             return []
         }
@@ -80,6 +80,14 @@ enum ConsoleFormat {
     /// The whole record, a line per attribute (`name = "U12"`).
     static func whole(_ attributes: RecordAttributes?, order: [String]) -> [String] {
         guard let attributes else { return [] }
-        return order.map { "\($0) = \(attributes.values[$0] ?? .null)" }
+        return order.map { "\($0) = \(display(attributes.values[$0] ?? .null))" }
+    }
+
+    /// A value as an operator reads it: JSON, except an attachment, which is its name, type,
+    /// size and the start of its digest (`"knee.png" (image/png, 156 bytes, c6792e61…)`).
+    static func display(_ value: Value) -> String {
+        guard case .attachment(let attachment) = value else { return value.description }
+        let name = attachment.name.map { "\"\($0)\" " } ?? ""
+        return "\(name)(\(attachment.type), \(attachment.size) bytes, \(attachment.sha256.prefix(8))…)"
     }
 }

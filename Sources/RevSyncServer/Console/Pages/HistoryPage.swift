@@ -63,10 +63,10 @@ struct HistoryPage: ConsolePage {
           <tbody>
           {{#changes}}
           <tr><td data-label="Revision">{{revision}}</td><td data-label="Time">{{time}}</td><td data-label="Who" class="wrap">{{who}}</td>
-            <td data-label="Change" class="wrap"><strong class="operation">{{operation}}</strong>
+            <td data-label="Change" class="wrap"><div class="why"><strong class="operation">{{operation}}</strong>
               <ul class="diff">{{#diff}}<li>{{.}}</li>{{/diff}}</ul>
               {{#thumbnails}}<figure class="thumbnail"><img src="{{url}}" alt="{{label}}" loading="lazy"><figcaption>{{label}}</figcaption></figure>{{/thumbnails}}
-              {{#hasWhole}}<details><summary>{{wholeLabel}}</summary><ul class="whole">{{#whole}}<li>{{.}}</li>{{/whole}}</ul></details>{{/hasWhole}}</td>
+              {{#hasWhole}}<details><summary>{{wholeLabel}}</summary><ul class="whole">{{#whole}}<li>{{.}}</li>{{/whole}}</ul></details>{{/hasWhole}}</div></td>
             <td data-label="" class="action">{{#revertURL}}<a class="button small" href="{{revertURL}}">Revert…</a>{{/revertURL}}{{#note}}<span class="muted note">{{note}}</span>{{/note}}</td></tr>
           {{/changes}}
           {{^changes}}<tr><td colspan="5" class="muted">No change to this record is kept.</td></tr>{{/changes}}

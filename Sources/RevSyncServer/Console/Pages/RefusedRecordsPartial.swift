@@ -60,6 +60,6 @@ enum RefusedRecordsPartial {
     }
 
     private static func text(_ value: Value?) -> String {
-        "\(value ?? .null)"
+        ConsoleFormat.display(value ?? .null)
     }
 }
