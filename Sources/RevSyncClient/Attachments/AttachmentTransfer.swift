@@ -80,6 +80,7 @@ struct AttachmentTransfer: Sendable {
                 // Another upload of the same bytes may be under way (another device): watch it
                 // while it moves, rather than send parts the server turns away.
                 received = Int64(response.headers["revsync-received"] ?? "") ?? received
+                var still = 0
                 for _ in 0..<600 {
                     try await Task.sleep(for: .milliseconds(100))
                     let again = try await send(
@@ -87,8 +88,10 @@ struct AttachmentTransfer: Sendable {
                     if again.status == 200 { return sent }
                     guard again.status == 404 else { throw Self.failure(again) }
                     let now = Int64(again.headers["revsync-received"] ?? "0") ?? 0
-                    if now == received && now < attachment.size { break }  // it stopped: go on from there
+                    // Unmoved for three looks in a row (300 ms): it stopped; go on from there.
+                    still = now == received && now < attachment.size ? still + 1 : 0
                     received = now
+                    if still == 3 { break }
                 }
             default:
                 throw Self.failure(response)
