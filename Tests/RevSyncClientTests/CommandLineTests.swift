@@ -139,7 +139,7 @@ import Testing
         }
     }
 
-    @Test func aDeviceKilledMidUploadResumesWhereTheServerIs() async throws {
+    @Test func aDeviceKilledMidUploadAndMidDownloadResumes() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(schema: .attachments) { server in
                 var stores: [String] = []
@@ -154,7 +154,7 @@ import Testing
                 }
                 let (alice, bob) = (stores[0], stores[1])
                 let photo = directory.file("team.jpg")
-                let bytes = Data((0..<40_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) })
+                let bytes = Data((0..<24_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) })
                 try bytes.write(to: URL(fileURLWithPath: photo))
                 try await revsync("create", "players", "first_name=Team", "last_name=Photo", "photo=@\(photo)", "--store", alice)
                 let sha = Hex.encode(SHA256.hash(data: bytes))
@@ -176,10 +176,27 @@ import Testing
 
                 let synced = try await revsync("sync", "--store", alice)
                 #expect(synced.contains("Sent 1 change set"), "\(synced)")
+
+                // Bob downloads on demand, and the download is killed halfway too.
                 try await revsync("sync", "--store", bob)
+                try FileManager.default.removeItem(atPath: bob + "-attachments/" + sha)  // as if it had never arrived
                 let out = directory.file("out.jpg")
+                let get = try ExecutableProcess(
+                    ExecutableProcess.productsDirectory.appendingPathComponent("revsync").path,
+                    ["attachment", "get", "players", "1", "photo", "--out", out, "--store", bob])
+                let partial = bob + "-attachments/partial/" + sha
+                for _ in 0..<2000 {
+                    let size = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? Int) ?? 0
+                    if size > 0 { break }
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+                kill(get.processID, SIGKILL)
+                _ = await get.exitStatus()
+                let kept = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? Int) ?? 0
+                #expect(kept > 0 && kept < bytes.count)
                 try await revsync("attachment", "get", "players", "1", "photo", "--out", out, "--store", bob)
                 #expect(FileManager.default.contents(atPath: out) == bytes)
+                #expect(try await revsync("get", "players", "1", "--store", bob).contains("; on this device)"))
             }
         }
     }
