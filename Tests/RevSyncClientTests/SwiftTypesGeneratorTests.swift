@@ -70,6 +70,15 @@ import Testing
 
     /// The committed demo types are what the demo schema generates, and the example app's
     /// schema file is the demo schema.
+    @Test func anAttachmentIsAnOptionalAttachment() throws {
+        let schema = try Schema(
+            json: Array(
+                #"{"version":1,"entities":{"players":{"attributes":{"name":{"type":"text"},"photo":{"type":"attachment"}}}}}"#.utf8))
+        let source = SwiftTypesGenerator(schema: schema, access: .public).source()
+        #expect(source.contains("public var photo: Attachment?"), "\(source)")
+        #expect(source.contains("photo: Attachment? = nil"))
+    }
+
     @Test func committedFilesAreCurrent() throws {
         let demo = try String(contentsOf: Self.root.appendingPathComponent("Sources/RevSyncDemoRecords/DemoRecords.swift"), encoding: .utf8)
         #expect(SwiftTypesGenerator(schema: .demo, access: .public).firstDifference(from: demo) == nil)
