@@ -22,6 +22,21 @@ import Testing
         return result.stdout
     }
 
+    /// Two device stores, `alice` and `bob`, each with a token of its own: what `revsync init` makes.
+    func aliceAndBob(_ server: LiveServer, in directory: TemporaryDirectory) async throws -> (alice: String, bob: String) {
+        var stores: [String] = []
+        for name in ["alice", "bob"] {
+            let token = try await ExecutableProcess.run(
+                "revsync-server", ["token", "create", "--database", server.database, "--name", name])
+            let store = directory.file("\(name).sqlite")
+            try await revsync(
+                "init", "--server", "http://127.0.0.1:\(server.port)", "--token",
+                token.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", store)
+            stores.append(store)
+        }
+        return (stores[0], stores[1])
+    }
+
     @Test func twoDevicesInFiveMinutes() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
@@ -95,17 +110,7 @@ import Testing
     @Test func attachmentsFromAFileToAnotherDevice() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(schema: .attachments) { server in
-                var stores: [String] = []
-                for name in ["alice", "bob"] {
-                    let token = try await ExecutableProcess.run(
-                        "revsync-server", ["token", "create", "--database", server.database, "--name", name])
-                    let store = directory.file("\(name).sqlite")
-                    try await revsync(
-                        "init", "--server", "http://127.0.0.1:\(server.port)", "--token",
-                        token.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", store)
-                    stores.append(store)
-                }
-                let (alice, bob) = (stores[0], stores[1])
+                let (alice, bob) = try await aliceAndBob(server, in: directory)
                 let photo = directory.file("knee.jpg")
                 let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
                 try bytes.write(to: URL(fileURLWithPath: photo))
@@ -142,17 +147,7 @@ import Testing
     @Test func aDeviceKilledMidUploadAndMidDownloadResumes() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(schema: .attachments) { server in
-                var stores: [String] = []
-                for name in ["alice", "bob"] {
-                    let token = try await ExecutableProcess.run(
-                        "revsync-server", ["token", "create", "--database", server.database, "--name", name])
-                    let store = directory.file("\(name).sqlite")
-                    try await revsync(
-                        "init", "--server", "http://127.0.0.1:\(server.port)", "--token",
-                        token.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "--store", store)
-                    stores.append(store)
-                }
-                let (alice, bob) = (stores[0], stores[1])
+                let (alice, bob) = try await aliceAndBob(server, in: directory)
                 let photo = directory.file("team.jpg")
                 let bytes = Data((0..<24_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 9) })
                 try bytes.write(to: URL(fileURLWithPath: photo))

@@ -31,13 +31,10 @@ struct AttachmentTransfer: Sendable {
     /// - Throws: ``SyncFailure`` (`network` to retry; `rejected` for a refusal).
     @discardableResult
     func upload(_ attachment: Attachment) async throws -> Int64 {
-        let head = try await send(TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
-        if head.status == 200 { return 0 }
-        guard head.status == 404 else { throw Self.failure(head) }
+        guard var received = try await serverHas(attachment) else { return 0 }
         guard files.has(attachment.sha256) else {
             throw SyncFailure.invalidResponse("attachment \(attachment.sha256) is named by a queued change set but its file is gone")
         }
-        var received = Int64(head.headers["revsync-received"] ?? "0") ?? 0
         var sent: Int64 = 0
         let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: files.path(attachment.sha256)))
         defer { try? handle.close() }
@@ -46,21 +43,17 @@ struct AttachmentTransfer: Sendable {
                 // Every byte is there (another device's upload of the same bytes): the server is
                 // verifying them. Ask again shortly.
                 try await Task.sleep(for: .milliseconds(50))
-                let again = try await send(
-                    TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
-                if again.status == 200 { return sent }
-                guard again.status == 404 else { throw Self.failure(again) }
-                received = Int64(again.headers["revsync-received"] ?? "0") ?? 0
+                guard let now = try await serverHas(attachment) else { return sent }
+                received = now
                 continue
             }
-            let start = min(received, attachment.size)
-            try handle.seek(toOffset: UInt64(start))
+            try handle.seek(toOffset: UInt64(received))
             let partBytes = Self.broken.current.contains(attachment.sha256) ? Self.partBytesAfterABreak : Self.partBytes
             let bytes = try handle.read(upToCount: partBytes) ?? Data()
             var headers = authorization
             headers["Content-Type"] = "application/octet-stream"
             if attachment.size > 0 {
-                headers["Content-Range"] = "bytes \(start)-\(start + Int64(bytes.count) - 1)/\(attachment.size)"
+                headers["Content-Range"] = "bytes \(received)-\(received + Int64(bytes.count) - 1)/\(attachment.size)"
             }
             let response: TransportResponse
             do {
@@ -70,34 +63,38 @@ struct AttachmentTransfer: Sendable {
                 throw error
             }
             sent += Int64(bytes.count)
+            let told = Int64(response.headers["revsync-received"] ?? "") ?? received
             switch response.status {
             case 201:
                 _ = Self.broken.withLock { $0.remove(attachment.sha256) }
                 return sent
             case 202:
-                received = Int64(response.headers["revsync-received"] ?? "") ?? received
+                received = told
             case 409:
                 // Another upload of the same bytes may be under way (another device): watch it
-                // while it moves, rather than send parts the server turns away.
-                received = Int64(response.headers["revsync-received"] ?? "") ?? received
+                // while it moves, rather than send parts the server turns away; once it has not
+                // moved for three looks in a row (300 ms), go on from where it stopped.
+                received = told
                 var still = 0
-                for _ in 0..<600 {
+                while still < 3 {
                     try await Task.sleep(for: .milliseconds(100))
-                    let again = try await send(
-                        TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
-                    if again.status == 200 { return sent }
-                    guard again.status == 404 else { throw Self.failure(again) }
-                    let now = Int64(again.headers["revsync-received"] ?? "0") ?? 0
-                    // Unmoved for three looks in a row (300 ms): it stopped; go on from there.
-                    still = now == received && now < attachment.size ? still + 1 : 0
+                    guard let now = try await serverHas(attachment) else { return sent }
+                    still = now == received ? still + 1 : 0
                     received = now
-                    if still == 3 { break }
                 }
             default:
                 throw Self.failure(response)
             }
         }
         throw SyncFailure.invalidResponse("the upload of attachment \(attachment.sha256) did not end")
+    }
+
+    /// How many bytes of `attachment` the server has (`HEAD`); `nil` when it has them all, verified.
+    private func serverHas(_ attachment: Attachment) async throws -> Int64? {
+        let head = try await send(TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
+        if head.status == 200 { return nil }
+        guard head.status == 404 else { throw Self.failure(head) }
+        return Int64(head.headers["revsync-received"] ?? "0") ?? 0
     }
 
     /// Downloads the bytes of `attachment` into the store, resuming a download in progress.

@@ -43,7 +43,7 @@ extension LocalStore {
     }
 
     func setLackedAttachments(_ count: Int) async throws {
-        guard schema.entities.contains(where: { $0.attributes.contains { $0.type == .attachment } }) else { return }
+        guard schema.hasAttachments else { return }
         try await ownWrite { db in
             let state = StoreState(db: db)
             if try state.integer(.missingAttachments) != Int64(count) { try state.set(.missingAttachments, String(count)) }

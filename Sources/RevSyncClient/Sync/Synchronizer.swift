@@ -221,7 +221,7 @@ public actor Synchronizer {
             report = try await send(to: server, lenient: true)
         }
         report.startedFromSnapshot = started
-        report.attachmentsMissing = await downloadAttachments(from: server)
+        report.attachmentsMissing = await downloadAttachments(after: report, from: server)
         try? await store.setLackedAttachments(report.attachmentsMissing)
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
         if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
@@ -248,7 +248,9 @@ public actor Synchronizer {
         ]
         if let proof = request.snapshotProof { headers["RevSync-Snapshot-Proof"] = proof }
         headers["RevSync-Pending"] = String(request.pendingAfter)
-        if let missing = try? await store.lackedAttachments() { headers["RevSync-Missing-Attachments"] = String(missing) }
+        if store.schema.hasAttachments, let missing = try? await store.lackedAttachments() {
+            headers["RevSync-Missing-Attachments"] = String(missing)
+        }
         let pipe = ResponseBodyPipe(threshold: configuration.streamingThreshold)
         defer { pipe.abandon() }
         let transport = self.transport
@@ -315,7 +317,13 @@ public actor Synchronizer {
     /// With ``Configuration/attachments`` `.eager`, downloads the bytes of every attachment a
     /// record refers to that the device lacks. Returns how many it still lacks (a download
     /// that failed is tried again after the next sync; the sync itself succeeded).
-    private func downloadAttachments(from server: LocalStore.ServerConnection) async -> Int {
+    ///
+    /// The scan of the attachment columns is skipped after a sync that received nothing, when
+    /// nothing was missing before: local writes bring their bytes with them.
+    private func downloadAttachments(after report: SyncReport, from server: LocalStore.ServerConnection) async -> Int {
+        guard store.schema.hasAttachments else { return 0 }
+        let quiet = report.received == 0 && !report.snapshot && report.startedFromSnapshot == nil
+        if quiet, (try? await store.lackedAttachments()) == 0 { return 0 }
         guard let missing = try? await store.missingAttachments() else { return 0 }
         guard configuration.attachments == .eager else { return missing.count }
         let transfer = AttachmentTransfer(transport: transport, server: server, files: store.attachments)

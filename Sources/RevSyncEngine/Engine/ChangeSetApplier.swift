@@ -290,6 +290,7 @@ extension ChangeSetApplier {
         /// it says: otherwise `missing_attachment` (or `invalid` for a wrong size), an entry per
         /// record and attribute. One lookup per distinct digest.
         func checkAttachments() throws {
+            guard applier.schema.hasAttachments else { return }
             var known: [String: StoredAttachment?] = [:]
             for changes in plan.entities where changes.entity.attributes.contains(where: { $0.type == .attachment }) {
                 let written: [(RecordID, Revision?, [(index: Int, value: Value)])] =

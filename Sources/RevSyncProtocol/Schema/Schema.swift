@@ -97,6 +97,11 @@ public struct Schema: Sendable, Hashable {
         return try Schema(version: version, entities: changed, users: users, roles: roles)
     }
 
+    /// Whether any entity has an `attachment` attribute.
+    public var hasAttachments: Bool {
+        entities.contains { $0.attributes.contains { $0.type == .attachment } }
+    }
+
     /// Every role a token of this data set may have.
     public var allRoles: [Role] { Role.builtIn + roles }
 

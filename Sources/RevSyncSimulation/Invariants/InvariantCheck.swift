@@ -97,7 +97,7 @@ struct InvariantChecker {
     /// every file a committed record names, and after retention no file is left that nothing
     /// names.
     func attachmentChecks(_ state: ServerState) async throws -> [InvariantCheck] {
-        guard schema.entities.contains(where: { $0.attributes.contains { $0.type == .attachment } }) else { return [] }
+        guard schema.hasAttachments else { return [] }
         var opens = InvariantCheck(promise: "every attachment a device's records name opens on the device, with the bytes of its digest")
         for device in devices {
             for attachment in try await device.store.referencedAttachments() {

@@ -87,18 +87,7 @@ extension SyncHTTPServer {
             return Response(status: .notModified, headers: headers)
         }
         let length = Int(stored.size)
-        var range: ClosedRange<Int>?
-        if let header = request.headers[.range], request.headers[.ifRange].map({ $0 == "\"\(sha256)\"" }) ?? true {
-            switch ByteRange(header, length: length) {
-            case .whole: break
-            case .part(let part): range = part
-            case .unsatisfiable:
-                headers[.contentRange] = "bytes */\(length)"
-                throw APIError(
-                    status: .rangeNotSatisfiable, code: "range_not_satisfiable",
-                    message: "the attachment has \(length) bytes; \(header) is past its end", headers: headers)
-            }
-        }
+        let range = try ByteRange.requested(by: request, length: length, etag: "\"\(sha256)\"", of: "the attachment", headers: headers)
         let status: HTTPResponse.Status = range == nil ? .ok : .partialContent
         if let range { headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(length)" }
         let wanted = range ?? 0...max(0, length - 1)

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
 
 /// One `Range: bytes=…` request header, read against a length (RFC 9110 §14).
 enum ByteRange: Equatable {
@@ -52,5 +54,28 @@ enum ByteRange: Equatable {
             return
         }
         self = .part(start...end)
+    }
+}
+
+extension ByteRange {
+    /// The part a `GET` asks for with `Range` (and `If-Range`, which must name `etag`), or `nil`
+    /// for the whole representation of `length` bytes.
+    ///
+    /// - Throws: ``APIError`` `416` (with `Content-Range: bytes */length` besides `headers`) for a
+    ///   range past the end of `what`.
+    static func requested(
+        by request: Request, length: Int, etag: String, of what: String, headers: HTTPFields
+    ) throws -> ClosedRange<Int>? {
+        guard let header = request.headers[.range], request.headers[.ifRange].map({ $0 == etag }) ?? true else { return nil }
+        switch ByteRange(header, length: length) {
+        case .whole: return nil
+        case .part(let part): return part
+        case .unsatisfiable:
+            var headers = headers
+            headers[.contentRange] = "bytes */\(length)"
+            throw APIError(
+                status: .rangeNotSatisfiable, code: "range_not_satisfiable",
+                message: "\(what) has \(length) bytes; \(header) is past its end", headers: headers)
+        }
     }
 }

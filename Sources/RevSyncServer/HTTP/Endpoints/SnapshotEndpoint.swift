@@ -49,18 +49,7 @@ extension SyncHTTPServer {
             headers[.contentType] = "application/gzip"
         }
         let length = entry.gzipBytes
-        var range: ClosedRange<Int>?
-        if let header = request.headers[.range], request.headers[.ifRange].map({ $0 == entry.etag }) ?? true {
-            switch ByteRange(header, length: length) {
-            case .whole: break
-            case .part(let part): range = part
-            case .unsatisfiable:
-                headers[.contentRange] = "bytes */\(length)"
-                throw APIError(
-                    status: .rangeNotSatisfiable, code: "range_not_satisfiable",
-                    message: "the snapshot has \(length) bytes; \(header) is past its end", headers: headers)
-            }
-        }
+        let range = try ByteRange.requested(by: request, length: length, etag: entry.etag, of: "the snapshot", headers: headers)
         let fileIO = FileIO()
         guard let range else {
             return Response(
