@@ -11,7 +11,10 @@ struct RevSyncServerCommand: AsyncParsableCommand {
         commandName: "revsync-server",
         abstract: "The RevSync sync server: one POST /sync endpoint over SQLite or PostgreSQL.",
         version: RevSyncVersion.line("revsync-server"),
-        subcommands: [Serve.self, TokenCommand.self, SeedCommand.self, SnapshotCommand.self, HistoryCommand.self, RevertCommand.self],
+        subcommands: [
+            Serve.self, TokenCommand.self, SeedCommand.self, SnapshotCommand.self, HistoryCommand.self, RevertCommand.self,
+            EraseCommand.self, ErasuresCommand.self,
+        ],
         defaultSubcommand: Serve.self
     )
 }

@@ -101,6 +101,25 @@ struct ConflictJournal {
         ])
     }
 
+    /// Takes erased values out of what every refusal keeps (mine, base, theirs).
+    func scrub(_ scrub: ErasureScrub) throws {
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT id, mine, base, theirs FROM _rs_conflicts WHERE mine IS NOT NULL OR base IS NOT NULL OR theirs IS NOT NULL")
+        for row in rows {
+            var changed = false
+            let kept: [Data?] = (1...3).map { index in
+                let data: Data? = row[index]
+                guard let data, let changeSet = try? ChangeSet(json: [UInt8](data), sender: .client) else { return data }
+                guard let scrubbed = scrub.removing(from: changeSet) else { return data }
+                changed = true
+                return Data(scrubbed.jsonBytes())
+            }
+            guard changed else { continue }
+            try db.execute(
+                sql: "UPDATE _rs_conflicts SET mine = ?, base = ?, theirs = ? WHERE id = ?", arguments: [kept[0], kept[1], kept[2], row[0]])
+        }
+    }
+
     func all(includingDismissed: Bool) throws -> [ConflictRecord] {
         let sql =
             "SELECT id, change_set_id, reason, entries, received_at, dismissed_at, mine, base, theirs, resolution FROM _rs_conflicts"

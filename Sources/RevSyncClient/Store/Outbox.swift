@@ -53,6 +53,28 @@ struct Outbox {
         }
     }
 
+    /// Takes erased values out of every queued change set (and of what its records held
+    /// before it); one left writing nothing is dropped. Returns the dropped ones.
+    func scrub(_ scrub: ErasureScrub, schema: Schema, idMap: IDMap) throws -> [ChangeSet] {
+        var dropped: [ChangeSet] = []
+        for queued in try entries() {
+            let changeSet = try queued.changeSet.swappingTemporaryIDs(schema: schema) { try idMap.permanentID(of: $0)?.id }
+            guard let scrubbed = scrub.removing(from: changeSet), let id = changeSet.id else { continue }
+            if scrubbed.isEmpty {
+                try db.execute(sql: "DELETE FROM _rs_outbox WHERE position = ?", arguments: [queued.position])
+                dropped.append(changeSet)
+                continue
+            }
+            let base = try entry(id)?.base
+            try db.execute(
+                sql: "UPDATE _rs_outbox SET body = ?, base = ? WHERE position = ?",
+                arguments: [
+                    Data(scrubbed.jsonBytes()), (base.map { scrub.removing(from: $0) ?? $0 }).map { Data($0.jsonBytes()) }, queued.position,
+                ])
+        }
+        return dropped
+    }
+
     func count() throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM _rs_outbox")) ?? 0
     }

@@ -22,7 +22,7 @@ extension LocalStore {
         _ json: [UInt8], overwritten: @escaping @Sendable ([RecordReference]) -> Void
     ) async throws -> SyncReport? {
         let schema = self.schema
-        return try await ownWrite { db in
+        let report = try await ownWrite { db -> SyncReport? in
             let state = StoreState(db: db)
             var expected = try state.maxRevision + 1
             let request = PreparedRequest(
@@ -45,6 +45,8 @@ extension LocalStore {
                 throw PushDoesNotContinue()
             }
         }
+        if let report, !report.erasures.isEmpty { await reclaimErasedSpace() }
+        return report
     }
 
     /// Remembers why a sync failed, for ``status()`` (and `revsync status` in another process);

@@ -93,7 +93,7 @@ extension LocalStore {
             case .whole(let json): json.count > 256 << 10
             case .pieces: true
             }
-        return try await ownWrite { db in
+        let report = try await ownWrite { db in
             let apply = {
                 try Self.apply(
                     body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
@@ -101,6 +101,16 @@ extension LocalStore {
             }
             return try bulk ? capture.withoutTriggers(in: db, apply) : apply()
         }
+        if !report.erasures.isEmpty { await reclaimErasedSpace() }
+        return report
+    }
+
+    /// After an erasure: a checkpoint that copies the WAL into the store file and truncates it,
+    /// so that no byte of the erased values stays in either (the file overwrites freed space
+    /// with zeros as it goes). Readers of older snapshots are waited for (10 s at most);
+    /// failing that, the next automatic checkpoint completes it.
+    func reclaimErasedSpace() async {
+        _ = try? await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 
     private static func apply(

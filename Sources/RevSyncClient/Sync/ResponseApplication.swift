@@ -34,6 +34,9 @@ final class ResponseApplication {
     /// The change sets the response answered, and those among them it committed.
     private var answered: Set<String> = []
     private var committed: Set<String> = []
+    /// What the erasures among the change sets erased: taken out of the outbox and the journal
+    /// at the end.
+    private var erasures: [ErasureNotice] = []
     /// Whether the change set being read is a snapshot whose records were applied as they came.
     private var streamingSnapshot = false
     private(set) var report: SyncReport
@@ -80,6 +83,7 @@ final class ResponseApplication {
         }
         try recordAnswer(changeSet)
         try applyServerData(changeSet, createsApplied: appliedAlready)
+        if let erased = changeSet.erased { erasures.append(erased) }
         if changeSet.conflict == true, let id = changeSet.id { try journal(changeSet, id: id) }
     }
 
@@ -118,6 +122,7 @@ final class ResponseApplication {
         let overwrittenRecords = touched.filter { !(pending[$0] ?? []).subtracting(answered).isEmpty }
         if !overwrittenRecords.isEmpty { overwritten(overwrittenRecords) }
         try Outbox(db: db).remove(answered)
+        try forgetErasedValues()
         try reapplyQueuedEdits()
         stageHook?(.appliedBeforeRevision)
         let state = StoreState(db: db)
@@ -128,6 +133,31 @@ final class ResponseApplication {
         try state.set(.lastError, nil)
         report.maxRevision = maxRevision
         return report
+    }
+
+    /// After erasures: what they erased leaves the outbox (a queued change set left writing
+    /// nothing is dropped, and journaled as `erased`) and the journal of refusals (refusals
+    /// of this very response included). The tables lost it with the erasures' own changes.
+    private func forgetErasedValues() throws {
+        guard !erasures.isEmpty else { return }
+        let scrub = ErasureScrub(erasures.flatMap(\.records))
+        let journal = ConflictJournal(db: db)
+        for dropped in try Outbox(db: db).scrub(scrub, schema: schema, idMap: IDMap(db: db)) {
+            let numbers = erasures.map { "\($0.erasure)" }.joined(separator: ", ")
+            let entries = dropped.changes.flatMap { changes in
+                (changes.create + changes.update + changes.delete).map { id in
+                    ConflictEntry(
+                        type: changes.entity, id: id, reason: .erased,
+                        message:
+                            "the server erased what this change wrote (erasure \(numbers)): the queued change set was dropped, with nothing left to send"
+                    )
+                }
+            }
+            try journal.record(ChangeSet(id: dropped.id, conflict: true, reason: .erased, conflicts: entries))
+            report.erasedChangeSets.append(dropped.id ?? "")
+        }
+        try journal.scrub(scrub)
+        report.erasures += erasures.map(\.erasure)
     }
 
     // MARK: Answers and data

@@ -13,6 +13,13 @@ public struct SyncReport: Sendable, Hashable {
     public var committedRevisions: [String: Revision] = [:]
     /// The sent change sets the server refused, as they went into the journal.
     public var conflicts: [SyncConflict] = []
+    /// The erasures received (their numbers on the server): their values were removed from
+    /// the tables, the outbox and the journal, and the store file was checkpointed so that no
+    /// byte of them stays in it.
+    public var erasures: [Int64] = []
+    /// Queued change sets dropped because an erasure took everything they wrote (journaled
+    /// with the reason `erased`).
+    public var erasedChangeSets: [String] = []
     /// Records written or deleted locally from server data.
     public var recordsApplied: Int = 0
     /// The revision the device holds now.

@@ -134,7 +134,11 @@ struct ChangeSetProcessor {
         if let digest, let id = changeSet.id {
             try writer.saveOutcome(device: device.id, changeSetID: id, outcome: .conflict(reason: reason, entries: entries), digest: digest)
             let detail = try RefusalDetail(refused: changeSet, truth: truth, reader: writer, resolver: resolver)
-            try writer.saveRefusalDetail(device: device.id, changeSetID: id, mine: detail.mine, base: detail.base, theirs: detail.theirs)
+            // What it wrote over values erased since its base is not kept either.
+            let erased = try RecordErasure.scrub(forRefused: changeSet, reader: writer)
+            try writer.saveRefusalDetail(
+                device: device.id, changeSetID: id, mine: erased?.removing(from: detail.mine) ?? detail.mine,
+                base: erased?.removing(from: detail.base) ?? detail.base, theirs: erased?.removing(from: detail.theirs) ?? detail.theirs)
         }
         let conflict = ChangeSet(id: changeSet.id, conflict: true, reason: reason, conflicts: entries, changes: truth)
         return .conflict(conflict, evaluatedAt: evaluatedAt)

@@ -161,8 +161,11 @@ public struct ChangeSetRevert: Sendable {
     /// log and has history, it was not undone already, and no later change set (not itself
     /// cancelled by a revert) touched its records.
     private func standingEntries(of reverted: Revision, reader: any StorageReader) throws -> [HistoryEntry] {
-        guard try reader.loggedChangeSet(revision: reverted) != nil else {
+        guard let logged = try reader.loggedChangeSet(revision: reverted) else {
             throw Refusal.notFound("no committed change set at revision \(reverted) in the change log")
+        }
+        guard !logged.body.starts(with: ErasureNotice.logPrefix) else {
+            throw Refusal.impossible("revision \(reverted) is an erasure, which is never undone")
         }
         let entries = try reader.history(revision: reverted)
         guard !entries.isEmpty else {

@@ -30,6 +30,10 @@ public struct RecordHistory: Sendable {
         public var revertedBy: Revision?
         /// Whether this change set can be reverted now.
         public var revert: Revertibility
+        /// The attributes of ``before`` and ``after`` an erasure took, with the erasure's id:
+        /// their values are null here, and show as erased.
+        public var erasedBefore: [String: Int64] = [:]
+        public var erasedAfter: [String: Int64] = [:]
     }
 
     /// Whether a change set can be reverted now.
@@ -91,6 +95,16 @@ public struct RecordHistory: Sendable {
             var after = try Self.valuesAfter(entity: entity, id: id, before: before, schema: schema, reader: reader)
             var changes: [Change] = []
             var budget = Self.revertCheckBudget
+            let marks = try reader.erasureMarks(entity: entity, id: id)
+            let attributeNames = schema.entity(entity)?.attributes.map(\.name) ?? []
+            /// The attributes erased of values held just after `revision` (`through`: or at it).
+            func erased(after revision: Revision, orAt: Bool) -> [String: Int64] {
+                var erased: [String: Int64] = [:]
+                for mark in marks where mark.revision > revision || (orAt && mark.revision == revision) {
+                    for name in mark.record.attributes ?? attributeNames where erased[name] == nil { erased[name] = mark.erasure }
+                }
+                return erased
+            }
             for (entry, origin) in page {
                 let author = devices[origin.device]
                 let beforeValues = try entry.before.map { try Self.attributes($0) }
@@ -102,7 +116,9 @@ public struct RecordHistory: Sendable {
                         user: author?.user, changeSetID: origin.changeSetID, operation: entry.operation, before: beforeValues, after: after,
                         revertOf: revertOf[entry.revision], revertedBy: undone[entry.revision],
                         revert: try Self.revertibility(
-                            of: entry.revision, revertedBy: undone[entry.revision], budget: &budget, schema: schema, reader: reader)))
+                            of: entry.revision, revertedBy: undone[entry.revision], budget: &budget, schema: schema, reader: reader),
+                        erasedBefore: marks.isEmpty ? [:] : erased(after: entry.revision, orAt: true),
+                        erasedAfter: marks.isEmpty || after == nil ? [:] : erased(after: entry.revision, orAt: false)))
                 after = beforeValues
             }
             return Page(items: changes.reversed(), next: found.count > limit ? page.last?.entry.revision : nil)

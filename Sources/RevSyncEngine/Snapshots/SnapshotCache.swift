@@ -75,13 +75,21 @@ public actor SnapshotCache {
 
     /// The snapshot to serve now: the one on disk while it is fewer than `interval` revisions
     /// behind the data set (and of the same data set and schema version), else a new one.
+    ///
+    /// A snapshot older than the newest erasure is never served (another instance erased, say):
+    /// a new one is made, and the older files are deleted.
     public func snapshot() async throws -> Entry {
-        let (revision, dataset) = try await storage.withReader { (try $0.currentRevision(), try $0.datasetID()) }
+        let (revision, dataset, erased) = try await storage.withReader {
+            (try $0.currentRevision(), try $0.datasetID(), try $0.newestErasureRevision() ?? 0)
+        }
         if current == nil || !FileManager.default.fileExists(atPath: path(of: current!)) { current = latestOnDisk(dataset: dataset) }
         if let current, current.dataset == dataset, current.schemaVersion == schema.version,
-            current.revision <= revision, revision - current.revision < interval
+            current.revision <= revision, revision - current.revision < interval, current.revision >= erased
         {
             return current
+        }
+        if let current, current.revision < erased {
+            return try await replace(after: erased)
         }
         if let building { return try await building.value }
         let task = Task { [directory, storage, schema] in try await Self.build(in: directory, storage: storage, schema: schema) }
@@ -96,6 +104,25 @@ public actor SnapshotCache {
                 "gzip": "\(entry.gzipBytes)",
             ])
         removeAllButNewest(2, of: entry.dataset)
+        return entry
+    }
+
+    /// After an erasure at `revision`: makes the snapshot to serve from now on (at that revision
+    /// or later, so without the erased values) and deletes every snapshot file of the data set
+    /// made before it (this instance's and others' in the directory).
+    @discardableResult
+    public func replace(after revision: Revision) async throws -> Entry {
+        if let building { _ = try? await building.value }
+        let task = Task { [directory, storage, schema] in try await Self.build(in: directory, storage: storage, schema: schema) }
+        building = task
+        defer { building = nil }
+        let entry = try await task.value
+        current = entry
+        for (manifest, old) in manifests() where old.dataset == entry.dataset && old.revision < revision {
+            try? FileManager.default.removeItem(atPath: manifest)
+            try? FileManager.default.removeItem(atPath: path(of: old))
+        }
+        logger.info("snapshot made after an erasure; older snapshots deleted", metadata: ["revision": "\(entry.revision)"])
         return entry
     }
 

@@ -56,9 +56,20 @@ public protocol SyncStorage: Sendable {
     /// attachment).
     var attachmentDirectory: String? { get }
 
+    /// After an erasure committed: makes sure no byte of what it rewrote or deleted stays in
+    /// the database's files (SQLite, which overwrites freed space with zeros as it goes
+    /// (`secure_delete`): a checkpoint that truncates the WAL; PostgreSQL: `VACUUM` of the
+    /// tables that held the values). Returns whether it completed (SQLite: readers held the
+    /// WAL past the wait).
+    func reclaimErasedSpace(entities: [String]) async throws -> Bool
+
     /// Closes connections; the storage cannot be used afterwards.
     func close() async throws
 }
+
+/// The server's tables that hold record values besides the entity tables: what an erasure
+/// rewrites.
+let erasedValueTables = ["_rs_history", "_rs_log", "_rs_outcomes", "_rs_attachments", "_rs_attachment_uploads", "_rs_attachment_parts"]
 
 extension SyncStorage {
     public func followCommitsOfOtherInstances(logger: Logger) async {}

@@ -28,6 +28,11 @@ extension ChangeSet {
 
     public func encode(into writer: inout JSONWriter) {
         writer.writeByte(UInt8(ascii: "{"))
+        // First: a log entry that starts with it is an erasure's (``ErasureNotice/logPrefix``).
+        if let erased {
+            erased.encode(into: &writer)
+            writer.writeByte(UInt8(ascii: ","))
+        }
         if let id {
             writer.writeKey("id")
             writer.writeString(id)
@@ -161,5 +166,34 @@ extension ConflictEntry {
             writer.writeString(message)
         }
         writer.writeByte(UInt8(ascii: "}"))
+    }
+}
+
+extension ErasureNotice {
+    /// How the change log entry of an erasure begins: caches of log entries recognise it.
+    public static let logPrefix: [UInt8] = Array("{\"__erased__\":".utf8)
+
+    /// Writes `"__erased__": {...}`.
+    public func encode(into writer: inout JSONWriter) {
+        writer.writeRaw("\"__erased__\":{\"erasure\":")
+        writer.writeInteger(erasure)
+        writer.writeRaw(",\"records\":[")
+        for (index, record) in records.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeRaw("{\"type\":")
+            writer.writeString(record.entity)
+            writer.writeRaw(",\"id\":")
+            writer.writeInteger(record.id.rawValue)
+            if let attributes = record.attributes {
+                writer.writeRaw(",\"attributes\":[")
+                for (index, name) in attributes.enumerated() {
+                    if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                    writer.writeString(name)
+                }
+                writer.writeByte(UInt8(ascii: "]"))
+            }
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeRaw("]}")
     }
 }

@@ -156,7 +156,11 @@ final class WireDecoder {
                     guard self.sender == .server else {
                         throw self.error(.reservedKey, "keys starting with \"__\" are reserved")
                     }
-                    try reader.skipValue()
+                    if key == "__erased__" {
+                        changeSet.erased = try self.decodeErasureNotice(&reader)
+                    } else {
+                        try reader.skipValue()
+                    }
                 } else {
                     guard Names.isValid(key) else {
                         throw self.error(.invalidName, "\"\(key.prefix(80))\" is not a valid entity name (^[a-z][a-z0-9_]{0,62}$)")
@@ -195,6 +199,41 @@ final class WireDecoder {
             }
             changeSet.conflicts = entries
         }
+    }
+
+    private func decodeErasureNotice(_ reader: inout JSONReader) throws -> ErasureNotice {
+        var notice = ErasureNotice(erasure: 0, records: [])
+        var seen = Set<String>()
+        try reader.readObject { reader, key in
+            try self.enter(key, seen: &seen)
+            switch key {
+            case "erasure": notice.erasure = try reader.readInteger()
+            case "records":
+                try reader.readArray { reader, index in
+                    self.path.append(.index(index))
+                    var record = ErasedRecord(entity: "", id: 0)
+                    var seen = Set<String>()
+                    try reader.readObject { reader, key in
+                        try self.enter(key, seen: &seen)
+                        switch key {
+                        case "type": record.entity = try reader.readString()
+                        case "id": record.id = RecordID(try reader.readInteger())
+                        case "attributes":
+                            var names: [String] = []
+                            try reader.readArray { reader, _ in names.append(try reader.readString()) }
+                            record.attributes = names
+                        default: try reader.skipValue()
+                        }
+                        self.path.removeLast()
+                    }
+                    notice.records.append(record)
+                    self.path.removeLast()
+                }
+            default: try reader.skipValue()
+            }
+            self.path.removeLast()
+        }
+        return notice
     }
 
     private func decodeConflictEntry(_ reader: inout JSONReader) throws -> ConflictEntry {

@@ -30,6 +30,9 @@ public struct ChangeSet: Sendable, Hashable {
     public var snapshot: Bool
     /// The change objects, in the order of the change set's `types`.
     public var changes: [EntityChanges]
+    /// Set by the server on the change set of an erasure: what it erased, for devices to remove
+    /// everywhere they keep it (``ErasureNotice``).
+    public var erased: ErasureNotice?
 
     public init(
         id: String? = nil,

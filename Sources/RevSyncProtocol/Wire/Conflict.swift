@@ -26,6 +26,9 @@ public struct ConflictReason: RawRepresentable, Sendable, Hashable, CustomString
     /// An attachment value names bytes the server does not have (upload them first:
     /// `PUT /attachments/{sha256}`): nothing of the change set was applied.
     public static let missingAttachment = ConflictReason(rawValue: "missing_attachment")
+    /// Never sent by the server: a device journals a queued change set it dropped because an
+    /// erasure took everything it wrote (``ErasureNotice``).
+    public static let erased = ConflictReason(rawValue: "erased")
 
     public var description: String { rawValue }
 }

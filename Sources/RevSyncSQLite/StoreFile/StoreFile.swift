@@ -35,6 +35,9 @@ package enum StoreFile {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "revsync-store"
+        // What an update replaced or a delete removed is overwritten with zeros: an erasure leaves
+        // no byte of the erased values in the file (with a checkpoint that truncates the WAL).
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
         return try DatabasePool(path: path, configuration: configuration)
     }
 

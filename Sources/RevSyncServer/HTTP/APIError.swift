@@ -106,4 +106,12 @@ extension APIError {
         case .impossible: self.init(status: .conflict, code: "cannot_revert", message: refusal.description)
         }
     }
+
+    init(_ refusal: RecordErasure.Refusal) {
+        switch refusal {
+        case .notFound: self.init(status: .notFound, code: "not_found", message: refusal.description)
+        case .invalid: self.init(status: .badRequest, code: "invalid_erasure", message: refusal.description)
+        case .denied: self.init(status: .conflict, code: "delete_denied", message: refusal.description)
+        }
+    }
 }

@@ -93,6 +93,8 @@ public struct SyncHTTPServer: Sendable {
         router.get("/attachments/:sha256") { request, context in try await self.getAttachment(request, context: context) }
         router.get("/admin/api/history") { request, context in try await self.adminHistory(request, context: context) }
         router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
+        router.post("/admin/api/erase") { request, context in try await self.adminErase(request, context: context) }
+        router.get("/admin/api/erasures") { request, context in try await self.adminErasures(request, context: context) }
         router.get("/admin/api/devices") { request, context in try await self.adminDevices(request, context: context) }
         router.get("/admin/api/overview") { request, context in try await self.adminOverview(request, context: context) }
         ConsoleController(

@@ -113,6 +113,14 @@ public final class PostgresStorage: SyncStorage {
         await PostgresCommitListener(url: pool.url, commits: commits, logger: logger).run()
     }
 
+    /// `VACUUM` of the tables that held erased values, on a connection of its own (it cannot
+    /// run in a transaction): the rows the erasure replaced are removed from their pages.
+    public func reclaimErasedSpace(entities: [String]) async throws -> Bool {
+        let tables = (entities.filter(Names.isValid) + erasedValueTables).map(quoted)
+        try await pool.withConnection { connection in _ = try connection.execute("VACUUM \(tables.joined(separator: ", "))", []) }
+        return true
+    }
+
     public func close() async throws {
         pool.close()
     }

@@ -11,7 +11,11 @@ import RevSyncProtocol
 ///
 /// Only entries whose transaction committed get here (``SQLStorageAccess`` holds the ones of
 /// the open transaction until its `COMMIT` returns, and drops those a savepoint rolled back).
-/// An entry never changes once committed, so every reader may use any of them: a reader asks
+/// An entry never changes once committed, but for those an erasure rewrote: the erasure's own
+/// entry empties the window. Another instance's window that lacks it answers no read that
+/// reaches it (the range is not wholly here), and empties when its writer reads it; a reader
+/// whose snapshot is older than the erasure sees the data as it was then, and the device it
+/// answers receives the erasure next time. Every reader may use any of them: a reader asks
 /// only for revisions up to its own snapshot's, which were committed before it began. The
 /// entries are consecutive revisions; anything that would leave a gap (a revision committed by
 /// another process, an entry too large to keep) starts the run over. A range not wholly here
@@ -72,6 +76,8 @@ final class RecentLog: Sendable {
         window.withLock { window in
             for entry in new {
                 if let last = window.kept.last, entry.revision != last.revision + 1 { window.clear() }
+                // An erasure rewrote earlier entries in the database: none kept here may be sent again.
+                if entry.body.starts(with: ErasureNotice.logPrefix) { window.clear() }
                 guard entry.body.count <= maximumBytes else {
                     window.clear()
                     continue

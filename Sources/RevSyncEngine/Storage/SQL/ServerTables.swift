@@ -141,6 +141,24 @@ enum ServerTables {
                 "ALTER TABLE _rs_device_activity ADD COLUMN missing_attachments \(dialect.bigint)",
             ]
         },
+        Migration(version: 8, name: "erasures") { dialect in
+            [
+                // Each erasure: what the operator named, why, who, when, its revision, and the first
+                // revision that held what it erased (the receipt's devices are judged by them).
+                """
+                CREATE TABLE _rs_erasures (id \(dialect.identity), revision \(dialect.bigint) NOT NULL, entity TEXT NOT NULL,
+                    record_id \(dialect.bigint) NOT NULL, attributes TEXT, reason TEXT NOT NULL, device_id \(dialect.bigint) NOT NULL,
+                    erased_at \(dialect.bigint) NOT NULL, written_revision \(dialect.bigint) NOT NULL, record_count \(dialect.bigint) NOT NULL)
+                """,
+                // Every record an erasure reached (its cascade included): what history shows as
+                // erased, and what a later refusal must not keep.
+                """
+                CREATE TABLE _rs_erased_records (entity TEXT NOT NULL, record_id \(dialect.bigint) NOT NULL,
+                    erasure_id \(dialect.bigint) NOT NULL, revision \(dialect.bigint) NOT NULL, attributes TEXT,
+                    PRIMARY KEY (entity, record_id, erasure_id))\(dialect.withoutRowID)
+                """,
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

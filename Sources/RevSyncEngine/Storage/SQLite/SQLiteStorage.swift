@@ -58,6 +58,9 @@ public final class SQLiteStorage: SyncStorage {
             // change set, two thirds of all the writes of a sync. It only serves rolling a
             // savepoint back inside an open transaction, so memory is as safe as the file.
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            // Freed space is overwritten with zeros: what an update replaced or a delete removed
+            // leaves no byte in the file, which an erasure relies on (`docs/deployment.md`).
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         // A new database is private from the start (SQLite gives its -wal and -shm files the
         // same permissions).
@@ -116,6 +119,19 @@ public final class SQLiteStorage: SyncStorage {
         case 1: return .normal
         default: return nil
         }
+    }
+
+    /// A checkpoint that copies the WAL into the database and truncates it to nothing, waiting
+    /// up to 10 s for readers of older snapshots to finish.
+    public func reclaimErasedSpace(entities: [String]) async throws -> Bool {
+        for _ in 0..<100 {
+            let busy = try await pool.writeWithoutTransaction { db in
+                try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")?[0] as Int? ?? 1
+            }
+            if busy == 0 { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
     }
 
     public func close() async throws {

@@ -133,9 +133,9 @@ extension SyncHTTPServer {
         writer.writeRaw(",\"operation\":")
         writer.writeString(change.operation.rawValue)
         writer.writeRaw(",\"before\":")
-        write(change.before, of: change.entity, into: &writer)
+        write(change.before, of: change.entity, erased: change.erasedBefore, into: &writer)
         writer.writeRaw(",\"after\":")
-        write(change.after, of: change.entity, into: &writer)
+        write(change.after, of: change.entity, erased: change.erasedAfter, into: &writer)
         writer.writeRaw(",\"revertOf\":")
         writeOptional(change.revertOf, into: &writer)
         writer.writeRaw(",\"revertedBy\":")
@@ -204,8 +204,9 @@ extension SyncHTTPServer {
         if let changeSetID { writer.writeString(changeSetID) } else { writer.writeNull() }
     }
 
-    /// A record's values as an object, in the schema's attribute order, with its revision.
-    private func write(_ attributes: RecordAttributes?, of entityName: String, into writer: inout JSONWriter) {
+    /// A record's values as an object, in the schema's attribute order, with its revision; an
+    /// erased value is `{"erased": <the erasure's id>}`.
+    private func write(_ attributes: RecordAttributes?, of entityName: String, erased: [String: Int64], into writer: inout JSONWriter) {
         guard let attributes else { return writer.writeNull() }
         writer.writeRaw("{\"revision\":")
         if let revision = attributes.revision { writer.writeInteger(revision) } else { writer.writeNull() }
@@ -213,7 +214,13 @@ extension SyncHTTPServer {
         for name in names {
             writer.writeByte(UInt8(ascii: ","))
             writer.writeKey(name)
-            writer.write(attributes.values[name] ?? .null)
+            if let erasure = erased[name] {
+                writer.writeRaw("{\"erased\":")
+                writer.writeInteger(erasure)
+                writer.writeByte(UInt8(ascii: "}"))
+            } else {
+                writer.write(attributes.values[name] ?? .null)
+            }
         }
         writer.writeByte(UInt8(ascii: "}"))
     }

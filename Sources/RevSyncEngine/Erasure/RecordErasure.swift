@@ -1,0 +1,311 @@
+import Foundation
+public import RevSyncProtocol
+
+/// Erasing a person's data (a record, or some of its attributes) from the server: the live
+/// tables, every history entry, the change log, stored refusals and attachments only they
+/// referred to; then devices, through the erasure's change set.
+///
+/// Without attributes the record is deleted, its delete rules applying (cascaded records are
+/// erased too, references to it are set to null; a `deny` child refuses the erasure); with
+/// them, those attributes are set to null. Either way the erasure is committed by the server
+/// as a change set at a new revision, carrying ``ErasureNotice`` (`"__erased__"`), which every
+/// device receives. A record deleted earlier, whose values only history and the log still hold,
+/// can be erased too: its change set changes no record and tells devices what to forget.
+///
+/// In the same transaction, every earlier history row of an erased record has the erased values
+/// replaced by null (``HistoryEntry`` rows keep their operation and revision; the admin API
+/// shows the values as erased, by which erasure), every change log entry that held them is
+/// rewritten with them null (a device catching up through it still sees each record come and
+/// go), and every stored refusal drops them from what it shows (``ErasureScrub``). What the
+/// storage must do after the commit for no byte to remain (SQLite: a checkpoint that truncates
+/// the WAL; PostgreSQL: `VACUUM`) is ``SyncStorage/reclaimErasedSpace(entities:)``.
+public struct RecordErasure: Sendable {
+    /// What to erase.
+    public struct Request: Sendable, Hashable {
+        public var entity: String
+        public var id: RecordID
+        /// The attributes to erase, or `nil`: the whole record.
+        public var attributes: [String]?
+        /// Why (kept with the receipt: the request's reference, never the person's data).
+        public var reason: String
+
+        public init(entity: String, id: RecordID, attributes: [String]? = nil, reason: String) {
+            self.entity = entity
+            self.id = id
+            self.attributes = attributes
+            self.reason = reason
+        }
+    }
+
+    /// What an erasure did.
+    public struct Result: Sendable, Hashable {
+        /// The erasure's number (its receipt's `id`).
+        public var id: Int64
+        /// The revision of its change set.
+        public var revision: Revision
+        public var changeSetID: String
+        /// Every record it reached: the one named and its cascade.
+        public var erased: [ErasedRecord]
+        /// How many records had a reference to an erased record set to null.
+        public var nullified: Int
+        /// Change log entries, history rows and stored refusals rewritten.
+        public var logEntriesRewritten: Int
+        public var historyRowsRewritten: Int
+        public var refusalsRewritten: Int
+        /// Attachments deleted because only erased values referred to them.
+        public var attachmentsDeleted: Int
+        /// Whether the storage reclaimed the space the values took
+        /// (``SyncStorage/reclaimErasedSpace(entities:)``); `false` when readers held the SQLite
+        /// WAL past the wait (the next erasure, or the next automatic checkpoint, completes it).
+        public var spaceReclaimed = false
+        /// The attachments erased values referred to (candidates for deletion).
+        var attachments: Set<String>
+        /// The entities whose tables it changed.
+        var entities: Set<String>
+    }
+
+    /// Why an erasure was refused; nothing changed.
+    public enum Refusal: Error, Sendable, Hashable, CustomStringConvertible {
+        case notFound(String)
+        case invalid(String)
+        /// A delete rule stands in the way (`deny`).
+        case denied(String)
+
+        public var description: String {
+            switch self {
+            case .notFound(let message), .invalid(let message), .denied(let message): message
+            }
+        }
+    }
+
+    /// The longest reason kept.
+    public static let maxReasonLength = 1_000
+
+    let schema: Schema
+
+    public init(schema: Schema) {
+        self.schema = schema
+    }
+
+    /// Checks a request against the schema (nothing read).
+    public func validate(_ request: Request) throws -> Entity {
+        guard let entity = schema.entity(request.entity) else {
+            throw Refusal.invalid("the schema has no entity \"\(request.entity.prefix(80))\"")
+        }
+        guard request.id.rawValue > 0 else { throw Refusal.invalid("a record id is a positive integer") }
+        let reason = request.reason.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !reason.isEmpty, reason.count <= Self.maxReasonLength,
+            !reason.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && $0 != "\n" })
+        else {
+            throw Refusal.invalid(
+                "an erasure needs a reason of 1 to \(Self.maxReasonLength) characters without control characters (the request's reference, not the person's data)"
+            )
+        }
+        if let attributes = request.attributes {
+            guard !attributes.isEmpty else {
+                throw Refusal.invalid("\"attributes\" names at least one attribute (leave it out to erase the record)")
+            }
+            guard Set(attributes).count == attributes.count else { throw Refusal.invalid("\"attributes\" names an attribute twice") }
+            for name in attributes where entity.attribute(name) == nil {
+                throw Refusal.invalid("\(entity.name) has no attribute \"\(name.prefix(80))\"")
+            }
+        }
+        return entity
+    }
+
+    /// Erases inside the writer's transaction, under the revision lock, by device `by`.
+    func erase(_ request: Request, by device: Device, writer: any StorageWriter) throws -> Result {
+        let entity = try validate(request)
+        return try writer.transaction {
+            let revision = try writer.lockRevision() + 1
+            let record = try writer.records(entity, ids: [request.id]).first
+            let known = try writer.history(entity: entity.name, id: request.id, before: nil, limit: 1)
+            guard record != nil || !known.isEmpty else {
+                throw Refusal.notFound("\(entity.name) \(request.id) does not exist and has no history")
+            }
+            var log = CommittedLog(revision: revision)
+            var history: [HistoryEntry] = []
+            var erased: [ErasedRecord] = []
+            var attachments = Set<String>()
+            var nullified = 0
+            func collect(_ values: some Sequence<Value>) {
+                for value in values { if let attachment = value.attachmentValue { attachments.insert(attachment.sha256) } }
+            }
+            if let attributes = request.attributes {
+                erased.append(ErasedRecord(entity: entity.name, id: request.id, attributes: attributes))
+                if var record {
+                    let indices = attributes.compactMap { name in entity.attributes.firstIndex { $0.name == name } }
+                    collect(indices.map { record.values[$0] })
+                    history.append(
+                        HistoryEntry(
+                            entity: entity.name, id: record.id, revision: revision, operation: .update,
+                            before: Self.json(entity, record, erasing: Set(attributes))))
+                    for index in indices { record.values[index] = .null }
+                    if entity.staleness == .attribute {
+                        record.written(attributes, by: Device.server.id, at: revision)
+                    } else {
+                        record.written(by: Device.server.id, at: revision)
+                    }
+                    try writer.update(entity, record)
+                    log.updated(entity, record)
+                }
+            } else if let record {
+                let plan = try DeletePlan<StoredRecord>(schema: schema, deleting: [(entity, record)], reader: writer)
+                if let denial = plan.denials.first {
+                    throw Refusal.denied(
+                        "erasing \(denial.parentReference) would delete it, which \(denial.child) references (\(denial.attribute), delete rule deny): erase or change \(denial.child) first"
+                    )
+                }
+                for deleted in plan.deleted {
+                    erased.append(ErasedRecord(entity: deleted.entity.name, id: deleted.record.id))
+                    collect(deleted.record.values)
+                    try writer.delete(deleted.entity, id: deleted.record.id)
+                    log.deleted(deleted.entity, deleted.record.id)
+                    history.append(
+                        HistoryEntry(
+                            entity: deleted.entity.name, id: deleted.record.id, revision: revision,
+                            operation: deleted.explicit ? .delete : .cascade,
+                            before: Self.json(deleted.entity, deleted.record, erasing: nil)))
+                }
+                for nullification in plan.nullified {
+                    var changed = log.record(nullification.entity, nullification.record.id) ?? nullification.record
+                    history.append(
+                        HistoryEntry(
+                            entity: nullification.entity.name, id: changed.id, revision: revision, operation: .nullify,
+                            before: Self.json(nullification.entity, nullification.record, erasing: [])))
+                    for index in nullification.attributeIndices { changed.values[index] = .null }
+                    if nullification.entity.staleness == .attribute {
+                        changed.written(nullification.attributeNames, by: Device.server.id, at: revision)
+                    } else {
+                        changed.written(by: Device.server.id, at: revision)
+                    }
+                    try writer.update(nullification.entity, changed)
+                    log.updated(nullification.entity, changed)
+                    nullified += 1
+                }
+            } else {
+                erased.append(ErasedRecord(entity: entity.name, id: request.id))
+            }
+
+            // Earlier history and log entries, and stored refusals.
+            let scrub = ErasureScrub(erased)
+            var written = revision
+            var logRevisions = Set<Revision>()
+            var historyRows = 0
+            for target in erased {
+                guard let targetEntity = schema.entity(target.entity) else { continue }
+                for (entry, _) in try writer.history(entity: target.entity, id: target.id, before: revision, limit: .max) {
+                    logRevisions.insert(entry.revision)
+                    written = min(written, entry.revision)
+                    guard let before = entry.before else { continue }
+                    let values = try RecordHistory.attributes(before)
+                    collect(values.values.filter { target.covers($0.key) }.map(\.value))
+                    guard values.values.contains(where: { target.covers($0.key) && $0.value != .null }) else { continue }
+                    try writer.rewriteHistory(
+                        entity: target.entity, id: target.id, revision: entry.revision,
+                        before: Self.json(targetEntity, values, erasing: target.attributes.map(Set.init)))
+                    historyRows += 1
+                }
+            }
+            var logEntries = 0
+            for logged in logRevisions.sorted() {
+                guard let entry = try writer.logEntry(at: logged) else { continue }
+                let changeSet: ChangeSet
+                do {
+                    changeSet = try ChangeSet(json: entry.body, sender: .server)
+                } catch {
+                    throw StorageError.corrupt("change log entry \(logged) does not decode: \(error)")
+                }
+                guard let scrubbed = scrub.nullifying(changeSet) else { continue }
+                try writer.rewriteLog(revision: logged, body: scrubbed.jsonBytes())
+                logEntries += 1
+            }
+            let refusals = try Self.scrubRefusals(scrub, writer: writer)
+
+            let id = try writer.recordErasure(
+                ErasureRow(
+                    id: 0, revision: revision, entity: entity.name, recordID: request.id, attributes: request.attributes,
+                    reason: request.reason.trimmingCharacters(in: .whitespacesAndNewlines), device: device.id,
+                    erasedAt: Int64(Date().timeIntervalSince1970), writtenRevision: written, recordCount: erased.count),
+                records: erased)
+            var changeSet = log.changeSet
+            changeSet.erased = ErasureNotice(erasure: id, records: erased)
+            let changeSetID = UUID().uuidString
+            try writer.appendLog(
+                LogEntry(revision: revision, device: Device.server.id, changeSetID: changeSetID, body: changeSet.jsonBytes()))
+            try writer.appendHistory(history)
+            try writer.setRevision(revision)
+            return Result(
+                id: id, revision: revision, changeSetID: changeSetID, erased: erased, nullified: nullified,
+                logEntriesRewritten: logEntries, historyRowsRewritten: historyRows, refusalsRewritten: refusals,
+                attachmentsDeleted: 0, attachments: attachments, entities: Set(erased.map(\.entity) + changeSet.types))
+        }
+    }
+
+    /// Drops erased values from every stored refusal's detail; returns how many changed.
+    private static func scrubRefusals(_ scrub: ErasureScrub, writer: any StorageWriter) throws -> Int {
+        var rewritten = 0
+        for detail in try writer.refusalDetails() {
+            func decoded(_ bytes: [UInt8]?) -> ChangeSet {
+                bytes.flatMap { try? ChangeSet(json: $0, sender: .server) } ?? ChangeSet()
+            }
+            let (mine, base, theirs) = (decoded(detail.mine), decoded(detail.base), decoded(detail.theirs))
+            let scrubbed = (scrub.removing(from: mine), scrub.removing(from: base), scrub.removing(from: theirs))
+            guard scrubbed.0 != nil || scrubbed.1 != nil || scrubbed.2 != nil else { continue }
+            try writer.saveRefusalDetail(
+                device: detail.device, changeSetID: detail.changeSetID, mine: scrubbed.0 ?? mine, base: scrubbed.1 ?? base,
+                theirs: scrubbed.2 ?? theirs)
+            rewritten += 1
+        }
+        return rewritten
+    }
+
+    /// What a refused change set must not leave in its stored detail: the erasures, since the
+    /// base revision of each record it changes, of those records (`nil`: none). One read when
+    /// no erasure is newer than its bases.
+    static func scrub(forRefused changeSet: ChangeSet, reader: any StorageReader) throws -> ErasureScrub? {
+        guard let newest = try reader.newestErasureRevision() else { return nil }
+        var records: [ErasedRecord] = []
+        for changes in changeSet.changes {
+            for id in changes.update + changes.delete where !id.isTemporary {
+                let base = changes.attributes[id]?.revision ?? 0
+                guard newest > base else { continue }
+                records += try reader.erasureMarks(entity: changes.entity, id: id).filter { $0.revision > base }.map(\.record)
+            }
+        }
+        return records.isEmpty ? nil : ErasureScrub(records)
+    }
+
+    // MARK: Helpers
+
+    /// A history row's values: the record's, with the erased attributes (`nil`: all) null.
+    static func json(_ entity: Entity, _ record: StoredRecord, erasing erased: Set<String>?) -> [UInt8] {
+        var writer = JSONWriter(capacity: 256)
+        writer.writeRaw("{\"revision\":")
+        writer.writeInteger(record.revision)
+        for (attribute, value) in zip(entity.attributes, record.values) {
+            writer.writeByte(UInt8(ascii: ","))
+            writer.writeKey(attribute.name)
+            writer.write(erased.map { $0.contains(attribute.name) } ?? true ? .null : value)
+        }
+        writer.writeByte(UInt8(ascii: "}"))
+        return writer.bytes
+    }
+
+    /// A history row's values as read back, with the erased attributes (`nil`: all) null.
+    private static func json(_ entity: Entity, _ values: RecordAttributes, erasing erased: Set<String>?) -> [UInt8] {
+        var writer = JSONWriter(capacity: 256)
+        writer.writeRaw("{\"revision\":")
+        writer.writeInteger(values.revision ?? 0)
+        let names =
+            entity.attributes.map(\.name).filter { values.values[$0] != nil }
+            + values.values.keys.filter { entity.attribute($0) == nil }.sorted()
+        for name in names {
+            writer.writeByte(UInt8(ascii: ","))
+            writer.writeKey(name)
+            writer.write(erased.map { $0.contains(name) } ?? true ? .null : values.values[name]!)
+        }
+        writer.writeByte(UInt8(ascii: "}"))
+        return writer.bytes
+    }
+}

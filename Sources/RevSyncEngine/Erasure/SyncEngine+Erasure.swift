@@ -1,0 +1,88 @@
+import RevSyncProtocol
+
+extension SyncEngine {
+    /// Erases a record or some of its attributes (``RecordErasure``) through this server's
+    /// writer, alone in its transaction (no other change set shares its commit), then deletes
+    /// the attachments only erased values referred to and reclaims the space the erased values
+    /// took (``SyncStorage/reclaimErasedSpace(entities:)``).
+    ///
+    /// The snapshot `GET /snapshot` serves is the caller's (``SnapshotCache/replace(after:)``).
+    ///
+    /// - Parameters:
+    ///   - device: the admin token asking (kept with the receipt).
+    ///   - attachments: where attachments' bytes are kept, to delete those nothing refers to any more.
+    /// - Throws: ``RecordErasure/Refusal`` (nothing changed), or the storage's error.
+    public func erase(
+        _ request: RecordErasure.Request, by device: Device, attachments: AttachmentStore? = nil
+    ) async throws -> RecordErasure.Result {
+        let erasure = RecordErasure(schema: schema)
+        _ = try erasure.validate(request)
+        var result = try await storage.withWriter { writer in try erasure.erase(request, by: device, writer: writer) }
+        if !result.attachments.isEmpty {
+            let schema = self.schema
+            let referenced = try await storage.withWriter { try $0.referencedAttachments(schema) }
+            for sha256 in result.attachments.sorted() where !referenced.contains(sha256) {
+                let revision = result.revision
+                let deleted = try await storage.withWriter { writer in
+                    try writer.transaction { try writer.deleteAttachment(sha256, ifUnreferencedSince: revision, completedBefore: .max) }
+                }
+                guard deleted else { continue }
+                attachments?.removeFile(sha256)
+                result.attachmentsDeleted += 1
+            }
+        }
+        result.spaceReclaimed = try await storage.reclaimErasedSpace(entities: result.entities.sorted())
+        return result
+    }
+
+    /// Every erasure with its receipt: which devices may still hold what it erased.
+    public func erasureReceipts() async throws -> [ErasureReceipt] {
+        try await storage.withReader { reader in
+            let devices = try reader.allDevices()
+            let activity = try reader.deviceActivity()
+            return try reader.erasures().map { ErasureReceipt(erasure: $0, devices: devices, activity: activity) }
+        }
+    }
+}
+
+/// What an erasure reached, device by device: the receipt of `GET /admin/api/erasures`.
+///
+/// A device counts when its token is not revoked and it ever synced (a token whose device never
+/// started holds nothing). It is erased when the revision the server delivered to it is at or
+/// past the erasure's (it received the erasure, and removed the values), or below the first
+/// revision that held the values (it never received them). The erasure is complete when every
+/// device counted is erased.
+public struct ErasureReceipt: Sendable {
+    public var erasure: ErasureRow
+    /// The name of the admin token that asked for it.
+    public var who: String
+    /// The devices counted.
+    public var devices: Int
+    /// Those among them past the erasure, or never given the values.
+    public var devicesErased: Int
+    /// The names of the devices that may still hold the values, in order of creation.
+    public var devicesHolding: [String]
+    /// The IDs of those devices.
+    public var holdingDeviceIDs: [Int64]
+
+    public var complete: Bool { devicesErased == devices }
+
+    init(erasure: ErasureRow, devices records: [DeviceRecord], activity: [Int64: DeviceActivityRecord]) {
+        self.erasure = erasure
+        who =
+            erasure.device == Device.server.id
+            ? Device.server.name : records.first { $0.device.id == erasure.device }?.device.name ?? "device \(erasure.device)"
+        var counted = 0
+        var holding: [DeviceRecord] = []
+        for record in records where record.revokedAt == nil {
+            let delivered = record.device.deliveredRevision
+            guard delivered > 0 || (activity[record.device.id]?.syncs ?? 0) > 0 else { continue }
+            counted += 1
+            if delivered < erasure.revision && delivered >= erasure.writtenRevision { holding.append(record) }
+        }
+        devices = counted
+        devicesErased = counted - holding.count
+        devicesHolding = holding.map(\.device.name)
+        holdingDeviceIDs = holding.map(\.device.id)
+    }
+}

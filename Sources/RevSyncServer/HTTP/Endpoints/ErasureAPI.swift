@@ -1,0 +1,171 @@
+import Foundation
+import Hummingbird
+import Logging
+import RevSyncEngine
+import RevSyncProtocol
+
+/// Erasure, for admin tokens:
+///
+/// - `POST /admin/api/erase` with `{"entity": E, "id": N, "attributes": [...], "reason": "..."}`
+///   (`attributes` optional): erases the record (or those attributes) everywhere the server keeps
+///   it (``RecordErasure``), makes the snapshot to serve without it, and answers what it did;
+/// - `GET /admin/api/erasures`: every erasure with its receipt (``ErasureReceipt``).
+extension SyncHTTPServer {
+    func adminErase(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+        let device = try await requireAdmin(request, context: context)
+        let body = try await request.jsonBody(limit: 64 * 1024, reservation: bodyBudget.reservation())
+        let erasure = try Self.erasureRequest(body)
+        let (result, snapshot) = try await erase(erasure, by: device)
+        var writer = JSONWriter()
+        writer.writeRaw("{\"id\":")
+        writer.writeInteger(result.id)
+        writer.writeRaw(",\"revision\":")
+        writer.writeInteger(result.revision)
+        writer.writeRaw(",\"changeSet\":")
+        writer.writeString(result.changeSetID)
+        writer.writeRaw(",\"entity\":")
+        writer.writeString(erasure.entity)
+        writer.writeRaw(",\"recordId\":")
+        writer.writeInteger(erasure.id.rawValue)
+        writer.writeRaw(",\"attributes\":")
+        Self.write(erasure.attributes, into: &writer)
+        writer.writeRaw(",\"erased\":[")
+        for (index, record) in result.erased.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeRaw("{\"entity\":")
+            writer.writeString(record.entity)
+            writer.writeRaw(",\"id\":")
+            writer.writeInteger(record.id.rawValue)
+            writer.writeRaw(",\"attributes\":")
+            Self.write(record.attributes, into: &writer)
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeRaw("],\"nullified\":")
+        writer.writeInteger(result.nullified)
+        writer.writeRaw(",\"logEntriesRewritten\":")
+        writer.writeInteger(result.logEntriesRewritten)
+        writer.writeRaw(",\"historyRowsRewritten\":")
+        writer.writeInteger(result.historyRowsRewritten)
+        writer.writeRaw(",\"refusalsRewritten\":")
+        writer.writeInteger(result.refusalsRewritten)
+        writer.writeRaw(",\"attachmentsDeleted\":")
+        writer.writeInteger(result.attachmentsDeleted)
+        writer.writeRaw(",\"spaceReclaimed\":")
+        writer.writeBool(result.spaceReclaimed)
+        writer.writeRaw(",\"snapshotRevision\":")
+        if let snapshot { writer.writeInteger(snapshot) } else { writer.writeNull() }
+        writer.writeByte(UInt8(ascii: "}"))
+        return compression.jsonResponse(writer.bytes, for: request)
+    }
+
+    /// Erases, then replaces the served snapshot before answering (the console shares it).
+    func erase(_ erasure: RecordErasure.Request, by device: Device) async throws -> (RecordErasure.Result, Revision?) {
+        let result: RecordErasure.Result
+        do {
+            result = try await engine.erase(erasure, by: device, attachments: attachments)
+        } catch let refusal as RecordErasure.Refusal {
+            throw APIError(refusal)
+        }
+        logger.notice(
+            "erased",
+            metadata: [
+                "erasure": "\(result.id)", "revision": "\(result.revision)", "entity": "\(erasure.entity)", "id": "\(erasure.id)",
+                "records": "\(result.erased.count)", "by": "\(device.name)",
+            ])
+        if !result.spaceReclaimed {
+            logger.warning("erasure \(result.id): readers held the WAL; its checkpoint did not complete (the next one will)")
+        }
+        var snapshot: Revision?
+        do {
+            snapshot = try await snapshots.replace(after: result.revision).revision
+        } catch {
+            // The erasure stands; `GET /snapshot` makes the new snapshot before serving any.
+            logger.error("erasure \(result.id): the snapshot after it failed: \(error)")
+        }
+        return (result, snapshot)
+    }
+
+    func adminErasures(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
+        try await requireAdminOrSession(request, context: context)
+        let receipts = try await engine.erasureReceipts()
+        var writer = JSONWriter(capacity: 1024)
+        writer.writeRaw("{\"erasures\":[")
+        for (index, receipt) in receipts.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            let erasure = receipt.erasure
+            writer.writeRaw("{\"id\":")
+            writer.writeInteger(erasure.id)
+            writer.writeRaw(",\"revision\":")
+            writer.writeInteger(erasure.revision)
+            writer.writeRaw(",\"entity\":")
+            writer.writeString(erasure.entity)
+            writer.writeRaw(",\"recordId\":")
+            writer.writeInteger(erasure.recordID.rawValue)
+            writer.writeRaw(",\"attributes\":")
+            Self.write(erasure.attributes, into: &writer)
+            writer.writeRaw(",\"reason\":")
+            writer.writeString(erasure.reason)
+            writer.writeRaw(",\"who\":")
+            writer.writeString(receipt.who)
+            writer.writeRaw(",\"when\":")
+            writer.writeString(Date(timeIntervalSince1970: TimeInterval(erasure.erasedAt)).formatted(.iso8601))
+            writer.writeRaw(",\"records\":")
+            writer.writeInteger(erasure.recordCount)
+            writer.writeRaw(",\"devices\":")
+            writer.writeInteger(receipt.devices)
+            writer.writeRaw(",\"devicesErased\":")
+            writer.writeInteger(receipt.devicesErased)
+            writer.writeRaw(",\"devicesHolding\":[")
+            for (index, name) in receipt.devicesHolding.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeString(name)
+            }
+            writer.writeRaw("],\"complete\":")
+            writer.writeBool(receipt.complete)
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeRaw("]}")
+        return compression.jsonResponse(writer.bytes, for: request)
+    }
+
+    /// `{"entity": E, "id": N, "attributes": ["a", ...], "reason": "..."}`, typed strictly: `id`
+    /// an integer written as one, `attributes` absent, null or a list of names, nothing else.
+    static func erasureRequest(_ body: [UInt8]) throws -> RecordErasure.Request {
+        let refusal = APIError(
+            status: .badRequest, code: "invalid_json",
+            message: #"the body must be {"entity": E, "id": N, "attributes": ["name", ...] (optional), "reason": "..."}, N an integer"#)
+        guard let members = (try? JSONValue.parse(json: body))?.members else { throw refusal }
+        var entity: String?
+        var id: Int64?
+        var attributes: [String]?
+        var reason: String?
+        var seen = Set<String>()
+        for (key, value) in members {
+            guard seen.insert(key).inserted else { throw refusal }
+            switch (key, value) {
+            case ("entity", .string(let name)): entity = name
+            case ("id", let value) where value.integer != nil: id = value.integer
+            case ("reason", .string(let text)): reason = text
+            case ("attributes", .null): attributes = nil
+            case ("attributes", .array(let items)):
+                attributes = try items.map { item in
+                    guard case .string(let name) = item else { throw refusal }
+                    return name
+                }
+            default: throw refusal
+            }
+        }
+        guard let entity, let id, let reason else { throw refusal }
+        return RecordErasure.Request(entity: entity, id: RecordID(id), attributes: attributes, reason: reason)
+    }
+
+    private static func write(_ names: [String]?, into writer: inout JSONWriter) {
+        guard let names else { return writer.writeNull() }
+        writer.writeByte(UInt8(ascii: "["))
+        for (index, name) in names.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeString(name)
+        }
+        writer.writeByte(UInt8(ascii: "]"))
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import RevSyncClient
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+/// Erasing a person: a planted value leaves every byte of the server (database, WAL, snapshot
+/// files) and of every device's store once each has synced, and the receipt counts them.
+@Suite struct ErasureTests {
+    @Test(arguments: StoreKind.all)
+    func aPlantedValueLeavesEveryFileOfTheServerAndOfEveryDevice(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: store) { server in
+                let secret = "PLANTED-" + UUID().uuidString.prefix(8)
+                let admin = try await server.device("dpo", role: .admin)
+                let (ann, ben, cat) = (
+                    try await server.clientDevice("ann", in: directory), try await server.clientDevice("ben", in: directory),
+                    try await server.clientDevice("cat", in: directory)
+                )
+                // A player and a screening of them, edited several times; a team that stays.
+                let team = try await ann.table("teams").insert(["name": "KEEP-U12"])
+                let screen = try await ann.table("screens").insert(["name": "Hop test"])
+                let player = try await ann.table("players").insert(["first_name": .text("\(secret)-1"), "last_name": "Lopez"])
+                let screening = try await ann.table("screen_instances").insert([
+                    "screen_id": .integer(screen.rawValue), "player_id": .integer(player.rawValue), "comment": .text("\(secret)-knee"),
+                ])
+                try await ann.sync()
+                let playerID = try #require(try await ann.store.permanentID(of: player))
+                let teamID = try #require(try await ann.store.permanentID(of: team))
+                for round in 2...4 {
+                    try await ann.table("players").update(playerID, ["first_name": .text("\(secret)-\(round)")])
+                    try await ann.table("teams").update(teamID, ["name": .text("KEEP-T\(round)")])
+                    try await ann.sync()
+                }
+                try await ben.sync()
+                try await cat.sync()
+                // Ben's stale edit is refused: the server keeps what he wrote, his journal too.
+                try await ann.table("players").update(playerID, ["last_name": .text("Lopez-\(secret)")])
+                try await ann.sync()
+                try await ben.table("players").update(playerID, ["first_name": .text("\(secret)-ben")])
+                #expect(try await ben.sync().conflicts.count == 1)
+                // Cat goes offline with a queued edit of it.
+                try await cat.table("players").update(playerID, ["first_name": .text("\(secret)-cat")])
+                let snapshotDirectory = try #require(server.http?.snapshots.directory)
+                _ = try await server.http?.snapshots.snapshot()
+                #expect(try Self.hits(secret, inFilesUnder: snapshotDirectory) > 0, "the test plants what it looks for")
+                #expect(try await Self.serverHits(secret, server) > 0)
+
+                let (status, erased) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase",
+                    #"{"entity": "players", "id": \#(playerID.rawValue), "reason": "GDPR art. 17, request 2026-41"}"#)
+                #expect(status == 200, "\(erased)")
+                let revision = try #require((erased["revision"] as? NSNumber)?.int64Value)
+                let records = try #require(erased["erased"] as? [[String: Any]])
+                #expect(Set(records.map { $0["entity"] as? String }) == ["players", "screen_instances"])
+                #expect(erased["spaceReclaimed"] as? Bool == true)
+                #expect((erased["snapshotRevision"] as? NSNumber)?.int64Value ?? 0 >= revision)
+
+                #expect(try await Self.receipt(server, admin.token) == [0, 3])
+                try await ann.sync()
+                try await ben.sync()
+                let (_, list) = try await Self.admin(server, admin.token, "GET", "/admin/api/erasures")
+                let receipt = try #require((list["erasures"] as? [[String: Any]])?.first)
+                #expect(receipt["devicesHolding"] as? [String] == ["cat"])
+                #expect(receipt["who"] as? String == "dpo" && receipt["reason"] as? String == "GDPR art. 17, request 2026-41")
+                #expect(try await Self.receipt(server, admin.token) == [2, 3])
+
+                // Cat comes back: its queued edit is refused, and goes without the value.
+                let report = try await cat.sync()
+                #expect(report.erasures.count == 1)
+                #expect(try await Self.receipt(server, admin.token) == [3, 3])
+                #expect(try await cat.store.pendingChangeSets().isEmpty)
+                #expect(try await cat.table("players").find(playerID) == nil)
+
+                // A device started now from the server's snapshot.
+                let dan = try await server.clientDevice("dan", in: directory)
+                #expect(try await dan.sync().startedFromSnapshot != nil)
+
+                // Not one byte, anywhere.
+                #expect(try await Self.serverHits(secret, server) == 0)
+                #expect(try Self.hits(secret, inFilesUnder: snapshotDirectory) == 0)
+                for (name, device) in [("ann", ann), ("ben", ben), ("cat", cat), ("dan", dan)] {
+                    let file = directory.file("\(name).sqlite")
+                    #expect(try Self.hits(secret, inFiles: [file, file + "-wal", file + "-shm"]) == 0, "\(name)'s store")
+                    _ = device
+                }
+                // What others did stays, history included.
+                #expect(try await server.record("teams", teamID)?["name"] == "KEEP-T4")
+                let (_, history) = try await Self.admin(server, admin.token, "GET", "/admin/api/history?entity=teams&id=\(teamID.rawValue)")
+                let names = (history["changes"] as? [[String: Any]])?.compactMap { ($0["before"] as? [String: Any])?["name"] as? String }
+                #expect(names == ["KEEP-U12", "KEEP-T2", "KEEP-T3"])
+                // The player's history says what was erased, by which erasure.
+                let (_, erasedHistory) = try await Self.admin(
+                    server, admin.token, "GET", "/admin/api/history?entity=players&id=\(playerID.rawValue)")
+                let changes = try #require(erasedHistory["changes"] as? [[String: Any]])
+                #expect(changes.count == 6 && changes.last?["operation"] as? String == "delete")
+                let marker = (changes[1]["before"] as? [String: Any])?["first_name"] as? [String: Any]
+                #expect((marker?["erased"] as? NSNumber)?.int64Value == (erased["id"] as? NSNumber)?.int64Value)
+                #expect(!String(decoding: try JSONSerialization.data(withJSONObject: erasedHistory), as: UTF8.self).contains(secret))
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    static func admin(
+        _ server: LiveServer, _ token: String, _ method: String, _ path: String, _ body: String? = nil
+    ) async throws -> (status: Int, json: [String: Any]) {
+        let response = try await server.send(
+            method, path, headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+            body: Array((body ?? "").utf8))
+        return (response.status, (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:])
+    }
+
+    /// `[devicesErased, devices]` of the first erasure.
+    static func receipt(_ server: LiveServer, _ token: String) async throws -> [Int64] {
+        let (_, list) = try await admin(server, token, "GET", "/admin/api/erasures")
+        let receipt = try #require((list["erasures"] as? [[String: Any]])?.first)
+        return [(receipt["devicesErased"] as? NSNumber)?.int64Value ?? -1, (receipt["devices"] as? NSNumber)?.int64Value ?? -1]
+    }
+
+    /// Where `text` is on the server: every byte of its SQLite files, or every row of every
+    /// table of its PostgreSQL database (PostgreSQL's own WAL keeps what it keeps: see
+    /// `docs/deployment.md`).
+    static func serverHits(_ text: String, _ server: LiveServer) async throws -> Int {
+        if !server.database.contains("://") {
+            return try hits(text, inFiles: [server.database, server.database + "-wal", server.database + "-shm"])
+        }
+        let sql = """
+            SELECT coalesce(sum((xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM %I.%I t WHERE t::text LIKE %L',
+                table_schema, table_name, '%\(text)%'), false, true, '')))[1]::text::int), 0)
+            FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'
+            """
+        let result = try await ExecutableProcess.run("/usr/bin/psql", [server.database, "-Atc", sql])
+        #expect(result.status == 0, "\(result.stderr)")
+        return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// How many times `text` is in the files (gzip files are read inflated).
+    static func hits(_ text: String, inFiles paths: [String]) throws -> Int {
+        var count = 0
+        for path in paths where FileManager.default.fileExists(atPath: path) {
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            if Gzip.isGzip(bytes) { bytes = try Gzip.decompress(bytes, limit: 1 << 28) }
+            count += occurrences(of: Array(text.utf8), in: bytes)
+        }
+        return count
+    }
+
+    static func hits(_ text: String, inFilesUnder directory: String) throws -> Int {
+        let names = (try? FileManager.default.subpathsOfDirectory(atPath: directory)) ?? []
+        return try hits(text, inFiles: names.map { directory + "/" + $0 }.filter { !$0.hasSuffix("/") })
+    }
+
+    static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {
+        guard let first = needle.first, haystack.count >= needle.count else { return 0 }
+        var count = 0
+        var index = 0
+        while index <= haystack.count - needle.count {
+            if haystack[index] == first && haystack[index..<(index + needle.count)].elementsEqual(needle) { count += 1 }
+            index += 1
+        }
+        return count
+    }
+}
