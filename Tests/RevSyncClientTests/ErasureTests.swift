@@ -104,6 +104,53 @@ import Testing
         }
     }
 
+    /// A device behind receives the erasure in a sync that sends only its first queued change
+    /// set: the next ones lose the erased values, and one left writing nothing is dropped and
+    /// journaled as such.
+    @Test func queuedChangeSetsLoseErasedValuesAndOneLeftEmptyIsDroppedAndJournaled() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let admin = try await server.device("dpo", role: .admin)
+                let ann = try await server.clientDevice("ann", in: directory)
+                let eve = try await server.clientDevice("eve", in: directory)
+                let team = try await ann.table("teams").insert(["name": "U12"])
+                let player = try await ann.table("players").insert([
+                    "first_name": "Ana", "last_name": "Lopez", "date_of_birth": "2013-05-06", "position": "Forward",
+                ])
+                try await ann.sync()
+                let (teamID, playerID) = (
+                    try #require(try await ann.store.permanentID(of: team)), try #require(try await ann.store.permanentID(of: player))
+                )
+                try await eve.sync()
+                try await eve.table("teams").update(teamID, ["name": "U13"])
+                try await eve.table("players").update(playerID, ["date_of_birth": "2013-05-07"])
+                try await eve.table("players").update(playerID, ["date_of_birth": "2013-05-08", "position": "Keeper"])
+                let queued = try await eve.store.pendingChangeSets()
+                #expect(queued.count == 3)
+
+                let (status, _) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase",
+                    #"{"entity": "players", "id": \#(playerID.rawValue), "attributes": ["date_of_birth"], "reason": "request 9"}"#)
+                #expect(status == 200)
+                var oneAtATime = Synchronizer.Configuration()
+                oneAtATime.maxRecordsPerRequest = 1
+                let report = try await Synchronizer(store: eve.store, configuration: oneAtATime).sync()
+                #expect(report.committed == [queued[0].id!] && report.erasures == [1])
+                #expect(report.erasedChangeSets == [queued[1].id!])
+
+                let left = try await eve.store.pendingChangeSets()
+                #expect(left.map(\.id) == [queued[2].id])
+                #expect(left.first?.changes(for: "players")?.attributes[playerID]?.values == ["position": "Keeper"])
+                let journaled = try #require(try await eve.store.conflicts().first { $0.changeSetID == queued[1].id })
+                #expect(journaled.reason == .erased && journaled.entries.first?.message?.contains("erasure 1") == true)
+                #expect(try await eve.table("players").find(playerID)?["date_of_birth"] == .null)
+                #expect(try await eve.table("players").find(playerID)?["position"] == "Keeper", "the queued edit still shows")
+                let file = directory.file("eve.sqlite")
+                #expect(try Self.hits("2013-05-0", inFiles: [file, file + "-wal"]) == 0)
+            }
+        }
+    }
+
     // MARK: Helpers
 
     static func admin(

@@ -1,0 +1,235 @@
+import Foundation
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+/// `POST /admin/api/erase` and `GET /admin/api/erasures` through the running server: attributes
+/// and records erased from the tables, history, log and stored refusals; bad requests refused
+/// with nothing changed; attachments and snapshots only erased values used, deleted.
+@Suite struct ErasureAPITests {
+    static func admin(
+        _ server: LiveServer, _ token: String, _ method: String, _ path: String, _ body: String? = nil
+    ) async throws -> (status: Int, json: [String: Any]) {
+        try await HistoryAndRevertTests.admin(server, token, method, path, body)
+    }
+
+    /// Every change log entry's body, every history row's values and every stored refusal, as text.
+    static func everythingKept(_ server: LiveServer) async throws -> String {
+        try await server.storage.withReader { reader in
+            let revision = try reader.currentRevision()
+            var text = try reader.logEntries(after: 0, through: revision).map { String(decoding: $0.body, as: UTF8.self) }
+            for entity in ["players", "teams"] {
+                for id in Int64(1)...20 {
+                    text += try reader.history(entity: entity, id: RecordID(id), before: nil, limit: 100).compactMap {
+                        $0.entry.before.map { String(decoding: $0, as: UTF8.self) }
+                    }
+                }
+            }
+            for detail in try reader.refusalDetails() {
+                text += [detail.mine, detail.base, detail.theirs].compactMap { $0.map { String(decoding: $0, as: UTF8.self) } }
+            }
+            return text.joined(separator: "\n")
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func erasedAttributesAreNullEverywhereAndTheRestStays(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("dpo", role: .admin)
+            let alice = try await server.device("alice")
+            let bob = try await server.device("bob")
+            let (player, created) = try await alice.create(
+                "players", ["first_name": "Ana", "last_name": "Lopez", "date_of_birth": "2014-03-02", "position": "Forward"])
+            try await alice.sync([ChangeSet.new().updating("players", player, base: created, ["date_of_birth": "2014-03-03"])])
+            try await bob.sync()
+            // Bob's stale edit of the date is refused, and kept as a refusal.
+            let stale = ChangeSet.new().updating("players", player, base: created, ["date_of_birth": "2014-03-09"])
+            #expect(try await bob.sync([stale]).changeSets.contains { $0.conflict == true })
+            #expect(try await Self.everythingKept(server).contains("2014-03-09"))
+
+            let (status, erased) = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/erase",
+                #"{"entity": "players", "id": \#(player.rawValue), "attributes": ["date_of_birth"], "reason": "request 7"}"#)
+            #expect(status == 200, "\(erased)")
+            let erasure = try #require((erased["id"] as? NSNumber)?.int64Value)
+            let revision = try #require((erased["revision"] as? NSNumber)?.int64Value)
+            #expect(erased["attributes"] as? [String] == ["date_of_birth"] && erased["entity"] as? String == "players")
+            #expect((erased["recordId"] as? NSNumber)?.int64Value == player.rawValue)
+            #expect((erased["logEntriesRewritten"] as? NSNumber)?.intValue == 2)
+            #expect((erased["refusalsRewritten"] as? NSNumber)?.intValue == 1)
+
+            let record = try #require(try await server.record("players", player))
+            #expect(record["date_of_birth"] == .null && record["first_name"] == "Ana" && record["position"] == "Forward")
+            let kept = try await Self.everythingKept(server)
+            for value in ["2014-03-02", "2014-03-03", "2014-03-09"] { #expect(!kept.contains(value), "\(value)") }
+            #expect(kept.contains("Lopez") && kept.contains("Forward"))
+
+            // History: every value of the date is marked erased, by this erasure; the rest shows.
+            let (_, history) = try await Self.admin(server, admin.token, "GET", "/admin/api/history?entity=players&id=\(player.rawValue)")
+            let changes = try #require(history["changes"] as? [[String: Any]])
+            #expect(changes.map { $0["operation"] as? String } == ["create", "update", "update"])
+            func date(_ change: [String: Any], _ side: String) -> Any? { (change[side] as? [String: Any])?["date_of_birth"] }
+            #expect(((date(changes[0], "after") as? [String: Any])?["erased"] as? NSNumber)?.int64Value == erasure)
+            #expect(((date(changes[1], "before") as? [String: Any])?["erased"] as? NSNumber)?.int64Value == erasure)
+            #expect(((date(changes[2], "before") as? [String: Any])?["erased"] as? NSNumber)?.int64Value == erasure)
+            #expect(date(changes[2], "after") is NSNull)
+            #expect((changes[1]["before"] as? [String: Any])?["first_name"] as? String == "Ana")
+            #expect(changes[2]["device"] as? String == "server")
+            // An erasure is never undone.
+            let (revertStatus, revert) = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/revert", #"{"revision": \#(revision)}"#)
+            #expect(revertStatus == 409 && (revert["error"] as? [String: Any])?["code"] as? String == "cannot_revert")
+
+            // A device behind gets the erasure: the attribute null, and what it erased named.
+            let behind = try await alice.sync(from: created)
+            let erasureChangeSet = try #require(behind.changeSets.first { $0.erased != nil })
+            #expect(
+                erasureChangeSet.erased
+                    == ErasureNotice(
+                        erasure: erasure, records: [ErasedRecord(entity: "players", id: player, attributes: ["date_of_birth"])]))
+            #expect(erasureChangeSet.changes(for: "players")?.attributes[player]?.values["date_of_birth"] == .null)
+            #expect(
+                !behind.changeSets.contains { $0.changes(for: "players")?.attributes[player]?.values["date_of_birth"] ?? .null != .null })
+
+            // Bob's next stale edit of the date is refused, and what he wrote is not kept.
+            let again = ChangeSet.new().updating("players", player, base: created, ["date_of_birth": "2014-04-04"])
+            #expect(try await bob.sync([again]).changeSets.contains { $0.conflict == true })
+            #expect(!(try await Self.everythingKept(server)).contains("2014-04-04"))
+
+            if store == .postgres {
+                let vacuumed = try await ExecutableProcess.run(
+                    "/usr/bin/psql",
+                    [
+                        server.database, "-Atc",
+                        "SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('_rs_history', '_rs_log', '_rs_outcomes', 'players') AND last_vacuum IS NOT NULL",
+                    ])
+                #expect(vacuumed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "4", "\(vacuumed.stderr)")
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aBadRequestIsRefusedAndChangesNothing(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("dpo", role: .admin)
+            let alice = try await server.device("alice")
+            let (player, _) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez"])
+            let (screen, _) = try await alice.create("screens", ["name": "Hop test"])
+            _ = try await alice.create(
+                "screen_instances", ["screen_id": .integer(screen.rawValue), "player_id": .integer(player.rawValue)])
+            let before = try await server.revision()
+            let id = player.rawValue
+            for (body, status, code) in [
+                (#"{"entity": "players", "id": \#(id)}"#, 400, "invalid_json"),
+                (#"{"entity": "players", "id": "\#(id)", "reason": "r"}"#, 400, "invalid_json"),
+                (#"{"entity": "players", "id": \#(id), "reason": "r", "extra": 1}"#, 400, "invalid_json"),
+                (#"{"entity": "players", "id": \#(id), "attributes": "first_name", "reason": "r"}"#, 400, "invalid_json"),
+                (#"{"entity": "nope", "id": \#(id), "reason": "r"}"#, 400, "invalid_erasure"),
+                (#"{"entity": "players", "id": \#(id), "attributes": ["shoe_size"], "reason": "r"}"#, 400, "invalid_erasure"),
+                (#"{"entity": "players", "id": \#(id), "attributes": [], "reason": "r"}"#, 400, "invalid_erasure"),
+                (#"{"entity": "players", "id": \#(id), "reason": "  "}"#, 400, "invalid_erasure"),
+                (#"{"entity": "players", "id": 999, "reason": "r"}"#, 404, "not_found"),
+                // A screen that was used cannot be deleted (deny): erase the screenings first.
+                (#"{"entity": "screens", "id": \#(screen.rawValue), "reason": "r"}"#, 409, "delete_denied"),
+            ] {
+                let (got, json) = try await Self.admin(server, admin.token, "POST", "/admin/api/erase", body)
+                #expect(got == status && (json["error"] as? [String: Any])?["code"] as? String == code, "\(body): \(json)")
+            }
+            let (forbidden, _) = try await Self.admin(
+                server, alice.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(id), "reason": "r"}"#)
+            #expect(forbidden == 403)
+            let anonymous = try await server.send(
+                "POST", "/admin/api/erase", body: Array(#"{"entity": "players", "id": 1, "reason": "r"}"#.utf8))
+            #expect(anonymous.status == 401)
+            #expect(try await server.revision() == before)
+            #expect(try await server.record("players", player)?["first_name"] == "Ana")
+            let (_, list) = try await Self.admin(server, admin.token, "GET", "/admin/api/erasures")
+            #expect((list["erasures"] as? [Any])?.isEmpty == true)
+            let (listForbidden, _) = try await Self.admin(server, alice.token, "GET", "/admin/api/erasures")
+            #expect(listForbidden == 403)
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func attachmentsOnlyErasedValuesUsedAndOlderSnapshotsAreDeleted(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let admin = try await server.device("dpo", role: .admin)
+            let alice = try await server.device("alice")
+            let (knee, shared) = (AttachmentTests.bytes(5000, seed: 3), AttachmentTests.bytes(4000, seed: 9))
+            for bytes in [knee, shared] {
+                let put = try await server.send(
+                    "PUT", "/attachments/\(AttachmentTests.digest(bytes))", headers: [AttachmentTests.auth(alice)], body: bytes)
+                #expect(put.status == 201)
+            }
+            let kneeValue = Value.attachment(try Attachment(sha256: AttachmentTests.digest(knee), size: 5000, type: "image/png"))
+            let sharedValue = Value.attachment(try Attachment(sha256: AttachmentTests.digest(shared), size: 4000, type: "image/png"))
+            let (erased, _) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez", "photo": kneeValue])
+            let (other, _) = try await alice.create("players", ["first_name": "Ben", "last_name": "Ruiz", "photo": sharedValue])
+            let (_, _) = try await alice.create("players", ["first_name": "Cy", "last_name": "Ode", "photo": sharedValue])
+            let snapshots = try #require(server.http?.snapshots)
+            let old = try await snapshots.snapshot()
+
+            for id in [erased, other] {
+                let (status, json) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(id.rawValue), "reason": "r"}"#)
+                #expect(status == 200, "\(json)")
+                #expect((json["attachmentsDeleted"] as? NSNumber)?.intValue == (id == erased ? 1 : 0), "only Cy still uses Ben's")
+                let revision = try #require((json["revision"] as? NSNumber)?.int64Value)
+                #expect((json["snapshotRevision"] as? NSNumber)?.int64Value == revision)
+            }
+            let gone = try await server.send("HEAD", "/attachments/\(AttachmentTests.digest(knee))", headers: [AttachmentTests.auth(alice)])
+            #expect(gone.status == 404)
+            let kept = try await server.send(
+                "HEAD", "/attachments/\(AttachmentTests.digest(shared))", headers: [AttachmentTests.auth(alice)])
+            #expect(kept.status == 200)
+            if let directory = server.storage.attachmentDirectory {
+                #expect(!FileManager.default.fileExists(atPath: directory + "/objects/" + AttachmentTests.digest(knee)))
+            }
+            // Only the snapshot made after the last erasure is left, and it is what is served.
+            let files = try FileManager.default.contentsOfDirectory(atPath: snapshots.directory).filter { $0.hasSuffix(".revsync.gz") }
+            #expect(files.count == 1 && !files.contains(old.file))
+            let served = try await snapshots.snapshot()
+            let current = try await server.revision()
+            #expect(files == [served.file] && served.revision == current)
+        }
+    }
+
+    @Test func revsyncServerEraseAndErasuresWorkOverTheAdminAPI() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let admin = try await server.device("dpo", role: .admin)
+                let alice = try await server.device("alice")
+                let (player, _) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez", "position": "Forward"])
+                let tokenFile = directory.file("admin-token")
+                try (admin.token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+                let url = "http://127.0.0.1:\(server.port)"
+                let erase = try await ExecutableProcess.run(
+                    "revsync-server",
+                    [
+                        "erase", "--server", url, "--token-file", tokenFile, "--entity", "players", "--id", String(player.rawValue),
+                        "--attributes", "position,last_name", "--reason", "request 12",
+                    ])
+                #expect(erase.status == 0, "\(erase.stderr)")
+                #expect(erase.stdout.contains("Erasure 1 at revision"), "\(erase.stdout)")
+                let record = try #require(try await server.record("players", player))
+                #expect(record["position"] == .null && record["last_name"] == .null && record["first_name"] == "Ana")
+
+                let list = try await ExecutableProcess.run("revsync-server", ["erasures", "--server", url, "--token-file", tokenFile])
+                #expect(list.status == 0, "\(list.stderr)")
+                #expect(list.stdout.contains("players \(player) (position, last_name)") && list.stdout.contains("\"request 12\""))
+                #expect(list.stdout.contains("0/1 devices erased; still holding: alice"), "\(list.stdout)")
+
+                let denied = try await ExecutableProcess.run(
+                    "revsync-server",
+                    ["erase", "--server", url, "--token", alice.token, "--entity", "players", "--id", "1", "--reason", "r"])
+                #expect(denied.status != 0 && denied.stderr.contains("403 forbidden"))
+                let missing = try await ExecutableProcess.run(
+                    "revsync-server", ["erase", "--server", url, "--token", admin.token, "--entity", "players", "--id", "1"])
+                #expect(missing.status != 0 && missing.stderr.contains("--reason"))
+            }
+        }
+    }
+}
