@@ -255,7 +255,7 @@ class ConsoleTests(unittest.TestCase):
     def behind(self, name):
         row = self.device_row(name)
         self.assertIsNotNone(row, f"{name} is not listed")
-        return int(row.find_element(By.CSS_SELECTOR, "td.behind").text)
+        return int(row.find_element(By.CSS_SELECTOR, "td.behind").text.split()[0])
 
     def row_text(self, name, expected):
         """The device's row once it shows `expected` (what devices do is written once a second)."""
@@ -584,6 +584,55 @@ class ConsoleTests(unittest.TestCase):
         # A lookup that cannot be answered says why.
         self.open("/admin/history?entity=teams&id=abc")
         self.assertIn("whole number", self.text("#error"))
+
+    def test_erasing_a_record_from_its_history_and_the_receipt(self):
+        ivy = Device(self.server, "ivy")
+        jon = Device(self.server, "jon")
+        ivy.run("create", "players", "first_name=Ivy", "last_name=Erase-Me", "position=Forward")
+        ivy.sync()
+        player = [line.split("\t")[0] for line in ivy.run("list", "players").stdout.splitlines() if "Erase-Me" in line][0]
+        ivy.run("update", "players", player, "last_name=Erase-Me-Too")
+        ivy.sync()
+        jon.sync()
+        self.sign_in_as_admin()
+        self.open(f"/admin/history?entity=players&id={player}")
+        self.driver.find_element(By.ID, "erase").click()
+        self.wait_for(lambda: "Erase players" in self.text("h1"))
+        self.assertIn("players: 1 record deleted", self.text("#reach"))
+        self.assert_fits("erase", docs=True)
+        # Without a reason the browser does not send it.
+        self.driver.find_element(By.ID, "confirm").click()
+        self.assertIn("Erase players", self.text("h1"))
+        self.driver.find_element(By.CSS_SELECTOR, "input[value='last_name']").click()
+        self.driver.find_element(By.ID, "reason").send_keys("GDPR request 2026-41")
+        self.submit("confirm")
+        self.assertIn("erased last_name of players", self.text("#message"))
+        # The history shows the values as erased, never as they were.
+        self.open(f"/admin/history?entity=players&id={player}")
+        history = self.text("#history")
+        self.assertIn("erased (erasure 1)", history)
+        self.assertNotIn("Erase-Me", history)
+        # The receipt: neither device has synced since.
+        self.open("/admin/erasures")
+        row = self.text("#erasure-1")
+        self.assertIn("players " + player + ": last_name", row)
+        # Devices of other tests synced before the player was written: they never held it.
+        erased, total = [int(n) for n in re.search(r"(\d+) of (\d+)", row).groups()]
+        self.assertEqual(total - erased, 2, row)
+        self.assertIn("ivy", row)
+        self.assertIn("GDPR request 2026-41", row)
+        self.assertIn("holds erased data (erasure 1)", self.row_text("jon", "holds erased data"))
+        self.assert_fits("devices-erasure")
+        self.open("/admin")
+        self.assertIn("jon 1 behind, holds erased data", self.text("#currency-behind"))
+        ivy.sync()
+        self.open("/admin/erasures")
+        self.wait_for(lambda: f"{erased + 1} of {total}" in self.text("#erasure-1"))
+        self.assert_fits("erasures", docs=True)
+        self.assertNotIn("holds erased data", self.device_row("ivy").text)
+        jon.sync()
+        self.open("/admin/erasures")
+        self.wait_for(lambda: f"{total} of {total} · complete" in self.text("#erasure-1"))
 
     def test_the_user_column_names_the_user(self):
         club = Server("--schema", "club")

@@ -58,6 +58,8 @@ public struct RecordErasure: Sendable {
         /// (``SyncStorage/reclaimErasedSpace(entities:)``); `false` when readers held the SQLite
         /// WAL past the wait (the next erasure, or the next automatic checkpoint, completes it).
         public var spaceReclaimed = false
+        /// The revision of the snapshot made after it (`nil`: none was made, or it failed).
+        public var snapshotRevision: Revision?
         /// The attachments erased values referred to (candidates for deletion).
         var attachments: Set<String>
         /// The entities whose tables it changed.
@@ -111,6 +113,35 @@ public struct RecordErasure: Sendable {
             }
         }
         return entity
+    }
+
+    /// What erasing the whole record would reach, as a reader sees the data now: for a
+    /// confirmation (the erasure itself plans again under the revision lock).
+    public struct Preview: Sendable {
+        /// Whether the record is in the tables (else only its history holds it).
+        public var exists: Bool
+        /// How many records of each entity the erasure would delete (the record and its cascade).
+        public var deletes: [(entity: String, count: Int)]
+        /// How many records would have a reference set to null.
+        public var nullified: Int
+        /// Why it cannot be erased whole (a `deny` child), if it cannot.
+        public var denial: String?
+    }
+
+    public func preview(entity: Entity, id: RecordID, reader: any StorageReader) throws -> Preview {
+        guard let record = try reader.records(entity, ids: [id]).first else {
+            return Preview(exists: false, deletes: [], nullified: 0, denial: nil)
+        }
+        let plan = try DeletePlan<StoredRecord>(schema: schema, deleting: [(entity, record)], reader: reader)
+        var order: [String] = []
+        var counts: [String: Int] = [:]
+        for deleted in plan.deleted {
+            if counts[deleted.entity.name] == nil { order.append(deleted.entity.name) }
+            counts[deleted.entity.name, default: 0] += 1
+        }
+        return Preview(
+            exists: true, deletes: order.map { ($0, counts[$0]!) }, nullified: plan.nullified.count,
+            denial: plan.denials.first.map { "\($0.child) references it (\($0.attribute), delete rule deny): erase or change it first" })
     }
 
     /// Erases inside the writer's transaction, under the revision lock, by device `by`.

@@ -6,14 +6,18 @@ extension SyncEngine {
     /// the attachments only erased values referred to and reclaims the space the erased values
     /// took (``SyncStorage/reclaimErasedSpace(entities:)``).
     ///
-    /// The snapshot `GET /snapshot` serves is the caller's (``SnapshotCache/replace(after:)``).
+    /// Last, before it returns, the snapshot `GET /snapshot` serves is replaced by one made
+    /// after the erasure, and older snapshot files are deleted (``SnapshotCache/replace(after:)``).
+    /// Should that fail, the erasure stands (``RecordErasure/Result/snapshotRevision`` is `nil`),
+    /// and ``SnapshotCache/snapshot()`` makes one before it serves any.
     ///
     /// - Parameters:
     ///   - device: the admin token asking (kept with the receipt).
     ///   - attachments: where attachments' bytes are kept, to delete those nothing refers to any more.
+    ///   - snapshots: the snapshots `GET /snapshot` serves.
     /// - Throws: ``RecordErasure/Refusal`` (nothing changed), or the storage's error.
     public func erase(
-        _ request: RecordErasure.Request, by device: Device, attachments: AttachmentStore? = nil
+        _ request: RecordErasure.Request, by device: Device, attachments: AttachmentStore? = nil, snapshots: SnapshotCache? = nil
     ) async throws -> RecordErasure.Result {
         let erasure = RecordErasure(schema: schema)
         _ = try erasure.validate(request)
@@ -32,15 +36,15 @@ extension SyncEngine {
             }
         }
         result.spaceReclaimed = try await storage.reclaimErasedSpace(entities: result.entities.sorted())
+        result.snapshotRevision = try? await snapshots?.replace(after: result.revision).revision
         return result
     }
 
     /// Every erasure with its receipt: which devices may still hold what it erased.
     public func erasureReceipts() async throws -> [ErasureReceipt] {
         try await storage.withReader { reader in
-            let devices = try reader.allDevices()
-            let activity = try reader.deviceActivity()
-            return try reader.erasures().map { ErasureReceipt(erasure: $0, devices: devices, activity: activity) }
+            try ErasureReceipt.all(
+                erasures: try reader.erasures(), devices: try reader.allDevices(), activity: try reader.deviceActivity())
         }
     }
 }
@@ -66,6 +70,13 @@ public struct ErasureReceipt: Sendable {
     public var holdingDeviceIDs: [Int64]
 
     public var complete: Bool { devicesErased == devices }
+
+    /// The receipts of `erasures`, judged by what the server knows of `devices`.
+    public static func all(
+        erasures: [ErasureRow], devices: [DeviceRecord], activity: [Int64: DeviceActivityRecord]
+    ) throws -> [ErasureReceipt] {
+        erasures.map { ErasureReceipt(erasure: $0, devices: devices, activity: activity) }
+    }
 
     init(erasure: ErasureRow, devices records: [DeviceRecord], activity: [Int64: DeviceActivityRecord]) {
         self.erasure = erasure

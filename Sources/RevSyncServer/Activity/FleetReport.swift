@@ -33,6 +33,8 @@ struct FleetReport: Sendable {
         var behindSeconds: Int64?
         var live: Bool
         var currency: Currency
+        /// The erasures whose values it may still hold (it has not synced since).
+        var holdsErasures: [Int64] = []
 
         var device: Device { record.device }
         var isRevoked: Bool { record.revokedAt != nil }
@@ -53,12 +55,18 @@ struct FleetReport: Sendable {
 
     static func load(from storage: any SyncStorage, schema: Schema, now date: Date = Date()) async throws -> FleetReport {
         let now = Int64(date.timeIntervalSince1970)
-        let (maxRevision, records, activity, userNames) = try await storage.withReader { reader in
+        let (maxRevision, records, activity, userNames, erasures) = try await storage.withReader { reader in
             let records = try reader.allDevices()
+            let activity = try reader.deviceActivity()
             return (
-                try reader.currentRevision(), records, try reader.deviceActivity(),
-                try UserNames.read(Set(records.compactMap(\.device.user)), schema: schema, reader: reader)
+                try reader.currentRevision(), records, activity,
+                try UserNames.read(Set(records.compactMap(\.device.user)), schema: schema, reader: reader),
+                try ErasureReceipt.all(erasures: try reader.erasures(), devices: records, activity: activity)
             )
+        }
+        var holding: [Int64: [Int64]] = [:]
+        for receipt in erasures {
+            for device in receipt.holdingDeviceIDs { holding[device, default: []].append(receipt.erasure.id) }
         }
         let lacking = records.map(\.device.deliveredRevision).filter { $0 < maxRevision }.map { $0 + 1 }
         let commitTimes = lacking.isEmpty ? [:] : try await storage.withReader { try $0.commitTimes(lacking) }
@@ -84,7 +92,8 @@ struct FleetReport: Sendable {
                 }
             return Row(
                 record: record, activity: seen, revision: revision, behind: behind, behindSeconds: behindSeconds,
-                live: (seen?.liveUntil ?? 0) > now && record.revokedAt == nil, currency: currency)
+                live: (seen?.liveUntil ?? 0) > now && record.revokedAt == nil, currency: currency,
+                holdsErasures: holding[record.device.id] ?? [])
         }
         return FleetReport(maxRevision: maxRevision, now: now, rows: rows, userNames: userNames)
     }
@@ -126,7 +135,9 @@ struct FleetReport: Sendable {
         if let pending = row.activity?.pending { writer.writeInteger(Int64(pending)) } else { writer.writeNull() }
         writer.writeRaw(",\"missingAttachments\":")
         if let missing = row.activity?.missingAttachments { writer.writeInteger(Int64(missing)) } else { writer.writeNull() }
-        writer.writeRaw(",\"live\":")
+        writer.writeRaw(",\"holdsErasures\":[")
+        writer.writeRaw(Array(row.holdsErasures.map(String.init).joined(separator: ",").utf8))
+        writer.writeRaw("],\"live\":")
         writer.writeRaw(row.live ? "true" : "false")
         writer.writeRaw(",\"clientVersion\":")
         if let version = row.activity?.clientVersion { writer.writeString(version) } else { writer.writeNull() }

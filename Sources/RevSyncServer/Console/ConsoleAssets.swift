@@ -67,6 +67,14 @@ enum ConsoleAssets {
         form.inline { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: end; background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem 1rem; }
         form.inline label { display: flex; flex-direction: column; font-size: 0.85rem; color: var(--muted); max-width: 100%; }
         form.actions { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; margin-top: 1.25rem; }
+        #erase-form { display: flex; flex-direction: column; gap: 1rem; max-width: 48rem; }
+        #erase-form fieldset { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem 1rem; margin: 0; }
+        #erase-form > label { display: flex; flex-direction: column; gap: 0.3rem; font-size: 0.85rem; color: var(--muted); }
+        #erase-form p.actions { display: flex; flex-wrap: wrap; gap: 1rem; margin: 0; }
+        .checks { display: flex; flex-wrap: wrap; gap: 0.5rem 1.25rem; margin-top: 0.75rem; }
+        label.check { display: inline-flex; align-items: center; gap: 0.4rem; }
+        label.check input { min-height: 0; margin: 0; }
+        a.flag.erasure { display: inline-block; font-size: 0.8rem; font-weight: 600; color: var(--bad); }
         input, select, button, .button { font: inherit; padding: 0.45rem 0.7rem; border-radius: 6px; border: 1px solid var(--line); min-height: 2.4rem; max-width: 100%; }
         button, .button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; text-decoration: none; display: inline-block; }
         .button.secondary { background: var(--paper); color: var(--ink); border-color: var(--line); }

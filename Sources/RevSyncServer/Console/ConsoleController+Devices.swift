@@ -55,7 +55,11 @@ extension ConsoleController {
             pending: row.activity?.pending.map(String.init) ?? "", live: row.live, clientVersion: row.activity?.clientVersion ?? "",
             lastRefusal: row.activity?.lastRefusal.map { refusal in
                 DevicesPage.Refusal(reason: refusal.reason.rawValue, time: ConsoleFormat.ago(refusal.time, now: report.now))
-            }, revoked: row.isRevoked, currency: row.currency.rawValue)
+            }, revoked: row.isRevoked, currency: row.currency.rawValue,
+            holdsErased: row.holdsErasures.isEmpty || row.isRevoked
+                ? nil
+                : "holds erased data (erasure\(row.holdsErasures.count == 1 ? "" : "s") \(row.holdsErasures.map(String.init).joined(separator: ", ")))"
+        )
     }
 
     /// `, lacks 3 files`: the attachments a device said it lacked after its last sync.

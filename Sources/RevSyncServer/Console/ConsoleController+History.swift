@@ -42,6 +42,7 @@ extension ConsoleController {
             : "\(entity) \(id): \(history.items.count) change\(history.items.count == 1 ? "" : "s")\(history.next != nil || before != nil ? " (of more)" : ""), oldest first"
         page.changes = history.items.map { change in historyRow(change, order: order, back: here + (before.map { "&before=\($0)" } ?? "")) }
         page.olderURL = history.next.map { "\(here)&before=\($0)" }
+        page.eraseURL = history.items.isEmpty ? nil : "/admin/erase?entity=\(Self.queryValue(entity))&id=\(id)"
         page.newestURL = before == nil ? nil : here
         return renderer.response(page)
     }
@@ -57,7 +58,8 @@ extension ConsoleController {
             case .unchecked: (revertURL, "large: checked when you confirm")
             case .impossible(let reason): (nil, "Cannot be reverted: \(reason)")
             }
-        let whole = ConsoleFormat.whole(change.after ?? change.before, order: order)
+        let whole = ConsoleFormat.whole(
+            change.after ?? change.before, order: order, erased: change.after == nil ? change.erasedBefore : change.erasedAfter)
         var thumbnails: [HistoryPage.Thumbnail] = []
         for name in order {
             guard let attachment = (change.after ?? change.before)?.values[name]?.attachmentValue,
@@ -70,7 +72,9 @@ extension ConsoleController {
         }
         var row = HistoryPage.Change(
             revision: change.revision, time: ConsoleFormat.time(Int64(change.time.timeIntervalSince1970)), who: who, operation: operation,
-            diff: ConsoleFormat.diff(before: change.before, after: change.after, order: order), whole: whole,
+            diff: ConsoleFormat.diff(
+                before: change.before, after: change.after, order: order, erasedBefore: change.erasedBefore,
+                erasedAfter: change.erasedAfter), whole: whole,
             wholeLabel: change.after == nil ? "The whole record, before" : "The whole record, after", hasWhole: !whole.isEmpty,
             revertURL: url, note: note)
         row.thumbnails = thumbnails

@@ -29,7 +29,11 @@ extension ConsoleController {
                         case .silent: "seen \(ConsoleFormat.ago(row.activity?.lastSeen, now: report.now))"
                         case .current, .neverSynced: nil
                         }
-                    return OverviewPage.DeviceLink(id: row.device.id, name: row.device.name, detail: detail)
+                    // Flagged until it syncs: it may still hold what an erasure erased.
+                    let erased = row.holdsErasures.isEmpty ? nil : "holds erased data"
+                    return OverviewPage.DeviceLink(
+                        id: row.device.id, name: row.device.name,
+                        detail: [detail, erased].compactMap { $0 }.joined(separator: ", ").nilIfEmpty)
                 })
         }
         let page = OverviewPage(
@@ -44,4 +48,8 @@ extension ConsoleController {
             records: overview.records.map { OverviewPage.RecordCount(entity: $0.entity, count: $0.count) })
         return renderer.response(page)
     }
+}
+
+extension String {
+    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }

@@ -49,6 +49,9 @@ struct ConsoleController: Sendable {
         signedIn.get("attachments/{sha256}") { request, context in try await attachmentImage(request, context: context) }
         signedIn.get("revert") { request, context in try await revertPage(request, context: context) }
         signedIn.post("revert") { request, context in try await revert(request, context: context) }
+        signedIn.get("erase") { request, context in try await erasePage(request, context: context) }
+        signedIn.post("erase") { request, context in try await erase(request, context: context) }
+        signedIn.get("erasures") { request, context in try await erasuresPage(request, context: context) }
     }
 
     // MARK: Shared parts of pages

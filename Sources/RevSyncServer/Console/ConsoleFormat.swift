@@ -60,27 +60,38 @@ enum ConsoleFormat {
 
     /// What a change did, a line per attribute: `name: "U12" → "U12 Lions"` for an update, the
     /// values set for a create, those it had for a delete (as the CLI's history shows it).
-    static func diff(before: RecordAttributes?, after: RecordAttributes?, order: [String]) -> [String] {
+    ///
+    /// A value an erasure took shows as `erased (erasure 3)`, never as what it was.
+    static func diff(
+        before: RecordAttributes?, after: RecordAttributes?, order: [String], erasedBefore: [String: Int64] = [:],
+        erasedAfter: [String: Int64] = [:]
+    ) -> [String] {
+        func shown(_ attributes: RecordAttributes, _ name: String, _ erased: [String: Int64]) -> String {
+            erased[name].map { "erased (erasure \($0))" } ?? display(attributes.values[name] ?? .null)
+        }
         switch (before, after) {
         case (let before?, let after?):
             return order.compactMap { name in
-                let old = before.values[name] ?? .null
-                let new = after.values[name] ?? .null
-                return old == new ? nil : "\(name): \(display(old)) → \(display(new))"
+                let (old, new) = (shown(before, name, erasedBefore), shown(after, name, erasedAfter))
+                return old == new ? nil : "\(name): \(old) → \(new)"
             }
         case (nil, let after?):
-            return order.compactMap { name in after.values[name].flatMap { $0.isNull ? nil : "\(name): \(display($0))" } }
+            return order.compactMap { name in
+                guard erasedAfter[name] != nil || !(after.values[name] ?? .null).isNull else { return nil }
+                return "\(name): \(shown(after, name, erasedAfter))"
+            }
         case (let before?, nil):
-            return ["was " + order.map { "\($0) = \(display(before.values[$0] ?? .null))" }.joined(separator: ", ")]
+            return ["was " + order.map { "\($0) = \(shown(before, $0, erasedBefore))" }.joined(separator: ", ")]
         case (nil, nil):
             return []
         }
     }
 
-    /// The whole record, a line per attribute (`name = "U12"`).
-    static func whole(_ attributes: RecordAttributes?, order: [String]) -> [String] {
+    /// The whole record, a line per attribute (`name = "U12"`; an erased value as `erased (erasure 3)`).
+    static func whole(_ attributes: RecordAttributes?, order: [String], erased: [String: Int64] = [:]) -> [String] {
         guard let attributes else { return [] }
-        return order.map { "\($0) = \(display(attributes.values[$0] ?? .null))" }
+        return order.map { name in "\(name) = \(erased[name].map { "erased (erasure \($0))" } ?? display(attributes.values[name] ?? .null))"
+        }
     }
 
     /// A value as an operator reads it: JSON, except an attachment, which is its name, type,

@@ -11,7 +11,7 @@ struct ConsoleRenderer: Sendable {
     /// Every page type, whose templates are registered at start.
     static let pages: [any ConsolePage.Type] = [
         LoginPage.self, OverviewPage.self, DevicesPage.self, TokenPage.self, DevicePage.self, RefusalsPage.self, HistoryPage.self,
-        ConfirmPage.self, MessagePage.self,
+        ConfirmPage.self, MessagePage.self, ErasePage.self, ErasuresPage.self,
     ]
 
     private let library: MustacheLibrary

@@ -34,7 +34,7 @@ extension ConsoleView {
 struct ConsoleChrome: ConsoleView {
     /// Which section of the navigation the page belongs to.
     enum Section: String, Sendable {
-        case overview, devices, refusals, history, none
+        case overview, devices, refusals, history, erasures, none
     }
 
     struct Navigation: ConsoleView {
@@ -42,6 +42,7 @@ struct ConsoleChrome: ConsoleView {
         var devices = false
         var refusals = false
         var history = false
+        var erasures = false
     }
 
     var csrf: String
@@ -52,7 +53,8 @@ struct ConsoleChrome: ConsoleView {
         csrf = session.session.csrf
         operatorName = session.session.device.name
         nav = Navigation(
-            overview: section == .overview, devices: section == .devices, refusals: section == .refusals, history: section == .history)
+            overview: section == .overview, devices: section == .devices, refusals: section == .refusals, history: section == .history,
+            erasures: section == .erasures)
     }
 }
 

@@ -23,6 +23,7 @@ enum ConsoleLayout {
             <a href="/admin/devices"{{#nav.devices}} aria-current="page"{{/nav.devices}}>Devices</a>
             <a href="/admin/refusals"{{#nav.refusals}} aria-current="page"{{/nav.refusals}}>Refusals</a>
             <a href="/admin/history"{{#nav.history}} aria-current="page"{{/nav.history}}>History</a>
+            <a href="/admin/erasures"{{#nav.erasures}} aria-current="page"{{/nav.erasures}}>Erasures</a>
           </nav>
           <form class="signout" method="post" action="/admin/logout">
             <input type="hidden" name="csrf" value="{{csrf}}">

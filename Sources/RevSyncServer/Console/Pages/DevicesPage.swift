@@ -30,6 +30,8 @@ struct DevicesPage: ConsolePage {
         var lastRefusal: Refusal?
         var revoked: Bool
         var currency: String
+        /// `holds erased data (erasure 3)`: it has not synced since an erasure of values it received.
+        var holdsErased: String?
     }
 
     struct Refusal: ConsoleView {
@@ -67,7 +69,7 @@ struct DevicesPage: ConsolePage {
             <td data-label="Role">{{role}}</td>
             <td data-label="Last seen">{{lastSeen}}</td>
             <td data-label="Revision" class="number">{{revision}}</td>
-            <td data-label="Behind" class="number behind">{{behind}}</td>
+            <td data-label="Behind" class="number behind">{{behind}}{{#holdsErased}} <a class="flag erasure" href="/admin/erasures">{{holdsErased}}</a>{{/holdsErased}}</td>
             <td data-label="For">{{behindTime}}</td>
             <td data-label="Pending" class="number">{{pending}}</td>
             <td data-label="Live" class="live">{{#live}}● live{{/live}}{{^live}}–{{/live}}</td>

@@ -1,6 +1,6 @@
 /// A record's history: its changes, oldest first as the CLI and the API list them, each as what
 /// changed (`name: "U12" → "U12 Lions"`) with the whole record on demand, and `Revert…` where a
-/// revert is possible (otherwise why not).
+/// revert is possible (otherwise why not); `Erase…` for the record.
 struct HistoryPage: ConsolePage {
     static let template = "history"
 
@@ -45,6 +45,8 @@ struct HistoryPage: ConsolePage {
     var changes: [Change]
     var olderURL: String?
     var newestURL: String?
+    /// The confirmation of erasing the record looked up.
+    var eraseURL: String?
 
     static let mustache = """
         {{<layout}}{{$content}}
@@ -57,6 +59,7 @@ struct HistoryPage: ConsolePage {
         {{#error}}<p class="error" id="error" role="alert">{{error}}</p>{{/error}}
         {{#searched}}
         <h2 id="heading">{{heading}}</h2>
+        {{#eraseURL}}<p class="actions"><a class="button danger small" id="erase" href="{{eraseURL}}">Erase…</a> <span class="muted">a person's data, from the server, its history and every device</span></p>{{/eraseURL}}
         <p class="pages">{{#olderURL}}<a href="{{olderURL}}" id="older">Older changes</a> {{/olderURL}}{{#newestURL}}<a href="{{newestURL}}">Newest changes</a>{{/newestURL}}</p>
         <table id="history" class="cards">
           <thead><tr><th>Revision</th><th>Time</th><th>Who</th><th>Change</th><th><span class="hidden">Action</span></th></tr></thead>

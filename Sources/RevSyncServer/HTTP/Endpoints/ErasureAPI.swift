@@ -15,7 +15,13 @@ extension SyncHTTPServer {
         let device = try await requireAdmin(request, context: context)
         let body = try await request.jsonBody(limit: 64 * 1024, reservation: bodyBudget.reservation())
         let erasure = try Self.erasureRequest(body)
-        let (result, snapshot) = try await erase(erasure, by: device)
+        let result: RecordErasure.Result
+        do {
+            result = try await engine.erase(erasure, by: device, attachments: attachments, snapshots: snapshots)
+        } catch let refusal as RecordErasure.Refusal {
+            throw APIError(refusal)
+        }
+        Self.logErasure(result, of: erasure, by: device, logger: logger)
         var writer = JSONWriter()
         writer.writeRaw("{\"id\":")
         writer.writeInteger(result.id)
@@ -53,36 +59,9 @@ extension SyncHTTPServer {
         writer.writeRaw(",\"spaceReclaimed\":")
         writer.writeBool(result.spaceReclaimed)
         writer.writeRaw(",\"snapshotRevision\":")
-        if let snapshot { writer.writeInteger(snapshot) } else { writer.writeNull() }
+        if let snapshot = result.snapshotRevision { writer.writeInteger(snapshot) } else { writer.writeNull() }
         writer.writeByte(UInt8(ascii: "}"))
         return compression.jsonResponse(writer.bytes, for: request)
-    }
-
-    /// Erases, then replaces the served snapshot before answering (the console shares it).
-    func erase(_ erasure: RecordErasure.Request, by device: Device) async throws -> (RecordErasure.Result, Revision?) {
-        let result: RecordErasure.Result
-        do {
-            result = try await engine.erase(erasure, by: device, attachments: attachments)
-        } catch let refusal as RecordErasure.Refusal {
-            throw APIError(refusal)
-        }
-        logger.notice(
-            "erased",
-            metadata: [
-                "erasure": "\(result.id)", "revision": "\(result.revision)", "entity": "\(erasure.entity)", "id": "\(erasure.id)",
-                "records": "\(result.erased.count)", "by": "\(device.name)",
-            ])
-        if !result.spaceReclaimed {
-            logger.warning("erasure \(result.id): readers held the WAL; its checkpoint did not complete (the next one will)")
-        }
-        var snapshot: Revision?
-        do {
-            snapshot = try await snapshots.replace(after: result.revision).revision
-        } catch {
-            // The erasure stands; `GET /snapshot` makes the new snapshot before serving any.
-            logger.error("erasure \(result.id): the snapshot after it failed: \(error)")
-        }
-        return (result, snapshot)
     }
 
     func adminErasures(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
@@ -157,6 +136,22 @@ extension SyncHTTPServer {
         }
         guard let entity, let id, let reason else { throw refusal }
         return RecordErasure.Request(entity: entity, id: RecordID(id), attributes: attributes, reason: reason)
+    }
+
+    /// The log line of an erasure (never the values: the record, its number, who).
+    static func logErasure(_ result: RecordErasure.Result, of erasure: RecordErasure.Request, by device: Device, logger: Logger) {
+        logger.notice(
+            "erased",
+            metadata: [
+                "erasure": "\(result.id)", "revision": "\(result.revision)", "entity": "\(erasure.entity)", "id": "\(erasure.id)",
+                "records": "\(result.erased.count)", "by": "\(device.name)",
+            ])
+        if !result.spaceReclaimed {
+            logger.warning("erasure \(result.id): readers held the WAL; its checkpoint did not complete (the next one will)")
+        }
+        if result.snapshotRevision == nil {
+            logger.warning("erasure \(result.id): no snapshot was made after it; GET /snapshot makes one before serving any")
+        }
     }
 
     private static func write(_ names: [String]?, into writer: inout JSONWriter) {
