@@ -175,6 +175,7 @@ struct HistoryCommand: AsyncParsableCommand {
         case nil, is NSNull: "null"
         case let string as String: "\"\(string)\""
         case let number as NSNumber: "\(number)"
+        case let object as [String: Any] where object["erased"] is NSNumber: "erased (erasure \(object["erased"]!))"
         default: "\(value!)"
         }
     }

@@ -151,6 +151,50 @@ import Testing
         }
     }
 
+    /// A device in live mode gets the erasure pushed: its journal loses the values, and its
+    /// store file keeps no byte of them, without a sync.
+    @Test func aPushedErasureIsAppliedInLiveMode() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let secret = "PUSHED-" + UUID().uuidString.prefix(8)
+                let admin = try await server.device("dpo", role: .admin)
+                let ann = try await server.clientDevice("ann", in: directory)
+                let bob = try await server.clientDevice("bob", in: directory)
+                let player = try await ann.table("players").insert(["first_name": .text(secret), "last_name": "Lopez"])
+                try await ann.sync()
+                let playerID = try #require(try await ann.store.permanentID(of: player))
+                try await bob.sync()
+                try await ann.table("players").update(playerID, ["last_name": .text("\(secret)-2")])
+                try await ann.sync()
+                // Bob's stale edit is refused into his journal, with the value.
+                try await bob.table("players").update(playerID, ["first_name": .text("\(secret)-bob")])
+                #expect(try await bob.sync().conflicts.count == 1)
+                let file = directory.file("bob.sqlite")
+                #expect(try Self.hits(secret, inFiles: [file, file + "-wal"]) > 0)
+
+                let live = Task { try await bob.synchronizer.live() }
+                defer { live.cancel() }
+                let deadline = ContinuousClock.now + .seconds(60)
+                while try await bob.synchronizer.status().state != .live && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let (status, _) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(playerID.rawValue), "reason": "r"}"#)
+                #expect(status == 200)
+                while try await bob.table("players").find(playerID) != nil && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(try await bob.table("players").find(playerID) == nil)
+                // The checkpoint follows the pushed change set's transaction.
+                while try Self.hits(secret, inFiles: [file, file + "-wal"]) > 0 && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                #expect(try Self.hits(secret, inFiles: [file, file + "-wal"]) == 0)
+                #expect(try await bob.store.conflicts().count == 1, "the refusal stays, without the value")
+            }
+        }
+    }
+
     // MARK: Helpers
 
     static func admin(

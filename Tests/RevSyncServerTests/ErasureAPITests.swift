@@ -216,6 +216,12 @@ import Testing
                 #expect(erase.stdout.contains("Erasure 1 at revision"), "\(erase.stdout)")
                 let record = try #require(try await server.record("players", player))
                 #expect(record["position"] == .null && record["last_name"] == .null && record["first_name"] == "Ana")
+                let history = try await ExecutableProcess.run(
+                    "revsync-server",
+                    ["history", "--server", url, "--token-file", tokenFile, "--entity", "players", "--id", String(player.rawValue)])
+                #expect(
+                    history.stdout.contains("position: erased (erasure 1) → null") && !history.stdout.contains("Forward"),
+                    "\(history.stdout)")
 
                 let list = try await ExecutableProcess.run("revsync-server", ["erasures", "--server", url, "--token-file", tokenFile])
                 #expect(list.status == 0, "\(list.stderr)")
