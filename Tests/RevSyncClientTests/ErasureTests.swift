@@ -195,6 +195,37 @@ import Testing
         }
     }
 
+    /// An erased photo leaves the server and every device's attachment files at once; a photo
+    /// another record still shows stays.
+    @Test func anErasedPhotosFileLeavesEveryDevice() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let admin = try await server.device("dpo", role: .admin)
+                let (ipad, laptop) = (
+                    try await server.clientDevice("ipad", in: directory), try await server.clientDevice("laptop", in: directory)
+                )
+                let knee = try Attachment.data(Data("knee scan of Ana".utf8), type: "image/png", name: "ana-knee.png")
+                let team = try Attachment.data(Data("team photo".utf8), type: "image/png")
+                let ana = try await ipad.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(knee)])
+                _ = try await ipad.table("players").insert(["first_name": "Ben", "last_name": "Ruiz", "photo": .attachment(team)])
+                try await ipad.sync()
+                let anaID = try #require(try await ipad.store.permanentID(of: ana))
+                try await laptop.sync()
+                #expect(laptop.store.hasAttachment(knee) && ipad.store.hasAttachment(knee))
+
+                let (status, json) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase",
+                    #"{"entity": "players", "id": \#(anaID.rawValue), "attributes": ["photo"], "reason": "r"}"#)
+                #expect(status == 200 && (json["attachmentsDeleted"] as? NSNumber)?.intValue == 1)
+                for device in [ipad, laptop] {
+                    #expect(try await device.sync().erasures == [1])
+                    #expect(!device.store.hasAttachment(knee) && device.store.hasAttachment(team))
+                    #expect(try await device.table("players").find(anaID)?["photo"] == .null)
+                }
+            }
+        }
+    }
+
     // MARK: Helpers
 
     static func admin(

@@ -73,8 +73,9 @@ extension LocalStore {
     }
 
     /// Removes the files no record and no queued change set refers to (a write rolled back
-    /// after its bytes were copied, a record deleted): run when the store opens.
-    func removeUnreferencedAttachments() throws {
+    /// after its bytes were copied, a record deleted): run when the store opens, and at once for
+    /// the files of erased values (`only`).
+    func removeUnreferencedAttachments(only candidates: Set<String>? = nil) throws {
         guard FileManager.default.fileExists(atPath: attachments.directory) else { return }
         let schema = self.schema
         let kept = try pool.read { db -> Set<String> in
@@ -86,6 +87,10 @@ extension LocalStore {
             }
             return kept
         }
-        attachments.removeAll(except: kept)
+        if let candidates {
+            for sha256 in candidates.subtracting(kept) { unlink(attachments.path(sha256)) }
+        } else {
+            attachments.removeAll(except: kept)
+        }
     }
 }

@@ -45,7 +45,7 @@ extension LocalStore {
                 throw PushDoesNotContinue()
             }
         }
-        if let report, !report.erasures.isEmpty { await reclaimErasedSpace() }
+        if let report, !report.erasures.isEmpty { await forgetErased(report) }
         return report
     }
 

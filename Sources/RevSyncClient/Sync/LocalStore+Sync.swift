@@ -101,16 +101,18 @@ extension LocalStore {
             }
             return try bulk ? capture.withoutTriggers(in: db, apply) : apply()
         }
-        if !report.erasures.isEmpty { await reclaimErasedSpace() }
+        if !report.erasures.isEmpty { await forgetErased(report) }
         return report
     }
 
-    /// After an erasure: a checkpoint that copies the WAL into the store file and truncates it,
-    /// so that no byte of the erased values stays in either (the file overwrites freed space
-    /// with zeros as it goes). Readers of older snapshots are waited for (10 s at most);
-    /// failing that, the next automatic checkpoint completes it.
-    func reclaimErasedSpace() async {
+    /// After an erasure committed: a checkpoint that copies the WAL into the store file and
+    /// truncates it, so that no byte of the erased values stays in either (the file overwrites
+    /// freed space with zeros as it goes; readers of older snapshots are waited for, 10 s at
+    /// most, failing which the next automatic checkpoint completes it), and the files of
+    /// attachments only erased values referred to are removed.
+    func forgetErased(_ report: SyncReport) async {
         _ = try? await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        if !report.erasedAttachments.isEmpty { try? removeUnreferencedAttachments(only: report.erasedAttachments) }
     }
 
     private static func apply(

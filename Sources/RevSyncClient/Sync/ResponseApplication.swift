@@ -82,8 +82,11 @@ final class ResponseApplication {
             for record in changeSet.listedRecords { touch(record) }
         }
         try recordAnswer(changeSet)
+        if let erased = changeSet.erased {
+            erasures.append(erased)
+            try collectAttachments(erasedBy: erased)
+        }
         try applyServerData(changeSet, createsApplied: appliedAlready)
-        if let erased = changeSet.erased { erasures.append(erased) }
         if changeSet.conflict == true, let id = changeSet.id { try journal(changeSet, id: id) }
     }
 
@@ -158,6 +161,19 @@ final class ResponseApplication {
         }
         try journal.scrub(scrub)
         report.erasures += erasures.map(\.erasure)
+    }
+
+    /// The attachments the erased values referred to, read before the erasure's data removes
+    /// them: their files go once the store commits, unless something else still refers to them.
+    private func collectAttachments(erasedBy notice: ErasureNotice) throws {
+        for erased in notice.records {
+            guard let entity = schema.entity(erased.entity), entity.attributes.contains(where: { $0.type == .attachment }),
+                let record = try tables.record(entity, id: erased.id)
+            else { continue }
+            for attribute in entity.attributes where attribute.type == .attachment && erased.covers(attribute.name) {
+                if let attachment = record.values[attribute.name]?.attachmentValue { report.erasedAttachments.insert(attachment.sha256) }
+            }
+        }
     }
 
     // MARK: Answers and data

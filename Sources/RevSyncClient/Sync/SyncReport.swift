@@ -20,6 +20,9 @@ public struct SyncReport: Sendable, Hashable {
     /// Queued change sets dropped because an erasure took everything they wrote (journaled
     /// with the reason `erased`).
     public var erasedChangeSets: [String] = []
+    /// The attachments erased values referred to: their files are removed once nothing else
+    /// refers to them.
+    var erasedAttachments: Set<String> = []
     /// Records written or deleted locally from server data.
     public var recordsApplied: Int = 0
     /// The revision the device holds now.
