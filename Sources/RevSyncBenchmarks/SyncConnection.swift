@@ -70,9 +70,23 @@ final class SyncConnection {
 
     /// Sends a gzip body as it is (one built for a purpose) and reads the whole response.
     func send(gzipped body: [UInt8], timeout: TimeInterval = 30) throws -> Reply {
+        try exchange(path: "/sync", encoding: "Content-Encoding: gzip\r\n", body: body, timeout: timeout)
+    }
+
+    /// Posts plain JSON to another endpoint (the admin API) and reads the whole response.
+    func post(_ path: String, json body: [UInt8], timeout: TimeInterval = 30) throws -> Reply {
+        try exchange(path: path, encoding: "", body: body, timeout: timeout)
+    }
+
+    /// A `GET` (a snapshot download), read whole.
+    func get(_ path: String, timeout: TimeInterval = 30) throws -> Reply {
+        try exchange(method: "GET", path: path, encoding: "", body: [], timeout: timeout)
+    }
+
+    private func exchange(method: String = "POST", path: String, encoding: String, body: [UInt8], timeout: TimeInterval) throws -> Reply {
         let head =
-            "POST /sync HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
-            + "Content-Encoding: gzip\r\nAccept-Encoding: gzip\r\nContent-Length: \(body.count)\r\n\r\n"
+            "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+            + "\(encoding)Accept-Encoding: gzip\r\nContent-Length: \(body.count)\r\n\r\n"
         let deadline = Date().addingTimeInterval(timeout)
         for attempt in 1...2 {
             do {

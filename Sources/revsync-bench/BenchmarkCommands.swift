@@ -297,6 +297,25 @@ struct Hostile: AsyncParsableCommand {
     }
 }
 
+struct Erasure: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Erasing a person through the running server: the time until it answers (snapshot included), and a colleague's slowest write meanwhile."
+    )
+
+    @Option(help: "Seeded records.") var records = 100_000
+    @Option(help: "Edits of the erased player before the erasure.") var edits = 20
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = ErasureBenchmark(binaries: try productsDirectory)
+        benchmark.store = try await options.choice()
+        benchmark.records = records
+        benchmark.edits = edits
+        printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
+    }
+}
+
 struct Payload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Scenario 5: sizes of a typical change set, a catch-up and a full sync, raw and gzip.")

@@ -29,7 +29,7 @@ struct RevsyncBench: AsyncParsableCommand {
         version: RevSyncVersion.line("revsync-bench"),
         subcommands: [
             FullSync.self, FreshDevice.self, Concurrent.self, BulkLoad.self, CatchUp.self, Client.self, TypedInsert.self, Payload.self,
-            Hostile.self, Contention.self, AttributeCost.self, Attachments.self,
+            Hostile.self, Contention.self, AttributeCost.self, Attachments.self, Erasure.self,
             Live.self,
             Simulate.self,
         ])

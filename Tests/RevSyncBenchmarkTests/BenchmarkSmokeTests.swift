@@ -209,6 +209,16 @@ import Testing
         #expect(benchmark.row(result, command: "c").value("kept per attribute") != nil)
     }
 
+    @Test func anErasureAnswersWhileAColleagueWrites() async throws {
+        var benchmark = ErasureBenchmark(binaries: Self.binaries)
+        benchmark.records = 300
+        benchmark.edits = 3
+        let result = try await benchmark.run()  // fails unless the erasure and every write are answered 200
+        #expect(result.erasedRecords >= 1 && result.historyRows == 3 && result.logEntries == 3)
+        #expect(result.seconds > 0 && result.colleagueWrites >= 1)
+        #expect(benchmark.rows(result, command: "c").first?.value("records erased") != nil)
+    }
+
     @Test func attachmentsGetThroughDroppedConnectionsAndAreMeasured() async throws {
         var benchmark = AttachmentBenchmark(binaries: Self.binaries)
         benchmark.megabytes = 1

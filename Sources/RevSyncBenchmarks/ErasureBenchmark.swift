@@ -1,0 +1,132 @@
+public import Foundation
+import RevSyncEngine
+import RevSyncProtocol
+
+/// Erasing a person from a seeded data set through the running server (`POST /admin/api/erase`,
+/// fsync on): how long the erasure takes with everything it does before it answers (history,
+/// log, refusals, the truncating checkpoint or `VACUUM`, the new snapshot), and a colleague's
+/// slowest write meanwhile, against the same before it.
+public struct ErasureBenchmark: Sendable {
+    public let binaries: URL
+    public var store: BenchmarkStore = .sqlite
+    public var records = 100_000
+    /// Edits of the erased player before the erasure (history rows and log entries to rewrite).
+    public var edits = 20
+
+    public init(binaries: URL) {
+        self.binaries = binaries
+    }
+
+    public struct Result: Sendable {
+        public let erasedRecords: Int
+        public let historyRows: Int
+        public let logEntries: Int
+        public let seconds: Double
+        public let colleagueSlowestBefore: Double
+        public let colleagueSlowest: Double
+        public let colleagueWrites: Int
+    }
+
+    public func run() async throws -> Result {
+        let admin = Locked<String?>(nil)
+        let server = try await BenchmarkServer.start(
+            store: store, records: records, devices: 2, binaries: binaries, label: "erasure", serverArguments: ["--durability", "full"]
+        ) { engine, _ in
+            let (_, token) = try await Token.create(name: "bench dpo", role: .admin, in: engine.storage)
+            admin.withLock { $0 = token }
+        }
+        guard let adminToken = admin.current else { throw BenchmarkError("no admin token") }
+        return try await server.use { server in
+            let (port, editor, colleague, player) = (server.port, server.tokens[0], server.tokens[1], server.players[0])
+            BenchmarkProgress.step("editing player \(player) \(edits) times")
+            var revision = try await Self.onThread { [edits, seed = server.seedRevision] in
+                let connection = SyncConnection(port: port, token: editor)
+                var revision = seed
+                for edit in 1...edits {
+                    var changes = EntityChanges(entity: "players", update: [player])
+                    changes.attributes[player] = RecordAttributes(revision: revision, values: ["first_name": .text("Erase-me \(edit)")])
+                    let reply = try connection.sync(
+                        SyncMessage(maxRevision: revision, changeSets: [ChangeSet(id: UUID().uuidString, changes: [changes])]))
+                    guard reply.status == 200, !reply.hasConflict, let next = reply.maxRevision else {
+                        throw BenchmarkError("an edit of the player was answered \(reply.status)")
+                    }
+                    revision = next
+                }
+                return revision
+            }
+            _ = revision
+            // The snapshot a server has before an erasure (the erasure makes the next one).
+            _ = try await Self.onThread { try SyncConnection(port: port, token: editor).get("/snapshot", timeout: 600) }
+
+            BenchmarkProgress.step("a colleague writes for 2 s")
+            let before = try await Self.colleague(
+                port: port, token: colleague, seed: server.seedRevision, until: Date().addingTimeInterval(2))
+            BenchmarkProgress.step("erasing player \(player) while the colleague writes")
+            let done = Locked(false)
+            let started = Date()
+            async let erased: (reply: SyncConnection.Reply, seconds: Double) = Self.onThread {
+                defer { done.withLock { $0 = true } }
+                let body = Array(#"{"entity": "players", "id": \#(player.rawValue), "reason": "benchmark"}"#.utf8)
+                let reply = try SyncConnection(port: port, token: adminToken).post("/admin/api/erase", json: body, timeout: 600)
+                return (reply, Date().timeIntervalSince(started))
+            }
+            let meanwhile = try await Self.colleague(port: port, token: colleague, seed: server.seedRevision, until: nil, done: done)
+            let (reply, seconds) = try await erased
+            guard reply.status == 200,
+                let json = try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any]
+            else {
+                throw BenchmarkError("the erasure was answered \(reply.status): \(String(decoding: reply.body.prefix(300), as: UTF8.self))")
+            }
+            func number(_ key: String) -> Int { (json[key] as? NSNumber)?.intValue ?? -1 }
+            revision = Int64(number("revision"))
+            return Result(
+                erasedRecords: (json["erased"] as? [Any])?.count ?? 0, historyRows: number("historyRowsRewritten"),
+                logEntries: number("logEntriesRewritten"), seconds: seconds, colleagueSlowestBefore: before.slowest,
+                colleagueSlowest: meanwhile.slowest, colleagueWrites: meanwhile.writes)
+        }
+    }
+
+    /// A colleague writing one note after another until `until` or `done`: the slowest write.
+    private static func colleague(
+        port: Int, token: String, seed: Revision, until: Date?, done: Locked<Bool>? = nil
+    ) async throws -> (slowest: Double, writes: Int) {
+        try await onThread {
+            let connection = SyncConnection(port: port, token: token)
+            var slowest = 0.0
+            var writes = 0
+            var temporaryID: Int64 = -1_000_000 * Int64.random(in: 1...1000)
+            repeat {
+                temporaryID -= 1
+                let start = Date()
+                let reply = try connection.sync(
+                    SyncMessage(maxRevision: seed, changeSets: [ChangeSet.note(temporaryID: RecordID(temporaryID))]))
+                guard reply.status == 200 else { throw BenchmarkError("the colleague's write was answered \(reply.status)") }
+                slowest = max(slowest, Date().timeIntervalSince(start))
+                writes += 1
+            } while until.map { Date() < $0 } ?? !(done?.current ?? true)
+            return (slowest, writes)
+        }
+    }
+
+    private static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Swift.Result { try work() }) }.start()
+        }
+    }
+
+    public func rows(_ result: Result, command: String) -> [BenchmarkRow] {
+        [
+            BenchmarkRow(
+                scenario:
+                    "Erasure: a player edited \(edits) times, and what cascades from them, erased from \(Format.count(records)) records (\(store), fsync on)",
+                figures: [
+                    ("answered in (new snapshot included)", Format.seconds(result.seconds)),
+                    ("records erased", Format.count(result.erasedRecords)),
+                    ("history rows and log entries rewritten", "\(result.historyRows) and \(result.logEntries)"),
+                    ("a colleague's slowest write meanwhile", Format.milliseconds(result.colleagueSlowest)),
+                    ("before it", Format.milliseconds(result.colleagueSlowestBefore)),
+                    ("the colleague's writes meanwhile", Format.count(result.colleagueWrites)),
+                ], command: command)
+        ]
+    }
+}
