@@ -226,6 +226,38 @@ import Testing
         }
     }
 
+    /// A device so far behind that it gets a snapshot still learns what was erased since: its
+    /// journal loses the values.
+    @Test(arguments: StoreKind.all)
+    func aDeviceAnsweredWithASnapshotForgetsWhatWasErasedSince(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: store) { server in
+                let secret = "BEHIND-" + UUID().uuidString.prefix(8)
+                let admin = try await server.device("dpo", role: .admin)
+                let (ann, bob) = (try await server.clientDevice("ann", in: directory), try await server.clientDevice("bob", in: directory))
+                let player = try await ann.table("players").insert(["first_name": "Ana", "last_name": "Lopez"])
+                try await ann.sync()
+                let playerID = try #require(try await ann.store.permanentID(of: player))
+                try await bob.sync()
+                try await ann.table("players").update(playerID, ["first_name": "Anna"])
+                try await ann.sync()
+                try await bob.table("players").update(playerID, ["first_name": .text(secret)])
+                #expect(try await bob.sync().conflicts.count == 1)
+                let (status, _) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(playerID.rawValue), "reason": "r"}"#)
+                #expect(status == 200)
+                // The log is pruned past the erasure: bob, behind it, gets a snapshot.
+                let current = try await server.revision()
+                try await server.storage.withWriter { writer in try writer.transaction { try writer.setLogFloor(current) } }
+                let report = try await bob.sync()
+                #expect(report.snapshot && report.erasures == [1])
+                let file = directory.file("bob.sqlite")
+                #expect(try Self.hits(secret, inFiles: [file, file + "-wal"]) == 0)
+                #expect(try await bob.store.conflicts().count == 1)
+            }
+        }
+    }
+
     // MARK: Helpers
 
     static func admin(

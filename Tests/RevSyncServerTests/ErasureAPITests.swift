@@ -130,6 +130,7 @@ import Testing
                 (#"{"entity": "nope", "id": \#(id), "reason": "r"}"#, 400, "invalid_erasure"),
                 (#"{"entity": "players", "id": \#(id), "attributes": ["shoe_size"], "reason": "r"}"#, 400, "invalid_erasure"),
                 (#"{"entity": "players", "id": \#(id), "attributes": [], "reason": "r"}"#, 400, "invalid_erasure"),
+                (#"{"entity": "players", "id": \#(id), "attributes": ["last_name"], "reason": "r"}"#, 400, "invalid_erasure"),
                 (#"{"entity": "players", "id": \#(id), "reason": "  "}"#, 400, "invalid_erasure"),
                 (#"{"entity": "players", "id": 999, "reason": "r"}"#, 404, "not_found"),
                 // A screen that was used cannot be deleted (deny): erase the screenings first.
@@ -202,7 +203,8 @@ import Testing
             try await withLiveServer { server in
                 let admin = try await server.device("dpo", role: .admin)
                 let alice = try await server.device("alice")
-                let (player, _) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez", "position": "Forward"])
+                let (player, _) = try await alice.create(
+                    "players", ["first_name": "Ana", "last_name": "Lopez", "position": "Forward", "date_of_birth": "2014-03-02"])
                 let tokenFile = directory.file("admin-token")
                 try (admin.token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
                 let url = "http://127.0.0.1:\(server.port)"
@@ -210,12 +212,12 @@ import Testing
                     "revsync-server",
                     [
                         "erase", "--server", url, "--token-file", tokenFile, "--entity", "players", "--id", String(player.rawValue),
-                        "--attributes", "position,last_name", "--reason", "request 12",
+                        "--attributes", "position,date_of_birth", "--reason", "request 12",
                     ])
                 #expect(erase.status == 0, "\(erase.stderr)")
                 #expect(erase.stdout.contains("Erasure 1 at revision"), "\(erase.stdout)")
                 let record = try #require(try await server.record("players", player))
-                #expect(record["position"] == .null && record["last_name"] == .null && record["first_name"] == "Ana")
+                #expect(record["position"] == .null && record["date_of_birth"] == .null && record["last_name"] == "Lopez")
                 let history = try await ExecutableProcess.run(
                     "revsync-server",
                     ["history", "--server", url, "--token-file", tokenFile, "--entity", "players", "--id", String(player.rawValue)])
@@ -225,7 +227,7 @@ import Testing
 
                 let list = try await ExecutableProcess.run("revsync-server", ["erasures", "--server", url, "--token-file", tokenFile])
                 #expect(list.status == 0, "\(list.stderr)")
-                #expect(list.stdout.contains("players \(player) (position, last_name)") && list.stdout.contains("\"request 12\""))
+                #expect(list.stdout.contains("players \(player) (position, date_of_birth)") && list.stdout.contains("\"request 12\""))
                 #expect(list.stdout.contains("0/1 devices erased; still holding: alice"), "\(list.stdout)")
 
                 let denied = try await ExecutableProcess.run(

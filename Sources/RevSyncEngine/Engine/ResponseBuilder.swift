@@ -37,7 +37,7 @@ struct ResponseBuilder {
         list.writer.writeInteger(current)
         list.writer.writeRaw(",\"changeSets\":[")
         if needsSnapshot {
-            try writeOutcomesAndSnapshot(outcomes, at: current, into: &list)
+            try writeOutcomesAndSnapshot(outcomes, at: current, erasedAfter: request.maxRevision, into: &list)
         } else {
             try writeLog(after: request.maxRevision, through: current, outcomes: outcomes, into: &list)
             try writeAcknowledgements(outcomes, upTo: request.maxRevision, into: &list)
@@ -64,7 +64,9 @@ struct ResponseBuilder {
     }
 
     /// A snapshot's answer: the request's outcomes, then the whole data set.
-    private func writeOutcomesAndSnapshot(_ outcomes: [ChangeSetOutcome], at current: Revision, into list: inout ChangeSetList) throws {
+    private func writeOutcomesAndSnapshot(
+        _ outcomes: [ChangeSetOutcome], at current: Revision, erasedAfter: Revision, into list: inout ChangeSetList
+    ) throws {
         for outcome in outcomes {
             list.next()
             switch outcome {
@@ -77,7 +79,7 @@ struct ResponseBuilder {
             }
         }
         list.next()
-        try writeSnapshot(at: current, into: &list.writer)
+        try writeSnapshot(at: current, erasedAfter: erasedAfter, into: &list.writer)
     }
 
     /// The change log after the device's revision: others' entries as stored (noting where a
@@ -236,8 +238,20 @@ struct ResponseBuilder {
     // MARK: Snapshot
 
     /// The whole data set at `revision`, as `create` lists of every entity of the schema.
-    private func writeSnapshot(at revision: Revision, into writer: inout JSONWriter) throws {
-        writer.writeRaw("{\"revision\":")
+    ///
+    /// A device that had data (`erasedAfter` > 0) and missed erasures since gets what they took
+    /// as `"__erased__"` (merged, under the newest erasure's number): the snapshot replaces its
+    /// tables, but its outbox and journal must lose the values too.
+    private func writeSnapshot(at revision: Revision, erasedAfter: Revision, into writer: inout JSONWriter) throws {
+        writer.writeByte(UInt8(ascii: "{"))
+        if erasedAfter > 0, let newest = try reader.newestErasureRevision(), newest > erasedAfter {
+            let marks = try reader.erasureMarks(after: erasedAfter)
+            if let last = marks.last {
+                ErasureNotice(erasure: last.erasure, records: marks.map(\.record)).encode(into: &writer)
+                writer.writeByte(UInt8(ascii: ","))
+            }
+        }
+        writer.writeRaw("\"revision\":")
         writer.writeInteger(revision)
         writer.writeRaw(",\"snapshot\":true,\"types\":[")
         for (index, entity) in schema.entities.enumerated() {

@@ -41,7 +41,8 @@ extension ConsoleController {
         return renderer.response(
             ErasePage(
                 chrome: chrome(context, .history), entity: name, id: id,
-                attributes: entity.attributes.map(\.name), exists: preview.exists, reach: reach, denial: preview.denial, back: here))
+                attributes: entity.attributes.filter { !$0.isRequired }.map(\.name), exists: preview.exists, reach: reach,
+                denial: preview.denial, back: here))
     }
 
     func erase(_ request: Request, context: ConsoleRequestContext) async throws -> Response {

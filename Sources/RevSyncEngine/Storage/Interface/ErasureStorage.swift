@@ -6,6 +6,9 @@ public protocol ErasureReading: AnyObject {
     func erasures() throws -> [ErasureRow]
     /// What erasures took of one record, oldest first.
     func erasureMarks(entity: String, id: RecordID) throws -> [ErasureMark]
+    /// What every erasure after `revision` took, oldest first (for a snapshot sent to a device
+    /// at that revision).
+    func erasureMarks(after revision: Revision) throws -> [ErasureMark]
     /// The revision of the newest erasure (`nil`: none yet).
     func newestErasureRevision() throws -> Revision?
     /// Every stored outcome that keeps what a refused change set wrote.

@@ -38,6 +38,20 @@ extension SQLStorageAccess {
         }
     }
 
+    func erasureMarks(after revision: Revision) throws -> [ErasureMark] {
+        try connection.rows(
+            "SELECT entity, record_id, erasure_id, revision, attributes FROM _rs_erased_records WHERE revision > ? ORDER BY erasure_id",
+            [.integer(revision)]
+        ).map { row in
+            guard let entity = row[0].textValue, let id = row[1].integerValue, let erasure = row[2].integerValue,
+                let revision = row[3].integerValue
+            else { throw StorageError.corrupt("an erased record row does not have the expected columns") }
+            return ErasureMark(
+                erasure: erasure, revision: revision,
+                record: ErasedRecord(entity: entity, id: RecordID(id), attributes: Self.attributes(row[4])))
+        }
+    }
+
     func newestErasureRevision() throws -> Revision? {
         try connection.firstRow("SELECT max(revision) FROM _rs_erasures")?.first?.integerValue
     }

@@ -45,7 +45,7 @@ struct ErasePage: ConsolePage {
           <input type="hidden" name="id" value="{{id}}">
           <fieldset id="what">
             <legend>What to erase</legend>
-            <p class="muted">Tick attributes to erase only them (they become null). Tick none to erase the whole record:</p>
+            <p class="muted">Tick attributes to erase only them (they become null; required ones go only with the whole record). Tick none to erase the whole record:</p>
             <ul class="details" id="reach">{{#reach}}<li>{{.}}</li>{{/reach}}</ul>
             {{#denial}}<p class="error" id="denial" role="alert">The whole record cannot be erased now: {{denial}}.</p>{{/denial}}
             {{#exists}}<div class="checks">{{#attributes}}<label class="check"><input type="checkbox" name="attributes[]" value="{{name}}"> {{name}}</label> {{/attributes}}</div>{{/exists}}
