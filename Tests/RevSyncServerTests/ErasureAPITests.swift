@@ -198,6 +198,50 @@ import Testing
         }
     }
 
+    /// Who holds the values: a device delivered them and not the erasure; not one that never
+    /// synced since before they were written, nor a revoked one, nor a token never used. A
+    /// seeded record, with no create in its history, may be held by anyone who synced.
+    @Test func theReceiptCountsWhoMayHoldTheValues() async throws {
+        try await withLiveServer { server in
+            let summary = try await DataSeeder(schema: .demo).seed(records: 200, into: server.storage)
+            let admin = try await server.device("dpo", role: .admin)
+            let (early, late, lost) = (try await server.device("early"), try await server.device("late"), try await server.device("lost"))
+            _ = try await server.device("unused")
+            for device in [early, late, lost] { _ = try await device.sync() }
+            let seeded = try #require(
+                try await server.storage.withReader { reader in
+                    var first: RecordID?
+                    try reader.allRecords(Schema.demo.entity("notes")!) { if first == nil { first = $0.id } }
+                    return first
+                })
+            let (player, _) = try await late.create("players", ["first_name": "Ana", "last_name": "Lopez"])
+            _ = try await lost.sync()
+            _ = summary
+            for (entity, id) in [("players", player), ("notes", seeded)] {
+                let (status, json) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase", #"{"entity": "\#(entity)", "id": \#(id.rawValue), "reason": "r"}"#)
+                #expect(status == 200, "\(json)")
+            }
+            // Revoking the lost tablet takes it out of every receipt.
+            let lostID = try #require(
+                try await server.storage.withReader { try $0.allDevices() }.first { $0.device.name == "lost" }?.device.id)
+            _ = try await server.storage.withWriter { try $0.revokeDevice(id: lostID) }
+            let (_, list) = try await Self.admin(server, admin.token, "GET", "/admin/api/erasures")
+            let receipts = try #require(list["erasures"] as? [[String: Any]])
+            #expect(receipts.map { $0["devicesHolding"] as? [String] } == [["late"], ["early", "late"]])
+            #expect(receipts.map { ($0["devices"] as? NSNumber)?.intValue } == [2, 2])
+            #expect(receipts.map { ($0["devicesErased"] as? NSNumber)?.intValue } == [1, 0])
+            #expect(receipts.allSatisfy { $0["complete"] as? Bool == false })
+            let (_, devices) = try await Self.admin(server, admin.token, "GET", "/admin/api/devices")
+            let late_ = (devices["devices"] as? [[String: Any]])?.first { $0["name"] as? String == "late" }
+            #expect((late_?["holdsErasures"] as? [NSNumber])?.map(\.intValue) == [1, 2])
+            _ = try await late.sync()
+            _ = try await early.sync()
+            let (_, after) = try await Self.admin(server, admin.token, "GET", "/admin/api/erasures")
+            #expect((after["erasures"] as? [[String: Any]])?.allSatisfy { $0["complete"] as? Bool == true } == true)
+        }
+    }
+
     @Test func revsyncServerEraseAndErasuresWorkOverTheAdminAPI() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in

@@ -233,9 +233,13 @@ public struct RecordErasure: Sendable {
             var historyRows = 0
             for target in erased {
                 guard let targetEntity = schema.entity(target.entity) else { continue }
-                for (entry, _) in try writer.history(entity: target.entity, id: target.id, before: revision, limit: .max) {
+                let entries = try writer.history(entity: target.entity, id: target.id, before: revision, limit: .max).map(\.entry)
+                // Held since its create; a record whose create is not in the history (seeded,
+                // kept from before history, or pruned with the log) may have been held since
+                // the first revision.
+                written = min(written, entries.last.map { $0.operation == .create ? $0.revision : 1 } ?? 1)
+                for entry in entries {
                     logRevisions.insert(entry.revision)
-                    written = min(written, entry.revision)
                     guard let before = entry.before else { continue }
                     let values = try RecordHistory.attributes(before)
                     collect(values.values.filter { target.covers($0.key) }.map(\.value))
