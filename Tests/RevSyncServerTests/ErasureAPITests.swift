@@ -233,8 +233,8 @@ import Testing
             #expect(receipts.map { ($0["devicesErased"] as? NSNumber)?.intValue } == [1, 0])
             #expect(receipts.allSatisfy { $0["complete"] as? Bool == false })
             let (_, devices) = try await Self.admin(server, admin.token, "GET", "/admin/api/devices")
-            let late_ = (devices["devices"] as? [[String: Any]])?.first { $0["name"] as? String == "late" }
-            #expect((late_?["holdsErasures"] as? [NSNumber])?.map(\.intValue) == [1, 2])
+            let lateRow = (devices["devices"] as? [[String: Any]])?.first { $0["name"] as? String == "late" }
+            #expect((lateRow?["holdsErasures"] as? [NSNumber])?.map(\.intValue) == [1, 2])
             _ = try await late.sync()
             _ = try await early.sync()
             let (_, after) = try await Self.admin(server, admin.token, "GET", "/admin/api/erasures")
