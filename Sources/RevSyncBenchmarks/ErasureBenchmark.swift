@@ -41,7 +41,7 @@ public struct ErasureBenchmark: Sendable {
         return try await server.use { server in
             let (port, editor, colleague, player) = (server.port, server.tokens[0], server.tokens[1], server.players[0])
             BenchmarkProgress.step("editing player \(player) \(edits) times")
-            var revision = try await Self.onThread { [edits, seed = server.seedRevision] in
+            var revision = try await onThread { [edits, seed = server.seedRevision] in
                 let connection = SyncConnection(port: port, token: editor)
                 var revision = seed
                 for edit in 1...edits {
@@ -61,7 +61,7 @@ public struct ErasureBenchmark: Sendable {
             // making one costs, beside the erasure's time.
             BenchmarkProgress.step("making the snapshot")
             let snapshotStarted = Date()
-            let snapshot = try await Self.onThread { try SyncConnection(port: port, token: editor).get("/snapshot", timeout: 600) }
+            let snapshot = try await onThread { try SyncConnection(port: port, token: editor).get("/snapshot", timeout: 600) }
             guard snapshot.status == 200 else { throw BenchmarkError("GET /snapshot was answered \(snapshot.status)") }
             let snapshotSeconds = Date().timeIntervalSince(snapshotStarted)
 
@@ -71,7 +71,7 @@ public struct ErasureBenchmark: Sendable {
             BenchmarkProgress.step("erasing player \(player) while the colleague writes")
             let done = Locked(false)
             let started = Date()
-            async let erased: (reply: SyncConnection.Reply, seconds: Double) = Self.onThread {
+            async let erased: (reply: SyncConnection.Reply, seconds: Double) = onThread {
                 defer { done.withLock { $0 = true } }
                 let body = Array(#"{"entity": "players", "id": \#(player.rawValue), "reason": "benchmark"}"#.utf8)
                 let reply = try SyncConnection(port: port, token: adminToken).post("/admin/api/erase", json: body, timeout: 600)
@@ -116,12 +116,6 @@ public struct ErasureBenchmark: Sendable {
                 writes += 1
             } while until.map { Date() < $0 } ?? !(done?.current ?? true)
             return (slowest, writes)
-        }
-    }
-
-    private static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Swift.Result { try work() }) }.start()
         }
     }
 

@@ -62,7 +62,7 @@ public struct HostileBenchmark: Sendable {
                 let body = Gzip.compress(hostile.jsonBytes(), level: 6)
                 let started = Date()
                 let done = Locked(false)
-                async let refused: Double = Self.onThread {
+                async let refused: Double = onThread {
                     defer { done.withLock { $0 = true } }
                     let reply = try SyncConnection(port: port, token: viewerToken).send(gzipped: body, timeout: 600)
                     guard reply.status == 200, reply.hasConflict else {
@@ -72,7 +72,7 @@ public struct HostileBenchmark: Sendable {
                 }
                 // The colleague writes one note after another until the refusal is answered.
                 let first = temporaryID
-                let (colleagueSeconds, written): (Double, Int64) = try await Self.onThread {
+                let (colleagueSeconds, written): (Double, Int64) = try await onThread {
                     let connection = SyncConnection(port: port, token: colleagueToken)
                     var slowest = 0.0
                     var temporaryID = first
@@ -117,7 +117,7 @@ public struct HostileBenchmark: Sendable {
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for token in server.tokens {
                     group.addTask {
-                        try await Self.onThread {
+                        try await onThread {
                             try SyncConnection(port: server.port, token: token).send(gzipped: body, timeout: 600).status
                         }
                     }
@@ -127,12 +127,6 @@ public struct HostileBenchmark: Sendable {
             return Memory(
                 peakBefore: before, peakAfter: server.peakMemory, budget: budget ?? 256 << 20, statuses: statuses,
                 seconds: Date().timeIntervalSince(started), gzipBytes: body.count)
-        }
-    }
-
-    private static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
         }
     }
 

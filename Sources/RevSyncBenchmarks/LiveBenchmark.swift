@@ -196,7 +196,7 @@ public struct LiveBenchmark: Sendable {
         return try await server.use { server in
             let (port, token) = (server.port, server.tokens[0])
             let residentBefore = server.usage.map(\.resident).reduce(0, +)
-            let sockets = try await Self.onThread { try Self.openStreams(idleStreams, port: port, token: token) }
+            let sockets = try await onThread { try Self.openStreams(idleStreams, port: port, token: token) }
             defer { for fd in sockets { close(fd) } }
             // Settled, then measured.
             try await Task.sleep(for: .seconds(2))
@@ -254,12 +254,6 @@ public struct LiveBenchmark: Sendable {
             sockets.append(fd)
         }
         return sockets
-    }
-
-    private static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
-        }
     }
 
     // MARK: Rows

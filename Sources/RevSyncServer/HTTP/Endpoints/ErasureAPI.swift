@@ -29,12 +29,7 @@ extension SyncHTTPServer {
         writer.writeInteger(result.revision)
         writer.writeRaw(",\"changeSet\":")
         writer.writeString(result.changeSetID)
-        writer.writeRaw(",\"entity\":")
-        writer.writeString(erasure.entity)
-        writer.writeRaw(",\"recordId\":")
-        writer.writeInteger(erasure.id.rawValue)
-        writer.writeRaw(",\"attributes\":")
-        Self.write(erasure.attributes, into: &writer)
+        Self.writeTarget(erasure.entity, erasure.id, erasure.attributes, into: &writer)
         writer.writeRaw(",\"erased\":[")
         for (index, record) in result.erased.enumerated() {
             if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
@@ -76,12 +71,7 @@ extension SyncHTTPServer {
             writer.writeInteger(erasure.id)
             writer.writeRaw(",\"revision\":")
             writer.writeInteger(erasure.revision)
-            writer.writeRaw(",\"entity\":")
-            writer.writeString(erasure.entity)
-            writer.writeRaw(",\"recordId\":")
-            writer.writeInteger(erasure.recordID.rawValue)
-            writer.writeRaw(",\"attributes\":")
-            Self.write(erasure.attributes, into: &writer)
+            Self.writeTarget(erasure.entity, erasure.recordID, erasure.attributes, into: &writer)
             writer.writeRaw(",\"reason\":")
             writer.writeString(erasure.reason)
             writer.writeRaw(",\"who\":")
@@ -152,6 +142,16 @@ extension SyncHTTPServer {
         if result.snapshotRevision == nil {
             logger.warning("erasure \(result.id): no snapshot was made after it; GET /snapshot makes one before serving any")
         }
+    }
+
+    /// `,"entity":E,"recordId":N,"attributes":[...]|null`: what the operator named.
+    private static func writeTarget(_ entity: String, _ id: RecordID, _ attributes: [String]?, into writer: inout JSONWriter) {
+        writer.writeRaw(",\"entity\":")
+        writer.writeString(entity)
+        writer.writeRaw(",\"recordId\":")
+        writer.writeInteger(id.rawValue)
+        writer.writeRaw(",\"attributes\":")
+        write(attributes, into: &writer)
     }
 
     private static func write(_ names: [String]?, into writer: inout JSONWriter) {
