@@ -7,7 +7,8 @@ public import RevSyncProtocol
 ///
 /// Without attributes the record is deleted, its delete rules applying (cascaded records are
 /// erased too, references to it are set to null; a `deny` child refuses the erasure); with
-/// them, those attributes are set to null (never a required one: apps rely on its value). Either way the erasure is committed by the server
+/// them, those attributes are set to null, required ones too (the schema's `required` binds what
+/// devices write; an erasure overrides it, and apps must expect null there from then on). Either way the erasure is committed by the server
 /// as a change set at a new revision, carrying ``ErasureNotice`` (`"__erased__"`), which every
 /// device receives. A record deleted earlier, whose values only history and the log still hold,
 /// can be erased too: its change set changes no record and tells devices what to forget.
@@ -108,16 +109,8 @@ public struct RecordErasure: Sendable {
                 throw Refusal.invalid("\"attributes\" names at least one attribute (leave it out to erase the record)")
             }
             guard Set(attributes).count == attributes.count else { throw Refusal.invalid("\"attributes\" names an attribute twice") }
-            for name in attributes {
-                guard let attribute = entity.attribute(name) else {
-                    throw Refusal.invalid("\(entity.name) has no attribute \"\(name.prefix(80))\"")
-                }
-                // Null where the schema promises a value would break every app that reads the record.
-                guard !attribute.isRequired else {
-                    throw Refusal.invalid(
-                        "\(entity.name).\(name) is required, so it cannot be set to null: erase the whole record, or make the attribute optional in the schema first"
-                    )
-                }
+            for name in attributes where entity.attribute(name) == nil {
+                throw Refusal.invalid("\(entity.name) has no attribute \"\(name.prefix(80))\"")
             }
         }
         return entity

@@ -41,7 +41,7 @@ extension ConsoleController {
         return renderer.response(
             ErasePage(
                 chrome: chrome(context, .history), entity: name, id: id,
-                attributes: entity.attributes.filter { !$0.isRequired }.map(\.name), exists: preview.exists, reach: reach,
+                attributes: entity.attributes.map { ($0.name, $0.isRequired) }, exists: preview.exists, reach: reach,
                 denial: preview.denial, back: here))
     }
 

@@ -5,6 +5,8 @@ struct ErasePage: ConsolePage {
 
     struct AttributeOption: ConsoleView {
         var name: String
+        /// Required by the schema: apps may not expect it to be null.
+        var required: Bool
     }
 
     let title = "Erase"
@@ -20,13 +22,14 @@ struct ErasePage: ConsolePage {
     var back: String
 
     init(
-        chrome: ConsoleChrome, entity: String, id: Int64, attributes: [String], exists: Bool, reach: [String], denial: String?,
+        chrome: ConsoleChrome, entity: String, id: Int64, attributes: [(name: String, required: Bool)], exists: Bool, reach: [String],
+        denial: String?,
         back: String
     ) {
         self.chrome = chrome
         self.entity = entity
         self.id = id
-        self.attributes = attributes.map(AttributeOption.init)
+        self.attributes = attributes.map { AttributeOption(name: $0.name, required: $0.required) }
         self.exists = exists
         self.reach = reach
         self.denial = denial
@@ -45,10 +48,10 @@ struct ErasePage: ConsolePage {
           <input type="hidden" name="id" value="{{id}}">
           <fieldset id="what">
             <legend>What to erase</legend>
-            <p class="muted">Tick attributes to erase only them (they become null; required ones go only with the whole record). Tick none to erase the whole record:</p>
+            <p class="muted">Tick attributes to erase only them (they become null; apps may not expect null in those marked required). Tick none to erase the whole record:</p>
             <ul class="details" id="reach">{{#reach}}<li>{{.}}</li>{{/reach}}</ul>
             {{#denial}}<p class="error" id="denial" role="alert">The whole record cannot be erased now: {{denial}}.</p>{{/denial}}
-            {{#exists}}<div class="checks">{{#attributes}}<label class="check"><input type="checkbox" name="attributes[]" value="{{name}}"> {{name}}</label> {{/attributes}}</div>{{/exists}}
+            {{#exists}}<div class="checks">{{#attributes}}<label class="check"><input type="checkbox" name="attributes[]" value="{{name}}"> <span>{{name}}{{#required}} <span class="muted">(required)</span>{{/required}}</span></label> {{/attributes}}</div>{{/exists}}
           </fieldset>
           <label>Reason: the request's reference, not the person's data
             <input name="reason" id="reason" required maxlength="1000" placeholder="GDPR request 2026-41"></label>
