@@ -78,6 +78,11 @@ import Testing
             #expect(date(changes[2], "after") is NSNull)
             #expect((changes[1]["before"] as? [String: Any])?["first_name"] as? String == "Ana")
             #expect(changes[2]["device"] as? String == "server")
+            // What came before it cannot be reverted any more, and the page says why.
+            let before = changes[1]["revert"] as? [String: Any]
+            #expect(
+                before?["possible"] as? Bool == false && (before?["reason"] as? String)?.contains("an erasure") == true,
+                "\(String(describing: before))")
             // An erasure is never undone.
             let (revertStatus, revert) = try await Self.admin(
                 server, admin.token, "POST", "/admin/api/revert", #"{"revision": \#(revision)}"#)

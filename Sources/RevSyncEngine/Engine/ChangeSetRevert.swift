@@ -182,7 +182,14 @@ public struct ChangeSetRevert: Sendable {
         for entry in entries {
             later.formUnion(try reader.laterChanges(entity: entry.entity, id: entry.id, after: reverted).filter { !cancelled.contains($0) })
         }
-        guard later.isEmpty else { throw Refusal.laterChanges(later.sorted(), nil) }
+        guard later.isEmpty else {
+            // An erasure is never undone: nothing before it on the same records can be, either.
+            if let erasure = try reader.erasures().map(\.revision).filter(later.contains).min() {
+                throw Refusal.impossible(
+                    "revision \(erasure), an erasure, changed the same records since, and an erasure is never undone")
+            }
+            throw Refusal.laterChanges(later.sorted(), nil)
+        }
         return entries
     }
 
