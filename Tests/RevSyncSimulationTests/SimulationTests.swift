@@ -1,5 +1,6 @@
 import Foundation
 import RevSyncProtocol
+import RevSyncServerTestSupport
 import RevSyncSimulation
 import RevSyncTestSupport
 import Testing
@@ -37,12 +38,16 @@ import Testing
 
     @Test func theProxyBreaksRequestsAtTheRatesAsked() async throws {
         // Every request refused: a client sees its connection closed, nothing reaches the server.
-        var rates = FaultRates()
-        rates.refuse = 1
-        let proxy = try await FaultProxy.start(upstreamPort: 9, rates: rates, seed: 1)
-        let response = try? await RawHTTPClient.send(port: proxy.port, method: "GET", path: "/health")
-        #expect(response == nil)
-        #expect(proxy.counts.refused == 1 && proxy.counts.requests == 1)
-        try await proxy.stop()
+        // The upstream is a server that listens: with none, the proxy may close the connection
+        // (upstream refused) before the request arrives, and count nothing.
+        try await withLiveServer { server in
+            var rates = FaultRates()
+            rates.refuse = 1
+            let proxy = try await FaultProxy.start(upstreamPort: server.port, rates: rates, seed: 1)
+            let response = try? await RawHTTPClient.send(port: proxy.port, method: "GET", path: "/health")
+            #expect(response == nil)
+            #expect(proxy.counts.refused == 1 && proxy.counts.requests == 1)
+            try await proxy.stop()
+        }
     }
 }
