@@ -130,12 +130,9 @@ enum Output {
             writer.writeInteger(report.bytesReceived)
             writer.writeRaw(",\"responseBytes\":")
             writer.writeInteger(report.responseBytes)
-            writer.writeRaw(",\"committed\":[")
-            for (index, id) in report.committed.enumerated() {
-                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writer.writeString(id)
-            }
-            writer.writeRaw("],\"permanentIDs\":[")
+            writer.writeRaw(",\"committed\":")
+            writer.writeStrings(report.committed)
+            writer.writeRaw(",\"permanentIDs\":[")
             for (index, (temporary, permanent)) in report.permanentIDs.sorted(by: { $0.key.id > $1.key.id }).enumerated() {
                 if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
                 writer.writeRaw("{\"entity\":")

@@ -20,7 +20,6 @@ extension SyncEngine {
         _ request: RecordErasure.Request, by device: Device, attachments: AttachmentStore? = nil, snapshots: SnapshotCache? = nil
     ) async throws -> RecordErasure.Result {
         let erasure = RecordErasure(schema: schema)
-        _ = try erasure.validate(request)
         var result = try await storage.withWriter { writer in try erasure.erase(request, by: device, writer: writer) }
         if !result.attachments.isEmpty {
             let schema = self.schema

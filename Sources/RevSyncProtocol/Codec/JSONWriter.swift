@@ -92,6 +92,16 @@ public struct JSONWriter: Sendable {
         }
     }
 
+    /// `["a","b"]`.
+    public mutating func writeStrings(_ strings: some Sequence<String>) {
+        writeByte(UInt8(ascii: "["))
+        for (index, string) in strings.enumerated() {
+            if index > 0 { writeByte(UInt8(ascii: ",")) }
+            writeString(string)
+        }
+        writeByte(UInt8(ascii: "]"))
+    }
+
     public mutating func writeString(_ string: String) {
         bytes.append(UInt8(ascii: "\""))
         var string = string

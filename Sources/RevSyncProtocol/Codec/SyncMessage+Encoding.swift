@@ -185,12 +185,8 @@ extension ErasureNotice {
             writer.writeRaw(",\"id\":")
             writer.writeInteger(record.id.rawValue)
             if let attributes = record.attributes {
-                writer.writeRaw(",\"attributes\":[")
-                for (index, name) in attributes.enumerated() {
-                    if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                    writer.writeString(name)
-                }
-                writer.writeByte(UInt8(ascii: "]"))
+                writer.writeRaw(",\"attributes\":")
+                writer.writeStrings(attributes)
             }
             writer.writeByte(UInt8(ascii: "}"))
         }

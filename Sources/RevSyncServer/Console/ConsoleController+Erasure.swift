@@ -68,13 +68,9 @@ extension ConsoleController {
                     "Erasure \(result.id), at revision \(result.revision), erased \(what) of \(entity) \(id) from the tables, \(result.historyRowsRewritten) history rows, \(result.logEntriesRewritten) change log entries and \(result.refusalsRewritten) stored refusals. Devices remove it as they sync: the Erasures page shows which still hold it.",
                 back: "/admin/erasures", backLabel: "Erasures")
         } catch let refusal as RecordErasure.Refusal {
-            let status: HTTPResponse.Status =
-                switch refusal {
-                case .notFound: .notFound
-                case .invalid: .badRequest
-                case .denied: .conflict
-                }
-            return message(context, status: status, heading: "Not erased", kind: .error, text: refusal.description, back: back)
+            // The status the API answers the same refusal with.
+            return message(
+                context, status: APIError(refusal).status, heading: "Not erased", kind: .error, text: refusal.description, back: back)
         }
     }
 

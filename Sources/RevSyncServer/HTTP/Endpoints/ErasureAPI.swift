@@ -84,12 +84,9 @@ extension SyncHTTPServer {
             writer.writeInteger(receipt.devices)
             writer.writeRaw(",\"devicesErased\":")
             writer.writeInteger(receipt.devicesErased)
-            writer.writeRaw(",\"devicesHolding\":[")
-            for (index, name) in receipt.devicesHolding.enumerated() {
-                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writer.writeString(name)
-            }
-            writer.writeRaw("],\"complete\":")
+            writer.writeRaw(",\"devicesHolding\":")
+            writer.writeStrings(receipt.devicesHolding)
+            writer.writeRaw(",\"complete\":")
             writer.writeBool(receipt.complete)
             writer.writeByte(UInt8(ascii: "}"))
         }
@@ -155,12 +152,6 @@ extension SyncHTTPServer {
     }
 
     private static func write(_ names: [String]?, into writer: inout JSONWriter) {
-        guard let names else { return writer.writeNull() }
-        writer.writeByte(UInt8(ascii: "["))
-        for (index, name) in names.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeString(name)
-        }
-        writer.writeByte(UInt8(ascii: "]"))
+        if let names { writer.writeStrings(names) } else { writer.writeNull() }
     }
 }
