@@ -179,6 +179,16 @@ let package = Package(
             path: "Tests/RevSyncServerTestSupport",
             swiftSettings: swiftSettings
         ),
+        // Swift types generated from a schema of hostile names (keywords, names the file uses,
+        // self-references): compiled with the tests, so generated code that stops compiling
+        // fails the build (a test keeps the file current).
+        .target(
+            name: "RevSyncGeneratedFixtures",
+            dependencies: ["RevSyncClient", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/RevSyncGeneratedFixtures",
+            exclude: ["hostile-names.json"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RevSyncProtocolTests",
             dependencies: ["RevSyncProtocol", "RevSyncTestSupport"],
@@ -210,7 +220,7 @@ let package = Package(
             name: "RevSyncClientTests",
             dependencies: [
                 "RevSyncClient", "RevSyncServer", "RevSyncEngine", "RevSyncProtocol", "RevSyncSQLite", "RevSyncTestSupport",
-                "RevSyncServerTestSupport", "RevSyncDemoRecords",
+                "RevSyncServerTestSupport", "RevSyncDemoRecords", "RevSyncGeneratedFixtures",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings

@@ -88,17 +88,16 @@ public struct SimulationReport: Sendable {
 
 extension Schema {
     /// The simulator's data model: the demo schema, with `players` and `teams` judged per
-    /// attribute (`"staleness": "attribute"`) and every other entity per record, and a player's
-    /// `photo` (an attachment).
+    /// attribute (`"staleness": "attribute"`) and every other entity per record (a player's
+    /// `photo` is an attachment).
     public static let simulation: Schema = {
         let entities = Schema.demo.entities.map { entity in
             try! Entity(
                 name: entity.name,
-                attributes: entity.attributes + (entity.name == "players" ? [Attribute(name: "photo", type: .attachment)] : []),
-                summary: entity.summary, permissions: entity.permissions, swiftName: entity.swiftName,
+                attributes: entity.attributes, summary: entity.summary, permissions: entity.permissions, swiftName: entity.swiftName,
                 staleness: ["players", "teams"].contains(entity.name) ? .attribute : .record)
         }
-        return try! Schema(version: 2, entities: entities, users: Schema.demo.users, roles: Schema.demo.roles)
+        return try! Schema(version: Schema.demo.version + 1, entities: entities, users: Schema.demo.users, roles: Schema.demo.roles)
     }()
 }
 

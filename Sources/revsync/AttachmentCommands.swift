@@ -21,11 +21,17 @@ struct AttachmentCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let store = try options.open()
+                guard let schemaEntity = store.schema.entity(entity) else {
+                    throw CommandFailure("the schema has no entity \(entity)")
+                }
+                guard let schemaAttribute = schemaEntity.attribute(attribute) else {
+                    throw CommandFailure("\(entity) has no attribute \(attribute)")
+                }
+                guard schemaAttribute.type == .attachment else {
+                    throw CommandFailure("\(entity).\(attribute) is a \(schemaAttribute.type.name) attribute, not an attachment")
+                }
                 guard let record = try await store.table(entity).find(try ValueParsing.recordID(id)) else {
                     throw CommandFailure("\(entity) \(id) does not exist")
-                }
-                guard store.schema.entity(entity)?.attribute(attribute)?.type == .attachment else {
-                    throw CommandFailure("\(entity).\(attribute) is not an attachment attribute")
                 }
                 guard let attachment = record.attachment(attribute) else {
                     throw CommandFailure("\(entity) \(id) has no \(attribute)")

@@ -42,11 +42,17 @@ struct Generate: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let generator = SwiftTypesGenerator(schema: try await loadSchema(), access: SwiftTypesGenerator.Access(rawValue: access)!)
+                let source: String
+                do {
+                    source = try generator.source()
+                } catch {
+                    throw CommandFailure("cannot generate Swift types from schema version \(generator.schema.version): \(error)")
+                }
                 if check {
                     guard let existing = try? String(contentsOfFile: out, encoding: .utf8) else {
                         throw CommandFailure("\(out) does not exist; generate it without --check")
                     }
-                    if let difference = generator.firstDifference(from: existing) {
+                    if let difference = SwiftTypesGenerator.firstDifference(between: source, and: existing) {
                         throw CommandFailure(
                             "\(out) is not what schema version \(generator.schema.version) generates (\(difference)); run without --check to update it"
                         )
@@ -54,8 +60,10 @@ struct Generate: AsyncParsableCommand {
                     say("\(out) is current (schema version \(generator.schema.version))")
                     return
                 }
+                let folder = URL(fileURLWithPath: out).deletingLastPathComponent()
                 do {
-                    try Data(generator.source().utf8).write(to: URL(fileURLWithPath: out), options: .atomic)
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                    try Data(source.utf8).write(to: URL(fileURLWithPath: out), options: .atomic)
                 } catch {
                     throw CommandFailure("cannot write \(out): \(error.localizedDescription)")
                 }

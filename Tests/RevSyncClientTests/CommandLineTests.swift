@@ -107,9 +107,10 @@ import Testing
         }
     }
 
+    /// The README's attachments section, on the demo schema (whose players have a photo).
     @Test func attachmentsFromAFileToAnotherDevice() async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer(schema: .attachments) { server in
+            try await withLiveServer { server in
                 let (alice, bob) = try await aliceAndBob(server, in: directory)
                 let photo = directory.file("knee.jpg")
                 let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
@@ -139,7 +140,10 @@ import Testing
                 #expect(missing.contains("there is no file /no/such.jpg"))
                 let noPhoto = try await revsync(
                     "attachment", "get", "players", "1", "first_name", "--out", out, "--store", bob, expectFailure: true)
-                #expect(noPhoto.contains("is not an attachment attribute"))
+                #expect(noPhoto.contains("players.first_name is a text attribute, not an attachment"))
+                let noSuchAttribute = try await revsync(
+                    "attachment", "get", "players", "1", "selfie", "--out", out, "--store", bob, expectFailure: true)
+                #expect(noSuchAttribute.contains("players has no attribute selfie"), "\(noSuchAttribute)")
             }
         }
     }

@@ -170,7 +170,7 @@ import Testing
 
     @Test func aSchemaUpgradeCapturesTheNewTablesAndColumns() async throws {
         try await withStore { store, _ in
-            var json = Schema.demoJSON.replacingOccurrences(of: "\"version\": 1", with: "\"version\": 2")
+            var json = Schema.demoJSON.replacingOccurrences(of: "\"version\": 2", with: "\"version\": 3")
             json = json.replacingOccurrences(
                 of: "\"capacity\": { \"type\": \"integer\" }",
                 with: "\"capacity\": { \"type\": \"integer\" }, \"surface\": { \"type\": \"text\" }")

@@ -8,7 +8,7 @@ import Testing
 /// record-level.
 @Suite struct AttributeStalenessTests {
     /// The demo schema with players, notes and teams judged per attribute.
-    static let schema = try! Schema.demo.setting(.attribute, for: ["players", "notes", "teams"], version: 2)
+    static let schema = try! Schema.demo.setting(.attribute, for: ["players", "notes", "teams"], version: Schema.demo.version + 1)
 
     @Test func attributeWritesReadBackAndTextThatDoesNotReadCountsAsTheRecordsLastWrite() {
         var record = StoredRecord(id: 7, revision: 3, writer: 1, otherRevision: 0, values: [])
@@ -181,9 +181,9 @@ import Testing
                 try await storage.close()
             }
             let recordLevel = Schema.demo
-            let attributeLevel = try recordLevel.setting(.attribute, for: ["players"], version: 2)
-            let recordAgain = try recordLevel.setting(.record, for: ["players"], version: 3)
-            let attributeAgain = try recordLevel.setting(.attribute, for: ["players"], version: 4)
+            let attributeLevel = try recordLevel.setting(.attribute, for: ["players"], version: Schema.demo.version + 1)
+            let recordAgain = try recordLevel.setting(.record, for: ["players"], version: Schema.demo.version + 2)
+            let attributeAgain = try recordLevel.setting(.attribute, for: ["players"], version: Schema.demo.version + 3)
             var player = RecordID(0)
             var created: Revision = 0
             var coach: TestDevice!

@@ -141,10 +141,12 @@ import Testing
     }
 
     @Test func aSwitchOfStalenessIsAnUpgradeStepOnlyTowardsAttribute() throws {
-        let attribute = try Schema.demo.setting(.attribute, for: ["players"], version: 2)
+        let attribute = try Schema.demo.setting(.attribute, for: ["players"], version: Schema.demo.version + 1)
         let toAttribute = try SchemaUpgrade(from: .demo, to: attribute) { _ in 1 }
         #expect(toAttribute.steps == [.trackAttributeWrites(attribute.entity("players")!)])
-        let back = try SchemaUpgrade(from: attribute, to: try Schema.demo.setting(.record, for: ["players"], version: 3)) { _ in 1 }
+        let back = try SchemaUpgrade(
+            from: attribute, to: try Schema.demo.setting(.record, for: ["players"], version: Schema.demo.version + 2)
+        ) { _ in 1 }
         #expect(back.steps.isEmpty)
     }
 

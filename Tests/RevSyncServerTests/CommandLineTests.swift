@@ -163,7 +163,7 @@ import Testing
         try await withTestDatabase(.sqlite) { testDatabase in
             let process = try ExecutableProcess("revsync-server", ["--port", "0", "--database", testDatabase.location, "--schema", "club"])
             let output = try await process.waitForOutput(containing: "listening on")
-            #expect(output.contains("schema club version 1"))
+            #expect(output.contains("schema club version 2"))
             process.terminate()
             #expect(await process.exitStatus() == 0)
             #expect(process.standardOutput.contains("RevSync server stopped (database \(testDatabase.location), revision 0)."))

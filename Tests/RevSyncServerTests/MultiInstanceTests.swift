@@ -175,7 +175,7 @@ import Testing
             // A newer schema, taken up by several instances at once: upgraded once.
             let v2 = try Schema(
                 json: Array(
-                    Schema.demoJSON.replacing(#""version": 1,"#, with: #""version": 2,"#)
+                    Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
                         .replacing(
                             #""unit": { "type": "text" },"#, with: #""unit": { "type": "text" }, "decimals": { "type": "integer" },"#
                         ).utf8))

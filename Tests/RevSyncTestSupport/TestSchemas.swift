@@ -21,14 +21,13 @@ extension Schema {
 }
 
 extension Schema {
-    /// The demo schema with attachments: a player's `photo` and a screening's `consent` form
-    /// (version 2).
+    /// The demo schema (whose players have a `photo`) with a second attachment: a screening's
+    /// `consent` form (the demo's version + 1).
     public static let attachments: Schema = {
         var entities: [Entity] = []
         for entity in Schema.demo.entities {
             let extra: [Attribute] =
                 switch entity.name {
-                case "players": [Attribute(name: "photo", type: .attachment)]
                 case "screen_instances": [Attribute(name: "consent", type: .attachment)]
                 default: []
                 }
@@ -37,6 +36,6 @@ extension Schema {
                     name: entity.name, attributes: entity.attributes + extra, summary: entity.summary, permissions: entity.permissions,
                     swiftName: entity.swiftName, staleness: entity.staleness))
         }
-        return try! Schema(version: 2, entities: entities, users: Schema.demo.users, roles: Schema.demo.roles)
+        return try! Schema(version: Schema.demo.version + 1, entities: entities, users: Schema.demo.users, roles: Schema.demo.roles)
     }()
 }

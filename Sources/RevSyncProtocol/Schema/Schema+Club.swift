@@ -62,9 +62,9 @@ extension Schema {
                             name: attribute.name, type: attribute.type, isRequired: attribute.isRequired, summary: attribute.summary,
                             writeRoles: writers[entity.name]?[attribute.name])
                     },
-                    summary: entity.summary, permissions: permissions[entity.name])
+                    summary: entity.summary, permissions: permissions[entity.name], swiftName: entity.swiftName)
             }
-            return try Schema(version: 1, entities: entities, users: "users", roles: ["coach", "medic"])
+            return try Schema(version: 2, entities: entities, users: "users", roles: ["coach", "medic"])
         } catch {
             fatalError("the built-in club schema is invalid: \(error)")
         }

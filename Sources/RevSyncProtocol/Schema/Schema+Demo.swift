@@ -1,5 +1,7 @@
 extension Schema {
-    /// The demo schema: the youth sports organisation of the case study, thirteen entities.
+    /// The demo schema: the youth sports organisation of the case study, thirteen entities,
+    /// with every attribute type (players have a `photo` attachment), every delete rule, and
+    /// `swiftName` (`screen_instances` are `Screening` in Swift).
     ///
     /// Delete rules worth knowing when trying it out: deleting a team cascades to its
     /// team_players, training_sessions (and their attendances) and notes; a season with teams,
@@ -16,7 +18,7 @@ extension Schema {
     /// The demo schema in the schema file format.
     public static let demoJSON = #"""
         {
-          "version": 1,
+          "version": 2,
           "description": "A youth sports organisation: staff, seasons, teams, players, training and player screenings.",
           "entities": {
             "users": {
@@ -51,7 +53,8 @@ extension Schema {
                 "date_of_birth": { "type": "date" },
                 "position": { "type": "text" },
                 "height_cm": { "type": "real" },
-                "active": { "type": "boolean" }
+                "active": { "type": "boolean" },
+                "photo": { "type": "attachment", "description": "A portrait for the team sheet." }
               }
             },
             "team_players": {
@@ -106,6 +109,7 @@ extension Schema {
             },
             "screen_instances": {
               "description": "One screening of a player; a screen that has been used cannot be deleted.",
+              "swiftName": "Screening",
               "attributes": {
                 "screen_id": { "type": "reference", "target": "screens", "onDelete": "deny", "required": true },
                 "player_id": { "type": "reference", "target": "players", "onDelete": "cascade" },
@@ -116,6 +120,7 @@ extension Schema {
             },
             "screen_instance_items": {
               "description": "One measured value of a screening.",
+              "swiftName": "ScreeningValue",
               "attributes": {
                 "screen_instance_id": { "type": "reference", "target": "screen_instances", "onDelete": "cascade", "required": true },
                 "screen_item_id": { "type": "reference", "target": "screen_items", "onDelete": "nullify" },

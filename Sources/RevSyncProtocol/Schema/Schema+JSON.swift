@@ -49,7 +49,7 @@ extension Schema {
                     try SchemaFileReader.entity(name: name, value)
                 }
             case "description":
-                _ = try SchemaFileReader.string(value, path: "description")
+                _ = try SchemaFileReader.description(value, path: "description")
             case "users":
                 users = try SchemaFileReader.string(value, path: "users")
             case "roles":
@@ -193,6 +193,23 @@ private enum SchemaFileReader {
         return string
     }
 
+    /// A description, for people (and the generated types' doc comments): text whose only
+    /// control character is the line break `\n`. A `\r` would end a Swift comment, so it and
+    /// every other control character or line separator is refused, naming where it is.
+    static func description(_ value: JSONValue, path: String) throws(SchemaError) -> String {
+        let text = try string(value, path: path)
+        for (offset, scalar) in text.unicodeScalars.enumerated() where scalar != "\n" {
+            let category = scalar.properties.generalCategory
+            if category == .control || category == .lineSeparator || category == .paragraphSeparator {
+                let code = String(scalar.value, radix: 16, uppercase: true)
+                throw SchemaError(
+                    "a description may hold no control character but a line break (\\n); found U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code) at character \(offset + 1)",
+                    path: path)
+            }
+        }
+        return text
+    }
+
     static func entity(name: String, _ value: JSONValue) throws(SchemaError) -> Entity {
         let path = "entities.\(name)"
         var attributes: [Attribute]?
@@ -207,7 +224,7 @@ private enum SchemaFileReader {
                     try attribute(name: attributeName, value, path: "\(path).attributes.\(attributeName)")
                 }
             case "description":
-                summary = try string(member, path: "\(path).description")
+                summary = try description(member, path: "\(path).description")
             case "permissions":
                 permissions = try self.permissions(member, path: "\(path).permissions")
             case "swiftName":
@@ -301,7 +318,7 @@ private enum SchemaFileReader {
                     throw SchemaError("unknown delete rule \"\(raw)\" (expected cascade, nullify or deny)", path: "\(path).onDelete")
                 }
                 rule = parsed
-            case "description": summary = try string(member, path: "\(path).description")
+            case "description": summary = try description(member, path: "\(path).description")
             default:
                 throw SchemaError(
                     "unknown key \"\(key)\" (expected type, required, target, onDelete, write, description)", path: "\(path).\(key)")

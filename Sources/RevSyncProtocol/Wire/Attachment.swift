@@ -114,3 +114,31 @@ public struct Attachment: Sendable, Hashable {
         self = attachment
     }
 }
+
+/// An attachment encodes as its wire object, `{"sha256", "size", "type", "name"}`, so that a
+/// record with an attachment attribute (a generated type's `Attachment?` property) is `Codable`.
+/// Decoding checks every part as ``init(sha256:size:type:name:)`` does.
+extension Attachment: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case sha256, size, type, name
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        do {
+            try self.init(
+                sha256: try container.decode(String.self, forKey: .sha256), size: try container.decode(Int64.self, forKey: .size),
+                type: try container.decode(String.self, forKey: .type), name: try container.decodeIfPresent(String.self, forKey: .name))
+        } catch let error as ProtocolError {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sha256, forKey: .sha256)
+        try container.encode(size, forKey: .size)
+        try container.encode(type, forKey: .type)
+        try container.encodeIfPresent(name, forKey: .name)
+    }
+}

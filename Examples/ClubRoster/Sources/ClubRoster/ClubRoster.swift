@@ -6,9 +6,10 @@ import RevSyncClient
 ///
 ///     ClubRoster --server http://127.0.0.1:8080 --token-file coach.token [--colleague-token-file medic.token] [--store roster.sqlite]
 ///
-/// Creates a team with players, lists them through a `ValueObservation`, edits one, syncs,
-/// and — given a colleague's token — shows an edit the server refuses because the colleague
-/// changed the same player first.
+/// Creates a team with players (one with a photo), lists them through a `ValueObservation`,
+/// edits one, syncs, and — given a colleague's token — shows the photo arriving on the
+/// colleague's device and an edit the server refuses because the colleague changed the same
+/// player first.
 @main
 struct ClubRoster {
     static func main() async {
@@ -43,11 +44,14 @@ struct ClubRoster {
         }
         defer { printer.cancel() }
 
+        // A photo is an attachment: its bytes go into the store with the write, and travel
+        // with the change set that refers to them.
+        let photo = try Attachment.data(Self.portrait, type: "image/png", name: "ana.png")
         // One transaction, one change set: the team and its players, with temporary IDs.
         let ana = try await store.database.write { db in
             var team = Team(name: "U12 \(Int.random(in: 100...999))", ageGroup: "U12")
             try team.insert(db)
-            var ana = Player(firstName: "Ana", lastName: "Lopez", position: "Midfielder")
+            var ana = Player(firstName: "Ana", lastName: "Lopez", position: "Midfielder", photo: photo)
             try ana.insert(db)
             var ben = Player(firstName: "Ben", lastName: "Okafor", position: "Defender")
             try ben.insert(db)
@@ -57,7 +61,7 @@ struct ClubRoster {
         }
         try await pause()
         var report = try await synchronizer.sync()
-        print("Synced: \(report.committed.count) change set(s) committed")
+        print("Synced: \(report.committed.count) change set(s) committed, \(report.attachmentsUploaded) photo(s) uploaded")
         let anaID = try await store.permanentID(of: ana.id) ?? ana.id
 
         // An edit: only the changed attribute travels, with Ana's revision.
@@ -75,6 +79,11 @@ struct ClubRoster {
         let colleague = try await openStore(at: options.store + ".colleague", server: options.server, token: colleagueToken)
         let colleagueSync = Synchronizer(store: colleague)
         try await colleagueSync.sync()
+        if let received = try await colleague.database.read({ db in try Player.fetchOne(db, id: anaID)?.photo }) {
+            let file = try await colleague.attachment(received)
+            let bytes = try Data(contentsOf: file)
+            print("The colleague's device shows Ana's photo: \(received.name ?? "?"), \(received.type), \(bytes.count) bytes")
+        }
         try await colleague.database.write { db in
             _ = try Player.filter(id: anaID).updateAll(db, Player.Columns.position.set(to: "Goalkeeper"))
         }
@@ -106,6 +115,10 @@ struct ClubRoster {
         return try LocalStore.create(at: path, schema: schema, server: .init(url: server, token: token))
     }
 
+    /// A portrait: a 2×2 PNG.
+    static let portrait = Data(
+        base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP4z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==")!
+
     /// Lets the observation print before the next step.
     static func pause() async throws { try await Task.sleep(for: .milliseconds(200)) }
 }
@@ -124,7 +137,9 @@ struct RosterLine: FetchableRecord, CustomStringConvertible {
     }
 
     var description: String {
-        "#\(teamPlayer.jerseyNumber.map(String.init) ?? "-") \(player.firstName) \(player.lastName), \(player.position ?? "?") (\(team.name))"
+        let photo = player.photo.map { " [photo \($0.name ?? $0.sha256.prefix(8) + "…")]" } ?? ""
+        return
+            "#\(teamPlayer.jerseyNumber.map(String.init) ?? "-") \(player.firstName) \(player.lastName), \(player.position ?? "?") (\(team.name))\(photo)"
     }
 }
 
