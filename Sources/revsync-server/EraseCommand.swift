@@ -36,6 +36,9 @@ struct EraseCommand: AsyncParsableCommand {
             "Erasure \(number("id")) at revision \(number("revision")): \(erased.count) record\(erased.count == 1 ? "" : "s") erased, \(number("nullified")) reference\(number("nullified") == 1 ? "" : "s") cleared; \(number("logEntriesRewritten")) log entries, \(number("historyRowsRewritten")) history rows and \(number("refusalsRewritten")) stored refusals rewritten; \(number("attachmentsDeleted")) attachments deleted."
         )
         printOutput("Devices remove the values when they next sync: `revsync-server erasures` shows which still hold them.")
+        for error in (object["errors"] as? [[String: Any]]) ?? [] {
+            FileHandle.standardError.write(Data("revsync-server: error: \(error["message"] as? String ?? "?")\n".utf8))
+        }
     }
 }
 

@@ -53,6 +53,9 @@ public struct RecordErasure: Sendable {
         public var logEntriesRewritten: Int
         public var historyRowsRewritten: Int
         public var refusalsRewritten: Int
+        /// What the erasure could not read and removed whole, so that nothing it erased could
+        /// stay there (a stored refusal that does not decode): each an error for the operator.
+        public var errors: [String] = []
         /// Attachments deleted because only erased values referred to them.
         public var attachmentsDeleted: Int
         /// Whether the storage reclaimed the space the values took
@@ -256,14 +259,13 @@ public struct RecordErasure: Sendable {
                 try writer.rewriteLog(revision: logged, body: scrubbed.jsonBytes())
                 logEntries += 1
             }
-            let refusals = try Self.scrubRefusals(scrub, writer: writer)
-
             let id = try writer.recordErasure(
                 ErasureRow(
                     id: 0, revision: revision, entity: entity.name, recordID: request.id, attributes: request.attributes,
                     reason: request.reason.trimmingCharacters(in: .whitespacesAndNewlines), device: device.id,
                     erasedAt: Int64(Date().timeIntervalSince1970), writtenRevision: written, recordCount: erased.count),
                 records: erased)
+            let refusals = try Self.scrubRefusals(scrub, erasure: id, writer: writer)
             var changeSet = log.changeSet
             changeSet.erased = ErasureNotice(erasure: id, records: erased)
             let changeSetID = UUID().uuidString
@@ -273,27 +275,50 @@ public struct RecordErasure: Sendable {
             try writer.setRevision(revision)
             return Result(
                 id: id, revision: revision, changeSetID: changeSetID, erased: erased, nullified: nullified,
-                logEntriesRewritten: logEntries, historyRowsRewritten: historyRows, refusalsRewritten: refusals,
-                attachmentsDeleted: 0, attachments: attachments, entities: Set(erased.map(\.entity) + changeSet.types))
+                logEntriesRewritten: logEntries, historyRowsRewritten: historyRows, refusalsRewritten: refusals.rewritten,
+                errors: refusals.errors, attachmentsDeleted: 0, attachments: attachments,
+                entities: Set(erased.map(\.entity) + changeSet.types))
         }
     }
 
-    /// Drops erased values from every stored refusal's detail; returns how many changed.
-    private static func scrubRefusals(_ scrub: ErasureScrub, writer: any StorageWriter) throws -> Int {
+    /// Drops erased values from every stored refusal's detail. A detail left writing nothing
+    /// is removed, marked with the erasure (the console says what happened); one that does not
+    /// decode is removed too, since nothing tells what it holds, and reported as an error.
+    /// Returns how many changed, and the errors.
+    private static func scrubRefusals(
+        _ scrub: ErasureScrub, erasure: Int64, writer: any StorageWriter
+    ) throws -> (rewritten: Int, errors: [String]) {
         var rewritten = 0
+        var errors: [String] = []
         for detail in try writer.refusalDetails() {
-            func decoded(_ bytes: [UInt8]?) -> ChangeSet {
-                bytes.flatMap { try? ChangeSet(json: $0, sender: .server) } ?? ChangeSet()
+            let mine: ChangeSet
+            let base: ChangeSet
+            let theirs: ChangeSet
+            do {
+                func decoded(_ bytes: [UInt8]?) throws -> ChangeSet {
+                    try bytes.map { try ChangeSet(json: $0, sender: .server) } ?? ChangeSet()
+                }
+                (mine, base, theirs) = (try decoded(detail.mine), try decoded(detail.base), try decoded(detail.theirs))
+            } catch {
+                try writer.removeRefusalDetail(device: detail.device, changeSetID: detail.changeSetID, erasure: erasure)
+                errors.append(
+                    "what refused change set \(detail.changeSetID) (device \(detail.device)) wrote could not be read, so it was removed whole: \(error)"
+                )
+                rewritten += 1
+                continue
             }
-            let (mine, base, theirs) = (decoded(detail.mine), decoded(detail.base), decoded(detail.theirs))
             let scrubbed = (scrub.removing(from: mine), scrub.removing(from: base), scrub.removing(from: theirs))
             guard scrubbed.0 != nil || scrubbed.1 != nil || scrubbed.2 != nil else { continue }
-            try writer.saveRefusalDetail(
-                device: detail.device, changeSetID: detail.changeSetID, mine: scrubbed.0 ?? mine, base: scrubbed.1 ?? base,
-                theirs: scrubbed.2 ?? theirs)
+            if (scrubbed.0 ?? mine).isEmpty {
+                try writer.removeRefusalDetail(device: detail.device, changeSetID: detail.changeSetID, erasure: erasure)
+            } else {
+                try writer.saveRefusalDetail(
+                    device: detail.device, changeSetID: detail.changeSetID, mine: scrubbed.0 ?? mine, base: scrubbed.1 ?? base,
+                    theirs: scrubbed.2 ?? theirs)
+            }
             rewritten += 1
         }
-        return rewritten
+        return (rewritten, errors)
     }
 
     /// What a refused change set must not leave in its stored detail: the erasures, since the

@@ -152,7 +152,7 @@ extension ConsoleController {
             refused: refused.map { refusal in
                 DevicePage.Refused(
                     time: ConsoleFormat.time(refusal.time), reason: refusal.reason.rawValue, changeSet: refusal.changeSetID,
-                    entries: refusal.entries.map(ConsoleFormat.entry), records: RefusedRecordsPartial.records(refusal.records))
+                    entries: refusal.entries.map(ConsoleFormat.entry), records: RefusedRecordsPartial.records(of: refusal))
             },
             refusedNote: refused.count == refusalLimit
                 ? "The newest \(refusalLimit); all of them on the refusals page."

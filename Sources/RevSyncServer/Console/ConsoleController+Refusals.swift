@@ -25,7 +25,7 @@ extension ConsoleController {
                     time: ConsoleFormat.time(refusal.time), deviceID: refusal.device,
                     device: names[refusal.device] ?? "device \(refusal.device)",
                     reason: refusal.reason.rawValue, changeSet: refusal.changeSetID, entries: refusal.entries.map(ConsoleFormat.entry),
-                    records: RefusedRecordsPartial.records(refusal.records))
+                    records: RefusedRecordsPartial.records(of: refusal))
             },
             note: refusals.count == Self.refusalsShown
                 ? "The newest \(Self.refusalsShown) refused change sets\(whose)."

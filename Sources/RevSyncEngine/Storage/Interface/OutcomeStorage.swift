@@ -20,6 +20,9 @@ public protocol OutcomeWriting: AnyObject {
     func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws
     /// Keeps, with a refused change set's outcome, what it wrote against its base and the truth.
     func saveRefusalDetail(device: Int64, changeSetID: String, mine: ChangeSet, base: ChangeSet, theirs: ChangeSet) throws
+    /// Removes what a refused change set wrote, for erasure `erasure`: nothing of it was left
+    /// (or it could not be read, so nothing of it may stay).
+    func removeRefusalDetail(device: Int64, changeSetID: String, erasure: Int64) throws
     func saveMapping(device: Int64, _ mapping: IDMapping) throws
     /// Deletes outcomes processed before `date` (seconds since 1970).
     func purgeOutcomes(processedBefore date: Int64) throws -> Int

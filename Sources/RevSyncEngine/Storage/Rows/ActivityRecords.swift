@@ -82,6 +82,9 @@ public struct StoredRefusal: Sendable, Hashable {
     public var reason: ConflictReason
     public var entries: [ConflictEntry]
     /// Its first records (``RefusalDetail/recordLimit``): base, mine and theirs; empty for
-    /// refusals kept before the server kept them.
+    /// refusals kept before the server kept them, and when ``detailNote`` says why.
     public var records: [RefusedRecord] = []
+    /// Why ``records`` is empty though the server kept them: an erasure removed what the change
+    /// set wrote, or what was kept cannot be read (one such row never fails a page).
+    public var detailNote: String?
 }

@@ -46,26 +46,38 @@ extension SQLStorageAccess {
         let arguments: [SQLValue] = (device.map { [SQLValue.integer($0)] } ?? []) + [.integer(Int64(limit))]
         return try connection.rows(
             """
-            SELECT device_id, change_set_id, processed_at, conflict, mine, base, theirs FROM _rs_outcomes
+            SELECT device_id, change_set_id, processed_at, conflict, mine, base, theirs, detail_erased FROM _rs_outcomes
             WHERE revision IS NULL\(filter) ORDER BY processed_at DESC LIMIT ?
             """, arguments
         ).map { row in
-            guard let device = row[0].integerValue, let id = row[1].textValue, let time = row[2].integerValue,
-                let json = row[3].bytesValue, case .conflict(let reason, let entries) = try StoredOutcome.decodeConflict(json)
-            else { throw StorageError.corrupt("a refused change set's outcome does not have the expected columns") }
-            var records: [RefusedRecord] = []
-            if let mine = row[4].bytesValue, let base = row[5].bytesValue, let theirs = row[6].bytesValue {
+            let id = row[1].textValue ?? "?"
+            var refusal = StoredRefusal(
+                device: row[0].integerValue ?? 0, changeSetID: id, time: row[2].integerValue ?? 0,
+                reason: ConflictReason(rawValue: "unknown"), entries: [])
+            // One unreadable row is shown as such; it never fails the page that lists it.
+            do {
+                guard let json = row[3].bytesValue, case .conflict(let reason, let entries) = try StoredOutcome.decodeConflict(json)
+                else { throw StorageError.corrupt("the outcome has no conflict") }
+                refusal.reason = reason
+                refusal.entries = entries
+            } catch {
+                refusal.detailNote = "This refusal's outcome cannot be read (\(error))."
+                return refusal
+            }
+            if let erasure = row[7].integerValue {
+                refusal.detailNote = "What it wrote was removed by erasure \(erasure)."
+            } else if let mine = row[4].bytesValue, let base = row[5].bytesValue, let theirs = row[6].bytesValue {
                 do {
-                    records =
+                    refusal.records =
                         RefusalDetail(
                             mine: try ChangeSet(json: mine, sender: .client), base: try ChangeSet(json: base, sender: .server),
                             theirs: try ChangeSet(json: theirs, sender: .server)
                         ).records
                 } catch {
-                    throw StorageError.corrupt("what refused change set \(id) wrote does not decode: \(error)")
+                    refusal.detailNote = "What it wrote cannot be read (\(error))."
                 }
             }
-            return StoredRefusal(device: device, changeSetID: id, time: time, reason: reason, entries: entries, records: records)
+            return refusal
         }
     }
 

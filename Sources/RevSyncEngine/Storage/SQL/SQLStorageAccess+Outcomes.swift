@@ -76,6 +76,12 @@ extension SQLStorageAccess {
             [.bytes(mine.jsonBytes()), .bytes(base.jsonBytes()), .bytes(theirs.jsonBytes()), .integer(device), .text(changeSetID)])
     }
 
+    func removeRefusalDetail(device: Int64, changeSetID: String, erasure: Int64) throws {
+        try write(
+            "UPDATE _rs_outcomes SET mine = NULL, base = NULL, theirs = NULL, detail_erased = ? WHERE device_id = ? AND change_set_id = ?",
+            [.integer(erasure), .integer(device), .text(changeSetID)])
+    }
+
     func saveMapping(device: Int64, _ mapping: IDMapping) throws {
         readAheadCache?.mappings.removeValue(forKey: .init(device: device, temporaryID: mapping.temporaryID))
         try write(

@@ -159,6 +159,13 @@ enum ServerTables {
                 """,
             ]
         },
+        Migration(version: 9, name: "what the third review found") { dialect in
+            [
+                // The erasure that removed what a refused change set wrote (its detail is then
+                // null): the console says so instead of showing nothing.
+                "ALTER TABLE _rs_outcomes ADD COLUMN detail_erased \(dialect.bigint)"
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

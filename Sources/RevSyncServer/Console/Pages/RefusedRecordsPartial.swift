@@ -35,7 +35,13 @@ enum RefusedRecordsPartial {
         </div>{{/records}}
         """
 
-    /// The records of one refusal, for the partial.
+    /// The records of one refusal, for the partial; when the server cannot show them (an
+    /// erasure removed them, or they cannot be read), a note that says so.
+    static func records(of refusal: StoredRefusal) -> [Record] {
+        if let note = refusal.detailNote { return [Record(title: "What it wrote", rows: [], hasRows: false, note: note)] }
+        return records(refusal.records)
+    }
+
     static func records(_ records: [RefusedRecord]) -> [Record] {
         records.map { record in
             let based = record.baseRevision.map { ", based on revision \($0)" } ?? ""

@@ -55,7 +55,14 @@ extension SyncHTTPServer {
         writer.writeBool(result.spaceReclaimed)
         writer.writeRaw(",\"snapshotRevision\":")
         if let snapshot = result.snapshotRevision { writer.writeInteger(snapshot) } else { writer.writeNull() }
-        writer.writeByte(UInt8(ascii: "}"))
+        writer.writeRaw(",\"errors\":[")
+        for (index, error) in result.errors.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeRaw("{\"code\":\"unreadable_refusal\",\"message\":")
+            writer.writeString(error)
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeRaw("]}")
         return compression.jsonResponse(writer.bytes, for: request)
     }
 
@@ -136,6 +143,7 @@ extension SyncHTTPServer {
         if !result.spaceReclaimed {
             logger.warning("erasure \(result.id): readers held the WAL; its checkpoint did not complete (the next one will)")
         }
+        for error in result.errors { logger.error("erasure \(result.id): \(error)") }
         if result.snapshotRevision == nil {
             logger.warning("erasure \(result.id): no snapshot was made after it; GET /snapshot makes one before serving any")
         }
