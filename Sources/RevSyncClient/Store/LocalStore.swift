@@ -247,6 +247,19 @@ public final class LocalStore: Sendable {
         try await ownWrite { db in try StoreState(db: db).setActor(actor) }
     }
 
+    /// Whether the store's temporary IDs were moved below its token's (``TemporaryIDFloor``).
+    func temporaryIDsAgreed() async throws -> Bool {
+        try await pool.read { db in try TemporaryIDFloor(db: db, schema: self.schema).isAgreed }
+    }
+
+    /// Moves the store's temporary IDs below `lowest`, the lowest its token used, if the store
+    /// has sent nothing yet (``TemporaryIDFloor``); returns how many records moved.
+    @discardableResult
+    func agreeOnTemporaryIDs(lowest: RecordID?) async throws -> Int {
+        let schema = self.schema
+        return try await ownWrite { db in try TemporaryIDFloor(db: db, schema: schema).agree(lowest: lowest) }
+    }
+
     /// The permanent ID the server gave a temporary ID, if known.
     public func permanentID(of temporaryID: RecordID) async throws -> RecordID? {
         try await pool.read { db in try IDMap(db: db).permanentID(of: temporaryID)?.id }

@@ -66,13 +66,16 @@ struct Outbox {
                 continue
             }
             let base = try entry(id)?.base
-            try db.execute(
-                sql: "UPDATE _rs_outbox SET body = ?, base = ? WHERE position = ?",
-                arguments: [
-                    Data(scrubbed.jsonBytes()), (base.map { scrub.removing(from: $0) ?? $0 }).map { Data($0.jsonBytes()) }, queued.position,
-                ])
+            try replace(at: queued.position, with: scrubbed, base: base.map { scrub.removing(from: $0) ?? $0 })
         }
         return dropped
+    }
+
+    /// Replaces the queued change set at `position` (and what its records held before it).
+    func replace(at position: Int64, with changeSet: ChangeSet, base: ChangeSet?) throws {
+        try db.execute(
+            sql: "UPDATE _rs_outbox SET body = ?, base = ? WHERE position = ?",
+            arguments: [Data(changeSet.jsonBytes()), base.map { Data($0.jsonBytes()) }, position])
     }
 
     func count() throws -> Int {
@@ -140,25 +143,34 @@ extension ChangeSet {
     /// The change set with every temporary ID the device has a permanent ID for replaced, in
     /// updates, deletes and reference values (creates keep theirs).
     func swappingTemporaryIDs(schema: Schema, _ permanentID: (RecordID) throws -> RecordID?) rethrows -> ChangeSet {
-        var swapped = self
-        for index in swapped.changes.indices {
-            var changes = swapped.changes[index]
+        try mappingTemporaryIDs(schema: schema, creates: false, permanentID)
+    }
+
+    /// The change set with temporary IDs replaced where `replacement` gives one: in updates,
+    /// deletes, reference values and, with `creates`, the records it creates.
+    func mappingTemporaryIDs(
+        schema: Schema, creates: Bool, _ replacement: (RecordID) throws -> RecordID?
+    ) rethrows -> ChangeSet {
+        var mapped = self
+        for index in mapped.changes.indices {
+            var changes = mapped.changes[index]
             let entity = schema.entity(changes.entity)
-            func swap(_ id: RecordID) throws -> RecordID { try permanentID(id) ?? id }
+            func map(_ id: RecordID) throws -> RecordID { id.isTemporary ? try replacement(id) ?? id : id }
             var attributes: [RecordID: RecordAttributes] = [:]
             let created = Set(changes.create)
             for (id, var record) in changes.attributes {
                 for (name, value) in record.values {
                     guard entity?.attribute(name)?.referenceTarget != nil, case .integer(let raw) = value, raw < 0 else { continue }
-                    if let permanent = try permanentID(RecordID(raw)) { record.values[name] = .integer(permanent.rawValue) }
+                    if let replaced = try replacement(RecordID(raw)) { record.values[name] = .integer(replaced.rawValue) }
                 }
-                attributes[created.contains(id) ? id : try swap(id)] = record
+                attributes[created.contains(id) && !creates ? id : try map(id)] = record
             }
-            changes.update = try changes.update.map(swap)
-            changes.delete = try changes.delete.map(swap)
+            if creates { changes.create = try changes.create.map(map) }
+            changes.update = try changes.update.map(map)
+            changes.delete = try changes.delete.map(map)
             changes.attributes = attributes
-            swapped.changes[index] = changes
+            mapped.changes[index] = changes
         }
-        return swapped
+        return mapped
     }
 }

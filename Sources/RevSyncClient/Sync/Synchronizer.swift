@@ -209,6 +209,7 @@ public actor Synchronizer {
         var server = self.server
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
+        try await agreeOnTemporaryIDs(with: server)
         let started = try await startFromServerSnapshot(server)
         var report: SyncReport
         do {
@@ -364,7 +365,9 @@ public actor Synchronizer {
 
     /// Asks the server who this device is (`GET /device`: its role and user) and remembers it
     /// in the store, so that local writes are checked against the schema's permission rules.
-    /// Every sync keeps it up to date too.
+    /// Every sync keeps it up to date too. A store that has sent nothing yet also moves its
+    /// temporary IDs below every one its token used before (a new store on an earlier store's
+    /// token), as its first sync would.
     ///
     /// - Throws: ``SyncFailure``.
     @discardableResult
@@ -372,9 +375,19 @@ public actor Synchronizer {
         var server = self.server
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
-        let actor = try await Self.fetchActor(from: server, transport: transport, maxResponseSize: configuration.maxResponseSize)
-        try await store.setActor(actor)
-        return actor
+        let identity = try await Self.fetchIdentity(from: server, transport: transport, maxResponseSize: configuration.maxResponseSize)
+        try await store.setActor(identity.actor)
+        try await store.agreeOnTemporaryIDs(lowest: identity.lowestTemporaryID)
+        return identity.actor
+    }
+
+    /// Before the store's first change set leaves: its temporary IDs must start below every one
+    /// its token used (``fetchDevice()`` does it; once per store).
+    private func agreeOnTemporaryIDs(with server: LocalStore.ServerConnection) async throws {
+        guard try await !store.temporaryIDsAgreed() else { return }
+        let identity = try await Self.fetchIdentity(from: server, transport: transport, maxResponseSize: configuration.maxResponseSize)
+        try await store.setActor(identity.actor)
+        try await store.agreeOnTemporaryIDs(lowest: identity.lowestTemporaryID)
     }
 
     /// Who a token belongs to, as the server says (`GET /device`), without a store: what
@@ -386,6 +399,18 @@ public actor Synchronizer {
     public static func fetchActor(
         from server: LocalStore.ServerConnection, transport: any SyncTransport = DefaultTransport(), maxResponseSize: Int = 1 << 20
     ) async throws -> Actor {
+        try await fetchIdentity(from: server, transport: transport, maxResponseSize: maxResponseSize).actor
+    }
+
+    /// What `GET /device` says: the role and user, and the lowest temporary ID the token used.
+    struct DeviceIdentity {
+        var actor: Actor
+        var lowestTemporaryID: RecordID?
+    }
+
+    static func fetchIdentity(
+        from server: LocalStore.ServerConnection, transport: any SyncTransport, maxResponseSize: Int
+    ) async throws -> DeviceIdentity {
         let response: TransportResponse
         do {
             response = try await transport.send(
@@ -407,7 +432,10 @@ public actor Synchronizer {
         guard let actor = actor(in: response.headers) else {
             throw SyncFailure.invalidResponse("GET /device names no role (RevSync-Role)")
         }
-        return actor
+        // A server before release 0.9 does not say: nothing to move below.
+        let object = (try? JSONValue.parse(json: body))?.members ?? []
+        let lowest = object.first { $0.key == "lowestTemporaryID" }?.value.integer.map(RecordID.init(rawValue:))
+        return DeviceIdentity(actor: actor, lowestTemporaryID: lowest)
     }
 
     /// The device's role and user from a response's `RevSync-Role` and `RevSync-User`.

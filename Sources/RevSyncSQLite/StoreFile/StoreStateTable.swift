@@ -7,6 +7,9 @@ package struct StoreStateTable {
         case schema
         case maxRevision = "max_revision"
         case nextTemporaryID = "next_temporary_id"
+        /// Set once the store's temporary IDs start below every one its token used before
+        /// (`GET /device`'s `lowestTemporaryID`): a new store on a token another store used.
+        case temporaryIDsAgreed = "temporary_ids_agreed"
         case serverURL = "server_url"
         case token
         /// The identity of the server's data set the store's data comes from (set by snapshots).

@@ -12,6 +12,9 @@ public protocol OutcomeReading: AnyObject {
     func mapping(device: Int64, temporaryID: RecordID) throws -> IDMapping?
     /// This device's temporary IDs that the change set at `revision` resolved.
     func mappings(device: Int64, revision: Revision) throws -> [IDMapping]
+    /// The lowest temporary ID this device's token has had resolved (`nil`: none): where a new
+    /// store on the same token must start its own (`GET /device`).
+    func lowestTemporaryID(device: Int64) throws -> RecordID?
 }
 
 /// Exactly once, written.

@@ -46,6 +46,12 @@ extension SQLStorageAccess {
         ).map(Self.mapping)
     }
 
+    func lowestTemporaryID(device: Int64) throws -> RecordID? {
+        // The primary key (device_id, temporary_id) answers it with one index probe.
+        try connection.firstRow("SELECT min(temporary_id) FROM _rs_id_map WHERE device_id = ?", [.integer(device)])?.first?
+            .integerValue.map(RecordID.init(rawValue:))
+    }
+
     static func mapping(_ row: [SQLValue]) throws -> IDMapping {
         guard let temporary = row[0].integerValue, let entity = row[1].textValue, let permanent = row[2].integerValue,
             let revision = row[3].integerValue
