@@ -69,6 +69,96 @@ import Testing
         }
     }
 
+    /// A later sync brought a newer value of what the re-apply would overwrite: it refuses,
+    /// and the inbox shows the new truth; re-applied once looked at, it writes.
+    @Test func aReapplyAfterALaterSyncNeverOverwritesWhatTheInboxDidNotShow() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
+                try await laptop.table("players").update(player, ["position": "Defender"])
+                try await laptop.sync()
+                try await ipad.table("players").update(player, ["position": "Forward", "height_cm": 151.5])
+                #expect(try await ipad.sync().conflicts.map(\.reason) == [.staleRevision])
+                // After the refusal: the laptop changes the position again, and the iPad syncs.
+                try await laptop.table("players").update(player, ["position": "Goalkeeper"])
+                try await laptop.sync()
+                try await ipad.sync()
+                let conflict = try #require(try await ipad.store.conflicts().first)
+                #expect(conflict.records.first?.theirs?["position"] == "Defender")
+                let outdated = await #expect(throws: LocalStoreError.self) { try await ipad.store.reapply(conflict) }
+                #expect(outdated?.code == .refusalOutdated)
+                #expect(outdated?.message.contains("players \(player) changed (position is now \"Goalkeeper\")") == true, "\(outdated!)")
+                #expect(try await ipad.store.pendingChangeSets().isEmpty)
+                let refreshed = try #require(try await ipad.store.conflicts().first)
+                #expect(refreshed.records.first?.theirs?["position"] == "Goalkeeper" && refreshed.dismissedAt == nil)
+                // Keeping theirs of the position, nothing it would overwrite changed: it writes.
+                try await ipad.store.reapply(refreshed, keepingTheirs: ["position"])
+                #expect(try await ipad.sync().conflicts.isEmpty)
+                #expect(try await server.record("players", player)?["position"] == "Goalkeeper")
+                #expect(try await server.record("players", player)?["height_cm"] == 151.5)
+            }
+        }
+    }
+
+    /// Refused creates that refer to each other (a new player and their membership) are created
+    /// again together: the membership points at the new player, not at the refused ID.
+    @Test func reappliedCreatesKeepTheirReferencesToEachOther() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (ipad, laptop, _) = try await server.twoDevicesSharingAPlayer(in: directory)
+                let temporaryTeam = try await ipad.table("teams").insert(["name": "U12"])
+                try await ipad.sync()
+                let team = try #require(try await ipad.store.permanentID(of: temporaryTeam))
+                try await laptop.sync()
+                try await laptop.table("teams").update(team, ["name": "U12 Lions"])
+                try await laptop.sync()
+                let refused = try await ipad.store.write { transaction in
+                    try transaction.update("teams", id: team, ["age_group": "U12"])
+                    let ben = try transaction.insert(into: "players", ["first_name": "Ben", "last_name": "Okafor"])
+                    let membership = try transaction.insert(
+                        into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(ben.rawValue), "jersey_number": 4])
+                    return [ben, membership]
+                }
+                #expect(try await ipad.sync().conflicts.map(\.reason) == [.staleRevision])
+                #expect(try await ipad.table("players").find(refused[0]) == nil)
+                let conflict = try #require(try await ipad.store.conflicts().first)
+                let written = try await ipad.store.reapply(conflict)
+                #expect(written.count == 3 && !written.contains { refused.contains($0.id) })
+                let newBen = try #require(written.first { $0.entity == "players" }?.id)
+                let membership = try #require(written.first { $0.entity == "team_players" }?.id)
+                #expect(try await ipad.table("team_players").find(membership)?.integer("player_id") == newBen.rawValue)
+                let report = try await ipad.sync()
+                #expect(report.conflicts.isEmpty && report.committed.count == 1)
+                let ben = try #require(report.permanentIDs[RecordReference(entity: "players", id: newBen)])
+                let serverMembership = try #require(report.permanentIDs[RecordReference(entity: "team_players", id: membership)])
+                #expect(try await server.record("team_players", serverMembership)?["player_id"] == .integer(ben.rawValue))
+                #expect(try await server.record("players", ben)?["first_name"] == "Ben")
+                #expect(try await server.record("teams", team)?["age_group"] == "U12")
+            }
+        }
+    }
+
+    @Test func keepingTheirsNamesOnlyAttributesTheRefusalWrote() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
+                try await laptop.table("players").update(player, ["position": "Defender"])
+                try await laptop.sync()
+                try await ipad.table("players").update(player, ["position": "Forward"])
+                try await ipad.sync()
+                let conflict = try #require(try await ipad.store.conflicts().first)
+                for name in ["positon", "height_cm"] {
+                    let error = await #expect(throws: LocalStoreError.self) {
+                        try await ipad.store.reapply(conflict, keepingTheirs: [name])
+                    }
+                    #expect(error?.code == .unknownAttribute && error?.message.contains("\"\(name)\"") == true)
+                }
+                #expect(try await ipad.store.pendingChangeSets().isEmpty)
+                #expect(try await ipad.store.conflicts().count == 1)
+            }
+        }
+    }
+
     @Test func aStaleDeleteIsReappliedAsADelete() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
@@ -118,9 +208,9 @@ import Testing
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
                 let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
-                try await laptop.table("players").update(player, ["position": "Defender"])
+                try await laptop.table("players").update(player, ["position": "Defender", "height_cm": 150])
                 try await laptop.sync()
-                try await ipad.table("players").update(player, ["position": "Forward"])
+                try await ipad.table("players").update(player, ["position": "Forward", "height_cm": 151.5])
                 try await ipad.sync()
                 try ipad.store.close()
                 let path = ipad.store.path
@@ -139,13 +229,24 @@ import Testing
                 #expect(show.standardOutput.contains("* position"))
                 #expect(show.standardOutput.contains("\"Midfielder\" | \"Forward\" | \"Defender\""))
 
+                // A name the refusal did not write is an error, and nothing is written.
+                for (name, message) in [
+                    ("shoe_size", "players has no attribute \"shoe_size\" to keep"),
+                    ("date_of_birth", "did not write \"date_of_birth\": there is nothing of it to keep"),
+                ] {
+                    let wrong = try await ExecutableProcess.run(
+                        "revsync", ["conflicts", "reapply", "\(number)", "--keep-theirs", "\(name)", "--store", path])
+                    #expect(wrong.status != 0 && wrong.stderr.contains(message), "\(wrong.stderr)")
+                }
                 let reapply = try ExecutableProcess(
                     "revsync", ["conflicts", "reapply", "\(number)", "--keep-theirs", "height_cm", "--store", path])
                 #expect(await reapply.exitStatus() == 0)
                 #expect(reapply.standardOutput.contains("Re-applied conflict #\(number)"))
                 let sync = try ExecutableProcess("revsync", ["sync", "--store", path])
                 #expect(await sync.exitStatus() == 0)
+                // Mine where it was not kept, theirs where it was.
                 #expect(try await server.record("players", player)?["position"] == "Forward")
+                #expect(try await server.record("players", player)?["height_cm"] == 150.0)
             }
         }
     }

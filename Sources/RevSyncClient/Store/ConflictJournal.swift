@@ -101,6 +101,24 @@ struct ConflictJournal {
         ])
     }
 
+    /// Replaces the truth a refusal shows for `records` with what they hold now.
+    func refreshTruth(of id: Int64, with records: [Record]) throws {
+        guard let data = try Data.fetchOne(db, sql: "SELECT theirs FROM _rs_conflicts WHERE id = ?", arguments: [id]) else { return }
+        var theirs = try ChangeSet(json: [UInt8](data), sender: .client)
+        for record in records {
+            var changes = theirs.changes(for: record.entity) ?? EntityChanges(entity: record.entity)
+            changes.delete.removeAll { $0 == record.id }
+            if !changes.update.contains(record.id) { changes.update.append(record.id) }
+            changes.attributes[record.id] = RecordAttributes(revision: record.revision ?? 0, values: record.values)
+            if let index = theirs.changes.firstIndex(where: { $0.entity == record.entity }) {
+                theirs.changes[index] = changes
+            } else {
+                theirs.changes.append(changes)
+            }
+        }
+        try db.execute(sql: "UPDATE _rs_conflicts SET theirs = ? WHERE id = ?", arguments: [Data(theirs.jsonBytes()), id])
+    }
+
     /// Takes erased values out of what every refusal keeps (mine, base, theirs).
     func scrub(_ scrub: ErasureScrub) throws {
         let rows = try Row.fetchAll(

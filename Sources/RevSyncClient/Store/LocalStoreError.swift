@@ -42,6 +42,9 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         /// A refusal that writing the same again would not change (forbidden, invalid, a
         /// deleted record), or one already resolved: the message says which.
         public static let notReappliable = Code(rawValue: "not_reappliable")
+        /// A refusal's records changed since the inbox showed them: it now shows the new truth;
+        /// look again, then re-apply or dismiss.
+        public static let refusalOutdated = Code(rawValue: "refusal_outdated")
         /// The store holds change sets the server has not answered yet.
         public static let pendingChanges = Code(rawValue: "pending_changes")
     }
