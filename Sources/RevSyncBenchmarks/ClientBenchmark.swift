@@ -39,6 +39,8 @@ public struct ClientBenchmark: Sendable {
         configuration.startFromSnapshot = false
         let transport = ReplayTransport(body: response)
         let synchronizer = Synchronizer(store: store, transport: transport, configuration: configuration)
+        // Who the device is, asked once before its first sync (not what is measured).
+        try await synchronizer.fetchDevice()
         var result = Result()
         let start = ContinuousClock.now
         let report = try await synchronizer.sync()
@@ -97,9 +99,15 @@ struct ReplayTransport: SyncTransport {
     /// Requests other than `POST /sync` (none, when the benchmark measures what it says).
     let others = Locked<[String]>([])
 
-    /// The response to `POST /sync`; any other request is noted and answered `404`, so that a
-    /// benchmark that asks something else fails instead of measuring the wrong answer.
+    /// The response to `POST /sync`, and a member's identity to `GET /device`; any other request
+    /// is noted and answered `404`, so that a benchmark that asks something else fails instead
+    /// of measuring the wrong answer.
     func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if request.method == "GET", request.url.path.hasSuffix("/device") {
+            return TransportResponse(
+                status: 200, headers: ["content-type": "application/json", "revsync-role": "member"],
+                body: Data(#"{"id": 1, "name": "replayed", "role": "member", "user": null, "lowestTemporaryID": null}"#.utf8))
+        }
         guard request.method == "POST", request.url.path.hasSuffix("/sync") else {
             others.withLock { $0.append("\(request.method) \(request.url.path)") }
             return TransportResponse(status: 404, headers: ["Content-Type": "application/json"], body: Data())

@@ -39,6 +39,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The largest attachment PUT /attachments/{sha256} accepts, in bytes; a larger one is 413.")
     var maxAttachmentBytes: Int64 = 50 * 1024 * 1024
 
+    @Option(help: "Attachment uploads one token may have in progress at once; one more is 429.")
+    var maxPartialUploadsPerToken: Int = 8
+
+    @Option(
+        help:
+            "Bytes of attachments one token may keep on the server that no record refers to (uploads in progress included); an upload past it is 429."
+    )
+    var maxUnreferencedBytesPerToken: Int64 = 1 << 30
+
+    @Option(help: "Bytes of attachments no record refers to, all tokens together; an upload past it is 507.")
+    var maxUnreferencedBytes: Int64 = 20 << 30
+
     @Option(help: "The largest text value accepted, in bytes; a larger one is 413 naming its JSON path.")
     var maxValueBytes: Int = 1024 * 1024
 
@@ -139,6 +151,10 @@ struct Serve: AsyncParsableCommand {
         }
         guard database.poolSize >= 1 else { throw ValidationError("--pool-size must be 1 or more") }
         guard snapshotInterval >= 1 else { throw ValidationError("--snapshot-interval must be 1 or more") }
+        guard maxPartialUploadsPerToken >= 1, maxUnreferencedBytesPerToken >= 1, maxUnreferencedBytes >= 1 else {
+            throw ValidationError(
+                "--max-partial-uploads-per-token, --max-unreferenced-bytes-per-token and --max-unreferenced-bytes must be 1 or more")
+        }
         guard maxBodySize >= 1, maxInflightBodyBytes >= 1, maxValueBytes >= 1, maxAttachmentBytes >= 1 else {
             throw ValidationError(
                 "--max-body-size, --max-inflight-body-bytes, --max-value-bytes and --max-attachment-bytes must be 1 or more")
@@ -265,7 +281,10 @@ struct Serve: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.maxBodySize = maxBodySize
-        configuration.maxAttachmentBytes = maxAttachmentBytes
+        configuration.attachments.maxBytes = maxAttachmentBytes
+        configuration.attachments.partialUploadsPerToken = maxPartialUploadsPerToken
+        configuration.attachments.unreferencedBytesPerToken = maxUnreferencedBytesPerToken
+        configuration.attachments.unreferencedBytes = maxUnreferencedBytes
         configuration.maxInflightBodyBytes = maxInflightBodyBytes
         configuration.authFailureLimit = authFailureLimit
         configuration.authFailureGlobalLimit = authFailureGlobalLimit

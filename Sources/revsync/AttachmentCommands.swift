@@ -36,15 +36,15 @@ struct AttachmentCommand: AsyncParsableCommand {
                 guard let attachment = record.attachment(attribute) else {
                     throw CommandFailure("\(entity) \(id) has no \(attribute)")
                 }
-                let local: URL
+                let download: AttachmentDownload
                 do {
-                    local = try await store.attachment(attachment)
+                    download = try await store.downloadAttachment(attachment)
                 } catch let failure as SyncFailure {
                     throw CommandFailure("cannot download \(attachment.sha256): \(failure)")
                 }
                 let target = URL(fileURLWithPath: out)
                 try? FileManager.default.removeItem(at: target)
-                try FileManager.default.copyItem(at: local, to: target)
+                try FileManager.default.copyItem(at: download.file, to: target)
                 if options.json {
                     say(
                         Output.json { writer in
@@ -52,10 +52,18 @@ struct AttachmentCommand: AsyncParsableCommand {
                             writer.writeString(out)
                             writer.writeRaw(",\"attachment\":")
                             writer.write(.attachment(attachment))
+                            writer.writeRaw(",\"bytesReceived\":")
+                            writer.writeInteger(download.bytesReceived)
+                            writer.writeRaw(",\"resumedFrom\":")
+                            writer.writeInteger(download.resumedFrom)
                             writer.writeByte(UInt8(ascii: "}"))
                         })
                 } else {
-                    say("Wrote \(attachment.size) bytes (\(attachment.type)) to \(out).")
+                    let resumed =
+                        download.resumedFrom > 0
+                        ? "; downloaded \(download.bytesReceived) bytes from byte \(download.resumedFrom), where an earlier download stopped"
+                        : download.bytesReceived > 0 ? "; downloaded them" : ""
+                    say("Wrote \(attachment.size) bytes (\(attachment.type)) to \(out)\(resumed).")
                 }
             }
         }

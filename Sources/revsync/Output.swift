@@ -82,6 +82,11 @@ enum Output {
         lines += [
             "Sent \(report.sent) change set\(report.sent == 1 ? "" : "s"), received \(report.received)\(report.snapshot ? " (a snapshot of the whole data set)" : ""); now at revision \(report.maxRevision)."
         ]
+        if report.attachmentsUploaded > 0 {
+            lines.append(
+                "Uploaded \(report.attachmentsUploaded) attachment\(report.attachmentsUploaded == 1 ? "" : "s") first (\(report.attachmentBytesSent) bytes sent)."
+            )
+        }
         for (temporary, permanent) in report.permanentIDs.sorted(by: { ($0.key.entity, $0.key.id) < ($1.key.entity, $1.key.id) }) {
             lines.append("  \(temporary.entity) \(temporary.id) is now \(permanent)")
         }
@@ -130,6 +135,10 @@ enum Output {
             writer.writeInteger(report.bytesReceived)
             writer.writeRaw(",\"responseBytes\":")
             writer.writeInteger(report.responseBytes)
+            writer.writeRaw(",\"attachmentsUploaded\":")
+            writer.writeInteger(report.attachmentsUploaded)
+            writer.writeRaw(",\"attachmentBytesSent\":")
+            writer.writeInteger(report.attachmentBytesSent)
             writer.writeRaw(",\"committed\":")
             writer.writeStrings(report.committed)
             writer.writeRaw(",\"permanentIDs\":[")

@@ -157,24 +157,36 @@ import Testing
                 try bytes.write(to: URL(fileURLWithPath: photo))
                 try await revsync("create", "players", "first_name=Team", "last_name=Photo", "photo=@\(photo)", "--store", alice)
                 let sha = Hex.encode(SHA256.hash(data: bytes))
-                let admin = try await server.device("watcher")
+                // Alice's own token: only it is told how far her upload got.
+                let store = try LocalStore.open(at: alice)
+                let token = try #require(try await store.server()?.token)
+                try store.close()
+                func received() async throws -> (status: Int, bytes: Int) {
+                    let head = try await server.send("HEAD", "/attachments/\(sha)", headers: [("Authorization", "Bearer \(token)")])
+                    return (head.status, Int(head.header("RevSync-Received") ?? "0") ?? 0)
+                }
 
                 // The sync is killed (SIGKILL) once the server has some of the photo.
                 let sync = try ExecutableProcess(
                     ExecutableProcess.productsDirectory.appendingPathComponent("revsync").path, ["sync", "--store", alice])
-                var received = 0
+                var seen = (status: 404, bytes: 0)
                 for _ in 0..<2000 {
-                    let head = try await server.send("HEAD", "/attachments/\(sha)", headers: [("Authorization", "Bearer \(admin.token)")])
-                    received = Int(head.header("RevSync-Received") ?? "0") ?? 0
-                    if received > 0 || head.status == 200 { break }
+                    seen = try await received()
+                    if seen.bytes > 0 || seen.status == 200 { break }
                     try await Task.sleep(for: .milliseconds(2))
                 }
                 kill(sync.processID, SIGKILL)
                 _ = await sync.exitStatus()
-                #expect(received > 0)
+                #expect(seen.status == 404 && seen.bytes > 0)
+                let kept = try await received().bytes
+                #expect(kept >= seen.bytes && kept < bytes.count)
 
-                let synced = try await revsync("sync", "--store", alice)
-                #expect(synced.contains("Sent 1 change set"), "\(synced)")
+                // It resumed: the next sync sends only what the server lacked.
+                let synced = try await revsync("sync", "--json", "--store", alice)
+                let report = try #require(try JSONSerialization.jsonObject(with: Data(synced.utf8)) as? [String: Any])
+                #expect((report["committed"] as? [String])?.count == 1, "\(synced)")
+                let sent = try #require((report["attachmentBytesSent"] as? NSNumber)?.intValue)
+                #expect(sent > 0 && sent <= bytes.count - kept, "sent \(sent) of \(bytes.count), the server had \(kept)")
 
                 // Bob downloads on demand, and the download is killed halfway too.
                 try await revsync("sync", "--store", bob)
@@ -191,9 +203,13 @@ import Testing
                 }
                 kill(get.processID, SIGKILL)
                 _ = await get.exitStatus()
-                let kept = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? Int) ?? 0
-                #expect(kept > 0 && kept < bytes.count)
-                try await revsync("attachment", "get", "players", "1", "photo", "--out", out, "--store", bob)
+                let downloaded = (try? FileManager.default.attributesOfItem(atPath: partial)[.size] as? Int) ?? 0
+                #expect(downloaded > 0 && downloaded < bytes.count)
+                // It resumed: a Range from where it stopped, and only the rest came.
+                let resumed = try await revsync("attachment", "get", "players", "1", "photo", "--out", out, "--json", "--store", bob)
+                let download = try #require(try JSONSerialization.jsonObject(with: Data(resumed.utf8)) as? [String: Any])
+                #expect((download["resumedFrom"] as? NSNumber)?.intValue == downloaded, "\(resumed)")
+                #expect((download["bytesReceived"] as? NSNumber)?.intValue == bytes.count - downloaded)
                 #expect(FileManager.default.contents(atPath: out) == bytes)
                 #expect(try await revsync("get", "players", "1", "--store", bob).contains("; on this device)"))
             }

@@ -15,7 +15,8 @@ import Testing
         try await store.write { transaction in
             let team = try transaction.insert(into: "teams", ["name": .text(name)])
             let ana = try transaction.insert(into: "players", ["first_name": .text(player), "last_name": "Lopez"])
-            let membership = try transaction.insert(into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(ana.rawValue)])
+            let membership = try transaction.insert(
+                into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(ana.rawValue)])
             return [team, ana, membership]
         }
     }

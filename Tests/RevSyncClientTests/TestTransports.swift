@@ -3,7 +3,7 @@ import RevSyncClient
 import RevSyncProtocol
 
 /// Forwards requests to the server, and on demand fails before sending (no connection) or
-/// drops a response after the server committed.
+/// drops the response of a sync (`POST /sync`) after the server committed.
 final class LossyTransport: SyncTransport, Sendable {
     private let failuresLeft = Locked(0)
     private let dropNext = Locked(false)
@@ -20,6 +20,7 @@ final class LossyTransport: SyncTransport, Sendable {
         }
         if fail { throw URLError(.cannotConnectToHost) }
         let response = try await real.send(request)
+        guard request.url.path.hasSuffix("/sync") else { return response }
         let drop = dropNext.withLock { dropNext -> Bool in
             defer { dropNext = false }
             return dropNext
@@ -29,8 +30,9 @@ final class LossyTransport: SyncTransport, Sendable {
     }
 }
 
-/// Forwards a request to the server, then holds the first response until released: a sync
-/// "in flight" that a test can act during. Later requests pass straight through.
+/// Forwards a request to the server, then holds the first response to a sync (`POST /sync`)
+/// until released: a sync "in flight" that a test can act during. Later requests, and others
+/// (`GET /device`), pass straight through.
 actor GatedTransport: SyncTransport {
     private let real = DefaultTransport()
     private var held: CheckedContinuation<Void, Never>?
@@ -40,7 +42,7 @@ actor GatedTransport: SyncTransport {
 
     nonisolated func send(_ request: TransportRequest) async throws -> TransportResponse {
         let response = try await real.send(request)
-        await hold()
+        if request.url.path.hasSuffix("/sync") { await hold() }
         return response
     }
 
@@ -79,8 +81,10 @@ final class BreakingTransport: SyncTransport, Sendable {
     private let breakNext = Locked(true)
     private let real = DefaultTransport()
 
+    /// Breaks the first response to `POST /sync`.
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         let response = try await real.send(request)
+        guard request.url.path.hasSuffix("/sync") else { return response }
         let shouldBreak = breakNext.withLock { breakNext -> Bool in
             defer { breakNext = false }
             return breakNext
@@ -150,5 +154,28 @@ final class ThrottledTransport: SyncTransport, Sendable {
                 Thread.sleep(forTimeInterval: pause)
             }
         }
+    }
+}
+
+/// Forwards requests to the server, and runs `action` once, right before the first sync
+/// (`POST /sync`) leaves: after the device's uploads, before the change sets that name them.
+final class BeforeFirstSyncTransport: SyncTransport, Sendable {
+    private let real = DefaultTransport()
+    private let action: Locked<(@Sendable () async throws -> Void)?>
+
+    init(_ action: @escaping @Sendable () async throws -> Void) {
+        self.action = Locked(action)
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if request.url.path.hasSuffix("/sync"),
+            let action = action.withLock({ action in
+                defer { action = nil }
+                return action
+            })
+        {
+            try await action()
+        }
+        return try await real.send(request)
     }
 }

@@ -130,7 +130,7 @@ import Testing
 
     @Test(arguments: StoreKind.all)
     func limitsTokensAndNamesAreChecked(store: StoreKind) async throws {
-        try await withLiveServer(store: store, schema: .attachments, configure: { $0.maxAttachmentBytes = 1000 }) { server in
+        try await withLiveServer(store: store, schema: .attachments, configure: { $0.attachments.maxBytes = 1000 }) { server in
             let device = try await server.device("ipad")
             let viewer = try await server.device("wall", role: .viewer)
             let small = Self.bytes(100)
@@ -311,13 +311,14 @@ import Testing
                 try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
             }
             #expect(try mode(directory) == 0o700 && mode(directory + "/partial") == 0o700)
-            #expect(try mode(directory + "/partial/\(sha)") == 0o600)
+            // The upload is the device's own: its file is named for the device.
+            #expect(try mode(directory + "/partial/\(device.device.id)-\(sha)") == 0o600)
             let rest = try await server.send(
                 "PUT", "/attachments/\(sha)", headers: [Self.auth(device), ("Content-Range", "bytes 2500-4999/5000")],
                 body: Array(photo[2500...]))
             #expect(rest.status == 201)
             #expect(try mode(directory + "/objects/\(sha)") == 0o600)
-            #expect(!FileManager.default.fileExists(atPath: directory + "/partial/\(sha)"))
+            #expect(!FileManager.default.fileExists(atPath: directory + "/partial/\(device.device.id)-\(sha)"))
             #expect(FileManager.default.contents(atPath: directory + "/objects/\(sha)") == Data(photo))
         }
     }

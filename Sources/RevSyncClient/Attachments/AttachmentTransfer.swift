@@ -100,8 +100,10 @@ struct AttachmentTransfer: Sendable {
     /// Downloads the bytes of `attachment` into the store, resuming a download in progress.
     ///
     /// - Parameter progress: bytes the store has, and the total, as they arrive.
-    func download(_ attachment: Attachment, progress: (@Sendable (Int64, Int64) -> Void)? = nil) async throws {
-        if files.has(attachment.sha256) { return }
+    @discardableResult
+    func download(_ attachment: Attachment, progress: (@Sendable (Int64, Int64) -> Void)? = nil) async throws -> AttachmentDownload {
+        let file = URL(fileURLWithPath: files.path(attachment.sha256))
+        if files.has(attachment.sha256) { return AttachmentDownload(file: file, resumedFrom: 0, bytesReceived: 0) }
         try files.ensureDirectories()
         let partial = files.partialPath(attachment.sha256)
         try PrivateFiles.create(partial)
@@ -111,6 +113,7 @@ struct AttachmentTransfer: Sendable {
         var headers = authorization
         if have > 0 { headers["Range"] = "bytes=\(have)-" }
         let written = Locked<Int64>(Int64(have))
+        let arrived = Locked<Int64>(0)
         let started = Locked(false)
         let total = attachment.size
         let response: TransportResponse
@@ -128,6 +131,7 @@ struct AttachmentTransfer: Sendable {
                     written.withLock { $0 = 0 }
                 }
                 try handle.write(contentsOf: bytes)
+                arrived.withLock { $0 += Int64(bytes.count) }
                 let now = written.withLock { value in
                     value += Int64(bytes.count)
                     return value
@@ -155,6 +159,8 @@ struct AttachmentTransfer: Sendable {
         guard rename(partial, files.path(attachment.sha256)) == 0 else {
             throw SyncFailure.invalidResponse("cannot keep attachment \(attachment.sha256): \(String(cString: strerror(errno)))")
         }
+        let resumed = started.current && arrived.current < attachment.size ? Int64(have) : 0
+        return AttachmentDownload(file: file, resumedFrom: resumed, bytesReceived: arrived.current)
     }
 
     private func send(_ request: TransportRequest) async throws -> TransportResponse {

@@ -3,6 +3,17 @@ import GRDB
 public import RevSyncProtocol
 import RevSyncSQLite
 
+/// What getting an attachment's bytes did.
+public struct AttachmentDownload: Sendable, Hashable {
+    /// The local file of the bytes.
+    public let file: URL
+    /// Where the download resumed one that broke off earlier (the bytes the device kept); 0
+    /// when it started from the beginning or nothing was downloaded.
+    public let resumedFrom: Int64
+    /// The bytes that came over the network.
+    public let bytesReceived: Int64
+}
+
 /// Attachments on the device: their bytes beside the store file, downloaded after each sync
 /// (``Synchronizer/Configuration/attachments`` `.eager`) or when asked for.
 extension LocalStore {
@@ -18,13 +29,22 @@ extension LocalStore {
     public func attachment(
         _ value: Attachment, progress: (@Sendable (Int64, Int64) -> Void)? = nil, transport: any SyncTransport = DefaultTransport()
     ) async throws -> URL {
-        let url = URL(fileURLWithPath: attachments.path(value.sha256))
-        if attachments.has(value.sha256) { return url }
+        try await downloadAttachment(value, progress: progress, transport: transport).file
+    }
+
+    /// The same as ``attachment(_:progress:transport:)``, saying what the download did: where
+    /// it resumed an earlier one that broke off (`Range`), and how many bytes came over the
+    /// network (none when the device held them).
+    public func downloadAttachment(
+        _ value: Attachment, progress: (@Sendable (Int64, Int64) -> Void)? = nil, transport: any SyncTransport = DefaultTransport()
+    ) async throws -> AttachmentDownload {
+        if attachments.has(value.sha256) {
+            return AttachmentDownload(file: URL(fileURLWithPath: attachments.path(value.sha256)), resumedFrom: 0, bytesReceived: 0)
+        }
         guard let server = try await server() else {
             throw LocalStoreError(.notFound, "attachment \(value.sha256) is not on this device, and the store has no server to get it from")
         }
-        try await AttachmentTransfer(transport: transport, server: server, files: attachments).download(value, progress: progress)
-        return url
+        return try await AttachmentTransfer(transport: transport, server: server, files: attachments).download(value, progress: progress)
     }
 
     /// Whether the device holds the bytes of `value`.

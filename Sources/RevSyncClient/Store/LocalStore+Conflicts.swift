@@ -86,7 +86,8 @@ extension LocalStore {
             guard entities.contains(where: { schema.entity($0)?.attribute(name) != nil }) else {
                 throw LocalStoreError(
                     .unknownAttribute,
-                    "refusal \(conflict.id): \(entities.joined(separator: ", ")) \(entities.count == 1 ? "has" : "have") no attribute \"\(name)\" to keep")
+                    "refusal \(conflict.id): \(entities.joined(separator: ", ")) \(entities.count == 1 ? "has" : "have") no attribute \"\(name)\" to keep"
+                )
             }
             guard conflict.records.contains(where: { $0.mine[name] != nil }) else {
                 throw LocalStoreError(

@@ -93,11 +93,12 @@ extension LocalStore {
             case .whole(let json): json.count > 256 << 10
             case .pieces: true
             }
+        let attachments = self.attachments
         let report = try await ownWrite { db in
             let apply = {
                 try Self.apply(
                     body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
-                    stageHook: stageHook)
+                    stageHook: stageHook, holdsAttachment: { attachments.has($0) })
             }
             return try bulk ? capture.withoutTriggers(in: db, apply) : apply()
         }
@@ -117,9 +118,11 @@ extension LocalStore {
 
     private static func apply(
         _ body: ResponseBody, in db: Database, schema: Schema, request: PreparedRequest, lenient: Bool, actor: Actor?,
-        overwritten: @escaping @Sendable ([RecordReference]) -> Void, stageHook: (@Sendable (SyncStage) -> Void)?
+        overwritten: @escaping @Sendable ([RecordReference]) -> Void, stageHook: (@Sendable (SyncStage) -> Void)?,
+        holdsAttachment: @escaping (String) -> Bool
     ) throws -> SyncReport {
-        let application = try ResponseApplication(db: db, schema: schema, request: request, lenient: lenient)
+        let application = try ResponseApplication(
+            db: db, schema: schema, request: request, lenient: lenient, holdsAttachment: holdsAttachment)
         let maxRevision =
             switch body {
             case .whole(let json):

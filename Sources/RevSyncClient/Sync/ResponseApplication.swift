@@ -39,13 +39,18 @@ final class ResponseApplication {
     private var erasures: [ErasureNotice] = []
     /// Whether the change set being read is a snapshot whose records were applied as they came.
     private var streamingSnapshot = false
+    /// Whether the device holds the bytes of an attachment (by digest).
+    private let holdsAttachment: (String) -> Bool
     private(set) var report: SyncReport
 
-    init(db: Database, schema: Schema, request: PreparedRequest, lenient: Bool) throws {
+    init(
+        db: Database, schema: Schema, request: PreparedRequest, lenient: Bool, holdsAttachment: @escaping (String) -> Bool = { _ in false }
+    ) throws {
         self.db = db
         self.schema = schema
         self.request = request
         self.lenient = lenient
+        self.holdsAttachment = holdsAttachment
         self.pending = try Self.pendingEdits(in: db, schema: schema)
         self.report = SyncReport(sent: request.message.changeSets.count, received: 0)
     }
@@ -80,6 +85,11 @@ final class ResponseApplication {
         }
         if !appliedAlready && (changeSet.id == nil || changeSet.conflict == nil) {
             for record in changeSet.listedRecords { touch(record) }
+        }
+        if try isRetriedForAttachments(changeSet) {
+            // Its truth is the server's data all the same; the change set stays queued.
+            try applyServerData(changeSet, createsApplied: appliedAlready)
+            return
         }
         try recordAnswer(changeSet)
         if let erased = changeSet.erased {
@@ -177,6 +187,20 @@ final class ResponseApplication {
     }
 
     // MARK: Answers and data
+
+    /// A refusal because the server lacks bytes this device holds (they vanished after the
+    /// device's `HEAD`, or another device's upload of them was never the device's to name):
+    /// not an answer. The change set stays in the outbox and is sent again once the bytes are
+    /// uploaded (the server keeps no outcome for such a refusal).
+    private func isRetriedForAttachments(_ changeSet: ChangeSet) throws -> Bool {
+        guard changeSet.conflict == true, changeSet.reason == .missingAttachment, let id = changeSet.id,
+            request.changeSetIDs.contains(id), let (sent, _) = try Outbox(db: db).entry(id)
+        else { return false }
+        let named = Synchronizer.attachments(in: SyncMessage(maxRevision: 0, changeSets: [sent]))
+        guard !named.isEmpty, named.allSatisfy({ holdsAttachment($0.sha256) }) else { return false }
+        report.retriedForAttachments.append(id)
+        return true
+    }
 
     /// The outcome of a change set this device sent, if `changeSet` is one.
     private func recordAnswer(_ changeSet: ChangeSet) throws {

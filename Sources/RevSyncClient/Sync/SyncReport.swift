@@ -51,6 +51,34 @@ public struct SyncReport: Sendable, Hashable {
     public var bytesReceived: Int = 0
     /// The response body's size decompressed: the JSON.
     public var responseBytes: Int = 0
+    /// Sent change sets the server refused because it lacked bytes this device holds (they
+    /// vanished from the server after the device looked): still queued, their bytes uploaded
+    /// again and the change sets sent again, in the same sync (once).
+    public var retriedForAttachments: [String] = []
+
+    /// This report followed by `later`'s, as one sync: counts added, lists joined, the
+    /// revision is `later`'s.
+    mutating func append(_ later: SyncReport) {
+        sent += later.sent
+        received += later.received
+        committed += later.committed
+        committedRevisions.merge(later.committedRevisions) { _, new in new }
+        conflicts += later.conflicts
+        erasures += later.erasures
+        erasedChangeSets += later.erasedChangeSets
+        erasedAttachments.formUnion(later.erasedAttachments)
+        recordsApplied += later.recordsApplied
+        maxRevision = later.maxRevision
+        snapshot = snapshot || later.snapshot
+        attachmentsUploaded += later.attachmentsUploaded
+        attachmentBytesSent += later.attachmentBytesSent
+        permanentIDs.merge(later.permanentIDs) { _, new in new }
+        changes += later.changes
+        bytesSent += later.bytesSent
+        bytesReceived += later.bytesReceived
+        responseBytes += later.responseBytes
+        retriedForAttachments += later.retriedForAttachments
+    }
 }
 
 /// One record the server's data created, updated or deleted on the device.

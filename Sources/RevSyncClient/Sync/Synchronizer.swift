@@ -221,6 +221,10 @@ public actor Synchronizer {
             try await followSchema(of: server)
             report = try await send(to: server, lenient: true)
         }
+        if !report.retriedForAttachments.isEmpty {
+            // Bytes the server lacked after all: uploaded again with the same change sets.
+            report.append(try await send(to: server, lenient: false))
+        }
         report.startedFromSnapshot = started
         report.attachmentsMissing = await downloadAttachments(after: report, from: server)
         try? await store.setLackedAttachments(report.attachmentsMissing)

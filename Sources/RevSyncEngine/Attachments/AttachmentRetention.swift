@@ -41,8 +41,8 @@ public struct AttachmentRetention: Service {
         var pruned = Pruned()
         let storage = store.storage
         let uploadCutoff = Int64(now.timeIntervalSince1970 - Self.partialLifetime)
-        for sha256 in try await storage.withAutocommitWriter({ try $0.staleAttachmentUploads(before: uploadCutoff) }) {
-            try await storage.withAutocommitWriter { try $0.deleteAttachmentParts(sha256) }
+        for (sha256, owner) in try await storage.withAutocommitWriter({ try $0.staleAttachmentUploads(before: uploadCutoff) }) {
+            try await storage.withAutocommitWriter { try $0.deleteAttachmentParts(sha256, owner: owner) }
             pruned.uploads += 1
         }
         pruned.uploads += store.removePartialFiles(olderThan: now.addingTimeInterval(-Self.partialLifetime))

@@ -287,11 +287,20 @@ extension ChangeSetApplier {
         }
 
         /// Every attachment a create or update names must be bytes the server has, of the size
-        /// it says: otherwise `missing_attachment` (or `invalid` for a wrong size), an entry per
+        /// it says, that the device may name: a committed record refers to them already, or
+        /// the device uploaded them itself (knowing another device's digest is not having its
+        /// bytes). Otherwise `missing_attachment` (or `invalid` for a wrong size), an entry per
         /// record and attribute. One lookup per distinct digest.
         func checkAttachments() throws {
             guard applier.schema.hasAttachments else { return }
             var known: [String: StoredAttachment?] = [:]
+            func available(_ sha256: String) throws -> StoredAttachment? {
+                if let found = known[sha256] { return found }
+                var stored = try writer.attachment(sha256)
+                if let found = stored, found.referencedAt == nil, try !writer.uploaded(sha256, by: device.id) { stored = nil }
+                known[sha256] = stored
+                return stored
+            }
             for changes in plan.entities where changes.entity.attributes.contains(where: { $0.type == .attachment }) {
                 let written: [(RecordID, Revision?, [(index: Int, value: Value)])] =
                     changes.creates.map { ($0.id, nil, $0.values.enumerated().map { ($0.offset, $0.element) }) }
@@ -300,13 +309,12 @@ extension ChangeSetApplier {
                     for (index, value) in values {
                         guard case .attachment(let attachment) = value else { continue }
                         let name = changes.entity.attributes[index].name
-                        if known[attachment.sha256] == nil { known[attachment.sha256] = try writer.attachment(attachment.sha256) }
-                        guard let stored = known[attachment.sha256] ?? nil else {
+                        guard let stored = try available(attachment.sha256) else {
                             conflicts.append(
                                 ConflictEntry(
                                     type: changes.entity.name, id: id, reason: .missingAttachment, clientRevision: base, attribute: name,
                                     message:
-                                        "\(name) names attachment \(attachment.sha256) (\(attachment.size) bytes), which the server does not have: upload it first (PUT /attachments/\(attachment.sha256))"
+                                        "\(name) names attachment \(attachment.sha256) (\(attachment.size) bytes), which the server does not have from this device: upload it first (PUT /attachments/\(attachment.sha256))"
                                 ))
                             continue
                         }

@@ -126,12 +126,14 @@ struct ChangeSetProcessor {
     }
 
     /// A refusal with the server's truth; kept as the change set's outcome when it has a
-    /// `digest` (a first refusal, not the answer to a repeat).
+    /// `digest` (a first refusal, not the answer to a repeat). A refusal for bytes the server
+    /// lacks (`missing_attachment`) is not kept: the device uploads them and sends the same
+    /// change set again, which is then judged anew.
     private func refusal(
         _ changeSet: ChangeSet, _ reason: ConflictReason, _ entries: [ConflictEntry], evaluatedAt: Revision, digest: String?
     ) throws -> ChangeSetOutcome {
         let truth = try ConflictTruth(schema: schema, reader: writer, resolver: resolver).changes(for: changeSet)
-        if let digest, let id = changeSet.id {
+        if let digest, let id = changeSet.id, reason != .missingAttachment {
             try writer.saveOutcome(device: device.id, changeSetID: id, outcome: .conflict(reason: reason, entries: entries), digest: digest)
             let detail = try RefusalDetail(refused: changeSet, truth: truth, reader: writer, resolver: resolver)
             // What it wrote over values erased since its base is not kept either.

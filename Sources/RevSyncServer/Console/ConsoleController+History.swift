@@ -90,10 +90,10 @@ extension ConsoleController {
     func attachmentImage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         guard let sha256 = context.parameters.get("sha256"), Attachment.isDigest(sha256),
             let type = request.uri.queryParameters["type"].map(String.init), Self.thumbnailTypes.contains(type),
-            case .complete(let size) = try await attachments.progress(sha256)
+            let stored = try await attachments.complete(sha256)
         else { return Response(status: .notFound) }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(size))
+        bytes.reserveCapacity(Int(stored.size))
         try await attachments.forEachPart(of: sha256) { bytes += $0 }
         var headers: HTTPFields = [.contentType: type, .cacheControl: "private, max-age=31536000, immutable"]
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"

@@ -1,3 +1,5 @@
+public import RevSyncEngine
+
 /// How the HTTP server listens and what it accepts.
 public struct ServerConfiguration: Sendable {
     /// The address to listen on; `127.0.0.1` serves this machine only.
@@ -6,8 +8,10 @@ public struct ServerConfiguration: Sendable {
     public var port: Int = 8080
     /// The most bytes a request body may have, after decompression (and before). Bigger is `413`.
     public var maxBodySize: Int = 64 * 1024 * 1024
-    /// The largest attachment `PUT /attachments/{sha256}` accepts (`--max-attachment-bytes`).
-    public var maxAttachmentBytes: Int64 = 50 * 1024 * 1024
+    /// What `PUT /attachments/{sha256}` accepts: the largest attachment
+    /// (`--max-attachment-bytes`), uploads in progress per token, and bytes no record refers to
+    /// per token and in all.
+    public var attachments = AttachmentStore.Limits()
     /// A connection that sends nothing for this long is closed.
     public var idleTimeoutSeconds: Int64 = 60
     /// A request head must arrive within this many seconds of the connection opening (or of

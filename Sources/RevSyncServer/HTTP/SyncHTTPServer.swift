@@ -58,7 +58,7 @@ public struct SyncHTTPServer: Sendable {
             trustedProxies: configuration.trustedProxies, logger: logger)
         compression = ResponseCompression(level: configuration.gzipLevel, fastBelow: configuration.fastGzipBelow)
         bodyBudget = BodyBudget(limit: configuration.maxInflightBodyBytes)
-        attachments = AttachmentStore(storage: engine.storage, maxBytes: configuration.maxAttachmentBytes)
+        attachments = AttachmentStore(storage: engine.storage, limits: configuration.attachments)
         consoleSessions = ConsoleSessions(
             storage: engine.storage, idleTimeout: configuration.consoleIdleTimeoutSeconds, trustedProxies: configuration.trustedProxies)
         let liveFeed = LiveFeed(storage: engine.storage, configuration: configuration.live, logger: logger)

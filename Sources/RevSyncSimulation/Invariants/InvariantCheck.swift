@@ -109,7 +109,7 @@ struct InvariantChecker {
             }
         }
         var onServer = InvariantCheck(promise: "every attachment a committed record names is on the server, whole")
-        let store = AttachmentStore(storage: storage, maxBytes: .max)
+        let store = AttachmentStore(storage: storage)
         var named = Set<String>()
         for (entityName, records) in state.data {
             guard let entity = schema.entity(entityName) else { continue }

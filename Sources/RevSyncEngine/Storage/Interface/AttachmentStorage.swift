@@ -7,35 +7,63 @@ public struct StoredAttachment: Sendable, Hashable {
     /// The revision of the first committed change set that referred to it; `nil` while none
     /// did (uploaded, not yet used).
     public var referencedAt: Revision?
+    /// Where the bytes live in the database (PostgreSQL): the parts the upload of this device
+    /// left (0 for attachments kept before uploads were kept per device).
+    public var partsOwner: Int64 = 0
 }
 
 /// Attachments, read: which bytes the server has, who uploaded them, and (where the bytes live
-/// in the database, PostgreSQL) the parts received so far.
+/// in the database, PostgreSQL) the parts received so far. An upload is its device's own: the
+/// parts of one device's upload of a digest never mix with another device's.
 public protocol AttachmentReading: AnyObject {
     /// A complete attachment, or `nil`.
     func attachment(_ sha256: String) throws -> StoredAttachment?
     /// Whether `device` uploaded these bytes (a device may download what it uploaded before any
     /// record refers to it).
     func uploaded(_ sha256: String, by device: Int64) throws -> Bool
-    /// The parts of an upload kept in the database, in order: where each starts and its length.
-    func attachmentParts(_ sha256: String) throws -> [(start: Int64, length: Int64)]
+    /// The parts `owner`'s upload keeps in the database, in order: where each starts and its length.
+    func attachmentParts(_ sha256: String, owner: Int64) throws -> [(start: Int64, length: Int64)]
     /// The bytes of one part kept in the database.
-    func attachmentPart(_ sha256: String, start: Int64) throws -> [UInt8]?
+    func attachmentPart(_ sha256: String, owner: Int64, start: Int64) throws -> [UInt8]?
+    /// The bytes of complete attachments no committed record referred to yet, uploaded by
+    /// `device` (`nil`: by anyone, each counted once).
+    func unreferencedAttachmentBytes(device: Int64?) throws -> Int64
+    /// The bytes of uploads in progress kept in the database, per device and digest, of
+    /// `device` (`nil`: every device's).
+    func partialAttachmentUploads(device: Int64?) throws -> [PartialUpload]
+}
+
+/// An upload in progress: whose, of which digest, how many bytes so far.
+public struct PartialUpload: Sendable, Hashable {
+    public var device: Int64
+    public var sha256: String
+    public var bytes: Int64
+
+    public init(device: Int64, sha256: String, bytes: Int64) {
+        self.device = device
+        self.sha256 = sha256
+        self.bytes = bytes
+    }
 }
 
 /// Attachments, written.
 public protocol AttachmentWriting: AnyObject {
-    /// Records verified bytes (once) and that `device` uploaded them.
-    func saveAttachment(_ sha256: String, size: Int64, device: Int64) throws
+    /// Records verified bytes, whose parts in the database (if any) are `device`'s upload, and
+    /// that `device` uploaded them. Returns `false` when the attachment was already complete
+    /// (another upload finished first): `device` is noted as an uploader, and its own parts
+    /// are redundant.
+    func completeAttachment(_ sha256: String, size: Int64, device: Int64) throws -> Bool
+    /// Notes that `device` uploaded these bytes (it sent them all, and they hashed to it).
+    func addUploader(_ sha256: String, device: Int64) throws
     /// Notes that a committed change set at `revision` referred to these attachments.
     func markReferenced(_ digests: some Collection<String>, revision: Revision) throws
-    /// Keeps a part of an upload in the database, at `start`.
-    func saveAttachmentPart(_ sha256: String, start: Int64, bytes: [UInt8]) throws
-    /// Forgets every part of an upload (discarded, or kept elsewhere now).
-    func deleteAttachmentParts(_ sha256: String) throws
-    /// Holds, until the transaction ends, the lock of one attachment's upload (PostgreSQL:
-    /// an advisory lock, so that two instances never append to one upload at once).
-    func lockAttachment(_ sha256: String) throws
+    /// Keeps a part of `owner`'s upload in the database, at `start`.
+    func saveAttachmentPart(_ sha256: String, owner: Int64, start: Int64, bytes: [UInt8]) throws
+    /// Forgets every part of `owner`'s upload (discarded, or redundant).
+    func deleteAttachmentParts(_ sha256: String, owner: Int64) throws
+    /// Holds, until the transaction ends, the lock of `owner`'s upload of a digest
+    /// (PostgreSQL: an advisory lock, so that two instances never append to one upload at once).
+    func lockAttachment(_ sha256: String, owner: Int64) throws
 }
 
 /// What attachment retention reads and deletes.
@@ -45,8 +73,8 @@ public protocol AttachmentRetaining: AnyObject {
     /// The digests that current records of `schema`, kept history (values before each change)
     /// and kept change log entries name.
     func referencedAttachments(_ schema: Schema) throws -> Set<String>
-    /// Uploads in the database not complete and last added to before `date`.
-    func staleAttachmentUploads(before date: Int64) throws -> [String]
+    /// Uploads in the database not complete and last added to before `date`: whose, of what.
+    func staleAttachmentUploads(before date: Int64) throws -> [(sha256: String, owner: Int64)]
     /// Forgets a verified attachment, who uploaded it and its parts, unless a change set after
     /// `revision` referred to it or it was uploaded again since `date`.
     ///

@@ -5,10 +5,12 @@ import RevSyncProtocol
 /// database (PostgreSQL).
 extension SQLStorageAccess {
     func attachment(_ sha256: String) throws -> StoredAttachment? {
-        guard let row = try connection.firstRow("SELECT size, referenced_revision FROM _rs_attachments WHERE sha256 = ?", [.text(sha256)]),
+        guard
+            let row = try connection.firstRow(
+                "SELECT size, referenced_revision, parts_device FROM _rs_attachments WHERE sha256 = ?", [.text(sha256)]),
             let size = row[0].integerValue
         else { return nil }
-        return StoredAttachment(sha256: sha256, size: size, referencedAt: row[1].integerValue)
+        return StoredAttachment(sha256: sha256, size: size, referencedAt: row[1].integerValue, partsOwner: row[2].integerValue ?? 0)
     }
 
     func uploaded(_ sha256: String, by device: Int64) throws -> Bool {
@@ -16,21 +18,23 @@ extension SQLStorageAccess {
             "SELECT 1 FROM _rs_attachment_uploads WHERE sha256 = ? AND device_id = ?", [.text(sha256), .integer(device)]) != nil
     }
 
-    func attachmentParts(_ sha256: String) throws -> [(start: Int64, length: Int64)] {
+    func attachmentParts(_ sha256: String, owner: Int64) throws -> [(start: Int64, length: Int64)] {
         try connection.rows(
-            "SELECT start, \(dialect.byteLength("data")) FROM _rs_attachment_parts WHERE sha256 = ? ORDER BY start", [.text(sha256)]
+            "SELECT start, \(dialect.byteLength("data")) FROM _rs_attachment_parts WHERE sha256 = ? AND device_id = ? ORDER BY start",
+            [.text(sha256), .integer(owner)]
         ).compactMap { row in
             guard let start = row[0].integerValue, let length = row[1].integerValue else { return nil }
             return (start, length)
         }
     }
 
-    func attachmentPart(_ sha256: String, start: Int64) throws -> [UInt8]? {
+    func attachmentPart(_ sha256: String, owner: Int64, start: Int64) throws -> [UInt8]? {
         // PostgreSQL's parameters and results travel as text here: bytea as hexadecimal.
         let column = dialect.database == .sqlite ? "data" : "encode(data, 'hex')"
         guard
             let value = try connection.firstRow(
-                "SELECT \(column) FROM _rs_attachment_parts WHERE sha256 = ? AND start = ?", [.text(sha256), .integer(start)])?.first
+                "SELECT \(column) FROM _rs_attachment_parts WHERE sha256 = ? AND device_id = ? AND start = ?",
+                [.text(sha256), .integer(owner), .integer(start)])?.first
         else { return nil }
         if dialect.database == .sqlite { return value.bytesValue ?? [] }
         guard let hex = value.textValue, let bytes = Hex.decode(hex) else {
@@ -39,11 +43,47 @@ extension SQLStorageAccess {
         return bytes
     }
 
-    func saveAttachment(_ sha256: String, size: Int64, device: Int64) throws {
-        try write(
+    func unreferencedAttachmentBytes(device: Int64?) throws -> Int64 {
+        let filter =
+            device == nil
+            ? "" : " AND EXISTS (SELECT 1 FROM _rs_attachment_uploads u WHERE u.sha256 = a.sha256 AND u.device_id = ?)"
+        return try connection.firstRow(
+            "SELECT CAST(COALESCE(SUM(a.size), 0) AS BIGINT) FROM _rs_attachments a WHERE a.referenced_revision IS NULL\(filter)",
+            device.map { [.integer($0)] } ?? []
+        )?.first?.integerValue ?? 0
+    }
+
+    func partialAttachmentUploads(device: Int64?) throws -> [PartialUpload] {
+        // The parts of an upload that completed are the attachment's, not an upload in progress.
+        try connection.rows(
+            """
+            SELECT p.device_id, p.sha256, CAST(SUM(\(dialect.byteLength("p.data"))) AS BIGINT) FROM _rs_attachment_parts p
+            WHERE \(device == nil ? "" : "p.device_id = ? AND ")NOT EXISTS
+                (SELECT 1 FROM _rs_attachments a WHERE a.sha256 = p.sha256 AND COALESCE(a.parts_device, 0) = p.device_id)
+            GROUP BY p.device_id, p.sha256
+            """, device.map { [.integer($0)] } ?? []
+        ).compactMap { row in
+            guard let owner = row[0].integerValue, let sha256 = row[1].textValue, let bytes = row[2].integerValue else { return nil }
+            return PartialUpload(device: owner, sha256: sha256, bytes: bytes)
+        }
+    }
+
+    func completeAttachment(_ sha256: String, size: Int64, device: Int64) throws -> Bool {
+        let new =
+            try connection.firstRow(
+                """
+                INSERT INTO _rs_attachments (sha256, size, completed_at, parts_device) VALUES (?, ?, ?, ?)
+                ON CONFLICT (sha256) DO NOTHING RETURNING sha256
+                """, [.text(sha256), .integer(size), .integer(Self.now()), .integer(device)]) != nil
+        if !new {
             // Uploaded again: the retention clock starts again.
-            "INSERT INTO _rs_attachments (sha256, size, completed_at) VALUES (?, ?, ?) ON CONFLICT (sha256) DO UPDATE SET completed_at = excluded.completed_at",
-            [.text(sha256), .integer(size), .integer(Self.now())])
+            try write("UPDATE _rs_attachments SET completed_at = ? WHERE sha256 = ?", [.integer(Self.now()), .text(sha256)])
+        }
+        try addUploader(sha256, device: device)
+        return new
+    }
+
+    func addUploader(_ sha256: String, device: Int64) throws {
         try write(
             "INSERT INTO _rs_attachment_uploads (sha256, device_id, uploaded_at) VALUES (?, ?, ?) ON CONFLICT (sha256, device_id) DO NOTHING",
             [.text(sha256), .integer(device), .integer(Self.now())])
@@ -57,20 +97,20 @@ extension SQLStorageAccess {
         }
     }
 
-    func saveAttachmentPart(_ sha256: String, start: Int64, bytes: [UInt8]) throws {
+    func saveAttachmentPart(_ sha256: String, owner: Int64, start: Int64, bytes: [UInt8]) throws {
         let sqlite = dialect.database == .sqlite
         try write(
-            "INSERT INTO _rs_attachment_parts (sha256, start, data, received_at) VALUES (?, ?, \(sqlite ? "?" : "decode(?, 'hex')"), ?)",
-            [.text(sha256), .integer(start), sqlite ? .bytes(bytes) : .text(Hex.encode(bytes)), .integer(Self.now())])
+            "INSERT INTO _rs_attachment_parts (sha256, device_id, start, data, received_at) VALUES (?, ?, ?, \(sqlite ? "?" : "decode(?, 'hex')"), ?)",
+            [.text(sha256), .integer(owner), .integer(start), sqlite ? .bytes(bytes) : .text(Hex.encode(bytes)), .integer(Self.now())])
     }
 
-    func deleteAttachmentParts(_ sha256: String) throws {
-        try write("DELETE FROM _rs_attachment_parts WHERE sha256 = ?", [.text(sha256)])
+    func deleteAttachmentParts(_ sha256: String, owner: Int64) throws {
+        try write("DELETE FROM _rs_attachment_parts WHERE sha256 = ? AND device_id = ?", [.text(sha256), .integer(owner)])
     }
 
-    func lockAttachment(_ sha256: String) throws {
+    func lockAttachment(_ sha256: String, owner: Int64) throws {
         guard dialect.database == .postgres else { return }  // one process writes SQLite; it locks in memory
-        try connection.query("SELECT pg_advisory_xact_lock(hashtext(?))", [.text(sha256)]) { _ in }
+        try connection.query("SELECT pg_advisory_xact_lock(hashtext(?))", [.text("\(owner)-\(sha256)")]) { _ in }
     }
 
     func attachments(completedBefore date: Int64) throws -> [String] {
@@ -116,13 +156,17 @@ extension SQLStorageAccess {
         return found
     }
 
-    func staleAttachmentUploads(before date: Int64) throws -> [String] {
+    func staleAttachmentUploads(before date: Int64) throws -> [(sha256: String, owner: Int64)] {
         try connection.rows(
             """
-            SELECT sha256 FROM _rs_attachment_parts WHERE sha256 NOT IN (SELECT sha256 FROM _rs_attachments)
-            GROUP BY sha256 HAVING MAX(received_at) < ?
+            SELECT p.sha256, p.device_id FROM _rs_attachment_parts p
+            WHERE NOT EXISTS (SELECT 1 FROM _rs_attachments a WHERE a.sha256 = p.sha256 AND COALESCE(a.parts_device, 0) = p.device_id)
+            GROUP BY p.sha256, p.device_id HAVING MAX(p.received_at) < ?
             """, [.integer(date)]
-        ).compactMap { $0.first?.textValue }
+        ).compactMap { row in
+            guard let sha256 = row[0].textValue, let owner = row[1].integerValue else { return nil }
+            return (sha256, owner)
+        }
     }
 
     func deleteAttachment(_ sha256: String, ifUnreferencedSince revision: Revision, completedBefore date: Int64) throws -> Bool {
@@ -135,7 +179,7 @@ extension SQLStorageAccess {
                 """, [.text(sha256), .integer(date), .integer(revision)]) != nil
         else { return false }
         try write("DELETE FROM _rs_attachment_uploads WHERE sha256 = ?", [.text(sha256)])
-        try deleteAttachmentParts(sha256)
+        try write("DELETE FROM _rs_attachment_parts WHERE sha256 = ?", [.text(sha256)])
         return true
     }
 }

@@ -164,7 +164,28 @@ enum ServerTables {
                 // The erasure that removed what a refused change set wrote (its detail is then
                 // null): the console says so instead of showing nothing.
                 "ALTER TABLE _rs_outcomes ADD COLUMN detail_erased \(dialect.bigint)"
+                // Uploads are each device's own (one device's parts of a digest never mix with
+                // another's); a complete attachment's bytes are the parts of the upload that
+                // completed it (0: kept before this version).
             ]
+                + (dialect.database == .sqlite
+                    ? [
+                        // SQLite keeps the bytes in files: the table is empty, and its key changes.
+                        "DROP TABLE _rs_attachment_parts",
+                        """
+                        CREATE TABLE _rs_attachment_parts (sha256 TEXT NOT NULL, device_id \(dialect.bigint) NOT NULL,
+                            start \(dialect.bigint) NOT NULL, data BLOB NOT NULL, received_at \(dialect.bigint) NOT NULL,
+                            PRIMARY KEY (sha256, device_id, start))\(dialect.withoutRowID)
+                        """,
+                    ]
+                    : [
+                        "ALTER TABLE _rs_attachment_parts ADD COLUMN device_id \(dialect.bigint) NOT NULL DEFAULT 0",
+                        "ALTER TABLE _rs_attachment_parts DROP CONSTRAINT _rs_attachment_parts_pkey",
+                        "ALTER TABLE _rs_attachment_parts ADD PRIMARY KEY (sha256, device_id, start)",
+                    ])
+                + [
+                    "ALTER TABLE _rs_attachments ADD COLUMN parts_device \(dialect.bigint)"
+                ]
         },
     ]
 

@@ -9,22 +9,27 @@ import RevSyncProtocol
 /// parts (resumable after a cut connection), verified against their digest, and downloaded with
 /// byte ranges (see `docs/protocol.md`, "Attachments"). Device tokens, as for `/sync`.
 extension SyncHTTPServer {
-    /// `PUT`: the whole body, or bytes `START-END/TOTAL` (`Content-Range`).
+    /// `PUT`: the whole body, or bytes `START-END/TOTAL` (`Content-Range`), into the token's own
+    /// upload of the digest.
     ///
-    /// `201` once every byte is here and hashes to the digest; `202` with `RevSync-Received` for a
-    /// part; `409` with `RevSync-Received` when `START` is not where the server is; `400` when the
-    /// bytes hash to another digest (the upload is discarded) or the range is malformed; `413`
-    /// past `--max-attachment-bytes`. A body that breaks off keeps what arrived.
+    /// `201` once every byte is here and hashes to the digest, or at once when the token may
+    /// read the attachment already (a record refers to it, or it uploaded it); `202` with
+    /// `RevSync-Received` for a part; `409` with `RevSync-Received` when `START` is not where
+    /// the token's upload is; `400` when the bytes hash to another digest (the upload is
+    /// discarded), the range is malformed or the body is longer than it; `413` past
+    /// `--max-attachment-bytes`; `429` past the token's uploads in progress or unreferenced
+    /// bytes; `507` past every token's unreferenced bytes. A body that breaks off keeps what
+    /// arrived.
     func putAttachment(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         let device = try await authenticator.authenticate(request, context: context, cached: true).device
         let sha256 = try Self.digest(context)
         guard device.role.mayWrite else {
             throw APIError(status: .forbidden, code: "forbidden", message: "a \(device.role.rawValue) token may not upload attachments")
         }
-        let (start, total) = try Self.uploadRange(request, maxBytes: attachments.maxBytes)
+        let (start, end, total) = try Self.uploadRange(request, maxBytes: attachments.maxBytes)
         let upload: AttachmentStore.Upload?
         do {
-            upload = try await attachments.beginUpload(sha256, start: start, total: total, device: device.id)
+            upload = try await attachments.beginUpload(sha256, start: start, end: end, total: total, device: device.id)
         } catch let refusal as AttachmentStore.UploadRefusal {
             throw Self.apiError(refusal, maxBytes: attachments.maxBytes)
         }
@@ -42,6 +47,10 @@ extension SyncHTTPServer {
             await upload.abandon()
             throw error
         }
+        return try await Self.finish(upload, sha256: sha256, total: total)
+    }
+
+    private static func finish(_ upload: AttachmentStore.Upload, sha256: String, total: Int64) async throws -> Response {
         switch try await upload.finish() {
         case .complete(let size):
             return Self.received(status: .created, size)
@@ -54,12 +63,14 @@ extension SyncHTTPServer {
         }
     }
 
-    /// `HEAD`: `200` with `Content-Length` when the attachment is complete; `404` with
-    /// `RevSync-Received` (the bytes of an upload in progress; 0 if none) otherwise.
+    /// `HEAD`: `200` with `Content-Length` when the attachment is complete and the token may
+    /// read it (a committed record refers to it, or it uploaded it); `404` with
+    /// `RevSync-Received` (the bytes of the token's own upload in progress; 0 if none)
+    /// otherwise. Nothing is told of another token's upload.
     func headAttachment(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        _ = try await authenticator.authenticate(request, context: context, cached: true)
+        let device = try await authenticator.authenticate(request, context: context, cached: true).device
         let sha256 = try Self.digest(context)
-        switch try await attachments.progress(sha256) {
+        switch try await attachments.progress(sha256, of: device.id) {
         case .complete(let size):
             var headers = Self.cacheHeaders(sha256)
             headers[.contentLength] = String(size)
@@ -97,7 +108,8 @@ extension SyncHTTPServer {
                 status: status, headers: headers, body: try await FileIO().loadFile(path: path, range: wanted, context: context))
         }
         // In the database: the parts that overlap the range, one at a time.
-        let parts = try await attachments.parts(of: sha256)
+        let owner = stored.partsOwner
+        let parts = try await attachments.parts(of: sha256, owner: owner)
         let store = attachments
         headers[.contentLength] = String(wanted.count)
         return Response(
@@ -107,7 +119,7 @@ extension SyncHTTPServer {
                     let partRange = Int(part.start)..<Int(part.start + part.length)
                     let overlap = partRange.clamped(to: wanted.lowerBound..<(wanted.upperBound + 1))
                     guard !overlap.isEmpty else { continue }
-                    let bytes = try await store.part(of: sha256, start: part.start)
+                    let bytes = try await store.part(of: sha256, owner: owner, start: part.start)
                     let from = overlap.lowerBound - partRange.lowerBound
                     try await writer.write(ByteBuffer(bytes: bytes[from..<(from + overlap.count)]))
                 }
@@ -126,8 +138,9 @@ extension SyncHTTPServer {
     }
 
     /// Where the body's bytes go: `Content-Range: bytes START-END/TOTAL`, or the whole
-    /// attachment (`0`, `Content-Length`).
-    private static func uploadRange(_ request: Request, maxBytes: Int64) throws -> (start: Int64, total: Int64) {
+    /// attachment (`0`, `Content-Length`). `end` is the last byte the body may carry (a
+    /// chunked body longer than its range is refused as it arrives).
+    private static func uploadRange(_ request: Request, maxBytes: Int64) throws -> (start: Int64, end: Int64, total: Int64) {
         func malformed(_ message: String) -> APIError {
             APIError(status: .badRequest, code: "invalid_range", message: message)
         }
@@ -138,7 +151,7 @@ extension SyncHTTPServer {
                     message: "a whole upload needs Content-Length; send parts with Content-Range: bytes START-END/TOTAL")
             }
             guard length <= maxBytes else { throw apiError(.tooLarge, maxBytes: maxBytes) }
-            return (0, length)
+            return (0, length - 1, length)
         }
         let value = header.trimmingCharacters(in: .whitespaces)
         guard value.hasPrefix("bytes "), let slash = value.firstIndex(of: "/") else {
@@ -156,7 +169,7 @@ extension SyncHTTPServer {
         if let length = request.headers[.contentLength].flatMap({ Int64($0) }), length != end - start + 1 {
             throw malformed("Content-Range says \(end - start + 1) bytes, Content-Length \(length)")
         }
-        return (start, total)
+        return (start, end, total)
     }
 
     private static func apiError(_ refusal: AttachmentStore.UploadRefusal, maxBytes: Int64) -> APIError {
@@ -173,6 +186,24 @@ extension SyncHTTPServer {
         case .overrun:
             return APIError(
                 status: .badRequest, code: "invalid_range", message: "the body is longer than its Content-Range or Content-Length")
+        case .tooManyUploads(let limit):
+            return APIError(
+                status: .tooManyRequests, code: "too_many_uploads",
+                message:
+                    "this token has \(limit) attachment uploads in progress, the most it may: finish or let them expire (a day) before starting another"
+            )
+        case .tokenQuota(let limit):
+            return APIError(
+                status: .tooManyRequests, code: "upload_quota",
+                message:
+                    "this upload would leave more than \(limit) bytes of this token's attachments on the server with no record referring to them: sync the change sets that use its uploads first"
+            )
+        case .serverFull(let limit):
+            return APIError(
+                status: HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), code: "insufficient_storage",
+                message:
+                    "the server keeps at most \(limit) bytes of attachments no record refers to, and this upload would pass it: try again later"
+            )
         }
     }
 
