@@ -7,32 +7,48 @@ import RevSyncSQLite
 /// open it), regenerated whenever the schema changes.
 ///
 /// Per entity:
+/// - before an insert whose ID a record already has (`INSERT OR REPLACE`, `REPLACE INTO`, an
+///   upsert), `revsync_replacing` notes the record as it is: a replacement becomes the update
+///   the app meant, never a delete that cascades to every device;
 /// - after an insert or an update, references must point at records the store holds;
 ///   `revsync_inserted` / `revsync_updated` judge the row and return the event to journal;
-///   a row that needs a temporary ID, or holds a temporary ID the server has replaced, is
-///   fixed in place (an update the functions recognise as their own);
+///   a row that needs a temporary ID, holds a temporary ID the server has replaced, or lost
+///   its revision to a replacement, is fixed in place (an update the functions recognise as
+///   their own);
 /// - before a delete, `revsync_deleting` plans it under the delete rules and checks it; after
 ///   it, the rules are carried out: `cascade` deletes the children, `nullify` clears their
-///   references (each of which the functions recognise as part of the delete).
+///   references (each of which the functions recognise as part of the delete); not for the
+///   delete of a replacement.
 ///
-/// The store's own tables cannot be written: a write to them is skipped and refused at commit.
+/// A refused row is not stopped: its refusal's number goes into `temp._rs_capture_refusals`,
+/// whose rows roll back with the savepoint or statement that wrote them, and the refusals left
+/// at the commit refuse the transaction. The store's own tables cannot be written: a write to
+/// them is skipped and refused the same way. Every internal function takes the capture's nonce
+/// first, so that app SQL cannot call one.
 enum CaptureTriggers {
     static let prefix = "_rs_capture_"
+    /// The refusals standing in the current transaction, by number (a temporary table).
+    static let refusalsTable = "_rs_capture_refusals"
 
     /// Every statement creating the triggers for `schema` and the store's own `tables`.
-    static func statements(for schema: Schema, ownTables: [String]) -> [String] {
-        var statements: [String] = []
+    static func statements(for schema: Schema, ownTables: [String], nonce: String) -> [String] {
+        let n = "'\(nonce)'"
+        var statements: [String] = [
+            "CREATE TEMP TABLE IF NOT EXISTS \(refusalsTable) (number INTEGER PRIMARY KEY)"
+        ]
         for entity in schema.entities {
-            statements += triggers(for: entity, in: schema)
+            statements += triggers(for: entity, in: schema, nonce: n)
         }
         for table in ownTables {
             let name = q(table)
             if table == "_rs_capture" {
-                // A row that judged to nothing journals nothing.
+                // A row that judged to nothing journals nothing; one that was refused leaves its
+                // refusal's number.
                 statements.append(
                     """
                     CREATE TEMP TRIGGER \(q(prefix + "skip_" + table)) BEFORE INSERT ON main.\(name)
-                    WHEN revsync_capturing() AND NEW.event IS NULL BEGIN
+                    WHEN revsync_capturing(\(n)) AND NEW.event IS NULL BEGIN
+                        INSERT OR IGNORE INTO \(refusalsTable) (number) SELECT revsync_pending_refusal(\(n)) WHERE revsync_pending_refusal(\(n)) IS NOT NULL;
                         SELECT RAISE(IGNORE);
                     END
                     """)
@@ -40,12 +56,12 @@ enum CaptureTriggers {
             for operation in ["INSERT", "UPDATE", "DELETE"] {
                 let condition =
                     table == "_rs_capture" && operation == "INSERT"
-                    ? "revsync_capturing() AND NEW.event IS NOT NULL AND NOT revsync_take_journaling()" : "revsync_capturing()"
+                    ? "revsync_capturing(\(n)) AND NEW.event IS NOT NULL AND NOT revsync_take_journaling(\(n))" : "revsync_capturing(\(n))"
                 statements.append(
                     """
                     CREATE TEMP TRIGGER \(q(prefix + "protect_" + operation.lowercased() + "_" + table)) BEFORE \(operation) ON main.\(name)
                     WHEN \(condition) BEGIN
-                        SELECT revsync_refuse('\(table)');
+                        INSERT INTO \(refusalsTable) (number) VALUES (revsync_refuse(\(n), '\(table)'));
                         SELECT RAISE(IGNORE);
                     END
                     """)
@@ -54,7 +70,7 @@ enum CaptureTriggers {
         return statements
     }
 
-    private static func triggers(for entity: Entity, in schema: Schema) -> [String] {
+    private static func triggers(for entity: Entity, in schema: Schema, nonce n: String) -> [String] {
         let table = "main." + q(entity.name)
         let name = literal(entity.name)
         let columns = entity.attributes.map { q($0.name) }
@@ -65,13 +81,14 @@ enum CaptureTriggers {
                 let column = q(attribute.name)
                 let changed = onlyChanged ? " AND NEW.\(column) IS NOT OLD.\(column)" : ""
                 return """
-                    SELECT revsync_missing_reference(\(name), \(row).id, \(literal(attribute.name)), \(row).\(column), \(literal(target)))
+                    INSERT INTO \(refusalsTable) (number) SELECT revsync_missing_reference(\(n), \(name), \(row).id, \(literal(attribute.name)), \(row).\(column), \(literal(target)))
                     WHERE typeof(\(row).\(column)) = 'integer'\(changed) AND NOT EXISTS (SELECT 1 FROM main.\(q(target)) WHERE id = \
                     COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(row).\(column)), \(row).\(column)));
                     """
             }
         }
-        // Gives the row the ID the functions chose and resolves replaced temporary IDs.
+        // Gives the row the ID (and revision) the functions chose and resolves replaced
+        // temporary IDs.
         let mapped =
             references.isEmpty
             ? "0"
@@ -81,23 +98,30 @@ enum CaptureTriggers {
             return ", \(column) = COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(column)), \(column))"
         }.joined(separator: "")
         let fix =
-            "UPDATE \(q(entity.name)) SET id = revsync_fixed_id(id)\(resolving) WHERE id = NEW.id AND CASE WHEN revsync_renaming() OR \(mapped) THEN revsync_fixing(\(name), NEW.id, 1) ELSE 0 END;"
+            "UPDATE \(q(entity.name)) SET id = revsync_fixed_id(\(n), id), revision = revsync_fixed_revision(\(n), id, revision)\(resolving) WHERE id = NEW.id AND CASE WHEN revsync_renaming(\(n)) OR \(mapped) THEN revsync_fixing(\(n), \(name), NEW.id, 1) ELSE 0 END;"
 
         var statements: [String] = []
         statements.append(
             """
-            CREATE TEMP TRIGGER \(q(prefix + "insert_" + entity.name)) AFTER INSERT ON \(table) WHEN revsync_capturing() BEGIN
+            CREATE TEMP TRIGGER \(q(prefix + "replace_" + entity.name)) BEFORE INSERT ON \(table)
+            WHEN revsync_capturing(\(n)) AND EXISTS (SELECT 1 FROM \(table) WHERE id = NEW.id) BEGIN
+                SELECT revsync_replacing(\(n), \(name), NEW.id);
+            END
+            """)
+        statements.append(
+            """
+            CREATE TEMP TRIGGER \(q(prefix + "insert_" + entity.name)) AFTER INSERT ON \(table) WHEN revsync_capturing(\(n)) BEGIN
                 \(referenceChecks("NEW", onlyChanged: false).joined(separator: "\n    "))
-                INSERT INTO _rs_capture (event) VALUES (revsync_inserted(\(name), NEW.id, NEW.revision\(
+                INSERT INTO _rs_capture (event) VALUES (revsync_inserted(\(n), \(name), NEW.id, NEW.revision\(
                     columns.map { ", NEW.\($0)" }.joined(separator: ""))));
                 \(fix)
             END
             """)
         statements.append(
             """
-            CREATE TEMP TRIGGER \(q(prefix + "update_" + entity.name)) AFTER UPDATE ON \(table) WHEN revsync_capturing() BEGIN
+            CREATE TEMP TRIGGER \(q(prefix + "update_" + entity.name)) AFTER UPDATE ON \(table) WHEN revsync_capturing(\(n)) BEGIN
                 \(referenceChecks("NEW", onlyChanged: true).joined(separator: "\n    "))
-                INSERT INTO _rs_capture (event) VALUES (revsync_updated(\(name), OLD.id, NEW.id, OLD.revision, NEW.revision\(
+                INSERT INTO _rs_capture (event) VALUES (revsync_updated(\(n), \(name), OLD.id, NEW.id, OLD.revision, NEW.revision\(
                     columns.map { ", OLD.\($0), NEW.\($0)" }.joined(separator: ""))));
                 \(references.isEmpty ? "" : fix)
             END
@@ -115,8 +139,8 @@ enum CaptureTriggers {
             }.joined(separator: " OR ")
         statements.append(
             """
-            CREATE TEMP TRIGGER \(q(prefix + "delete_" + entity.name)) BEFORE DELETE ON \(table) WHEN revsync_capturing() BEGIN
-                INSERT INTO _rs_capture (event) VALUES (revsync_deleting(\(name), OLD.id, OLD.revision, \(orphaned)\(
+            CREATE TEMP TRIGGER \(q(prefix + "delete_" + entity.name)) BEFORE DELETE ON \(table) WHEN revsync_capturing(\(n)) BEGIN
+                INSERT INTO _rs_capture (event) VALUES (revsync_deleting(\(n), \(name), OLD.id, OLD.revision, \(orphaned)\(
                     columns.map { ", OLD.\($0)" }.joined(separator: ""))));
             END
             """)
@@ -132,7 +156,8 @@ enum CaptureTriggers {
         if !rules.isEmpty {
             statements.append(
                 """
-                CREATE TEMP TRIGGER \(q(prefix + "rules_" + entity.name)) AFTER DELETE ON \(table) WHEN revsync_capturing() BEGIN
+                CREATE TEMP TRIGGER \(q(prefix + "rules_" + entity.name)) AFTER DELETE ON \(table)
+                WHEN revsync_capturing(\(n)) AND NOT revsync_replaced(\(n), \(name), OLD.id) BEGIN
                     \(rules.joined(separator: "\n    "))
                 END
                 """)

@@ -21,11 +21,24 @@ import RevSyncSQLite
 /// satisfies Swift's checks.
 package final class WriteCapture: @unchecked Sendable {
     /// What one transaction has done so far.
-    private struct Transaction {
+    struct Transaction {
         let id = UUID().uuidString
         var actor: Actor??
-        /// The first refusal, thrown at commit.
-        var refusal: LocalStoreError?
+        /// Every refusal so far, by number; those whose row in `_rs_capture_refusals` is still
+        /// there at the commit (``standing``; not rolled back with a savepoint) refuse it.
+        var refusals: [Int: LocalStoreError] = [:]
+        /// A refused row's number, for the journal's skip trigger to keep.
+        var pendingRefusal: Int?
+        /// The refusals whose rows stand, as GRDB reports them (rolled-back savepoints' never are).
+        var standing: Set<Int> = []
+        /// Rows written to entity tables (GRDB's report) and rows the functions judged: more of
+        /// the first means writes escaped the capture (its triggers were dropped).
+        var rowsWritten = 0
+        var rowsJudged = 0
+        /// An insert whose ID a record already has (`INSERT OR REPLACE`): the record as it was.
+        var replacement: Replacement?
+        /// The revision a replaced record gets back (the fix after its insert).
+        var revisionFix: (entity: String, id: Int64, revision: Int64?)?
         var nextTemporaryID: Int64?
         /// Temporary IDs handed out (to ``RevSyncRecord/willInsert(_:)``) and not used yet.
         var handedOut: Set<Int64> = []
@@ -39,6 +52,17 @@ package final class WriteCapture: @unchecked Sendable {
         var events: [Int: CapturedEvent] = [:]
     }
 
+    /// A record an insert is about to replace, as it was, and the statement (run) doing it.
+    struct Replacement {
+        var entity: String
+        var id: Int64
+        var revision: Int64?
+        var values: [String: Value]
+        var statements: Set<StatementRun>
+        /// Its old row was deleted (recursive triggers report the replacement's delete).
+        var deleted = false
+    }
+
     /// The steps of a captured write, for fault injection (the crash tests).
     package enum Stage: Sendable {
         /// A row was judged and its event is about to be journaled (the transaction is open).
@@ -47,11 +71,28 @@ package final class WriteCapture: @unchecked Sendable {
         case committed
     }
 
-    private let schema: @Sendable () -> Schema
+    let schema: @Sendable () -> Schema
     private let folded: @Sendable () -> Void
+    /// The first argument of every internal SQL function, known to the triggers only: app SQL
+    /// that calls one gets a clear error instead of changing what the capture records.
+    let nonce: String = {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in String("0123456789abcdef".randomElement(using: &generator)!) }.joined()
+    }()
     /// Called at each ``Stage``; the crash tests kill the process there.
     let stageHook = Locked<(@Sendable (Stage) -> Void)?>(nil)
-    private let state = Locked<(suspended: Int, transaction: Transaction?)>((0, nil))
+    let state = Locked<(suspended: Int, transaction: Transaction?)>((0, nil))
+    /// What ``installTriggers(in:)`` made: the store's own tables it protects and how many
+    /// triggers, for the integrity checks (``CaptureIntegrity``).
+    struct Installed: Sendable {
+        var ownTables: [String] = []
+        var triggers = 0
+        /// The store file's format version (`PRAGMA user_version`) when it was opened.
+        var userVersion = 0
+    }
+    let installed = Locked(Installed())
+    /// The writer connection, for the checks of the commit hook (which runs no SQL).
+    private(set) var connectionPointer: OpaquePointer?
     /// Three flags the triggers ask for every row, read by plain C functions: GRDB's function
     /// wrapper (arguments boxed into an array, a Swift closure) cost a sync applying 100,000
     /// rows 10–20 % and the typed insert a tenth. `suspended`: RevSync's own writes are running
@@ -59,7 +100,7 @@ package final class WriteCapture: @unchecked Sendable {
     /// into `_rs_capture` (`revsync_take_journaling()`, which clears it, lets that one insert
     /// through); `renaming`: a new row is about to get its temporary ID (`revsync_renaming()`).
     /// Written and read on the writer connection only; SQLite frees them with the functions.
-    private let flags = CaptureFlags()
+    let flags = CaptureFlags()
 
     /// - Parameters:
     ///   - schema: the store's current schema.
@@ -80,30 +121,47 @@ package final class WriteCapture: @unchecked Sendable {
         // The functions run on this connection only, inside its statements.
         struct Connection: @unchecked Sendable { let pointer: OpaquePointer }
         let connection = Connection(pointer: db.sqliteConnection!)
+        connectionPointer = connection.pointer
         let schema = self.schema
+        let nonce = self.nonce
+        // Every internal function takes the nonce first; the body gets the other arguments.
         func add(
             _ name: String, _ count: Int?, _ body: @escaping @Sendable (RawReads, [DatabaseValue]) throws -> (any DatabaseValueConvertible)?
         ) {
-            let function = DatabaseFunction(name, argumentCount: count, pure: false) { (arguments: [DatabaseValue]) in
-                try body(RawReads(connection: connection.pointer, schema: schema()), arguments)
+            let function = DatabaseFunction(name, argumentCount: count.map { $0 + 1 }, pure: false) { (arguments: [DatabaseValue]) in
+                guard arguments.first.flatMap(String.fromDatabaseValue) == nonce else {
+                    throw LocalStoreError(.storeTable, "\(name) is RevSync's own function: app SQL may not call it")
+                }
+                return try body(RawReads(connection: connection.pointer, schema: schema()), Array(arguments.dropFirst()))
             }
             db.add(function: function)
         }
-        try flags.install(on: connection.pointer)
+        try flags.install(on: connection.pointer, nonce: nonce)
         add("revsync_inserted", nil) { reads, arguments in self.judge(reads) { try self.inserted(arguments, reads) } }
         add("revsync_updated", nil) { reads, arguments in self.judge(reads) { try self.updated(arguments, reads) } }
         add("revsync_deleting", nil) { reads, arguments in self.judge(reads) { try self.deleting(arguments, reads) } }
-        add("revsync_missing_reference", 5) { reads, arguments in
-            self.judge(reads) {
-                throw LocalStoreError(
+        add("revsync_missing_reference", 5) { _, arguments in
+            self.refusal(
+                LocalStoreError(
                     .missingReference,
                     "\(arguments[0].text) \(arguments[1]): \(arguments[2].text) points to \(arguments[4].text) \(arguments[3]), which this store does not hold"
-                )
-            }
+                ))
         }
-        add("revsync_refuse", 1) { reads, arguments in
-            self.judge(reads) {
-                throw LocalStoreError(.storeTable, "\(arguments[0].text) is RevSync's own table: only RevSync writes it")
+        add("revsync_refuse", 1) { _, arguments in
+            self.refusal(LocalStoreError(.storeTable, "\(arguments[0].text) is RevSync's own table: only RevSync writes it"))
+        }
+        // The number of the refusal the last judgement made, if it refused (the same however
+        // often SQLite evaluates it for the row).
+        add("revsync_pending_refusal", 0) { _, _ in self.state.withLock { $0.transaction?.pendingRefusal } }
+        add("revsync_replacing", 2) { reads, arguments in
+            try self.replacing(arguments, reads, connection: connection.pointer)
+            return nil
+        }
+        add("revsync_replaced", 2) { _, arguments in
+            self.state.withLock { state in
+                guard let replacement = state.transaction?.replacement else { return false }
+                return replacement.deleted && replacement.entity == arguments[0].text
+                    && replacement.id == Int64.fromDatabaseValue(arguments[1])
             }
         }
         add("revsync_fixed_id", 1) { _, arguments in
@@ -114,14 +172,24 @@ package final class WriteCapture: @unchecked Sendable {
                 return rename.to.databaseValue
             }
         }
+        add("revsync_fixed_revision", 2) { _, arguments in
+            self.state.withLock { state in
+                guard let fix = state.transaction?.revisionFix, Int64.fromDatabaseValue(arguments[0]) == fix.id else { return arguments[1] }
+                return fix.revision?.databaseValue ?? .null
+            }
+        }
         add("revsync_fixing", 3) { _, arguments in
             guard Bool.fromDatabaseValue(arguments[2]) == true, let id = Int64.fromDatabaseValue(arguments[1]) else { return false }
             self.state.withLock { $0.transaction?.fixing = (arguments[0].text, id) }
             return true
         }
-        add("revsync_temporary_id", 0) { reads, _ in try self.temporaryID(reads) }
+        db.add(
+            function: DatabaseFunction("revsync_temporary_id", argumentCount: 0, pure: false) { _ in
+                try self.temporaryID(RawReads(connection: connection.pointer, schema: schema()))
+            })
         db.add(transactionObserver: CommitObserver(capture: self), extent: .databaseLifetime)
         try installTriggers(in: db)
+        try db.execute(sql: "PRAGMA recursive_triggers = ON")
     }
 
     /// (Re)creates the triggers for the current schema.
@@ -129,7 +197,11 @@ package final class WriteCapture: @unchecked Sendable {
         try dropTriggers(in: db)
         let ownTables = try String.fetchAll(
             db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE '\\_rs\\_%' ESCAPE '\\' ORDER BY name")
-        for statement in CaptureTriggers.statements(for: schema(), ownTables: ownTables) { try db.execute(sql: statement) }
+        let statements = CaptureTriggers.statements(for: schema(), ownTables: ownTables, nonce: nonce)
+        for statement in statements { try db.execute(sql: statement) }
+        let triggers = statements.filter { $0.hasPrefix("CREATE TEMP TRIGGER") }.count
+        let userVersion = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        installed.withLock { $0 = Installed(ownTables: ownTables, triggers: triggers, userVersion: userVersion) }
     }
 
     /// Runs one of RevSync's own bulk writes (a large response, a snapshot import) without the
@@ -188,160 +260,58 @@ package final class WriteCapture: @unchecked Sendable {
 
     /// Changes the current transaction's state in place (it holds every event so far: a copy
     /// per row would make a large transaction quadratic).
-    private func withTransaction<T>(_ body: (inout Transaction) throws -> T) rethrows -> T {
+    func withTransaction<T>(_ body: (inout Transaction) throws -> T) rethrows -> T {
         try state.withLock { state in
             if state.transaction == nil { state.transaction = Transaction() }
             return try body(&state.transaction!)
         }
     }
 
-    private static func takeTemporaryID(_ transaction: inout Transaction, _ reads: RawReads) throws -> Int64 {
+    static func takeTemporaryID(_ transaction: inout Transaction, _ reads: RawReads) throws -> Int64 {
         let next = try transaction.nextTemporaryID ?? reads.state(.nextTemporaryID).flatMap { Int64($0) } ?? -1
         transaction.nextTemporaryID = next - 1
         return next
     }
 
-    // MARK: Judging rows
-
-    /// Runs one judgement: its event is journaled, its refusal kept for the commit.
-    private func judge(_ reads: RawReads, _ body: () throws -> CapturedEvent?) -> String? {
-        do {
-            guard let event = try body() else { return nil }
-            stageHook.current?(.rowJudged)
-            return withTransaction { transaction in
-                let number = transaction.events.count
-                transaction.events[number] = event
-                flags.journaling = true
-                return event.encoded(transaction: transaction.id, number: number)
-            }
-        } catch {
-            let refusal = error as? LocalStoreError ?? LocalStoreError(.corrupt, "\(error)")
-            withTransaction { transaction in
-                if transaction.refusal == nil { transaction.refusal = refusal }
-            }
-            return nil
-        }
-    }
-
-    /// The rules for this transaction (the device's actor is read once).
-    private func rules(_ reads: RawReads) throws -> WriteRules {
-        let actor: Actor? = try withTransaction { transaction in
-            if let actor = transaction.actor { return actor }
-            let actor = try reads.state(.role).map { role in
-                Actor(role: Role(rawValue: role), user: try reads.state(.user).flatMap { Int64($0) }.map { RecordID($0) })
-            }
-            transaction.actor = .some(actor)
-            return actor
-        }
-        return WriteRules(schema: reads.schema, actor: actor, reads: reads, attachments: attachments)
-    }
-
-    private func values(
-        _ arguments: ArraySlice<DatabaseValue>, of entity: Entity, stride: Int = 1, offset: Int = 0
-    ) throws -> [String: Value] {
-        var values: [String: Value] = [:]
-        for (index, attribute) in entity.attributes.enumerated() {
-            values[attribute.name] = try CapturedValues.value(
-                arguments[arguments.startIndex + index * stride + offset], attribute, of: entity)
-        }
-        return values
-    }
-
-    /// `revsync_inserted(entity, id, revision, values…)`.
-    private func inserted(_ arguments: [DatabaseValue], _ reads: RawReads) throws -> CapturedEvent? {
-        let rules = try rules(reads)
-        let entity = try rules.entity(arguments[0].text)
-        guard let rowID = Int64.fromDatabaseValue(arguments[1]) else { return nil }
-        guard arguments[2].isNull else {
-            throw LocalStoreError(.invalidValue, "\(entity.name): a new record has no revision (the server gives it one)")
-        }
-        let id: Int64 = try withTransaction { transaction in
-            if rowID < 0, transaction.handedOut.remove(rowID) != nil { return rowID }
-            let id = try Self.takeTemporaryID(&transaction, reads)
-            transaction.rename = (entity.name, rowID, id)
-            flags.renaming = true
-            return id
-        }
-        let values = try values(arguments.dropFirst(3), of: entity).filter { !$0.value.isNull }
-        _ = try rules.accept(values, of: entity)
-        try rules.checkCreate(entity, id: RecordID(id), values)
-        return .create(entity.name, RecordID(id), values)
-    }
-
-    /// `revsync_updated(entity, old id, new id, old revision, new revision, (old, new) per attribute…)`.
-    private func updated(_ arguments: [DatabaseValue], _ reads: RawReads) throws -> CapturedEvent? {
-        let entityName = arguments[0].text
-        guard let oldID = Int64.fromDatabaseValue(arguments[1]), let newID = Int64.fromDatabaseValue(arguments[2]) else { return nil }
-        let ownFix = state.withLock { state -> Bool in
-            guard let fixing = state.transaction?.fixing, fixing.entity == entityName, fixing.id == oldID else { return false }
-            state.transaction?.fixing = nil
-            if let rename = state.transaction?.rename, rename.entity == entityName, rename.from == oldID {
-                state.transaction?.rename = nil
-                flags.renaming = false
-            }
-            return true
-        }
-        if ownFix { return nil }
-        let rules = try rules(reads)
-        let entity = try rules.entity(entityName)
-        guard oldID == newID else {
-            throw LocalStoreError(.invalidValue, "\(entity.name) \(oldID): a record's id cannot change (the server gives permanent IDs)")
-        }
-        guard arguments[3] == arguments[4] else {
-            throw LocalStoreError(.invalidValue, "\(entity.name) \(oldID): a record's revision is the server's to set")
-        }
-        let before = try values(arguments.dropFirst(5), of: entity, stride: 2)
-        let after = try values(arguments.dropFirst(5), of: entity, stride: 2, offset: 1)
-        let changed = after.filter { before[$0.key] != $0.value }
-        guard !changed.isEmpty else { return nil }
-        let record = RecordReference(entity: entity.name, id: RecordID(oldID))
-        let nullification = state.withLock { state -> Bool in
-            guard let expected = state.transaction?.nullifications[record],
-                changed.allSatisfy({ $0.value.isNull && expected.contains($0.key) })
-            else { return false }
-            let remaining = expected.subtracting(changed.keys)
-            state.transaction?.nullifications[record] = remaining.isEmpty ? nil : remaining
-            return true
-        }
-        if nullification { return .nullified(entity.name, RecordID(oldID), attributes: changed.keys.sorted()) }
-        _ = try rules.accept(changed, of: entity)
-        try rules.checkUpdate(entity, id: RecordID(oldID), current: before, changed: changed)
-        return .update(
-            entity.name, RecordID(oldID), base: Int64.fromDatabaseValue(arguments[3]) ?? 0, changed,
-            before: before.filter { changed[$0.key] != nil })
-    }
-
-    /// `revsync_deleting(entity, id, revision, orphaned, values…)`.
-    private func deleting(_ arguments: [DatabaseValue], _ reads: RawReads) throws -> CapturedEvent? {
-        let entityName = arguments[0].text
-        guard let rawID = Int64.fromDatabaseValue(arguments[1]) else { return nil }
-        let record = RecordReference(entity: entityName, id: RecordID(rawID))
-        let orphaned = Bool.fromDatabaseValue(arguments[3]) ?? false
-        let cascaded = state.withLock { state in orphaned && state.transaction?.cascades.remove(record) != nil }
-        if cascaded { return .cascaded(entityName, RecordID(rawID)) }
-        let rules = try rules(reads)
-        let entity = try rules.entity(entityName)
-        let values = try values(arguments.dropFirst(4), of: entity)
-        let plan = try rules.planDelete(entity, id: RecordID(rawID), values: values)
-        state.withLock { state in
-            for removal in plan.deleted where !removal.explicit {
-                state.transaction?.cascades.insert(RecordReference(entity: removal.entity.name, id: removal.record))
-            }
-            for nullification in plan.nullified {
-                state.transaction?.nullifications[RecordReference(entity: nullification.entity.name, id: nullification.record), default: []]
-                    .formUnion(nullification.attributeNames)
-            }
-        }
-        return .delete(
-            entity.name, RecordID(rawID), base: Int64.fromDatabaseValue(arguments[2]) ?? 0,
-            removed: plan.deleted.map { RecordReference(entity: $0.entity.name, id: $0.record) }, nullifies: !plan.nullified.isEmpty,
-            before: values)
-    }
-
     // MARK: Commit
 
     fileprivate func willCommit() throws {
-        if let refusal = state.withLock({ $0.transaction?.refusal }) { throw refusal }
+        let (suspended, transaction) = state.withLock { ($0.suspended > 0, $0.transaction) }
+        guard !suspended else { return }
+        if let transaction {
+            if let first = transaction.standing.min(), let refusal = transaction.refusals[first] { throw refusal }
+            if transaction.rowsWritten > transaction.rowsJudged {
+                throw LocalStoreError(
+                    .storeTable,
+                    "\(transaction.rowsWritten - transaction.rowsJudged) rows were written past RevSync's capture (its triggers were dropped?): the transaction was rolled back, and the capture is restored; write again"
+                )
+            }
+        }
+        if let connection = connectionPointer {
+            try CaptureIntegrity.checkTables(on: connection, schema: schema(), ownTables: installed.current.ownTables)
+        }
+    }
+
+    /// GRDB's report of a row written in the transaction (``CommitObserver``).
+    fileprivate func rowWritten(_ event: DatabaseEvent) {
+        withTransaction { transaction in
+            if event.tableName == CaptureTriggers.refusalsTable {
+                transaction.standing.insert(Int(event.rowID))
+            } else {
+                transaction.rowsWritten += 1
+            }
+        }
+    }
+
+    /// Whether GRDB should report rows of `kind` (``CommitObserver``): of entity tables and
+    /// refusals, while the app writes.
+    fileprivate func observes(_ kind: DatabaseEventKind) -> Bool {
+        guard state.withLock({ $0.suspended == 0 }) else { return false }
+        let table: String =
+            switch kind {
+            case .insert(let table), .delete(let table), .update(let table, _): table
+            }
+        return table == CaptureTriggers.refusalsTable || schema().entity(table) != nil
     }
 
     fileprivate func didCommit(_ db: Database) {
@@ -381,8 +351,8 @@ private final class CommitObserver: TransactionObserver {
         self.capture = capture
     }
 
-    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
-    func databaseDidChange(with event: DatabaseEvent) {}
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { capture.observes(eventKind) }
+    func databaseDidChange(with event: DatabaseEvent) { capture.rowWritten(event) }
     func databaseWillCommit() throws { try capture.willCommit() }
     func databaseDidCommit(_ db: Database) { capture.didCommit(db) }
     func databaseDidRollback(_ db: Database) { capture.didRollback() }
@@ -390,68 +360,5 @@ private final class CommitObserver: TransactionObserver {
 
 extension DatabaseValue {
     /// The value as text, for messages.
-    fileprivate var text: String { String.fromDatabaseValue(self) ?? description }
-}
-
-/// The capture's flags, in memory SQLite's C functions read (see `WriteCapture.flags`).
-private final class CaptureFlags: @unchecked Sendable {
-    private let values: UnsafeMutablePointer<Int32>
-
-    init() {
-        values = .allocate(capacity: 3)
-        values.initialize(repeating: 0, count: 3)
-    }
-
-    var suspended: Bool {
-        get { values[0] != 0 }
-        set { values[0] = newValue ? 1 : 0 }
-    }
-    var journaling: Bool {
-        get { values[1] != 0 }
-        set { values[1] = newValue ? 1 : 0 }
-    }
-    var renaming: Bool {
-        get { values[2] != 0 }
-        set { values[2] = newValue ? 1 : 0 }
-    }
-
-    func reset(suspended: Bool) {
-        self.suspended = suspended
-        journaling = false
-        renaming = false
-    }
-
-    /// Registers `revsync_capturing()`, `revsync_take_journaling()` and `revsync_renaming()`.
-    /// The memory is freed when SQLite drops the first of them (the connection closes).
-    func install(on connection: OpaquePointer) throws {
-        typealias Function = @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void
-        let functions: [(String, Function)] = [
-            (
-                "revsync_capturing",
-                { context, _, _ in
-                    sqlite3_result_int(context, sqlite3_user_data(context)!.assumingMemoryBound(to: Int32.self)[0] == 0 ? 1 : 0)
-                }
-            ),
-            (
-                "revsync_take_journaling",
-                { context, _, _ in
-                    let values = sqlite3_user_data(context)!.assumingMemoryBound(to: Int32.self)
-                    sqlite3_result_int(context, values[1])
-                    values[1] = 0
-                }
-            ),
-            (
-                "revsync_renaming",
-                { context, _, _ in
-                    sqlite3_result_int(context, sqlite3_user_data(context)!.assumingMemoryBound(to: Int32.self)[2])
-                }
-            ),
-        ]
-        for (index, (name, function)) in functions.enumerated() {
-            let code = sqlite3_create_function_v2(
-                connection, name, 0, SQLITE_UTF8, values, function, nil, nil,
-                index == 0 ? { values in values?.assumingMemoryBound(to: Int32.self).deallocate() } : nil)
-            guard code == SQLITE_OK else { throw LocalStoreError(.corrupt, "cannot install the write capture (\(name): \(code))") }
-        }
-    }
+    var text: String { String.fromDatabaseValue(self) ?? description }
 }

@@ -75,7 +75,14 @@ public final class LocalStore: Sendable {
     ///     _ = try Player(firstName: "Ana", lastName: "Lopez").inserted(db)
     /// }
     /// ```
-    public var database: any DatabaseWriter { pool }
+    ///
+    /// App SQL may not change what the store depends on: dropping or renaming its tables,
+    /// dropping RevSync's capture triggers, `PRAGMA user_version`, `PRAGMA recursive_triggers =
+    /// OFF`, or calling RevSync's internal SQL functions throws a ``LocalStoreError``
+    /// (`storeTable`), and what changed is rolled back or put back. `INSERT OR REPLACE` over a
+    /// record is the update it means, never a delete.
+    public var database: any DatabaseWriter { storeDatabase }
+    private let storeDatabase: StoreDatabase
 
     private init(path: String, pool: DatabasePool, schema: Schema) throws {
         self.path = path
@@ -85,8 +92,8 @@ public final class LocalStore: Sendable {
         let localChanges = self.localChanges
         attachments = StoreAttachments(storePath: path)
         capture = WriteCapture(schema: { currentSchema.current }, attachments: attachments, folded: { localChanges.emit() })
+        storeDatabase = StoreDatabase(base: pool, capture: capture)
         try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA recursive_triggers = ON")
             try capture.install(in: db)
             // Transactions whose change sets were not queued when the process stopped.
             _ = try capture.suspended { try CaptureFold.fold(in: db, schema: schema) }
