@@ -17,10 +17,12 @@ struct EraseCommand: AsyncParsableCommand {
     @Option(help: "The record's ID.") var id: Int64
     @Option(help: "Only these attributes, comma-separated (default: the whole record).") var attributes: String?
     @Option(help: "Why: the request's reference (kept with the receipt; not the person's data).") var reason: String
+    @Flag(help: "List every record and attribute the erasure would reach (its cascade included); erase nothing.") var dryRun = false
     @Flag(help: "Print the server's JSON.") var json = false
 
     func run() async throws {
         var body: [String: Any] = ["entity": entity, "id": id, "reason": reason]
+        if dryRun { body["dryRun"] = true }
         if let attributes {
             body["attributes"] = attributes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         }
@@ -32,6 +34,19 @@ struct EraseCommand: AsyncParsableCommand {
         let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
         func number(_ key: String) -> Int64 { (object[key] as? NSNumber)?.int64Value ?? 0 }
         let erased = (object["erased"] as? [[String: Any]]) ?? []
+        if dryRun {
+            printOutput(
+                "Dry run: erasing would reach \(erased.count) record\(erased.count == 1 ? "" : "s") and clear \(number("nullified")) reference\(number("nullified") == 1 ? "" : "s"); nothing was erased:"
+            )
+            for record in erased {
+                let names = (record["attributes"] as? [String]).map { ": " + $0.joined(separator: ", ") } ?? " (the whole record)"
+                printOutput("  \(record["entity"] as? String ?? "?") \((record["id"] as? NSNumber)?.int64Value ?? 0)\(names)")
+            }
+            printOutput(
+                "It would rewrite \(number("logEntriesRewritten")) log entries, \(number("historyRowsRewritten")) history rows and \(number("refusalsRewritten")) stored refusals."
+            )
+            return
+        }
         printOutput(
             "Erasure \(number("id")) at revision \(number("revision")): \(erased.count) record\(erased.count == 1 ? "" : "s") erased, \(number("nullified")) reference\(number("nullified") == 1 ? "" : "s") cleared; \(number("logEntriesRewritten")) log entries, \(number("historyRowsRewritten")) history rows and \(number("refusalsRewritten")) stored refusals rewritten; \(number("attachmentsDeleted")) attachments deleted."
         )

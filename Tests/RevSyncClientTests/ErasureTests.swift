@@ -1,11 +1,12 @@
 import Foundation
-import RevSyncClient
 import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
 import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
+
+@testable import RevSyncClient
 
 /// Erasing a person: a planted value leaves every byte of the server (database, WAL, snapshot
 /// files) and of every device's store once each has synced, and the receipt counts them.
@@ -254,6 +255,103 @@ import Testing
                 let file = directory.file("bob.sqlite")
                 #expect(try Self.hits(secret, inFiles: [file, file + "-wal"]) == 0)
                 #expect(try await bob.store.conflicts().count == 1)
+            }
+        }
+    }
+
+    /// Readers hold the device's WAL while the erasure arrives: the checkpoint cannot truncate
+    /// it, the sync says so (and the store's status), and the next sync, once they let go, does
+    /// it; then no byte of the value is left.
+    @Test func aCheckpointReadersHeldIsReportedAndTriedAgain() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let secret = "HELD-" + UUID().uuidString.prefix(8)
+                let admin = try await server.device("dpo", role: .admin)
+                let (ann, bob) = (try await server.clientDevice("ann", in: directory), try await server.clientDevice("bob", in: directory))
+                let player = try await ann.table("players").insert(["first_name": .text(secret), "last_name": "Lopez"])
+                try await ann.sync()
+                let playerID = try #require(try await ann.store.permanentID(of: player))
+                try await bob.sync()
+                let file = directory.file("bob.sqlite")
+                #expect(try Self.hits(secret, inFiles: [file, file + "-wal"]) > 0, "the test plants what it looks for")
+                bob.store.erasureCheckpointWait.withLock { $0 = .milliseconds(200) }
+                let (status, _) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase",
+                    #"{"entity": "players", "id": \#(playerID.rawValue), "attributes": ["first_name"], "reason": "r"}"#)
+                #expect(status == 200)
+                // A reader of the store before the erasure, held over the sync.
+                let reading = AsyncStream<Void>.makeStream()
+                let release = AsyncStream<Void>.makeStream()
+                let reader = Task {
+                    try await bob.store.database.read { db in
+                        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM players")
+                        reading.continuation.yield()
+                        let semaphore = DispatchSemaphore(value: 0)
+                        Task {
+                            for await _ in release.stream { break }
+                            semaphore.signal()
+                        }
+                        semaphore.wait()
+                    }
+                }
+                for await _ in reading.stream { break }
+                let held = try await bob.sync()
+                #expect(held.erasures.count == 1 && held.walTruncated == false)
+                #expect(try await bob.store.status().lastError?.contains("may still be in the store's WAL") == true)
+                release.continuation.yield()
+                try await reader.value
+                let next = try await bob.sync()
+                #expect(next.walTruncated == true && next.erasures.isEmpty)
+                #expect(try await bob.store.status().lastError == nil)
+                #expect(try Self.hits(secret, inFiles: [file, file + "-wal"]) == 0)
+            }
+        }
+    }
+
+    /// An attribute a later schema version dropped is erased on devices too: on one still on
+    /// the older schema, and on one that followed the newer schema (its column stays).
+    @Test func anAttributeALaterSchemaDroppedLeavesDevices() async throws {
+        let v3 = try Schema(
+            json: Array(
+                Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
+                    .replacing(
+                        #""position": { "type": "text" },"#, with: #""position": { "type": "text" }, "nickname": { "type": "text" },"#
+                    )
+                    .utf8))
+        let v4 = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#).utf8))
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(.sqlite) { database in
+                let (old, upgraded, player) = try await withLiveServer(database: database, schema: v3) { server in
+                    let old = try await server.clientDevice("old", in: directory)
+                    let upgraded = try await server.clientDevice("upgraded", in: directory)
+                    let temporary = try await old.table("players").insert(["first_name": "Ana", "last_name": "L", "nickname": "Speedy"])
+                    try await old.sync()
+                    try await upgraded.sync()
+                    return (old, upgraded, try #require(try await old.store.permanentID(of: temporary)))
+                }
+                try await upgraded.store.upgrade(to: v4)
+                try await withLiveServer(database: database, schema: v4) { server in
+                    let admin = try await server.device("dpo", role: .admin)
+                    let (status, answer) = try await Self.admin(
+                        server, admin.token, "POST", "/admin/api/erase",
+                        #"{"entity": "players", "id": \#(player.rawValue), "attributes": ["nickname"], "reason": "r"}"#)
+                    #expect(status == 200, "\(answer)")
+                    for device in [old, upgraded] {
+                        func nickname() async throws -> String? {
+                            try await device.store.database.read { db in
+                                try String.fetchOne(db, sql: "SELECT nickname FROM players WHERE id = ?", arguments: [player.rawValue])
+                            }
+                        }
+                        #expect(try await nickname() == "Speedy", "the test plants what it looks for")
+                        let report = try await Synchronizer(
+                            store: device.store, server: .init(url: server.url, token: device.connection.token)
+                        )
+                        .sync()
+                        #expect(report.erasures.count == 1)
+                        #expect(try await nickname() == nil)
+                        #expect(try await device.table("players").find(player)?.text("first_name") == "Ana")
+                    }
+                }
             }
         }
     }

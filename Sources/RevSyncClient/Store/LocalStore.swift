@@ -53,6 +53,8 @@ public final class LocalStore: Sendable {
     let localChanges = Broadcaster<Void>(keeping: 1)
     /// Turns the app's own GRDB writes into change sets.
     let capture: WriteCapture
+    /// How long the checkpoint after an erasure waits for readers of older snapshots.
+    let erasureCheckpointWait = Locked<Duration>(.seconds(10))
     /// The bytes of the store's attachments, beside its file.
     let attachments: StoreAttachments
 
@@ -165,6 +167,12 @@ public final class LocalStore: Sendable {
         let schema = try pool.read { db in try StoreState(db: db).schema() }
         let store = try LocalStore(path: path, pool: pool, schema: schema)
         try store.removeUnreferencedAttachments()
+        // An erasure's checkpoint that readers kept from completing: nobody reads yet.
+        if try pool.read({ db in try StoreState(db: db).string(.checkpointPending) }) != nil {
+            _ = try pool.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            try store.ownWriteNow { db in try StoreState(db: db).set(.checkpointPending, nil) }
+            _ = try pool.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        }
         return store
     }
 

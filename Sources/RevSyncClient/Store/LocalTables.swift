@@ -125,6 +125,17 @@ struct LocalTables {
         for entity in schema.entities { try db.execute(sql: "DELETE FROM \(q(entity.name))") }
     }
 
+    /// Sets to null the columns of `names` that the entity's table has, in the schema or not (an
+    /// erasure of an attribute a later, or an earlier, schema version has).
+    func nullifyColumns(_ entity: Entity, id: RecordID, _ names: [String]) throws {
+        let columns = Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [entity.name]))
+        let present = names.filter { columns.contains($0) && $0 != "id" && $0 != "revision" }
+        guard !present.isEmpty else { return }
+        try db.execute(
+            sql: "UPDATE \(q(entity.name)) SET \(present.map { "\(q($0)) = NULL" }.joined(separator: ", ")) WHERE id = ?",
+            arguments: [id.rawValue])
+    }
+
     /// Gives a record its permanent ID and points every reference to it at the new ID.
     func rename(_ temporaryID: RecordID, to permanentID: RecordID, in entity: Entity) throws {
         if try record(entity, id: permanentID) != nil {

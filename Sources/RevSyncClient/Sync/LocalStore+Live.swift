@@ -45,7 +45,7 @@ extension LocalStore {
                 throw PushDoesNotContinue()
             }
         }
-        if let report, !report.erasures.isEmpty { await forgetErased(report) }
+        if let report, !report.erasures.isEmpty { _ = await forgetErased(report) }
         return report
     }
 

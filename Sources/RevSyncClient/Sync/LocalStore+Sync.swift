@@ -94,7 +94,7 @@ extension LocalStore {
             case .pieces: true
             }
         let attachments = self.attachments
-        let report = try await ownWrite { db in
+        var report = try await ownWrite { db in
             let apply = {
                 try Self.apply(
                     body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
@@ -102,18 +102,62 @@ extension LocalStore {
             }
             return try bulk ? capture.withoutTriggers(in: db, apply) : apply()
         }
-        if !report.erasures.isEmpty { await forgetErased(report) }
+        if !report.erasures.isEmpty { report.walTruncated = await forgetErased(report) }
         return report
     }
 
     /// After an erasure committed: a checkpoint that copies the WAL into the store file and
     /// truncates it, so that no byte of the erased values stays in either (the file overwrites
-    /// freed space with zeros as it goes; readers of older snapshots are waited for, 10 s at
-    /// most, failing which the next automatic checkpoint completes it), and the files of
-    /// attachments only erased values referred to are removed.
-    func forgetErased(_ report: SyncReport) async {
-        _ = try? await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+    /// freed space with zeros as it goes), and the files of attachments only erased values
+    /// referred to are removed. Returns whether the WAL was truncated (``checkpointAfterErasure()``).
+    func forgetErased(_ report: SyncReport) async -> Bool {
+        let truncated = await checkpointAfterErasure()
         if !report.erasedAttachments.isEmpty { try? removeUnreferencedAttachments(only: report.erasedAttachments) }
+        return truncated
+    }
+
+    /// The checkpoint after an erasure, truncating the WAL: readers of older snapshots are waited
+    /// for (``erasureCheckpointWait``, 10 s). When they held it all that time (or the checkpoint
+    /// failed), the store remembers it, says so in ``status()``'s `lastError`, and the next sync
+    /// (or the next open) tries again. Returns whether it truncated.
+    @discardableResult
+    func checkpointAfterErasure() async -> Bool {
+        let wait = erasureCheckpointWait.current
+        let milliseconds = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
+        let truncated: Bool
+        do {
+            truncated = try await pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA busy_timeout = \(milliseconds)")
+                defer { try? db.execute(sql: "PRAGMA busy_timeout = 10000") }
+                // (busy, WAL frames, frames checkpointed): busy is 1 when readers held it.
+                let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                return (row?[0] as Int?) == 0
+            }
+        } catch {
+            truncated = false
+        }
+        _ = try? await ownWrite { db in
+            let state = StoreState(db: db)
+            if truncated {
+                try state.set(.checkpointPending, nil)
+            } else {
+                try state.set(.checkpointPending, "1")
+                try state.set(
+                    .lastError,
+                    "an erasure's values may still be in the store's WAL file: readers held it, and the checkpoint that truncates it did not complete; the next sync tries again"
+                )
+            }
+        }
+        // Setting the state wrote the WAL again: truncate what that wrote too.
+        if truncated { _ = try? await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") } }
+        return truncated
+    }
+
+    /// A checkpoint after an erasure that did not complete, tried again; `nil` when none was
+    /// pending, else whether it truncated now.
+    func retryPendingCheckpoint() async -> Bool? {
+        guard (try? await pool.read({ db in try StoreState(db: db).string(.checkpointPending) })) ?? nil != nil else { return nil }
+        return await checkpointAfterErasure()
     }
 
     private static func apply(

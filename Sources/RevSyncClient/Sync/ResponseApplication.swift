@@ -170,6 +170,13 @@ final class ResponseApplication {
             report.erasedChangeSets.append(dropped.id ?? "")
         }
         try journal.scrub(scrub)
+        // Every erased attribute the table has is null now, the change set's or not (one a
+        // later schema version dropped keeps its column, here and on the server).
+        let idMap = IDMap(db: db)
+        for erased in erasures.flatMap(\.records) {
+            guard let names = erased.attributes, let entity = schema.entity(erased.entity) else { continue }
+            try tables.nullifyColumns(entity, id: try idMap.resolve(erased.id), names)
+        }
         report.erasures += erasures.map(\.erasure)
     }
 

@@ -17,6 +17,11 @@ public struct SyncReport: Sendable, Hashable {
     /// the tables, the outbox and the journal, and the store file was checkpointed so that no
     /// byte of them stays in it.
     public var erasures: [Int64] = []
+    /// After erasures (received now, or an earlier one's checkpoint tried again): whether the
+    /// store's checkpoint truncated its WAL, so that no byte of the erased values stays in it;
+    /// `false` when readers held the WAL past the wait (``LocalStore/status()`` says so, and the
+    /// next sync tries again); `nil` when there was nothing to checkpoint.
+    public var walTruncated: Bool?
     /// Queued change sets dropped because an erasure took everything they wrote (journaled
     /// with the reason `erased`).
     public var erasedChangeSets: [String] = []
@@ -67,6 +72,7 @@ public struct SyncReport: Sendable, Hashable {
         erasures += later.erasures
         erasedChangeSets += later.erasedChangeSets
         erasedAttachments.formUnion(later.erasedAttachments)
+        walTruncated = later.walTruncated ?? walTruncated
         recordsApplied += later.recordsApplied
         maxRevision = later.maxRevision
         snapshot = snapshot || later.snapshot

@@ -210,6 +210,7 @@ public actor Synchronizer {
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
         try await agreeOnTemporaryIDs(with: server)
+        let pendingCheckpoint = await store.retryPendingCheckpoint()
         let started = try await startFromServerSnapshot(server)
         var report: SyncReport
         do {
@@ -226,6 +227,7 @@ public actor Synchronizer {
             report.append(try await send(to: server, lenient: false))
         }
         report.startedFromSnapshot = started
+        if report.walTruncated == nil { report.walTruncated = pendingCheckpoint }
         report.attachmentsMissing = await downloadAttachments(after: report, from: server)
         try? await store.setLackedAttachments(report.attachmentsMissing)
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))

@@ -29,12 +29,27 @@ public struct RecordErasure: Sendable {
         public var attributes: [String]?
         /// Why (kept with the receipt: the request's reference, never the person's data).
         public var reason: String
+        /// Whether to say what the erasure would reach and change nothing.
+        public var dryRun: Bool
 
-        public init(entity: String, id: RecordID, attributes: [String]? = nil, reason: String) {
+        public init(entity: String, id: RecordID, attributes: [String]? = nil, reason: String, dryRun: Bool = false) {
             self.entity = entity
             self.id = id
             self.attributes = attributes
             self.reason = reason
+            self.dryRun = dryRun
+        }
+    }
+
+    /// Something an erasure met and dealt with, for the operator: it is done, but this needs
+    /// looking at (`code`: `unreadable_refusal`, `snapshot_failed`).
+    public struct Problem: Sendable, Hashable {
+        public var code: String
+        public var message: String
+
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
         }
     }
 
@@ -53,9 +68,12 @@ public struct RecordErasure: Sendable {
         public var logEntriesRewritten: Int
         public var historyRowsRewritten: Int
         public var refusalsRewritten: Int
-        /// What the erasure could not read and removed whole, so that nothing it erased could
-        /// stay there (a stored refusal that does not decode): each an error for the operator.
-        public var errors: [String] = []
+        /// What the erasure met and dealt with that the operator must hear of: a stored refusal
+        /// that does not decode (removed whole, so that nothing erased could stay in it), a
+        /// snapshot that could not be made (every older one was deleted all the same).
+        public var errors: [Problem] = []
+        /// Whether nothing was erased: what it would reach, for a confirmation.
+        public var dryRun = false
         /// Attachments deleted because only erased values referred to them.
         public var attachmentsDeleted: Int
         /// Whether the storage reclaimed the space the values took
@@ -93,8 +111,10 @@ public struct RecordErasure: Sendable {
         self.schema = schema
     }
 
-    /// Checks a request against the schema (nothing read).
-    public func validate(_ request: Request) throws -> Entity {
+    /// Checks a request against the schema (nothing read but through `dropped`, which says
+    /// whether an attribute the schema lacks is a column a later schema version dropped: those
+    /// can be erased too).
+    public func validate(_ request: Request, dropped: (Entity, String) throws -> Bool = { _, _ in false }) throws -> Entity {
         guard let entity = schema.entity(request.entity) else {
             throw Refusal.invalid("the schema has no entity \"\(request.entity.prefix(80))\"")
         }
@@ -113,7 +133,9 @@ public struct RecordErasure: Sendable {
             }
             guard Set(attributes).count == attributes.count else { throw Refusal.invalid("\"attributes\" names an attribute twice") }
             for name in attributes where entity.attribute(name) == nil {
-                throw Refusal.invalid("\(entity.name) has no attribute \"\(name.prefix(80))\"")
+                guard try dropped(entity, name) else {
+                    throw Refusal.invalid("\(entity.name) has no attribute \"\(name.prefix(80))\"")
+                }
             }
         }
         return entity
@@ -148,10 +170,28 @@ public struct RecordErasure: Sendable {
             denial: plan.denials.first.map { "\($0.child) references it (\($0.attribute), delete rule deny): erase or change it first" })
     }
 
-    /// Erases inside the writer's transaction, under the revision lock, by device `by`.
+    /// Erases inside the writer's transaction, under the revision lock, by device `by`; for a
+    /// dry run, does all of it and rolls it back, and answers what it did.
     func erase(_ request: Request, by device: Device, writer: any StorageWriter) throws -> Result {
-        let entity = try validate(request)
+        let entity = try validate(request) { entity, name in try writer.hasDroppedColumn(entity, name) }
+        guard request.dryRun else { return try writer.transaction { try erase(request, entity: entity, by: device, writer: writer) } }
         return try writer.transaction {
+            var result: Result?
+            try writer.savepoint {
+                result = try erase(request, entity: entity, by: device, writer: writer)
+                return false  // rolled back: a dry run changes nothing
+            }
+            guard var answer = result else { preconditionFailure("a dry run's savepoint ran") }
+            answer.dryRun = true
+            answer.id = 0
+            answer.changeSetID = ""
+            return answer
+        }
+    }
+
+    /// The erasure's steps, in the caller's transaction.
+    private func erase(_ request: Request, entity: Entity, by device: Device, writer: any StorageWriter) throws -> Result {
+        do {
             let revision = try writer.lockRevision() + 1
             let record = try writer.records(entity, ids: [request.id]).first
             let known = try writer.history(entity: entity.name, id: request.id, before: nil, limit: 1)
@@ -169,6 +209,8 @@ public struct RecordErasure: Sendable {
             if let attributes = request.attributes {
                 erased.append(ErasedRecord(entity: entity.name, id: request.id, attributes: attributes))
                 if var record {
+                    // Attributes a later schema version dropped keep their columns: set them null too.
+                    try writer.nullifyDroppedColumns(entity, id: record.id, attributes.filter { entity.attribute($0) == nil })
                     let indices = attributes.compactMap { name in entity.attributes.firstIndex { $0.name == name } }
                     collect(indices.map { record.values[$0] })
                     history.append(
@@ -287,9 +329,9 @@ public struct RecordErasure: Sendable {
     /// Returns how many changed, and the errors.
     private static func scrubRefusals(
         _ scrub: ErasureScrub, erasure: Int64, writer: any StorageWriter
-    ) throws -> (rewritten: Int, errors: [String]) {
+    ) throws -> (rewritten: Int, errors: [Problem]) {
         var rewritten = 0
-        var errors: [String] = []
+        var errors: [Problem] = []
         for detail in try writer.refusalDetails() {
             let mine: ChangeSet
             let base: ChangeSet
@@ -302,8 +344,11 @@ public struct RecordErasure: Sendable {
             } catch {
                 try writer.removeRefusalDetail(device: detail.device, changeSetID: detail.changeSetID, erasure: erasure)
                 errors.append(
-                    "what refused change set \(detail.changeSetID) (device \(detail.device)) wrote could not be read, so it was removed whole: \(error)"
-                )
+                    Problem(
+                        code: "unreadable_refusal",
+                        message:
+                            "what refused change set \(detail.changeSetID) (device \(detail.device)) wrote could not be read, so it was removed whole: \(error)"
+                    ))
                 rewritten += 1
                 continue
             }

@@ -6,10 +6,14 @@ extension SyncEngine {
     /// the attachments only erased values referred to and reclaims the space the erased values
     /// took (``SyncStorage/reclaimErasedSpace(entities:)``).
     ///
-    /// Last, before it returns, the snapshot `GET /snapshot` serves is replaced by one made
-    /// after the erasure, and older snapshot files are deleted (``SnapshotCache/replace(after:)``).
-    /// Should that fail, the erasure stands (``RecordErasure/Result/snapshotRevision`` is `nil`),
-    /// and ``SnapshotCache/snapshot()`` makes one before it serves any.
+    /// Last, before it returns, every snapshot file made before the erasure is deleted and the
+    /// snapshot `GET /snapshot` serves is made again (``SnapshotCache/replace(after:)``). Should
+    /// making it fail, the erasure stands, no older file is left to serve,
+    /// ``RecordErasure/Result/snapshotRevision`` is `nil` and `errors` says why;
+    /// ``SnapshotCache/snapshot()`` makes one before it serves any.
+    ///
+    /// A dry run (``RecordErasure/Request/dryRun``) does the erasure in a transaction it rolls
+    /// back, and answers what it would reach; nothing else.
     ///
     /// - Parameters:
     ///   - device: the admin token asking (kept with the receipt).
@@ -21,6 +25,7 @@ extension SyncEngine {
     ) async throws -> RecordErasure.Result {
         let erasure = RecordErasure(schema: schema)
         var result = try await storage.withWriter { writer in try erasure.erase(request, by: device, writer: writer) }
+        if result.dryRun { return result }
         if !result.attachments.isEmpty {
             let schema = self.schema
             let referenced = try await storage.withWriter { try $0.referencedAttachments(schema) }
@@ -35,7 +40,16 @@ extension SyncEngine {
             }
         }
         result.spaceReclaimed = try await storage.reclaimErasedSpace(entities: result.entities.sorted())
-        result.snapshotRevision = try? await snapshots?.replace(after: result.revision).revision
+        do {
+            result.snapshotRevision = try await snapshots?.replace(after: result.revision).revision
+        } catch {
+            result.errors.append(
+                RecordErasure.Problem(
+                    code: "snapshot_failed",
+                    message:
+                        "the snapshot after the erasure could not be made (every older one was deleted; GET /snapshot makes one before it serves any): \(error)"
+                ))
+        }
         return result
     }
 

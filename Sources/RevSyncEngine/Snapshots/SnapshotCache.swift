@@ -45,6 +45,14 @@ public actor SnapshotCache {
     private let logger: Logger
     private var current: Entry?
     private var building: Task<Entry, any Error>?
+    /// Fault injection for tests: the next build fails with this error.
+    private var nextBuildFailure: (any Error)?
+
+    /// Makes the next snapshot build fail with `error` (for the tests of what an erasure leaves
+    /// when its snapshot cannot be made).
+    package func failNextBuild(with error: any Error) {
+        nextBuildFailure = error
+    }
 
     /// - Parameters:
     ///   - directory: where snapshots are kept (created if missing).
@@ -107,23 +115,41 @@ public actor SnapshotCache {
         return entry
     }
 
-    /// After an erasure at `revision`: makes the snapshot to serve from now on (at that revision
-    /// or later, so without the erased values) and deletes every snapshot file of the data set
-    /// made before it (this instance's and others' in the directory).
+    /// After an erasure at `revision`: deletes every snapshot file made before it (this
+    /// instance's and others' in the directory, whatever their data set: none may hold what was
+    /// erased), then makes the snapshot to serve from now on (at that revision or later, so
+    /// without the erased values). If making it fails, the older files are gone all the same.
     @discardableResult
     public func replace(after revision: Revision) async throws -> Entry {
         if let building { _ = try? await building.value }
+        removeSnapshots(before: revision)
+        if let failure = nextBuildFailure {
+            nextBuildFailure = nil
+            throw failure
+        }
         let task = Task { [directory, storage, schema] in try await Self.build(in: directory, storage: storage, schema: schema) }
         building = task
         defer { building = nil }
         let entry = try await task.value
         current = entry
-        for (manifest, old) in manifests() where old.dataset == entry.dataset && old.revision < revision {
-            try? FileManager.default.removeItem(atPath: manifest)
-            try? FileManager.default.removeItem(atPath: path(of: old))
-        }
         logger.info("snapshot made after an erasure; older snapshots deleted", metadata: ["revision": "\(entry.revision)"])
         return entry
+    }
+
+    /// Deletes every snapshot file (and manifest) of a revision before `revision`, with or
+    /// without a manifest, and forgets the current one if it is older.
+    private func removeSnapshots(before revision: Revision) {
+        if let current, current.revision < revision { self.current = nil }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix("snapshot-") {
+            // snapshot-<revision>-<id>.revsync.gz or .json
+            let parts = name.dropFirst("snapshot-".count).split(separator: "-", maxSplits: 1)
+            guard let made = parts.first.flatMap({ Revision($0) }), made < revision else { continue }
+            let path = (directory as NSString).appendingPathComponent(name)
+            if unlink(path) != 0 && errno != ENOENT {
+                logger.error("cannot delete a snapshot made before an erasure", metadata: ["file": "\(name)", "errno": "\(errno)"])
+            }
+        }
     }
 
     /// The newest snapshot of `dataset` made so far (by any instance), as its manifest says,

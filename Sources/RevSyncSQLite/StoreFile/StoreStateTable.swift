@@ -30,6 +30,9 @@ package struct StoreStateTable {
         /// How many attachments records refer to whose bytes the device lacked after its last
         /// sync (sent as `RevSync-Missing-Attachments`).
         case missingAttachments = "missing_attachments"
+        /// Set when the checkpoint after an erasure could not truncate the WAL (readers held it):
+        /// the next sync, or the next open, tries again.
+        case checkpointPending = "checkpoint_pending"
     }
 
     package let db: Database

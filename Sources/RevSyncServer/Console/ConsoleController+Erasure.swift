@@ -66,7 +66,7 @@ extension ConsoleController {
                 context, heading: "Erased", kind: .success,
                 text:
                     "Erasure \(result.id), at revision \(result.revision), erased \(what) of \(entity) \(id) from the tables, \(result.historyRowsRewritten) history rows, \(result.logEntriesRewritten) change log entries and \(result.refusalsRewritten) stored refusals. Devices remove it as they sync: the Erasures page shows which still hold it."
-                    + result.errors.map { " Error: \($0)." }.joined(),
+                    + result.errors.map { " Error: \($0.message)." }.joined(),
                 back: "/admin/erasures", backLabel: "Erasures")
         } catch let refusal as RecordErasure.Refusal {
             // The status the API answers the same refusal with.

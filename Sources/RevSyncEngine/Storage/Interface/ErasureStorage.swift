@@ -25,4 +25,10 @@ public protocol ErasureWriting: AnyObject {
     func rewriteHistory(entity: String, id: RecordID, revision: Revision, before: [UInt8]?) throws
     /// Replaces the body of the change log entry at `revision`.
     func rewriteLog(revision: Revision, body: [UInt8]) throws
+    /// Whether `entity`'s table has a column `name` the schema no longer has (an attribute a
+    /// later schema version dropped keeps its column and its values).
+    func hasDroppedColumn(_ entity: Entity, _ name: String) throws -> Bool
+    /// Sets dropped columns of one record to null (their names checked with
+    /// ``hasDroppedColumn(_:_:)``).
+    func nullifyDroppedColumns(_ entity: Entity, id: RecordID, _ names: [String]) throws
 }

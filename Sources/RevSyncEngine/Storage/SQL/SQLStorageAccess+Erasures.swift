@@ -103,4 +103,19 @@ extension SQLStorageAccess {
         // What the log keeps in memory is dropped when the erasure's own entry commits
         // (``RecentLog/committed(_:)``).
     }
+
+    func hasDroppedColumn(_ entity: Entity, _ name: String) throws -> Bool {
+        guard entity.attribute(name) == nil, Names.isValid(name) else { return false }
+        return try connection.firstRow(dialect.columnCount, [.text(entity.name), .text(name)])?.first?.integerValue ?? 0 > 0
+    }
+
+    func nullifyDroppedColumns(_ entity: Entity, id: RecordID, _ names: [String]) throws {
+        guard !names.isEmpty else { return }
+        for name in names where try !hasDroppedColumn(entity, name) {
+            throw StorageError.corrupt("\(entity.name) has no dropped column \(name)")
+        }
+        try write(
+            "UPDATE \(quoted(entity.name)) SET \(names.map { "\(quoted($0)) = NULL" }.joined(separator: ", ")) WHERE id = ?",
+            [.integer(id.rawValue)])
+    }
 }

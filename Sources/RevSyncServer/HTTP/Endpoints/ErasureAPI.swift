@@ -21,7 +21,7 @@ extension SyncHTTPServer {
         } catch let refusal as RecordErasure.Refusal {
             throw APIError(refusal)
         }
-        Self.logErasure(result, of: erasure, by: device, logger: logger)
+        if !result.dryRun { Self.logErasure(result, of: erasure, by: device, logger: logger) }
         var writer = JSONWriter()
         writer.writeRaw("{\"id\":")
         writer.writeInteger(result.id)
@@ -58,11 +58,15 @@ extension SyncHTTPServer {
         writer.writeRaw(",\"errors\":[")
         for (index, error) in result.errors.enumerated() {
             if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"code\":\"unreadable_refusal\",\"message\":")
-            writer.writeString(error)
+            writer.writeRaw("{\"code\":")
+            writer.writeString(error.code)
+            writer.writeRaw(",\"message\":")
+            writer.writeString(error.message)
             writer.writeByte(UInt8(ascii: "}"))
         }
-        writer.writeRaw("]}")
+        writer.writeRaw("],\"dryRun\":")
+        writer.writeBool(result.dryRun)
+        writer.writeByte(UInt8(ascii: "}"))
         return compression.jsonResponse(writer.bytes, for: request)
     }
 
@@ -106,12 +110,15 @@ extension SyncHTTPServer {
     static func erasureRequest(_ body: [UInt8]) throws -> RecordErasure.Request {
         let refusal = APIError(
             status: .badRequest, code: "invalid_json",
-            message: #"the body must be {"entity": E, "id": N, "attributes": ["name", ...] (optional), "reason": "..."}, N an integer"#)
+            message:
+                #"the body must be {"entity": E, "id": N, "attributes": ["name", ...] (optional), "reason": "...", "dryRun": true (optional)}, N an integer"#
+        )
         guard let members = (try? JSONValue.parse(json: body))?.members else { throw refusal }
         var entity: String?
         var id: Int64?
         var attributes: [String]?
         var reason: String?
+        var dryRun = false
         var seen = Set<String>()
         for (key, value) in members {
             guard seen.insert(key).inserted else { throw refusal }
@@ -119,6 +126,7 @@ extension SyncHTTPServer {
             case ("entity", .string(let name)): entity = name
             case ("id", let value) where value.integer != nil: id = value.integer
             case ("reason", .string(let text)): reason = text
+            case ("dryRun", .bool(let value)): dryRun = value
             case ("attributes", .null): attributes = nil
             case ("attributes", .array(let items)):
                 attributes = try items.map { item in
@@ -129,7 +137,7 @@ extension SyncHTTPServer {
             }
         }
         guard let entity, let id, let reason else { throw refusal }
-        return RecordErasure.Request(entity: entity, id: RecordID(id), attributes: attributes, reason: reason)
+        return RecordErasure.Request(entity: entity, id: RecordID(id), attributes: attributes, reason: reason, dryRun: dryRun)
     }
 
     /// The log line of an erasure (never the values: the record, its number, who).
@@ -143,7 +151,7 @@ extension SyncHTTPServer {
         if !result.spaceReclaimed {
             logger.warning("erasure \(result.id): readers held the WAL; its checkpoint did not complete (the next one will)")
         }
-        for error in result.errors { logger.error("erasure \(result.id): \(error)") }
+        for error in result.errors { logger.error("erasure \(result.id): \(error.message)", metadata: ["code": "\(error.code)"]) }
         if result.snapshotRevision == nil {
             logger.warning("erasure \(result.id): no snapshot was made after it; GET /snapshot makes one before serving any")
         }

@@ -1,0 +1,144 @@
+import Foundation
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+@testable import RevSyncEngine
+
+/// Erasure's edges: a dry run that lists everything and changes nothing, an attribute a later
+/// schema version dropped, and a snapshot that cannot be made after it.
+@Suite struct ErasureEdgesTests {
+    static func admin(
+        _ server: LiveServer, _ token: String, _ method: String, _ path: String, _ body: String? = nil
+    ) async throws -> (
+        status: Int, json: [String: Any]
+    ) {
+        try await HistoryAndRevertTests.admin(server, token, method, path, body)
+    }
+
+    /// A player with a membership and a screening: what erasing the player cascades to.
+    static func playerWithCascade(_ device: TestDevice) async throws -> RecordID {
+        let (team, _) = try await device.create("teams", ["name": "U12"])
+        let (screen, _) = try await device.create("screens", ["name": "Sprint"])
+        let (player, _) = try await device.create("players", ["first_name": "Ana", "last_name": "Lopez", "date_of_birth": "2014-03-02"])
+        _ = try await device.create("team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
+        _ = try await device.create(
+            "screen_instances", ["screen_id": .integer(screen.rawValue), "player_id": .integer(player.rawValue), "comment": "fast"])
+        return player
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aDryRunListsEveryRecordAndAttributeItWouldReachAndChangesNothing(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("dpo", role: .admin)
+            let alice = try await server.device("alice")
+            let player = try await Self.playerWithCascade(alice)
+            let before = try await server.contents()
+            let log = try await server.log().map(\.body)
+            let (status, answer) = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/erase",
+                #"{"entity": "players", "id": \#(player.rawValue), "reason": "request 12", "dryRun": true}"#)
+            #expect(status == 200 && answer["dryRun"] as? Bool == true, "\(answer)")
+            let erased = try #require(answer["erased"] as? [[String: Any]])
+            #expect(Set(erased.map { "\($0["entity"] as? String ?? "")" }) == ["players", "team_players", "screen_instances"])
+            #expect((answer["logEntriesRewritten"] as? NSNumber)?.intValue ?? 0 >= 3, "\(answer)")
+            // Nothing changed: the records, the log, no receipt, no revision.
+            #expect(try await server.contents() == before)
+            #expect(try await server.log().map(\.body) == log)
+            #expect((try await Self.admin(server, admin.token, "GET", "/admin/api/erasures").json["erasures"] as? [Any])?.isEmpty == true)
+            // Attributes only: the record named, with them.
+            let (_, attributes) = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/erase",
+                #"{"entity": "players", "id": \#(player.rawValue), "attributes": ["date_of_birth"], "reason": "r", "dryRun": true}"#)
+            #expect((attributes["erased"] as? [[String: Any]])?.first?["attributes"] as? [String] == ["date_of_birth"])
+            #expect(try await server.record("players", player)?["date_of_birth"] == "2014-03-02")
+            // The command line says so too.
+            let dry = try await ExecutableProcess.run(
+                "revsync-server",
+                [
+                    "erase", "--server", "http://127.0.0.1:\(server.port)", "--token", admin.token, "--entity", "players", "--id",
+                    "\(player.rawValue)", "--reason", "request 12", "--dry-run",
+                ])
+            #expect(dry.status == 0, "\(dry.stderr)")
+            #expect(
+                dry.stdout.contains("Dry run: erasing would reach 3 records") && dry.stdout.contains("nothing was erased"), "\(dry.stdout)")
+            #expect(dry.stdout.contains("  team_players ") && dry.stdout.contains("  screen_instances "))
+            #expect(try await server.contents() == before)
+        }
+    }
+
+    /// An attribute a later schema version dropped keeps its column and values: it can still
+    /// be erased, from the table, the history and the log, on the server and on devices.
+    @Test(arguments: StoreKind.all)
+    func anAttributeALaterSchemaDroppedCanStillBeErased(store: StoreKind) async throws {
+        let withNickname = try Schema(
+            json: Array(
+                Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
+                    .replacing(
+                        #""position": { "type": "text" },"#, with: #""position": { "type": "text" }, "nickname": { "type": "text" },"#
+                    )
+                    .utf8))
+        let withoutNickname = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#).utf8))
+        try await withTestDatabase(store) { database in
+            let (player, alice, bob) = try await withLiveServer(database: database, schema: withNickname) { server in
+                let alice = try await server.device("alice")
+                let bob = try await server.device("bob")
+                let (player, _) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez", "nickname": "Speedy"])
+                try await bob.sync()
+                return (player, alice.token, bob.token)
+            }
+            _ = (alice, bob)
+            try await withLiveServer(database: database, schema: withoutNickname) { server in
+                let admin = try await server.device("dpo", role: .admin)
+                #expect(try await ErasureAPITests.everythingKept(server).contains("Speedy"))
+                let (status, answer) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase",
+                    #"{"entity": "players", "id": \#(player.rawValue), "attributes": ["nickname"], "reason": "request 13"}"#)
+                #expect(status == 200, "\(answer)")
+                #expect(!(try await ErasureAPITests.everythingKept(server)).contains("Speedy"))
+                let column = try await server.storage.withAutocommitWriter { writer in
+                    try (writer as! SQLStorageAccess).connection.firstRow(
+                        "SELECT nickname FROM players WHERE id = ?", [.integer(player.rawValue)])?
+                        .first
+                }
+                #expect(column == .null)
+                // Not an attribute of the table either: refused as before.
+                let (refused, _) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase",
+                    #"{"entity": "players", "id": \#(player.rawValue), "attributes": ["shoe_size"], "reason": "r"}"#)
+                #expect(refused == 400)
+            }
+        }
+    }
+
+    /// The snapshot after an erasure cannot be made: no older snapshot file is left to serve,
+    /// the answer says why, and the next `GET /snapshot` makes one after the erasure.
+    @Test(arguments: StoreKind.all)
+    func aSnapshotThatCannotBeMadeLeavesNoOlderOneToServe(store: StoreKind) async throws {
+        struct DiskFull: Error, CustomStringConvertible { var description: String { "no space left on device" } }
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("dpo", role: .admin)
+            let alice = try await server.device("alice")
+            let (player, _) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez", "date_of_birth": "2014-03-02"])
+            let first = try await server.http!.snapshots.snapshot()
+            _ = try await alice.create("teams", ["name": "U12"])
+            await server.http!.snapshots.failNextBuild(with: DiskFull())
+            let (status, answer) = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/erase",
+                #"{"entity": "players", "id": \#(player.rawValue), "attributes": ["date_of_birth"], "reason": "request 14"}"#)
+            #expect(status == 200 && answer["snapshotRevision"] is NSNull, "\(answer)")
+            let errors = try #require(answer["errors"] as? [[String: Any]])
+            #expect(errors.first?["code"] as? String == "snapshot_failed")
+            #expect((errors.first?["message"] as? String)?.contains("no space left on device") == true)
+            let revision = try #require((answer["revision"] as? NSNumber)?.int64Value)
+            let files = try FileManager.default.contentsOfDirectory(atPath: server.http!.snapshots.directory)
+            #expect(!files.contains { $0.contains(first.file) || $0.hasPrefix("snapshot-\(first.revision)-") }, "\(files)")
+            // GET /snapshot makes a new one, after the erasure.
+            let response = try await server.send("GET", "/snapshot", headers: [("Authorization", "Bearer \(alice.token)")])
+            #expect(response.status == 200)
+            #expect(try await server.http!.snapshots.snapshot().revision >= revision)
+        }
+    }
+}
