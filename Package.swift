@@ -163,7 +163,7 @@ let package = Package(
         .target(
             name: "RevSyncTestSupport",
             dependencies: [
-                "RevSyncEngine", "RevSyncProtocol",
+                "RevSyncEngine", "RevSyncProtocol", "RevSyncSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/RevSyncTestSupport",

@@ -162,6 +162,7 @@ public enum Simulation {
             }
             progress("\(devices.count) devices syncing the starting data")
             try await forEachDevice(devices) { try await $0.sync() }
+            try await editDisjointAttributes(of: shared, on: devices)
 
             // The work, through a faulty network, with crashes.
             for proxy in proxies { proxy.setRates(configuration.faults) }
@@ -279,6 +280,21 @@ public enum Simulation {
                 try transaction.insert(into: "players", ["first_name": .text(name), "last_name": "Shared"])
             }
         }
+    }
+
+    /// Where players are judged per attribute: two devices change different attributes of one
+    /// shared player before either syncs, so that the run always meets the merge attribute
+    /// staleness makes (the second commits beside the first's unseen edit), whatever the timing
+    /// of the random work after it.
+    private static func editDisjointAttributes(of shared: [RecordReference], on devices: [SimulatedDevice]) async throws {
+        guard devices.count >= 2, devices[0].store.schema.entity("players")?.staleness == .attribute,
+            let player = shared.first(where: { $0.entity == "players" })
+        else { return }
+        let (first, second) = (devices[devices.count - 2], devices[devices.count - 1])
+        try await first.store.table("players").update(player.id, ["position": "keeper"])
+        try await second.store.table("players").update(player.id, ["height_cm": .real(151.5)])
+        try await first.sync()
+        try await second.sync()
     }
 
     private static func sharedReferences(_ store: LocalStore) async throws -> [RecordReference] {

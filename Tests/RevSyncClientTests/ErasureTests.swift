@@ -1,6 +1,7 @@
 import Foundation
 import RevSyncEngine
 import RevSyncProtocol
+import RevSyncSQLite
 import RevSyncServer
 import RevSyncServerTestSupport
 import RevSyncTestSupport
@@ -47,8 +48,15 @@ import Testing
                 try await cat.table("players").update(playerID, ["first_name": .text("\(secret)-cat")])
                 let snapshotDirectory = try #require(server.http?.snapshots.directory)
                 _ = try await server.http?.snapshots.snapshot()
+                // Positive controls: the scans find the value where it is before the erasure, in
+                // connections that started with secure_delete off (as on Apple's systems).
+                #expect(SecureDelete.startsOff.current)
                 #expect(try Self.hits(secret, inFilesUnder: snapshotDirectory) > 0, "the test plants what it looks for")
                 #expect(try await Self.serverHits(secret, server) > 0)
+                for name in ["ann", "ben", "cat"] {
+                    let file = directory.file("\(name).sqlite")
+                    #expect(try Self.hits(secret, inFiles: [file, file + "-wal"]) > 0, "\(name)'s store holds the value before")
+                }
 
                 let (status, erased) = try await Self.admin(
                     server, admin.token, "POST", "/admin/api/erase",
@@ -356,6 +364,37 @@ import Testing
         }
     }
 
+    /// The negative control of the scans: a device whose connections do not get RevSync's
+    /// `PRAGMA secure_delete` (SQLite's default off, as on Apple's systems) keeps the erased
+    /// bytes in its file, and the scan finds them; the same device with the PRAGMA does not.
+    @Test func withoutTheSecureDeletePragmaTheScanFindsTheErasedBytes() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let secret = "NOPRAGMA-" + UUID().uuidString.prefix(8)
+                let admin = try await server.device("dpo", role: .admin)
+                let file = directory.file("bare.sqlite")
+                SecureDelete.withoutPragma.withLock { _ = $0.insert(file) }
+                defer { SecureDelete.withoutPragma.withLock { _ = $0.remove(file) } }
+                let (bare, guarded) = (
+                    try await server.clientDevice("bare", in: directory), try await server.clientDevice("guarded", in: directory)
+                )
+                let player = try await bare.table("players").insert(["first_name": .text(secret), "last_name": "Lopez"])
+                try await bare.sync()
+                try await guarded.sync()
+                let id = try #require(try await bare.store.permanentID(of: player))
+                let (status, _) = try await Self.admin(
+                    server, admin.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(id.rawValue), "reason": "r"}"#)
+                #expect(status == 200)
+                #expect(try await bare.sync().walTruncated == true)
+                #expect(try await guarded.sync().walTruncated == true)
+                #expect(
+                    try Self.hits(secret, inFiles: [file, file + "-wal"]) > 0, "without the PRAGMA the bytes stay, and the scan sees them")
+                let guardedFile = directory.file("guarded.sqlite")
+                #expect(try Self.hits(secret, inFiles: [guardedFile, guardedFile + "-wal"]) == 0)
+            }
+        }
+    }
+
     // MARK: Helpers
 
     static func admin(
@@ -391,10 +430,15 @@ import Testing
         return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
-    /// How many times `text` is in the files (gzip files are read inflated).
+    /// How many times `text` is in the files (gzip files are read inflated). A file that is
+    /// not there is a failure: a scan of nothing proves nothing.
     static func hits(_ text: String, inFiles paths: [String]) throws -> Int {
         var count = 0
-        for path in paths where FileManager.default.fileExists(atPath: path) {
+        for path in paths {
+            guard FileManager.default.fileExists(atPath: path) else {
+                Issue.record("\(path) is not there to scan")
+                continue
+            }
             var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
             if Gzip.isGzip(bytes) { bytes = try Gzip.decompress(bytes, limit: 1 << 28) }
             count += occurrences(of: Array(text.utf8), in: bytes)
@@ -404,7 +448,12 @@ import Testing
 
     static func hits(_ text: String, inFilesUnder directory: String) throws -> Int {
         let names = (try? FileManager.default.subpathsOfDirectory(atPath: directory)) ?? []
-        return try hits(text, inFiles: names.map { directory + "/" + $0 }.filter { !$0.hasSuffix("/") })
+        var isDirectory: ObjCBool = false
+        return try hits(
+            text,
+            inFiles: names.map { directory + "/" + $0 }.filter {
+                FileManager.default.fileExists(atPath: $0, isDirectory: &isDirectory) && !isDirectory.boolValue
+            })
     }
 
     static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {

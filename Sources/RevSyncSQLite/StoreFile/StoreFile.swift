@@ -37,7 +37,7 @@ package enum StoreFile {
         configuration.label = "revsync-store"
         // What an update replaced or a delete removed is overwritten with zeros: an erasure leaves
         // no byte of the erased values in the file (with a checkpoint that truncates the WAL).
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
+        configuration.prepareDatabase { db in try SecureDelete.prepare(db, path: path) }
         return try DatabasePool(path: path, configuration: configuration)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 public import RevSyncProtocol
+import RevSyncSQLite
 
 /// The embedded store: one SQLite file in WAL mode, one writer and a pool of readers.
 ///
@@ -60,7 +61,7 @@ public final class SQLiteStorage: SyncStorage {
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
             // Freed space is overwritten with zeros: what an update replaced or a delete removed
             // leaves no byte in the file, which an erasure relies on (`docs/deployment.md`).
-            try db.execute(sql: "PRAGMA secure_delete = ON")
+            try SecureDelete.prepare(db, path: path)
         }
         // A new database is private from the start (SQLite gives its -wal and -shm files the
         // same permissions).
