@@ -175,6 +175,8 @@ let package = Package(
                 "RevSyncServer", "RevSyncEngine", "RevSyncProtocol", "RevSyncTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/RevSyncServerTestSupport",
             swiftSettings: swiftSettings

@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 public import RevSyncEngine
 public import RevSyncProtocol
 public import RevSyncServer
@@ -78,6 +80,12 @@ public func withLiveServer<T: Sendable>(
     let snapshots = try TemporaryDirectory(prefix: "revsync-snapshots")
     defer { snapshots.remove() }
     configuration.snapshotDirectory = snapshots.path
+    // Its own event loop: dozens of servers run in the test process at once, and on the one
+    // shared group a test flooding its server with connections delayed the head deadline of
+    // another's by tens of seconds (docs/reliability.md, "Found on the way").
+    let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    defer { loops.shutdownGracefully { _ in } }
+    configuration.eventLoopGroup = loops
     configure(&configuration)
     configuration.host = "127.0.0.1"
     configuration.port = 0

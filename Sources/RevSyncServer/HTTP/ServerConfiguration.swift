@@ -1,3 +1,4 @@
+public import NIOCore
 public import RevSyncEngine
 
 /// How the HTTP server listens and what it accepts.
@@ -12,6 +13,11 @@ public struct ServerConfiguration: Sendable {
     /// (`--max-attachment-bytes`), uploads in progress per token, and bytes no record refers to
     /// per token and in all.
     public var attachments = AttachmentStore.Limits()
+    /// The event loops the server's connections run on; `nil`: NIO's singleton group (one thread
+    /// per core), as a server process wants. Servers that share a process with other work on
+    /// that group (the tests run dozens at once) get their own, so that one's flood of
+    /// connections cannot delay another's deadlines (``RequestDeadlines``).
+    public var eventLoopGroup: (any EventLoopGroup)?
     /// A connection that sends nothing for this long is closed.
     public var idleTimeoutSeconds: Int64 = 60
     /// A request head must arrive within this many seconds of the connection opening (or of

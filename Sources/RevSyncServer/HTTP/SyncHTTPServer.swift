@@ -121,6 +121,7 @@ public struct SyncHTTPServer: Sendable {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
             services: [liveFeed, activity] + services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            eventLoopGroupProvider: configuration.eventLoopGroup.map { .shared($0) } ?? .singleton,
             logger: logger
         )
     }
