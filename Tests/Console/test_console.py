@@ -58,6 +58,36 @@ for (const element of document.querySelectorAll(watched)) {
     problems.push(element.tagName.toLowerCase() + (element.id ? '#' + element.id : '') + ' "' + element.textContent.trim().slice(0, 40) + '" spans ' + Math.round(box.left) + '-' + Math.round(box.right) + ' px');
   }
 }
+// An action nobody can see is as good as off-screen: every button, link and field is shown,
+// unless it waits in a closed <details>, or it is a link whose page another, visible link opens.
+const actions = [...document.querySelectorAll('button, a[href], input:not([type=hidden]), select, textarea')];
+const shown = (element) => {
+  const box = element.getBoundingClientRect();
+  const style = getComputedStyle(element);
+  return box.width > 0 && box.height > 0 && style.visibility !== 'hidden' && !element.closest('.hidden');
+};
+const visibleLinks = new Set(actions.filter((element) => element.tagName === 'A' && shown(element)).map((element) => element.getAttribute('href')));
+for (const element of actions) {
+  if (shown(element) || element.closest('details:not([open])')) continue;
+  if (element.tagName === 'A' && visibleLinks.has(element.getAttribute('href'))) continue;
+  problems.push('hidden: ' + element.tagName.toLowerCase() + (element.id ? '#' + element.id : '') + ' "' + (element.textContent || element.name || '').trim().slice(0, 40) + '"');
+}
+// A card's cell is its label, then its content beside it: nothing of the content under the label.
+for (const cell of document.querySelectorAll('table.cards td')) {
+  const style = getComputedStyle(cell);
+  const label = getComputedStyle(cell, '::before').content;
+  if (!['block', 'grid'].includes(style.display) || label === 'none' || label === 'normal' || label === '""') continue;
+  // Where the content's column starts: past the label's grid track, or past the padding that holds the label.
+  const labelWidth = style.display === 'grid'
+    ? parseFloat(style.gridTemplateColumns.split(' ')[0]) + (parseFloat(style.columnGap) || 0) : parseFloat(style.paddingLeft);
+  const start = cell.getBoundingClientRect().left + labelWidth - 1;
+  for (const child of cell.querySelectorAll('*')) {
+    const box = child.getBoundingClientRect();
+    if (box.width > 0 && box.left < start) {
+      problems.push('in the label column of "' + cell.dataset.label + '": ' + child.tagName.toLowerCase() + ' "' + child.textContent.trim().slice(0, 40) + '"');
+    }
+  }
+}
 for (const element of document.querySelectorAll('main *')) {
   const style = getComputedStyle(element);
   if (style.overflowX !== 'visible' && element.scrollWidth > element.clientWidth + 1 && !element.closest('.hidden') && !element.closest('svg')) {
@@ -252,6 +282,20 @@ class ConsoleTests(unittest.TestCase):
                 return row
         return None
 
+    def listed_row(self, name):
+        """The row of the device `name` on the devices page as it is (filtered, say), or None."""
+        for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr"):
+            if row.get_attribute("data-name") == name:
+                return row
+        return None
+
+    def refusal_row(self, device):
+        """The first row of the refusals page that `device` sent, or None."""
+        for row in self.driver.find_elements(By.CSS_SELECTOR, "#refusals tr.refusal"):
+            if row.find_element(By.CSS_SELECTOR, "td[data-label='Device']").text == device:
+                return row
+        return None
+
     def behind(self, name):
         row = self.device_row(name)
         self.assertIsNotNone(row, f"{name} is not listed")
@@ -347,7 +391,7 @@ class ConsoleTests(unittest.TestCase):
         for name in [f"spare {index}" for index in range(8)]:
             self.server.token(name)
         self.open("/admin/devices")
-        self.assert_fits("devices", docs=True)
+        self.assert_fits("devices")
 
     def test_a_token_created_in_the_console_syncs(self):
         self.sign_in_as_admin()
@@ -404,6 +448,40 @@ class ConsoleTests(unittest.TestCase):
         self.assertIn('"Refused"', table)
         self.assertIn('"Frank\'s"', table)
         self.assertIn('"Erin\'s"', table)
+        self.assert_fits("refusals-handling")
+        # Marked handled, it leaves the list (and the overview's count); shown again on demand, with who did it.
+        self.open("/admin")
+        waiting = int(self.text("#refusals-card .count"))
+        self.open("/admin/refusals")
+        row = self.refusal_row("frank")
+        history = row.find_element(By.CSS_SELECTOR, ".sides-title a").get_attribute("href")
+        self.assertIn(f"/admin/history?entity=teams&id={permanent}", history)
+        row.find_element(By.XPATH, ".//button[text()='Mark handled']").click()
+        self.wait_for(lambda: self.refusal_row("frank") is None, message="the handled refusal stayed")
+        self.open("/admin")
+        self.assertEqual(int(self.text("#refusals-card .count")), waiting - 1)
+        self.open("/admin/refusals")
+        self.driver.find_element(By.ID, "toggle-handled").click()
+        self.wait_for(lambda: "handled=1" in self.driver.current_url)
+        row = self.refusal_row("frank")
+        self.assertIn("handled by admin", row.text)
+        self.assertIn("handled", row.get_attribute("class"))
+        self.assert_fits("refusals-handled")
+        row.find_element(By.XPATH, ".//button[text()='Reopen']").click()
+        self.wait_for(lambda: "handled by" not in self.refusal_row("frank").text, message="not reopened")
+        self.open("/admin/refusals")
+        self.assertIsNotNone(self.refusal_row("frank"))
+        # Without the session's CSRF token nothing is marked.
+        status = self.driver.execute_async_script(
+            """
+            const done = arguments[arguments.length - 1];
+            const row = [...document.querySelectorAll('#refusals tr.refusal')].find(r => r.textContent.includes('frank'));
+            fetch("/admin/refusals/handled", {method: "POST", credentials: "same-origin", redirect: "manual",
+                body: new URLSearchParams({device: row.dataset.device, changeSet: row.dataset.changeSet, handled: "1"})}).then(r => done(r.status));
+            """)
+        self.assertEqual(status, 403)
+        self.open("/admin/refusals")
+        self.assertIsNotNone(self.refusal_row("frank"))
 
     def test_a_post_without_the_csrf_token_is_refused(self):
         self.sign_in_as_admin()
@@ -446,8 +524,14 @@ class ConsoleTests(unittest.TestCase):
         self.assertEqual(self.driver.find_element(By.ID, "revision").text, json.load(
             urllib.request.urlopen(self.server.url + "/health"))["maxRevision"].__str__())
         self.assertTrue(self.driver.find_element(By.CSS_SELECTOR, ".chart svg").is_displayed())
-        self.assertIn("gina", self.driver.find_element(By.ID, "currency-current").text)
+        # Current devices are counted, not named; their bucket leads to them.
+        current = self.driver.find_element(By.ID, "currency-current")
+        self.assertGreaterEqual(int(current.find_element(By.CSS_SELECTOR, ".count").text), 1)
+        self.assertNotIn("gina", current.text)
         self.assert_fits("overview", docs=True)
+        current.click()
+        self.wait_for(lambda: "currency=current" in self.driver.current_url)
+        self.assertIsNotNone(self.listed_row("gina"))
         listed = gina.run("list", "teams").stdout
         team = [line.split("\t")[0] for line in listed.splitlines() if "History" in line][0]
         self.open(f"/admin/history?entity=teams&id={team}")
@@ -457,10 +541,14 @@ class ConsoleTests(unittest.TestCase):
     def test_a_token_nobody_used_yet_has_never_synced(self):
         self.server.token("fresh tablet")
         self.sign_in_as_admin()
-        never = self.text("#currency-neverSynced")
-        self.assertIn("fresh tablet", never)
-        for bucket in ["silent", "behind", "farBehind"]:
-            self.assertNotIn("fresh tablet", self.text(f"#currency-{bucket}"))
+        self.assertGreaterEqual(int(self.text("#currency-neverSynced .count")), 1)
+        # A token made a moment ago is not a worry.
+        self.assertNotIn("fresh tablet", self.text("#attention"))
+        self.open("/admin/devices?currency=neverSynced")
+        self.assertIsNotNone(self.listed_row("fresh tablet"))
+        for bucket in ["silent", "behind", "farBehind", "current"]:
+            self.open(f"/admin/devices?currency={bucket}")
+            self.assertIsNone(self.listed_row("fresh tablet"), bucket)
         overview = json.loads(urllib.request.urlopen(urllib.request.Request(
             self.server.url + "/admin/api/overview", headers={"Authorization": "Bearer " + self.server.admin_token})).read())
         self.assertIn("fresh tablet", overview["fleet"]["neverSynced"]["devices"])
@@ -580,6 +668,7 @@ class ConsoleTests(unittest.TestCase):
         self.wait_for(lambda: "/admin/history?entity=teams" in self.driver.current_url)
         rows = self.driver.find_elements(By.CSS_SELECTOR, "#history tbody tr")
         self.assertIn("a revert of revision", rows[-1].text)
+        self.assertIn("admin (admin)", rows[-1].text)
         self.assertIn("already reverted", rows[-2].text)
         # A lookup that cannot be answered says why.
         self.open("/admin/history?entity=teams&id=abc")
@@ -595,10 +684,23 @@ class ConsoleTests(unittest.TestCase):
         ivy.sync()
         jon.sync()
         self.sign_in_as_admin()
-        self.open(f"/admin/history?entity=players&id={player}")
+        # Found by a value, in any case: a person is known by name, not by ID.
+        self.open("/admin/history")
+        self.driver.find_element(By.CSS_SELECTOR, "#find-attribute option[value='players.last_name']").click()
+        self.driver.find_element(By.ID, "find-value").send_keys("erase-me-TOO")
+        self.submit("find-records")
+        self.assertIn("players whose last_name contains", self.text("#found-heading"))
+        self.assertIn('first_name = "Ivy"', self.text("#found"))
+        self.assert_fits("history-find")
+        self.driver.find_element(By.LINK_TEXT, f"players {player}").click()
+        self.wait_for(lambda: f"id={player}" in self.driver.current_url)
         self.driver.find_element(By.ID, "erase").click()
         self.wait_for(lambda: "Erase players" in self.text("h1"))
         self.assertIn("players: 1 record deleted", self.text("#reach"))
+        # The confirmation shows what the record holds, so the operator knows whose it is.
+        values = self.text("#record-values")
+        self.assertIn('first_name = "Ivy"', values)
+        self.assertIn('last_name = "Erase-Me-Too"', values)
         self.assert_fits("erase", docs=True)
         # Without a reason the browser does not send it.
         self.driver.find_element(By.ID, "confirm").click()
@@ -624,10 +726,17 @@ class ConsoleTests(unittest.TestCase):
         self.assertEqual(total - erased, 2, row)
         self.assertIn("ivy", row)
         self.assertIn("GDPR request 2026-41", row)
+        # Two devices still holding: on an iPad both links stay beside "Still holding", not under it.
+        self.assert_fits("erasures-holding")
         self.assertIn("holds erased data (erasure 1)", self.row_text("jon", "holds erased data"))
         self.assert_fits("devices-erasure")
         self.open("/admin")
-        self.assertIn("jon 1 behind, holds erased data", self.text("#currency-behind"))
+        self.assertIn("jon holds erased data (erasure 1)", self.text("#attention"))
+        self.assertIn(f"#1 players {player}", self.text("#erasures-card"))
+        self.assertIn("jon", self.text("#erasures-card"))
+        # The history names the admin who asked, not "server".
+        self.open(f"/admin/history?entity=players&id={player}")
+        self.assertIn("admin (admin)", self.driver.find_elements(By.CSS_SELECTOR, "#history tbody tr")[-1].text)
         ivy.sync()
         self.open("/admin/erasures")
         self.wait_for(lambda: f"{erased + 1} of {total}" in self.text("#erasure-1"))
@@ -636,6 +745,97 @@ class ConsoleTests(unittest.TestCase):
         jon.sync()
         self.open("/admin/erasures")
         self.wait_for(lambda: f"{total} of {total} · complete" in self.text("#erasure-1"))
+
+    def test_a_fleet_of_49_devices(self):
+        """The console as the issue tried it: 49 tokens, a few devices syncing, some needing attention."""
+        fleet = Server()
+        try:
+            names = [f"tablet {index:02d}" for index in range(1, 50)]
+            tokens = {name: fleet.token(name, role="viewer" if index % 10 == 0 else "member") for index, name in enumerate(names, 1)}
+            writer = Device(fleet, "tablet 01", token=tokens["tablet 01"])
+            other = Device(fleet, "tablet 02", token=tokens["tablet 02"])
+            readers = [Device(fleet, name, token=tokens[name]) for name in ["tablet 03", "tablet 04"]]
+            writer.run("create", "teams", "name=Fleet U12")
+            writer.sync()
+            other.sync()
+            for reader in readers:
+                reader.sync()
+            # A refusal waiting on tablet 02, and two tokens made days ago that nobody used.
+            team = [line.split("\t")[0] for line in other.run("list", "teams").stdout.splitlines() if "Fleet U12" in line][0]
+            writer.run("update", "teams", team, "name=Fleet U12 Lions")
+            other.run("update", "teams", team, "name=Fleet U12 Tigers")
+            writer.sync()
+            other.sync()
+            fleet.execute("UPDATE _rs_devices SET created_at = created_at - 3 * 86400 WHERE name IN ('tablet 48', 'tablet 49')")
+            self.driver.delete_all_cookies()
+            self.driver.get(fleet.url + "/admin/login")
+            self.driver.find_element(By.ID, "token").send_keys(fleet.admin_token)
+            self.submit("sign-in")
+
+            # The overview names only the devices that need attention, and counts the rest.
+            attention = self.text("#attention")
+            self.assertIn("tablet 02 1 refusal not handled", attention)
+            self.assertIn("tablet 48 token made 3", attention)
+            self.assertIn("tablet 49", attention)
+            self.assertNotIn("tablet 30", self.text("#content"))
+            self.assertEqual(int(self.text("#attention .count")), 3)
+            self.assertEqual(int(self.text("#currency-neverSynced .count")), 45 + 1)  # and the admin token
+            self.assertEqual(int(self.text("#refusals-card .count")), 1)
+            self.assertIn("tablet 02", self.text("#refusals-card"))
+            for (width, height) in [LAPTOP, IPAD]:
+                self.driver.set_window_size(width, height)
+                tall = self.driver.execute_script("return document.documentElement.scrollHeight")
+                self.assertLess(tall, 2600, f"the overview is {tall} px tall at {width} px")
+            self.driver.set_window_size(*LAPTOP)
+            self.assert_fits("overview-fleet", docs=True)
+
+            # The devices page: the token form first, then a filter by name, role and currency.
+            self.driver.get(fleet.url + "/admin/devices")
+            for (width, height) in [LAPTOP, IPAD]:
+                self.driver.set_window_size(width, height)
+                top = self.driver.find_element(By.ID, "create-token").rect["y"]
+                self.assertLess(top, 300, f"the create-token form is {top} px down at {width} px")
+                self.assertLess(self.driver.find_element(By.ID, "filter").rect["y"], height)
+            self.driver.set_window_size(*LAPTOP)
+            self.driver.find_element(By.ID, "filter-name").send_keys("TABLET 0")
+            self.submit("apply-filter")
+            self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")), 9)
+            self.assertIn("9 of 50 devices match", self.text("#shown"))
+            # Sorting keeps the filter.
+            self.driver.find_element(By.CSS_SELECTOR, "#devices thead a[href*='sort=role']").click()
+            self.wait_for(lambda: "sort=role" in self.driver.current_url)
+            self.assertIn("name=TABLET", self.driver.current_url)
+            self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")), 9)
+            self.driver.get(fleet.url + "/admin/devices?role=viewer")
+            self.assertEqual({row.get_attribute("data-name") for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")},
+                             {f"tablet {index:02d}" for index in range(10, 50, 10)})
+            self.driver.get(fleet.url + "/admin/devices?currency=attention")
+            self.assertEqual({row.get_attribute("data-name") for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")},
+                             {"tablet 02", "tablet 48", "tablet 49"})
+            self.driver.get(fleet.url + "/admin/devices?currency=current&name=tablet")
+            self.assertEqual({row.get_attribute("data-name") for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")},
+                             {"tablet 01", "tablet 02"})
+            self.driver.get(fleet.url + "/admin/devices?name=nobody")
+            self.assertIn("No device matches", self.text("#devices"))
+            # On an iPad every card has its fields in the same places.
+            self.driver.get(fleet.url + "/admin/devices")
+            self.assert_fits("devices-fleet", docs=True)
+            self.driver.set_window_size(*IPAD)
+            columns = self.driver.execute_script(
+                """
+                const places = {};
+                for (const cell of document.querySelectorAll('#devices tbody td[data-label]')) {
+                  if (!cell.dataset.label) continue;
+                  (places[cell.dataset.label] = places[cell.dataset.label] || new Set()).add(Math.round(cell.getBoundingClientRect().left));
+                }
+                return Object.fromEntries(Object.entries(places).map(([label, set]) => [label, [...set]]));
+                """)
+            self.driver.set_window_size(*LAPTOP)
+            for label, lefts in columns.items():
+                self.assertEqual(len(lefts), 1, f"{label} is at {lefts} in different cards")
+        finally:
+            self.driver.delete_all_cookies()
+            fleet.stop()
 
     def test_the_user_column_names_the_user(self):
         club = Server("--schema", "club")

@@ -77,7 +77,9 @@ import Testing
             #expect(((date(changes[2], "before") as? [String: Any])?["erased"] as? NSNumber)?.int64Value == erasure)
             #expect(date(changes[2], "after") is NSNull)
             #expect((changes[1]["before"] as? [String: Any])?["first_name"] as? String == "Ana")
-            #expect(changes[2]["device"] as? String == "server")
+            // The audit trail names the admin who asked, not "server"; a device's own change names no requester.
+            #expect(changes[2]["device"] as? String == "dpo" && changes[2]["requestedBy"] as? String == "dpo")
+            #expect(changes[1]["device"] as? String == "alice" && changes[1]["requestedBy"] is NSNull)
             // What came before it cannot be reverted any more, and the page says why.
             let before = changes[1]["revert"] as? [String: Any]
             #expect(

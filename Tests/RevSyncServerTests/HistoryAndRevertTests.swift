@@ -230,6 +230,10 @@ import Testing
             let (_, after) = try await Self.admin(server, admin.token, "GET", path + "&limit=2")
             let changes = try #require(after["changes"] as? [[String: Any]])
             #expect((changes[1]["revertOf"] as? NSNumber)?.int64Value == revision)
+            // Who asked for the revert: the admin token, in the answer and in history.
+            #expect(reverted["requestedBy"] as? String == "admin")
+            #expect(changes[1]["device"] as? String == "admin" && changes[1]["requestedBy"] as? String == "admin")
+            #expect(changes[0]["device"] as? String == "alice" && changes[0]["requestedBy"] is NSNull)
             #expect((changes[0]["revertedBy"] as? NSNumber)?.int64Value == (reverted["revision"] as? NSNumber)?.int64Value)
             #expect((changes[0]["revert"] as? [String: Any])?["possible"] as? Bool == false)
             #expect((changes[1]["after"] as? [String: Any])?["name"] as? String == "v4")

@@ -76,7 +76,9 @@ import Testing
             let (_, revision) = try await alice.create("teams", ["name": "U12"])
             try await alice.create("teams", ["name": "U14"])
             _ = try await Self.prune(server, .revisions(1))
-            await #expect(throws: ChangeSetRevert.Refusal.self) { try await #require(server.http).engine.revert(.revision(revision)) }
+            await #expect(throws: ChangeSetRevert.Refusal.self) {
+                try await #require(server.http).engine.revert(.revision(revision), by: .server)
+            }
             #expect(try await server.count("teams") == 2)
         }
     }

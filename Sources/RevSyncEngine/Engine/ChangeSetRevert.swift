@@ -145,13 +145,14 @@ public struct ChangeSetRevert: Sendable {
         return plan
     }
 
-    /// Plans and applies the revert inside the writer's transaction, under the revision lock.
-    func revert(_ target: Target, writer: any StorageWriter) throws -> Result {
+    /// Plans and applies the revert inside the writer's transaction, under the revision lock,
+    /// recording the admin token that asked for it.
+    func revert(_ target: Target, by requester: Device, writer: any StorageWriter) throws -> Result {
         try writer.transaction {
             let current = try writer.lockRevision()
             let reverted = try revision(of: target, reader: writer)
             guard reverted <= current else { throw Refusal.notFound("no committed change set at revision \(reverted) in the change log") }
-            return try apply(try plan(reverted, reader: writer), at: current + 1, writer: writer)
+            return try apply(try plan(reverted, reader: writer), at: current + 1, by: requester, writer: writer)
         }
     }
 
@@ -235,7 +236,7 @@ public struct ChangeSetRevert: Sendable {
 
     /// Writes the plan as the server's change set at `revision`: the records, the log entry,
     /// the history, the revert's note and the counter.
-    private func apply(_ plan: Plan, at revision: Revision, writer: any StorageWriter) throws -> Result {
+    private func apply(_ plan: Plan, at revision: Revision, by requester: Device, writer: any StorageWriter) throws -> Result {
         var log = CommittedLog(revision: revision)
         var history: [HistoryEntry] = []
         for (entity, planned) in plan.recreate {
@@ -263,7 +264,7 @@ public struct ChangeSetRevert: Sendable {
         try writer.appendLog(
             LogEntry(revision: revision, device: Device.server.id, changeSetID: changeSetID, body: log.changeSet.jsonBytes()))
         try writer.appendHistory(history)
-        try writer.recordRevert(revision: revision, reverted: plan.reverted)
+        try writer.recordRevert(revision: revision, reverted: plan.reverted, requestedBy: requester.id)
         try writer.setRevision(revision)
         return Result(
             revision: revision, changeSetID: changeSetID, reverted: plan.reverted, recreated: plan.recreate.count,
@@ -297,12 +298,13 @@ public struct ChangeSetRevert: Sendable {
 
 extension SyncEngine {
     /// Reverts a committed change set (``ChangeSetRevert``) through this server's writer, as
-    /// one more change set: never by writing the database behind the server's back.
+    /// one more change set: never by writing the database behind the server's back. History
+    /// names `requester` (the admin token that asked) as its author.
     ///
     /// - Throws: ``ChangeSetRevert/Refusal`` (nothing changed), or the storage's error.
-    public func revert(_ target: ChangeSetRevert.Target) async throws -> ChangeSetRevert.Result {
+    public func revert(_ target: ChangeSetRevert.Target, by requester: Device) async throws -> ChangeSetRevert.Result {
         let revert = ChangeSetRevert(schema: schema)
-        return try await storage.write(hints: nil) { writer in try revert.revert(target, writer: writer) }
+        return try await storage.write(hints: nil) { writer in try revert.revert(target, by: requester, writer: writer) }
     }
 
     /// What reverting `target` would do, checked against the data as it is now (nothing

@@ -15,8 +15,12 @@ public struct RecordHistory: Sendable {
         public var id: RecordID
         public var revision: Revision
         public var time: Date
-        /// The device that sent the change set (`server` for a revert).
+        /// Who made the change: the device that sent the change set or, for one the server made
+        /// (a revert, an erasure), the admin token that asked for it (`server` when that was
+        /// not recorded: before version 9 of the server's tables).
         public var device: String
+        /// For a change set the server made, the admin token that asked for it.
+        public var requestedBy: String?
         public var user: RecordID?
         public var changeSetID: String?
         public var operation: HistoryEntry.Operation
@@ -105,14 +109,16 @@ public struct RecordHistory: Sendable {
                 }
                 return erased
             }
+            let requesters = try reader.requesters(of: page.filter { $0.origin.device == Device.server.id }.map(\.entry.revision))
             for (entry, origin) in page {
-                let author = devices[origin.device]
+                let requester = requesters[entry.revision].map { devices[$0]?.name ?? "device \($0)" }
+                let author = requester == nil ? devices[origin.device] : nil
                 let beforeValues = try entry.before.map { try Self.attributes($0) }
                 changes.append(
                     Change(
                         entity: entry.entity, id: entry.id, revision: entry.revision,
                         time: Date(timeIntervalSince1970: TimeInterval(origin.committedAt)),
-                        device: author?.name ?? "device \(origin.device)",
+                        device: requester ?? author?.name ?? "device \(origin.device)", requestedBy: requester,
                         user: author?.user, changeSetID: origin.changeSetID, operation: entry.operation, before: beforeValues, after: after,
                         revertOf: revertOf[entry.revision], revertedBy: undone[entry.revision],
                         revert: try Self.revertibility(

@@ -144,15 +144,31 @@ public struct RecordErasure: Sendable {
     /// What erasing the whole record would reach, as a reader sees the data now: for a
     /// confirmation (the erasure itself plans again under the revision lock).
     public struct Preview: Sendable {
+        /// One record the erasure would reach, with its values as they are now.
+        public struct Reached: Sendable {
+            public var entity: String
+            public var id: RecordID
+            /// `nil`: deleted; else the references to the erased record set to null.
+            public var nullifies: [String]?
+            public var values: [String: Value]
+        }
+
         /// Whether the record is in the tables (else only its history holds it).
         public var exists: Bool
+        /// The record's values now (`nil` when it is not in the tables).
+        public var values: [String: Value]?
         /// How many records of each entity the erasure would delete (the record and its cascade).
         public var deletes: [(entity: String, count: Int)]
         /// How many records would have a reference set to null.
         public var nullified: Int
+        /// The records of the cascade, deleted then nullified, the first ``reachedLimit``.
+        public var reached: [Reached] = []
         /// Why it cannot be erased whole (a `deny` child), if it cannot.
         public var denial: String?
     }
+
+    /// How many records of a cascade a preview lists with their values (the counts cover all).
+    public static let reachedLimit = 100
 
     public func preview(entity: Entity, id: RecordID, reader: any StorageReader) throws -> Preview {
         guard let record = try reader.records(entity, ids: [id]).first else {
@@ -165,8 +181,20 @@ public struct RecordErasure: Sendable {
             if counts[deleted.entity.name] == nil { order.append(deleted.entity.name) }
             counts[deleted.entity.name, default: 0] += 1
         }
+        func values(_ entity: Entity, _ record: StoredRecord) -> [String: Value] {
+            Dictionary(uniqueKeysWithValues: zip(entity.attributes.map(\.name), record.values))
+        }
+        let cascade =
+            plan.deleted.filter { !$0.explicit }.map {
+                Preview.Reached(entity: $0.entity.name, id: $0.record.id, values: values($0.entity, $0.record))
+            }
+            + plan.nullified.map {
+                Preview.Reached(
+                    entity: $0.entity.name, id: $0.record.id, nullifies: $0.attributeNames, values: values($0.entity, $0.record))
+            }
         return Preview(
-            exists: true, deletes: order.map { ($0, counts[$0]!) }, nullified: plan.nullified.count,
+            exists: true, values: values(entity, record), deletes: order.map { ($0, counts[$0]!) }, nullified: plan.nullified.count,
+            reached: Array(cascade.prefix(Self.reachedLimit)),
             denial: plan.denials.first.map { "\($0.child) references it (\($0.attribute), delete rule deny): erase or change it first" })
     }
 

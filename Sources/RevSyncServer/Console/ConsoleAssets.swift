@@ -26,10 +26,21 @@ enum ConsoleAssets {
         .figure, .bucket { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem 1rem; min-width: 0; }
         .figure .label, .bucket .label { display: block; color: var(--muted); font-size: 0.85rem; }
         .figure .value { font-size: 1.2rem; font-weight: 600; overflow-wrap: break-word; }
-        .currency { display: grid; grid-template-columns: repeat(auto-fit, minmax(210px, 1fr)); gap: 0.75rem; }
-        .bucket .count { font-size: 1.8rem; font-weight: 700; } .bucket .label { display: inline; }
-        .bucket ul.names { margin: 0.4rem 0 0; padding: 0; list-style: none; display: flex; flex-wrap: wrap; gap: 0.2rem 0.75rem; }
-        .bucket ul.names li { overflow-wrap: anywhere; }
+        .currency { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 0.75rem; }
+        a.bucket { color: var(--ink); text-decoration: none; display: block; } a.bucket:hover .label { text-decoration: underline; }
+        .bucket .count { font-size: 1.8rem; font-weight: 700; } .bucket .label { display: inline; } .bucket .hint { display: block; }
+        .cards-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(240px, 1fr)); gap: 0.75rem; margin-top: 1.25rem; }
+        .card { background: var(--paper); border: 1px solid var(--line); border-top: 4px solid var(--good); border-radius: 8px; padding: 0.75rem 1rem; min-width: 0; }
+        .card.alert { border-top-color: var(--warn); }
+        .card h2 { margin: 0 0 0.5rem; font-size: 1.05rem; } .card .count { font-size: 1.5rem; margin-right: 0.2rem; }
+        .card p { margin: 0.5rem 0 0; }
+        ul.list, ul.found { margin: 0; padding-left: 1.1rem; } ul.list li, ul.found li { overflow-wrap: anywhere; margin: 0.15rem 0; }
+        .form-title { font-weight: 600; align-self: center; }
+        #create-token, #filter, #find { margin-bottom: 0.75rem; }
+        form.handle { display: inline; margin: 0; } td.action .note.handled { display: block; max-width: 9rem; margin-bottom: 0.3rem; }
+        tr.handled td { color: var(--muted); } tr.handled td.reason { color: var(--muted); }
+        section.record { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem 1rem; }
+        section.record h2 { margin: 0 0 0.5rem; font-size: 1.05rem; }
         .bucket.current { border-top: 4px solid var(--good); } .bucket.behind { border-top: 4px solid var(--warn); }
         .bucket.farBehind, .bucket.silent { border-top: 4px solid var(--bad); } .bucket.neverSynced { border-top: 4px solid var(--muted); }
         .chart { margin: 0; background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem; }
@@ -93,16 +104,18 @@ enum ConsoleAssets {
           table.cards thead { display: none; }
           table.cards tr { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; margin-bottom: 0.75rem; padding: 0.5rem 0.75rem;
             display: grid; grid-template-columns: repeat(auto-fill, minmax(16rem, 1fr)); column-gap: 1.5rem; }
-          table.cards td { border: none; padding: 0.2rem 0; display: grid; grid-template-columns: 7rem minmax(0, 1fr); gap: 0.75rem; text-align: left; }
-          table.cards td::before { content: attr(data-label); color: var(--muted); font-size: 0.85rem; }
+          /* A cell is its label, then its content in the column beside it, however many elements
+             that content has (a grid would put the second of them under the label). */
+          table.cards td { border: none; padding: 0.2rem 0 0.2rem 7.75rem; position: relative; text-align: left; min-height: 1.7rem; }
+          table.cards td::before { content: attr(data-label); position: absolute; left: 0; top: 0.25rem; width: 7rem; color: var(--muted); font-size: 0.85rem; overflow-wrap: anywhere; }
           table.cards td:empty { display: none; }
           table.cards td.name, table.cards td.wrap, table.cards td[colspan] { grid-column: 1 / -1; }
           table.cards td.name { font-weight: 600; }
-          table.cards td[colspan] { display: block; } table.cards td[colspan]::before { content: none; }
-          table.cards td.action { grid-column: 1 / -1; display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; white-space: normal; padding-top: 0.4rem; }
+          table.cards td[colspan] { padding-left: 0; } table.cards td[colspan]::before { content: none; }
+          table.cards td.action { grid-column: 1 / -1; display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; white-space: normal; padding: 0.4rem 0 0.2rem; }
           table.cards td.action::before { content: none; }
         }
-        @media (max-width: 700px) { main { padding: 0.75rem; } .signout { margin-left: 0; } table.cards td { grid-template-columns: 6rem minmax(0, 1fr); } }
+        @media (max-width: 700px) { main { padding: 0.75rem; } .signout { margin-left: 0; } table.cards td { padding-left: 6.75rem; } table.cards td::before { width: 6rem; } }
         """
 
     static let script = """
@@ -125,8 +138,8 @@ enum ConsoleAssets {
           }
         });
         // Live pages (<body data-refresh="seconds">): the page's content is fetched again and
-        // replaced, unless a field has the focus. The next fetch is planned only when the last
-        // one has finished, later when the server was slow to answer. The fetches say they are
+        // replaced, unless a field has the focus or was changed. The next fetch is planned only
+        // when the last one has finished, later when the server was slow to answer. The fetches say they are
         // not a person's (X-RevSync-Refresh), so they do not keep an idle session alive; a
         // session that ended sends the page to the sign-in page, which says why.
         const seconds = Number(document.body.dataset.refresh || 0);
@@ -136,7 +149,11 @@ enum ConsoleAssets {
           const refresh = async () => {
             const active = document.activeElement;
             const typing = active && ["INPUT", "SELECT", "TEXTAREA"].includes(active.tagName);
-            if (!typing && !document.hidden) {
+            // A field someone changed and left keeps its value: the page waits until it is sent.
+            const changed = [...document.querySelectorAll("#content input, #content select, #content textarea")].some((field) =>
+              field.tagName === "SELECT" ? field.selectedIndex !== Math.max(0, [...field.options].findIndex((option) => option.defaultSelected))
+                : ["checkbox", "radio"].includes(field.type) ? field.checked !== field.defaultChecked : field.value !== field.defaultValue);
+            if (!typing && !changed && !document.hidden) {
               const started = performance.now();
               try {
                 const response = await fetch(location.href, { credentials: "same-origin", headers: { "X-RevSync-Refresh": "1" } });

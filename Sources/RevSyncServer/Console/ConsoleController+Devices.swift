@@ -18,29 +18,87 @@ extension ConsoleController {
         ("live", "Live", false), ("client", "Client", false), ("refusal", "Last refusal", false),
     ]
 
+    /// The devices page's filter (`?name=&role=&currency=`): a part of the name (any case), a
+    /// role, a currency, `attention` (``FleetAttention``) or `revoked`. Without a currency,
+    /// revoked tokens are listed too; with one, only those it names.
+    struct DeviceFilter {
+        var name = ""
+        var role: String?
+        var currency: String?
+
+        init(_ query: [String: String], schema: Schema) {
+            name = String((query["name"] ?? "").trimmingCharacters(in: .whitespaces).prefix(200))
+            role = query["role"].flatMap { role in schema.allRoles.contains { $0.rawValue == role } ? role : nil }
+            currency = query["currency"].flatMap { value in
+                ConsoleController.currencyFilters.contains { $0.value == value } ? value : nil
+            }
+        }
+
+        var isEmpty: Bool { name.isEmpty && role == nil && currency == nil }
+
+        /// `&name=…&role=…&currency=…`, for the links that keep it.
+        var query: String {
+            [("name", name.isEmpty ? nil : name), ("role", role), ("currency", currency)].compactMap { key, value in
+                value.map { "&\(key)=\(ConsoleController.queryValue($0))" }
+            }.joined()
+        }
+
+        func admits(_ row: FleetReport.Row, attention: Set<Int64>) -> Bool {
+            if !name.isEmpty, row.device.name.range(of: name, options: [.caseInsensitive, .diacriticInsensitive]) == nil { return false }
+            if let role, row.device.role.rawValue != role { return false }
+            switch currency {
+            case nil: return true
+            case "revoked": return row.isRevoked
+            case "attention": return !row.isRevoked && attention.contains(row.device.id)
+            case let currency?: return !row.isRevoked && row.currency.rawValue == currency
+            }
+        }
+    }
+
+    /// The currency filter's choices, in the order the select offers them.
+    static let currencyFilters: [(value: String, label: String)] =
+        [("attention", "needs attention")] + FleetReport.Currency.allCases.map { ($0.rawValue, currencyLabels[$0]?.label ?? $0.rawValue) }
+        + [("revoked", "revoked")]
+
     func devicesPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
-        let query = request.uri.queryParameters
-        let sort = query["sort"].map(String.init).flatMap { key in Self.deviceColumns.first { $0.key == key }?.key } ?? "name"
+        let query = Self.formQuery(request)
+        let filter = DeviceFilter(query, schema: engine.schema)
+        let attention =
+            filter.currency == "attention"
+            ? FleetAttention(report: report, unhandledRefusals: try await engine.storage.withReader { try $0.unhandledRefusalCounts() })
+                .deviceIDs : []
+        let sort = query["sort"].flatMap { key in Self.deviceColumns.first { $0.key == key }?.key } ?? "name"
         let descending = query["order"] == "desc"
-        let rows = report.rows.sorted { first, second in
+        let rows = report.rows.filter { filter.admits($0, attention: attention) }.sorted { first, second in
             descending
                 ? Self.ordered(second, first, by: sort, names: report.userNames)
                 : Self.ordered(first, second, by: sort, names: report.userNames)
         }
+        let noun = report.rows.count == 1 ? "device" : "devices"
         let page = DevicesPage(
             chrome: chrome(context, .devices), maxRevision: report.maxRevision,
             sortLabel: (Self.deviceColumns.first { $0.key == sort }?.label ?? sort) + (descending ? ", descending" : ""),
             columns: Self.deviceColumns.map { column in
                 let active = column.key == sort
+                let order = active && !descending ? "desc" : "asc"
                 return DevicesPage.Column(
-                    key: column.key, label: column.label, number: column.number, active: active,
-                    order: active && !descending ? "desc" : "asc",
-                    arrow: descending ? "▼" : "▲")
+                    key: column.key, label: column.label, number: column.number, active: active, order: order,
+                    arrow: descending ? "▼" : "▲", url: "/admin/devices?sort=\(column.key)&order=\(order)" + filter.query)
             },
             rows: rows.map { row in deviceRow(row, report: report) },
             roles: engine.schema.allRoles.map { DevicesPage.RoleOption(name: $0.rawValue, selected: $0 == .member) },
-            hasUsers: engine.schema.users != nil)
+            hasUsers: engine.schema.users != nil, nameFilter: filter.name,
+            roleFilters: [DevicesPage.FilterOption(value: "", label: "any", selected: filter.role == nil)]
+                + engine.schema.allRoles.map {
+                    DevicesPage.FilterOption(value: $0.rawValue, label: $0.rawValue, selected: $0.rawValue == filter.role)
+                },
+            currencyFilters: [DevicesPage.FilterOption(value: "", label: "any", selected: filter.currency == nil)]
+                + Self.currencyFilters.map {
+                    DevicesPage.FilterOption(value: $0.value, label: $0.label, selected: $0.value == filter.currency)
+                },
+            shown: filter.isEmpty ? "\(report.rows.count) \(noun)" : "\(rows.count) of \(report.rows.count) \(noun) match the filter",
+            filtered: !filter.isEmpty)
         return renderer.response(page)
     }
 
@@ -51,8 +109,8 @@ extension ConsoleController {
             role: row.device.role.rawValue,
             lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now), revision: neverSynced ? "–" : String(row.revision),
             behind: neverSynced ? "never synced" : String(row.behind) + Self.lacking(row),
-            behindTime: row.behindSeconds.map(ConsoleFormat.duration) ?? "",
-            pending: row.activity?.pending.map(String.init) ?? "", live: row.live, clientVersion: row.activity?.clientVersion ?? "",
+            behindTime: row.behindSeconds.map(ConsoleFormat.duration) ?? "–",
+            pending: row.activity?.pending.map(String.init) ?? "–", live: row.live, clientVersion: row.activity?.clientVersion ?? "–",
             lastRefusal: row.activity?.lastRefusal.map { refusal in
                 DevicesPage.Refusal(reason: refusal.reason.rawValue, time: ConsoleFormat.ago(refusal.time, now: report.now))
             }, revoked: row.isRevoked, currency: row.currency.rawValue,
@@ -131,7 +189,12 @@ extension ConsoleController {
                 back: "/admin/devices")
         }
         let refusalLimit = 20
-        let refused = try await engine.storage.withReader { try $0.refusals(device: id, limit: refusalLimit) }
+        let (refused, names) = try await engine.storage.withReader { reader in
+            (
+                try reader.refusals(device: id, limit: refusalLimit, handled: true),
+                Dictionary(try reader.allDevices().map { ($0.device.id, $0.device.name) }, uniquingKeysWith: { first, _ in first })
+            )
+        }
         let committed = try await RecordHistory(schema: engine.schema, storage: engine.storage).changeSets(
             device: id, before: before, limit: 20, records: 3)
         let here = "/admin/devices/\(id)"
@@ -152,11 +215,14 @@ extension ConsoleController {
             refused: refused.map { refusal in
                 DevicePage.Refused(
                     time: ConsoleFormat.time(refusal.time), reason: refusal.reason.rawValue, changeSet: refusal.changeSetID,
-                    entries: refusal.entries.map(ConsoleFormat.entry), records: RefusedRecordsPartial.records(of: refusal))
+                    entries: refusal.entries.map(ConsoleFormat.entry), records: RefusedRecordsPartial.records(of: refusal),
+                    handling: RefusalHandlingPartial.handling(
+                        refusal, csrf: context.session.session.csrf, back: here, names: names, now: report.now),
+                    handled: refusal.handledAt != nil)
             },
             refusedNote: refused.count == refusalLimit
-                ? "The newest \(refusalLimit); all of them on the refusals page."
-                : "Change sets the server refused, newest first: nothing of them was applied.",
+                ? "The newest \(refusalLimit), handled or not; all of them on the refusals page."
+                : "Change sets the server refused, newest first, handled or not: nothing of them was applied.",
             committed: committed.items.reversed().map { changeSet in
                 DevicePage.Committed(
                     revision: changeSet.revision, time: ConsoleFormat.time(Int64(changeSet.time.timeIntervalSince1970)),

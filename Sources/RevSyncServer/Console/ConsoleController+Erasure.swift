@@ -30,7 +30,25 @@ extension ConsoleController {
         let preview = try await engine.storage.withReader { reader in try erasure.preview(entity: entity, id: RecordID(id), reader: reader)
         }
         var reach: [String] = []
+        var cascade: [ErasePage.Reached] = []
+        var values: [String] = []
         if preview.exists {
+            let order = entity.attributes.map(\.name)
+            let marks = try await engine.storage.withReader { try $0.erasureMarks(entity: name, id: RecordID(id)) }
+            var erased: [String: Int64] = [:]
+            for mark in marks {
+                for attribute in mark.record.attributes ?? order where erased[attribute] == nil { erased[attribute] = mark.erasure }
+            }
+            values = ConsoleFormat.whole(
+                RecordAttributes(revision: nil, values: preview.values ?? [:]), order: order, erased: erased)
+            cascade = preview.reached.map { reached in
+                let order = engine.schema.entity(reached.entity)?.attributes.map(\.name) ?? reached.values.keys.sorted()
+                return ErasePage.Reached(
+                    title: "\(reached.entity) \(reached.id.rawValue)"
+                        + (reached.nullifies.map { ": \($0.joined(separator: ", ")) set to null" } ?? ": deleted and erased"),
+                    url: "/admin/history?entity=\(Self.queryValue(reached.entity))&id=\(reached.id.rawValue)",
+                    summary: Self.summary(reached.values, order: order))
+            }
             reach = preview.deletes.map { "\($0.entity): \(ConsoleFormat.count($0.count)) \($0.count == 1 ? "record" : "records") deleted" }
             if preview.nullified > 0 {
                 reach.append("\(ConsoleFormat.count(preview.nullified)) reference\(preview.nullified == 1 ? "" : "s") to it set to null")
@@ -42,6 +60,9 @@ extension ConsoleController {
             ErasePage(
                 chrome: chrome(context, .history), entity: name, id: id,
                 attributes: entity.attributes.map { ($0.name, $0.isRequired) }, exists: preview.exists, reach: reach,
+                values: values, cascade: cascade,
+                cascadeNote: preview.reached.count == RecordErasure.reachedLimit
+                    ? "The first \(RecordErasure.reachedLimit) records it reaches; the counts above cover all." : nil,
                 denial: preview.denial, back: here))
     }
 

@@ -14,13 +14,16 @@ extension ConsoleController {
     }
 
     func historyPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
-        let query = request.uri.queryParameters
-        let entity = query["entity"].map(String.init)
-        let idText = query["id"].map(String.init) ?? ""
+        let query = Self.formQuery(request)
+        let entity = query["entity"]
+        let idText = query["id"] ?? ""
         var page = HistoryPage(
             chrome: chrome(context, .history),
             entities: engine.schema.entities.map { HistoryPage.EntityOption(name: $0.name, selected: $0.name == entity) }, idText: idText,
             error: nil, searched: false, heading: "", changes: [], olderURL: nil, newestURL: nil)
+        let attribute = query["attribute"]
+        page.searchGroups = Self.searchGroups(engine.schema, selected: attribute)
+        if let attribute { return try await findPage(page, attribute: attribute, value: query["value"] ?? "") }
         guard entity != nil || !idText.isEmpty else { return renderer.response(page) }
         guard let entity, let schemaEntity = engine.schema.entity(entity) else {
             page.error = "Choose an entity of the schema."
@@ -30,7 +33,7 @@ extension ConsoleController {
             page.error = "The ID must be a whole number, such as 12 (\"\(idText.prefix(40))\" is not)."
             return renderer.response(page, status: .badRequest)
         }
-        let before = query["before"].flatMap { Int64(String($0)) }
+        let before = query["before"].flatMap { Int64($0) }
         let history = try await RecordHistory(schema: engine.schema, storage: engine.storage).changes(
             entity: entity, id: RecordID(id), before: before, limit: 50)
         let here = "/admin/history?entity=\(Self.queryValue(entity))&id=\(id)"
@@ -47,10 +50,101 @@ extension ConsoleController {
         return renderer.response(page)
     }
 
+    /// How many records a search lists.
+    static let foundLimit = 50
+
+    /// The attributes one can search (every one but attachments), an entity's in a group.
+    static func searchGroups(_ schema: Schema, selected: String?) -> [HistoryPage.SearchGroup] {
+        schema.entities.map { entity in
+            HistoryPage.SearchGroup(
+                entity: entity.name,
+                options: entity.attributes.filter { $0.type != .attachment }.map { attribute in
+                    let value = "\(entity.name).\(attribute.name)"
+                    return HistoryPage.SearchOption(value: value, label: "\(entity.name).\(attribute.name)", selected: value == selected)
+                })
+        }
+    }
+
+    /// The records whose attribute holds the value: text (and dates) containing it in any case,
+    /// numbers, booleans and references equal to it; the first ``foundLimit``, each linked to its
+    /// history.
+    private func findPage(_ page: HistoryPage, attribute: String, value: String) async throws -> Response {
+        var page = page
+        page.searchValue = value
+        let parts = attribute.split(separator: ".", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let entity = engine.schema.entity(parts[0]),
+            let index = entity.attributes.firstIndex(where: { $0.name == parts[1] }), entity.attributes[index].type != .attachment
+        else {
+            page.error = "Choose an attribute of the schema to search."
+            return renderer.response(page, status: .badRequest)
+        }
+        let text = value.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty, text.count <= 200 else {
+            page.error = "Give a value to look for (at most 200 characters)."
+            return renderer.response(page, status: .badRequest)
+        }
+        let type = entity.attributes[index].type
+        let match: RecordMatch
+        let how: String
+        switch type {
+        case .text, .date:
+            match = .contains(text)
+            how = "contains"
+        case .integer, .reference:
+            guard let number = Int64(text) else {
+                page.error = "\(attribute) holds whole numbers: \"\(text.prefix(40))\" is not one."
+                return renderer.response(page, status: .badRequest)
+            }
+            match = .equals(.integer(number))
+            how = "is"
+        case .real:
+            guard let number = Double(text), number.isFinite else {
+                page.error = "\(attribute) holds numbers: \"\(text.prefix(40))\" is not one."
+                return renderer.response(page, status: .badRequest)
+            }
+            match = .equals(.real(number))
+            how = "is"
+        case .boolean:
+            guard let bool = ["true": true, "yes": true, "1": true, "false": false, "no": false, "0": false][text.lowercased()] else {
+                page.error = "\(attribute) is true or false."
+                return renderer.response(page, status: .badRequest)
+            }
+            match = .equals(.bool(bool))
+            how = "is"
+        case .attachment:
+            preconditionFailure("attachments are not offered")
+        }
+        let records = try await engine.storage.withReader { reader in
+            try reader.findRecords(entity, attributeIndex: index, matching: match, limit: Self.foundLimit + 1)
+        }
+        let order = entity.attributes.map(\.name)
+        page.finding = true
+        let count =
+            records.count > Self.foundLimit
+            ? "the first \(Self.foundLimit) records" : "\(records.count) record\(records.count == 1 ? "" : "s")"
+        page.foundHeading = "\(entity.name) whose \(parts[1]) \(how) \(Value.text(text).description): \(count)"
+        page.found = records.prefix(Self.foundLimit).map { record in
+            let values = Dictionary(uniqueKeysWithValues: zip(order, record.values))
+            return HistoryPage.Found(
+                title: "\(entity.name) \(record.id.rawValue)",
+                url: "/admin/history?entity=\(Self.queryValue(entity.name))&id=\(record.id.rawValue)",
+                summary: Self.summary(values, order: order))
+        }
+        return renderer.response(page)
+    }
+
+    /// `first_name = "Ana", last_name = "Lopez", …`: a record's first attributes, on one line.
+    static func summary(_ values: [String: Value], order: [String], limit: Int = 6) -> String {
+        let shown = order.prefix(limit).map { "\($0) = \(ConsoleFormat.display(values[$0] ?? .null))" }
+        return shown.joined(separator: ", ") + (order.count > limit ? ", …" : "")
+    }
+
     private func historyRow(_ change: RecordHistory.Change, order: [String], back: String) -> HistoryPage.Change {
         var operation = change.operation.rawValue
         if let reverted = change.revertOf { operation += ", a revert of revision \(reverted)" }
-        let who = change.device + (change.user.map { " (user \($0.rawValue))" } ?? "")
+        let who =
+            change.requestedBy.map { "\($0) (admin)" }
+            ?? change.device + (change.user.map { " (user \($0.rawValue))" } ?? "")
         let revertURL = "/admin/revert?revision=\(change.revision)&back=\(Self.queryValue(back))"
         let (url, note): (String?, String?) =
             switch change.revert {
@@ -138,12 +232,9 @@ extension ConsoleController {
                 context, status: .badRequest, heading: "Nothing reverted", kind: .error, text: "No revision was given.", back: back)
         }
         do {
-            let result = try await engine.revert(.revision(revision))
-            logger.info(
-                "console: reverted a change set",
-                metadata: [
-                    "reverted": "\(result.reverted)", "revision": "\(result.revision)", "by": "\(context.session.session.device.name)",
-                ])
+            let admin = context.session.session.device
+            let result = try await engine.revert(.revision(revision), by: admin)
+            SyncHTTPServer.logRevert(result, by: admin, logger: logger)
             return message(
                 context, heading: "Reverted", kind: .success,
                 text:

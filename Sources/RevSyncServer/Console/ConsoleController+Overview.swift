@@ -14,42 +14,62 @@ extension ConsoleController {
         .neverSynced: ("never synced", "tokens whose device has not synced yet"),
     ]
 
+    /// How many devices, refusals and erasures the overview lists by name; the rest are counted.
+    static let overviewListed = 12
+    static let overviewCardItems = 5
+
     func overviewPage(_ context: ConsoleRequestContext) async throws -> Response {
         let overview = try await Overview.load(storage: engine.storage, schema: engine.schema, snapshots: snapshots)
         let report = overview.report
-        let currency = FleetReport.Currency.allCases.map { currency in
-            let rows = report.activeRows.filter { $0.currency == currency }
-            return OverviewPage.Bucket(
-                key: currency.rawValue, count: rows.count, label: Self.currencyLabels[currency]?.label ?? currency.rawValue,
-                hint: Self.currencyLabels[currency]?.hint ?? "",
-                devices: rows.map { row in
-                    let detail: String? =
-                        switch currency {
-                        case .behind, .farBehind: "\(row.behind) behind"
-                        case .silent: "seen \(ConsoleFormat.ago(row.activity?.lastSeen, now: report.now))"
-                        case .current, .neverSynced: nil
-                        }
-                    // Flagged until it syncs: it may still hold what an erasure erased.
-                    let erased = row.holdsErasures.isEmpty ? nil : "holds erased data"
-                    return OverviewPage.DeviceLink(
-                        id: row.device.id, name: row.device.name,
-                        detail: [detail, erased].compactMap { $0 }.joined(separator: ", ").nilIfEmpty)
-                })
+        let (unhandled, refusals, devices) = try await engine.storage.withReader { reader in
+            (
+                try reader.unhandledRefusalCounts(), try reader.refusals(device: nil, limit: Self.overviewCardItems, handled: false),
+                try reader.allDevices()
+            )
         }
-        let page = OverviewPage(
+        let names = Dictionary(devices.map { ($0.device.id, $0.device.name) }, uniquingKeysWith: { first, _ in first })
+        let attention = FleetAttention(report: report, unhandledRefusals: unhandled)
+        let pending = try await engine.erasureReceipts().filter { !$0.complete }.reversed()
+        let currency = FleetReport.Currency.allCases.map { currency in
+            OverviewPage.Bucket(
+                key: currency.rawValue, count: report.activeRows.filter { $0.currency == currency }.count,
+                label: Self.currencyLabels[currency]?.label ?? currency.rawValue, hint: Self.currencyLabels[currency]?.hint ?? "",
+                url: "/admin/devices?currency=\(currency.rawValue)")
+        }
+        let more = attention.items.count - Self.overviewListed
+        var page = OverviewPage(
             chrome: chrome(context, .overview), maxRevision: report.maxRevision, live: overview.liveDevices,
             devices: report.activeRows.count, databaseSize: overview.databaseBytes.map(ConsoleFormat.bytes) ?? "unknown",
             snapshot: overview.snapshot.map { snapshot in
                 OverviewPage.Snapshot(
                     revision: snapshot.revision, age: ConsoleFormat.duration(report.now - Int64(snapshot.created.timeIntervalSince1970)))
             },
-            currency: currency, chart: TrafficChart(minutes: overview.minutes).svg(), syncs: overview.minutes.reduce(0) { $0 + $1.syncs },
-            commits: overview.minutes.reduce(0) { $0 + $1.commits }, refusals: overview.minutes.reduce(0) { $0 + $1.refusals },
+            attention: attention.items.prefix(Self.overviewListed).map { item in
+                OverviewPage.Attention(id: item.row.device.id, name: item.row.device.name, reasons: item.reasons.joined(separator: "; "))
+            },
+            attentionCount: attention.items.count, attentionMore: more > 0 ? "and \(more) more: all that need attention" : nil,
+            refusals: refusals.map { refusal in
+                OverviewPage.Refusal(
+                    time: ConsoleFormat.ago(refusal.time, now: report.now), deviceID: refusal.device,
+                    device: names[refusal.device] ?? "device \(refusal.device)", reason: refusal.reason.rawValue)
+            },
+            refusalCount: unhandled.values.reduce(0, +),
+            erasures: pending.prefix(Self.overviewCardItems).map { receipt in
+                let holding = receipt.devicesHolding
+                let shown = holding.prefix(Self.overviewCardItems).joined(separator: ", ")
+                return OverviewPage.Erasure(
+                    id: receipt.erasure.id, record: "\(receipt.erasure.entity) \(receipt.erasure.recordID.rawValue)",
+                    progress: "\(receipt.devicesErased) of \(receipt.devices)",
+                    holding: "still on " + shown
+                        + (holding.count > Self.overviewCardItems ? " and \(holding.count - Self.overviewCardItems) more" : ""))
+            },
+            erasureCount: pending.count, currency: currency, chart: TrafficChart(minutes: overview.minutes).svg(),
+            syncs: overview.minutes.reduce(0) { $0 + $1.syncs }, commits: overview.minutes.reduce(0) { $0 + $1.commits },
+            refused: overview.minutes.reduce(0) { $0 + $1.refusals },
             records: overview.records.map { OverviewPage.RecordCount(entity: $0.entity, count: $0.count) })
+        page.attentionAlert = page.attentionCount > 0
+        page.refusalAlert = page.refusalCount > 0
+        page.erasureAlert = page.erasureCount > 0
         return renderer.response(page)
     }
-}
-
-extension String {
-    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }

@@ -45,6 +45,7 @@ struct ConsoleController: Sendable {
         signedIn.get("devices/{id}/revoke") { _, context in try await revokePage(context) }
         signedIn.post("devices/{id}/revoke") { _, context in try await revoke(context) }
         signedIn.get("refusals") { request, context in try await refusalsPage(request, context: context) }
+        signedIn.post("refusals/handled") { request, context in try await markRefusal(request, context: context) }
         signedIn.get("history") { request, context in try await historyPage(request, context: context) }
         signedIn.get("attachments/{sha256}") { request, context in try await attachmentImage(request, context: context) }
         signedIn.get("revert") { request, context in try await revertPage(request, context: context) }
@@ -77,6 +78,20 @@ struct ConsoleController: Sendable {
             candidate.count <= 300, candidate.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
         else { return fallback }
         return candidate
+    }
+
+    /// The query of a page as a form sent it (`GET`): `+` is a space, and a `+` typed in a field
+    /// came as `%2B` (Hummingbird's `queryParameters` only percent-decodes). The first value of
+    /// each name.
+    static func formQuery(_ request: Request) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in (request.uri.query ?? "").split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decoded(_ text: Substring) -> String? { text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
+            guard let name = parts.first.flatMap(decoded), fields[name] == nil else { continue }
+            fields[name] = parts.count > 1 ? decoded(parts[1]) ?? "" : ""
+        }
+        return fields
     }
 
     /// `value` percent-encoded for a query.

@@ -22,6 +22,7 @@ struct ConsoleRenderer: Sendable {
         do {
             try library.register(ConsoleLayout.mustache, named: ConsoleLayout.name)
             try library.register(RefusedRecordsPartial.mustache, named: RefusedRecordsPartial.name)
+            try library.register(RefusalHandlingPartial.mustache, named: RefusalHandlingPartial.name)
             for page in Self.pages { try library.register(page.mustache, named: page.template) }
         } catch {
             preconditionFailure("a console template does not parse: \(error)")

@@ -13,8 +13,11 @@ public protocol DeviceReading: AnyObject {
     func deviceActivity() throws -> [Int64: DeviceActivityRecord]
     /// The requests counted per minute from `minute` on (minutes since 1970), oldest first.
     func traffic(since minute: Int64) throws -> [TrafficMinute]
-    /// The newest refused change sets of every device, newest first (`device`: of one).
-    func refusals(device: Int64?, limit: Int) throws -> [StoredRefusal]
+    /// The newest refused change sets of every device, newest first (`device`: of one); those an
+    /// operator marked handled only with `handled`.
+    func refusals(device: Int64?, limit: Int, handled: Bool) throws -> [StoredRefusal]
+    /// How many kept refusals no operator marked handled, per device.
+    func unhandledRefusalCounts() throws -> [Int64: Int]
 }
 
 /// Devices and what they did, written.
@@ -38,4 +41,15 @@ public protocol DeviceWriting: AnyObject {
     func recordLive(devices: [Int64], until: Int64?) throws
     /// Drops the minutes before `minute`.
     func purgeTraffic(before minute: Int64) throws
+    /// Marks the refusal of `device`'s change set `changeSetID` handled by the admin token
+    /// `admin` at `time` (seconds since 1970), or no longer handled (`admin` `nil`); returns
+    /// whether such a refusal is kept.
+    func markRefusal(device: Int64, changeSetID: String, handledBy admin: Int64?, at time: Int64) throws -> Bool
+}
+
+extension DeviceReading {
+    /// The newest refused change sets, those marked handled included.
+    public func refusals(device: Int64?, limit: Int) throws -> [StoredRefusal] {
+        try refusals(device: device, limit: limit, handled: true)
+    }
 }

@@ -21,12 +21,17 @@ public protocol HistoryReading: AnyObject {
     func revisions(changeSetID: String) throws -> [Revision]
     /// The reverts committed after `revision`: each revert's revision and the one it undid.
     func reverts(after revision: Revision) throws -> [(revision: Revision, reverted: Revision)]
+    /// The admin tokens that asked for the change sets the server made at `revisions` (a revert,
+    /// an erasure), by revision; a revision a device sent, or one made before the server kept
+    /// who asked, is not there.
+    func requesters(of revisions: [Revision]) throws -> [Revision: Int64]
 }
 
 /// Who changed what, written.
 public protocol HistoryWriting: AnyObject {
     /// Records what a change set did to each record (inside its transaction).
     func appendHistory(_ entries: [HistoryEntry]) throws
-    /// Records that the change set at `revision` is the revert of the one at `reverted`.
-    func recordRevert(revision: Revision, reverted: Revision) throws
+    /// Records that the change set at `revision` is the revert of the one at `reverted`, which
+    /// the admin token `requestedBy` asked for.
+    func recordRevert(revision: Revision, reverted: Revision, requestedBy: Int64) throws
 }

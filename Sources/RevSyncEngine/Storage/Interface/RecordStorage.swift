@@ -10,6 +10,17 @@ public protocol RecordReading: AnyObject {
     func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord]
     /// How many records each entity of the schema holds.
     func recordCounts() throws -> [(entity: String, count: Int64)]
+    /// The records of `entity` whose attribute at `attributeIndex` matches, in ID order, at most
+    /// `limit`: an operator's search (a scan of the table, bounded by `limit`).
+    func findRecords(_ entity: Entity, attributeIndex: Int, matching: RecordMatch, limit: Int) throws -> [StoredRecord]
+}
+
+/// What an operator looks for in one attribute.
+public enum RecordMatch: Sendable, Hashable {
+    /// Text that contains this, ignoring case (on SQLite, of ASCII letters only).
+    case contains(String)
+    /// This value exactly.
+    case equals(Value)
 }
 
 /// The records of the schema's entities, written.

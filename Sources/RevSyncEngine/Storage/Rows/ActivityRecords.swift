@@ -87,4 +87,7 @@ public struct StoredRefusal: Sendable, Hashable {
     /// Why ``records`` is empty though the server kept them: an erasure removed what the change
     /// set wrote, or what was kept cannot be read (one such row never fails a page).
     public var detailNote: String?
+    /// When an operator marked it handled (seconds since 1970), and which admin token did.
+    public var handledAt: Int64?
+    public var handledBy: Int64?
 }

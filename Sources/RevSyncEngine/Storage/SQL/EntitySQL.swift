@@ -25,6 +25,8 @@ struct EntitySQL: Sendable {
     let children: [Int: String]
     private let insertPrefix: String
     private let rowPlaceholders: String
+    /// The columns every select reads, in order.
+    private let columns: String
 
     /// Whether the table keeps who wrote each attribute (``Staleness/attribute``).
     let tracksAttributeWrites: Bool
@@ -41,6 +43,7 @@ struct EntitySQL: Sendable {
         let system = ["id", "revision", "_writer", "_other_revision"] + (tracksAttributeWrites ? [Self.attributeWritesColumn] : [])
         systemColumnCount = system.count
         let columns = (system + entity.attributes.map { quoted($0.name) }).joined(separator: ", ")
+        self.columns = columns
         select = "SELECT \(columns) FROM \(table) WHERE id = ?"
         selectBatch = "SELECT \(columns) FROM \(table) WHERE id IN (" + Array(repeating: "?", count: 128).joined(separator: ", ") + ")"
         selectAny = "SELECT \(columns) FROM \(table) WHERE id = ANY(?::bigint[])"
@@ -61,6 +64,16 @@ struct EntitySQL: Sendable {
             children[index] = "SELECT \(columns) FROM \(table) WHERE \(quoted(attribute.name)) = ? ORDER BY id"
         }
         self.children = children
+    }
+
+    /// The select of the records whose attribute at `index` contains a `LIKE` pattern (the first
+    /// argument, where a backslash escapes), case-insensitively (SQLite: ASCII letters), or (`contains`
+    /// `false`) equals the argument, in ID order, the second argument at most.
+    func find(attributeIndex index: Int, contains: Bool, _ dialect: SQLDialect) -> String {
+        let column = quoted(entity.attributes[index].name)
+        let condition =
+            contains ? "\(column) \(dialect.database == .postgres ? "ILIKE" : "LIKE") ? ESCAPE '\\'" : "\(column) = ?"
+        return "SELECT \(columns) FROM \(quoted(entity.name)) WHERE \(condition) ORDER BY id LIMIT ?"
     }
 
     /// The insert of `rows` rows at once.

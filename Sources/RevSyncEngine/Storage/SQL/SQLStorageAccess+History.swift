@@ -115,8 +115,29 @@ extension SQLStorageAccess {
             }
     }
 
-    func recordRevert(revision: Revision, reverted: Revision) throws {
-        try write("INSERT INTO _rs_reverts (revision, reverted) VALUES (?, ?)", [.integer(revision), .integer(reverted)])
+    /// The page's server-made revisions are few: both small tables are read by key.
+    func requesters(of revisions: [Revision]) throws -> [Revision: Int64] {
+        guard !revisions.isEmpty else { return [:] }
+        var requesters: [Revision: Int64] = [:]
+        for chunk in stride(from: 0, to: revisions.count, by: 500).map({ Array(revisions[$0..<min($0 + 500, revisions.count)]) }) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let rows = try connection.rows(
+                """
+                SELECT revision, requested_by FROM _rs_reverts WHERE revision IN (\(marks)) AND requested_by IS NOT NULL
+                UNION ALL SELECT revision, device_id FROM _rs_erasures WHERE revision IN (\(marks))
+                """, (chunk + chunk).map { .integer($0) })
+            for row in rows {
+                guard let revision = row[0].integerValue, let device = row[1].integerValue else { continue }
+                requesters[revision] = device
+            }
+        }
+        return requesters
+    }
+
+    func recordRevert(revision: Revision, reverted: Revision, requestedBy: Int64) throws {
+        try write(
+            "INSERT INTO _rs_reverts (revision, reverted, requested_by) VALUES (?, ?, ?)",
+            [.integer(revision), .integer(reverted), .integer(requestedBy)])
     }
 
     /// A change set's history rows, up to ``historyBatchSize`` in one statement (a small sync's

@@ -46,6 +46,25 @@ extension SQLStorageAccess {
         return try records(select, [.integer(parent.rawValue)], sql)
     }
 
+    func findRecords(_ entity: Entity, attributeIndex: Int, matching: RecordMatch, limit: Int) throws -> [StoredRecord] {
+        let sql = try sql(entity)
+        precondition(entity.attributes.indices.contains(attributeIndex), "\(entity.name) has no attribute \(attributeIndex)")
+        switch matching {
+        case .contains(let text):
+            var pattern = "%"
+            for character in text {
+                if character == "\\" || character == "%" || character == "_" { pattern.append("\\") }
+                pattern.append(character)
+            }
+            pattern.append("%")
+            return try records(
+                sql.find(attributeIndex: attributeIndex, contains: true, dialect), [.text(pattern), .integer(Int64(limit))], sql)
+        case .equals(let value):
+            return try records(
+                sql.find(attributeIndex: attributeIndex, contains: false, dialect), [dialect.bind(value), .integer(Int64(limit))], sql)
+        }
+    }
+
     func insert(_ entity: Entity, _ record: StoredRecord) throws {
         let sql = try sql(entity)
         forget(entity, record.id)

@@ -184,7 +184,16 @@ enum ServerTables {
                         "ALTER TABLE _rs_attachment_parts ADD PRIMARY KEY (sha256, device_id, start)",
                     ])
                 + [
-                    "ALTER TABLE _rs_attachments ADD COLUMN parts_device \(dialect.bigint)"
+                    "ALTER TABLE _rs_attachments ADD COLUMN parts_device \(dialect.bigint)",
+                    // The admin token that asked for each revert (null: before this version), so
+                    // that history names a person, not "server".
+                    "ALTER TABLE _rs_reverts ADD COLUMN requested_by \(dialect.bigint)",
+                    // A refusal an operator marked handled in the console: when, and by which admin token.
+                    "ALTER TABLE _rs_outcomes ADD COLUMN handled_at \(dialect.bigint)",
+                    "ALTER TABLE _rs_outcomes ADD COLUMN handled_by \(dialect.bigint)",
+                    // The refusals alone (a few among many commits): the console's lists and counts
+                    // read them without scanning every outcome; commits are not in it.
+                    "CREATE INDEX _rs_outcomes_refused ON _rs_outcomes (processed_at) WHERE revision IS NULL",
                 ]
         },
     ]

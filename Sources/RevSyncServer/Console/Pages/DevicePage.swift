@@ -11,6 +11,8 @@ struct DevicePage: ConsolePage {
         var entries: [String]
         /// Base, mine and theirs of its first records.
         var records: [RefusedRecordsPartial.Record]
+        var handling: RefusalHandlingPartial.Handling
+        var handled: Bool
     }
 
     /// A committed change set.
@@ -64,14 +66,15 @@ struct DevicePage: ConsolePage {
         <h2>Refused change sets</h2>
         <p class="muted">{{refusedNote}}</p>
         <table id="refused" class="cards">
-          <thead><tr><th>Time</th><th>Reason</th><th>Change set</th><th>Why, per record</th></tr></thead>
+          <thead><tr><th>Time</th><th>Reason</th><th>Change set</th><th>Why, per record</th><th><span class="hidden">Action</span></th></tr></thead>
           <tbody>
           {{#refused}}
-          <tr class="refused"><td data-label="Time">{{time}}</td><td data-label="Reason" class="reason">{{reason}}</td>
+          <tr class="refused{{#handled}} handled{{/handled}}"><td data-label="Time">{{time}}</td><td data-label="Reason" class="reason">{{reason}}</td>
             <td data-label="Change set"><code>{{changeSet}}</code></td>
-            <td data-label="Why" class="wrap"><div class="why"><ul class="entries">{{#entries}}<li>{{.}}</li>{{/entries}}</ul>{{>refused-records}}</div></td></tr>
+            <td data-label="Why" class="wrap"><div class="why"><ul class="entries">{{#entries}}<li>{{.}}</li>{{/entries}}</ul>{{>refused-records}}</div></td>
+            <td data-label="" class="action">{{>refusal-handling}}</td></tr>
           {{/refused}}
-          {{^refused}}<tr><td colspan="4" class="muted">None kept.</td></tr>{{/refused}}
+          {{^refused}}<tr><td colspan="5" class="muted">None kept.</td></tr>{{/refused}}
           </tbody>
         </table>
         <h2>Committed change sets</h2>

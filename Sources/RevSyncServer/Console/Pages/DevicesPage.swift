@@ -1,5 +1,6 @@
-/// Every token with what the server knows of its device, sortable by any column; a form to
-/// create a token, and a `Revoke…` per token.
+/// Every token with what the server knows of its device, sortable by any column and filtered
+/// by name, role and currency (`?name=&role=&currency=`); the form to create a token at the
+/// top, and a `Revoke…` per token.
 struct DevicesPage: ConsolePage {
     static let template = "devices"
 
@@ -11,6 +12,8 @@ struct DevicesPage: ConsolePage {
         var active: Bool
         var order: String
         var arrow: String
+        /// Where the column's link leads: this sort, the filter kept.
+        var url: String
     }
 
     struct Row: ConsoleView {
@@ -44,6 +47,13 @@ struct DevicesPage: ConsolePage {
         var selected: Bool
     }
 
+    /// An option of a filter's select: its value, its label, whether it is chosen.
+    struct FilterOption: ConsoleView {
+        var value: String
+        var label: String
+        var selected: Bool
+    }
+
     let title = "Devices"
     var chrome: ConsoleChrome?
     let refresh: Int? = 5
@@ -53,19 +63,42 @@ struct DevicesPage: ConsolePage {
     var rows: [Row]
     var roles: [RoleOption]
     var hasUsers: Bool
+    /// The filter as asked, and what it shows.
+    var nameFilter: String
+    var roleFilters: [FilterOption]
+    var currencyFilters: [FilterOption]
+    /// `3 of 49 devices match`, or `49 devices`.
+    var shown: String
+    var filtered: Bool
 
     static let mustache = """
         {{<layout}}{{$content}}
         <h1>Devices</h1>
-        <p class="muted">Revision {{maxRevision}}. Sorted by {{sortLabel}}; click a column to sort.</p>
-        <nav class="sort" aria-label="Sort by">Sort by: {{#columns}}<a href="/admin/devices?sort={{key}}&amp;order={{order}}"{{#active}} aria-current="true"{{/active}}>{{label}}{{#active}} {{arrow}}{{/active}}</a> {{/columns}}</nav>
+        <form method="post" action="/admin/devices" class="inline" id="create-token">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
+          <span class="form-title">New token</span>
+          <label>Name <input name="name" id="new-name" required maxlength="200"></label>
+          <label>Role <select name="role" id="new-role">{{#roles}}<option{{#selected}} selected{{/selected}}>{{name}}</option>{{/roles}}</select></label>
+          {{#hasUsers}}<label>User (record ID) <input name="user" id="new-user" inputmode="numeric" pattern="[0-9]*"></label>{{/hasUsers}}
+          <button type="submit" id="create">Create</button>
+        </form>
+        <form method="get" action="/admin/devices" class="inline" id="filter" role="search">
+          <span class="form-title">Filter</span>
+          <label>Name <input name="name" id="filter-name" value="{{nameFilter}}" maxlength="200" type="search"></label>
+          <label>Role <select name="role" id="filter-role">{{#roleFilters}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/roleFilters}}</select></label>
+          <label>Currency <select name="currency" id="filter-currency">{{#currencyFilters}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/currencyFilters}}</select></label>
+          <button type="submit" id="apply-filter">Filter</button>
+          {{#filtered}}<a class="button secondary" id="clear-filter" href="/admin/devices">Show all</a>{{/filtered}}
+        </form>
+        <p class="muted" id="shown">{{shown}}. Revision {{maxRevision}}. Sorted by {{sortLabel}}; click a column to sort.</p>
+        <nav class="sort" aria-label="Sort by">Sort by: {{#columns}}<a href="{{url}}"{{#active}} aria-current="true"{{/active}}>{{label}}{{#active}} {{arrow}}{{/active}}</a> {{/columns}}</nav>
         <table id="devices" class="cards">
-          <thead><tr>{{#columns}}<th{{#number}} class="number"{{/number}}><a href="/admin/devices?sort={{key}}&amp;order={{order}}">{{label}}{{#active}} {{arrow}}{{/active}}</a></th>{{/columns}}<th><span class="hidden">Action</span></th></tr></thead>
+          <thead><tr>{{#columns}}<th{{#number}} class="number"{{/number}}><a href="{{url}}">{{label}}{{#active}} {{arrow}}{{/active}}</a></th>{{/columns}}<th><span class="hidden">Action</span></th></tr></thead>
           <tbody>
           {{#rows}}
           <tr id="device-{{id}}" data-name="{{name}}" class="{{#revoked}}revoked{{/revoked}} {{currency}}">
             <td data-label="Device" class="name"><a href="/admin/devices/{{id}}">{{name}}</a></td>
-            <td data-label="User">{{user}}</td>
+            <td data-label="User">{{#user}}{{user}}{{/user}}{{^user}}–{{/user}}</td>
             <td data-label="Role">{{role}}</td>
             <td data-label="Last seen">{{lastSeen}}</td>
             <td data-label="Revision" class="number">{{revision}}</td>
@@ -74,20 +107,13 @@ struct DevicesPage: ConsolePage {
             <td data-label="Pending" class="number">{{pending}}</td>
             <td data-label="Live" class="live">{{#live}}● live{{/live}}{{^live}}–{{/live}}</td>
             <td data-label="Client" class="wrap">{{clientVersion}}</td>
-            <td data-label="Last refusal">{{#lastRefusal}}<span class="reason">{{reason}}</span> {{time}}{{/lastRefusal}}</td>
+            <td data-label="Last refusal">{{#lastRefusal}}<span class="reason">{{reason}}</span> {{time}}{{/lastRefusal}}{{^lastRefusal}}–{{/lastRefusal}}</td>
             <td data-label="" class="action">{{#revoked}}revoked{{/revoked}}{{^revoked}}<a class="button danger small" href="/admin/devices/{{id}}/revoke">Revoke…</a>{{/revoked}}</td>
           </tr>
           {{/rows}}
+          {{^rows}}<tr><td colspan="12" class="muted">No device matches the filter.</td></tr>{{/rows}}
           </tbody>
         </table>
-        <h2>Create a token</h2>
-        <form method="post" action="/admin/devices" class="inline" id="create-token">
-          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
-          <label>Name <input name="name" id="new-name" required maxlength="200"></label>
-          <label>Role <select name="role" id="new-role">{{#roles}}<option{{#selected}} selected{{/selected}}>{{name}}</option>{{/roles}}</select></label>
-          {{#hasUsers}}<label>User (record ID) <input name="user" id="new-user" inputmode="numeric" pattern="[0-9]*"></label>{{/hasUsers}}
-          <button type="submit" id="create">Create</button>
-        </form>
         {{/content}}{{/layout}}
         """
 }

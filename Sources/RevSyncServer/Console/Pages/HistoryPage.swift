@@ -1,6 +1,7 @@
 /// A record's history: its changes, oldest first as the CLI and the API list them, each as what
 /// changed (`name: "U12" → "U12 Lions"`) with the whole record on demand, and `Revert…` where a
-/// revert is possible (otherwise why not); `Erase…` for the record.
+/// revert is possible (otherwise why not); `Erase…` for the record. A record is looked up by its
+/// ID, or found by an attribute's value (`?attribute=players.last_name&value=Lopez`).
 struct HistoryPage: ConsolePage {
     static let template = "history"
 
@@ -28,6 +29,25 @@ struct HistoryPage: ConsolePage {
         var thumbnails: [Thumbnail] = []
     }
 
+    /// The attributes one can search, an entity's in a group.
+    struct SearchGroup: ConsoleView {
+        var entity: String
+        var options: [SearchOption]
+    }
+
+    struct SearchOption: ConsoleView {
+        var value: String
+        var label: String
+        var selected: Bool
+    }
+
+    /// A record found by an attribute's value.
+    struct Found: ConsoleView {
+        var title: String
+        var url: String
+        var summary: String
+    }
+
     /// An image attachment of a change, shown small (`/admin/attachments/{sha256}?type=…`).
     struct Thumbnail: ConsoleView {
         var url: String
@@ -47,6 +67,12 @@ struct HistoryPage: ConsolePage {
     var newestURL: String?
     /// The confirmation of erasing the record looked up.
     var eraseURL: String?
+    var searchGroups: [SearchGroup] = []
+    var searchValue = ""
+    var finding = false
+    /// `players whose last_name contains "lopez": 2 records`.
+    var foundHeading = ""
+    var found: [Found] = []
 
     static let mustache = """
         {{<layout}}{{$content}}
@@ -56,7 +82,16 @@ struct HistoryPage: ConsolePage {
           <label>ID <input name="id" id="record-id" value="{{idText}}" inputmode="numeric" required></label>
           <button type="submit" id="look-up">Look up</button>
         </form>
+        <form method="get" action="/admin/history" class="inline" id="find" role="search">
+          <label>Attribute <select name="attribute" id="find-attribute">{{#searchGroups}}<optgroup label="{{entity}}">{{#options}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/options}}</optgroup>{{/searchGroups}}</select></label>
+          <label>Value <input name="value" id="find-value" value="{{searchValue}}" required maxlength="200" placeholder="Lopez"></label>
+          <button type="submit" id="find-records">Find</button>
+        </form>
         {{#error}}<p class="error" id="error" role="alert">{{error}}</p>{{/error}}
+        {{#finding}}
+        <h2 id="found-heading">{{foundHeading}}</h2>
+        <ul class="found" id="found">{{#found}}<li><a href="{{url}}">{{title}}</a> <span class="muted">{{summary}}</span></li>{{/found}}</ul>
+        {{/finding}}
         {{#searched}}
         <h2 id="heading">{{heading}}</h2>
         {{#eraseURL}}<p class="actions"><a class="button danger small" id="erase" href="{{eraseURL}}">Erase…</a> <span class="muted">a person's data, from the server, its history and every device</span></p>{{/eraseURL}}

@@ -1,5 +1,9 @@
-/// The overview: the revision, devices live, the database, the snapshot, fleet currency (which
-/// devices lack what), the last hour's traffic, records per entity.
+/// The overview: the revision, devices live, the database, the snapshot; the devices that need
+/// attention by name (the others counted by currency), the refusals not handled and the
+/// erasures still pending as cards; the last hour's traffic, records per entity.
+///
+/// Its height does not grow with the fleet: the lists it shows are capped, each with a link to
+/// the page that lists them all.
 struct OverviewPage: ConsolePage {
     static let template = "overview"
 
@@ -8,20 +12,36 @@ struct OverviewPage: ConsolePage {
         var age: String
     }
 
-    /// One group of fleet currency, with every device in it (none hidden).
+    /// One group of fleet currency: how many devices, and the devices page filtered to them.
     struct Bucket: ConsoleView {
         var key: String
         var count: Int
         var label: String
         var hint: String
-        var devices: [DeviceLink]
+        var url: String
     }
 
-    struct DeviceLink: ConsoleView {
+    /// A device that needs attention, with why.
+    struct Attention: ConsoleView {
         var id: Int64
         var name: String
-        /// How far behind, or since when silent.
-        var detail: String?
+        var reasons: String
+    }
+
+    /// A refusal not handled yet.
+    struct Refusal: ConsoleView {
+        var time: String
+        var deviceID: Int64
+        var device: String
+        var reason: String
+    }
+
+    /// An erasure some device may still hold.
+    struct Erasure: ConsoleView {
+        var id: Int64
+        var record: String
+        var progress: String
+        var holding: String
     }
 
     struct RecordCount: ConsoleView {
@@ -37,12 +57,24 @@ struct OverviewPage: ConsolePage {
     var devices: Int
     var databaseSize: String
     var snapshot: Snapshot?
+    var attention: [Attention]
+    var attentionCount: Int
+    /// `and 12 more`, when the list is cut.
+    var attentionMore: String?
+    var refusals: [Refusal]
+    var refusalCount: Int
+    var erasures: [Erasure]
+    var erasureCount: Int
     var currency: [Bucket]
+    /// Whether each card has something to look at (its border says so).
+    var attentionAlert = false
+    var refusalAlert = false
+    var erasureAlert = false
     /// An SVG the server draws from numbers only (``TrafficChart``): the one unescaped value.
     var chart: String
     var syncs: Int
     var commits: Int
-    var refusals: Int
+    var refused: Int
     var records: [RecordCount]
 
     static let mustache = """
@@ -54,19 +86,38 @@ struct OverviewPage: ConsolePage {
           <div class="figure"><span class="label">Database</span><span class="value">{{databaseSize}}</span></div>
           <div class="figure"><span class="label">Snapshot</span><span class="value">{{#snapshot}}revision {{revision}}, {{age}} old{{/snapshot}}{{^snapshot}}none yet{{/snapshot}}</span></div>
         </section>
+        <section class="cards-grid">
+          <div class="card{{#attentionAlert}} alert{{/attentionAlert}}" id="attention">
+            <h2><span class="count">{{attentionCount}}</span> need attention</h2>
+            <ul class="list">{{#attention}}<li><a href="/admin/devices/{{id}}">{{name}}</a> <span class="muted">{{reasons}}</span></li>{{/attention}}</ul>
+            {{^attention}}<p class="muted">No device needs attention.</p>{{/attention}}
+            {{#attentionMore}}<p><a href="/admin/devices?currency=attention" id="attention-all">{{attentionMore}}</a></p>{{/attentionMore}}
+          </div>
+          <div class="card{{#refusalAlert}} alert{{/refusalAlert}}" id="refusals-card">
+            <h2><span class="count">{{refusalCount}}</span> refusals not handled</h2>
+            <ul class="list">{{#refusals}}<li><a href="/admin/devices/{{deviceID}}">{{device}}</a> <span class="reason">{{reason}}</span> <span class="muted">{{time}}</span></li>{{/refusals}}</ul>
+            {{^refusals}}<p class="muted">Every refusal kept is handled.</p>{{/refusals}}
+            <p><a href="/admin/refusals">The refusals</a></p>
+          </div>
+          <div class="card{{#erasureAlert}} alert{{/erasureAlert}}" id="erasures-card">
+            <h2><span class="count">{{erasureCount}}</span> erasures pending</h2>
+            <ul class="list">{{#erasures}}<li>#{{id}} {{record}}: {{progress}} erased <span class="muted">{{holding}}</span></li>{{/erasures}}</ul>
+            {{^erasures}}<p class="muted">Every device has removed what was erased.</p>{{/erasures}}
+            <p><a href="/admin/erasures">The erasures</a></p>
+          </div>
+        </section>
         <h2>Fleet currency</h2>
         <section class="currency" id="currency">
           {{#currency}}
-          <div class="bucket {{key}}" id="currency-{{key}}">
+          <a class="bucket {{key}}" id="currency-{{key}}" href="{{url}}">
             <span class="count">{{count}}</span> <span class="label">{{label}}</span>
-            <p class="hint">{{hint}}</p>
-            <ul class="names">{{#devices}}<li><a href="/admin/devices/{{id}}">{{name}}</a>{{#detail}} <span class="muted">{{detail}}</span>{{/detail}}</li>{{/devices}}</ul>
-          </div>
+            <span class="hint">{{hint}}</span>
+          </a>
           {{/currency}}
         </section>
         <h2>The last hour</h2>
         <figure class="chart">{{{chart}}}
-          <figcaption>Per minute: <span class="key syncs">syncs</span> <span class="key commits">commits</span> <span class="key refusals">refusals</span>. In the hour: {{syncs}} syncs, {{commits}} commits, {{refusals}} refusals.</figcaption>
+          <figcaption>Per minute: <span class="key syncs">syncs</span> <span class="key commits">commits</span> <span class="key refusals">refusals</span>. In the hour: {{syncs}} syncs, {{commits}} commits, {{refused}} refusals.</figcaption>
         </figure>
         <h2>Records</h2>
         <table class="compact">

@@ -10,6 +10,8 @@ enum RefusedRecordsPartial {
 
     struct Record: ConsoleView {
         var title: String
+        /// The record's history, for a record with a permanent ID (a create's is temporary).
+        var historyURL: String?
         var rows: [Row]
         var hasRows: Bool
         var note: String?
@@ -26,7 +28,7 @@ enum RefusedRecordsPartial {
 
     static let mustache = """
         {{#records}}<div class="sides">
-          <p class="sides-title">{{title}}</p>
+          <p class="sides-title">{{#historyURL}}<a href="{{historyURL}}">{{title}}</a>{{/historyURL}}{{^historyURL}}{{title}}{{/historyURL}}</p>
           {{#note}}<p class="hint">{{note}}</p>{{/note}}
           {{#hasRows}}<div class="sides-grid" role="table" aria-label="{{title}}">
             <span class="head" role="columnheader">Attribute</span><span class="head" role="columnheader">Base</span><span class="head" role="columnheader">Mine</span><span class="head" role="columnheader">Theirs</span>
@@ -38,7 +40,7 @@ enum RefusedRecordsPartial {
     /// The records of one refusal, for the partial; when the server cannot show them (an
     /// erasure removed them, or they cannot be read), a note that says so.
     static func records(of refusal: StoredRefusal) -> [Record] {
-        if let note = refusal.detailNote { return [Record(title: "What it wrote", rows: [], hasRows: false, note: note)] }
+        if let note = refusal.detailNote { return [Record(title: "What it wrote", historyURL: nil, rows: [], hasRows: false, note: note)] }
         return records(refusal.records)
     }
 
@@ -61,7 +63,10 @@ enum RefusedRecordsPartial {
             } else if record.base == nil && record.operation != .create {
                 note = "Its history at the base revision is no longer kept."
             }
-            return Record(title: title, rows: rows, hasRows: !rows.isEmpty, note: note)
+            let history =
+                record.id.rawValue > 0
+                ? "/admin/history?entity=\(ConsoleController.queryValue(record.entity))&id=\(record.id.rawValue)" : nil
+            return Record(title: title, historyURL: history, rows: rows, hasRows: !rows.isEmpty, note: note)
         }
     }
 

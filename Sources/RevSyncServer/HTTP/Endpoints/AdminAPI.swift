@@ -83,16 +83,16 @@ extension SyncHTTPServer {
     }
 
     func adminRevert(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        _ = try await requireAdmin(request, context: context)
+        let admin = try await requireAdmin(request, context: context)
         let body = try await request.jsonBody(limit: 64 * 1024, reservation: bodyBudget.reservation())
         let target = try Self.revertTarget(body)
         let result: ChangeSetRevert.Result
         do {
-            result = try await engine.revert(target)
+            result = try await engine.revert(target, by: admin)
         } catch let refusal as ChangeSetRevert.Refusal {
             throw APIError(refusal)
         }
-        logger.info("reverted a change set", metadata: ["reverted": "\(result.reverted)", "revision": "\(result.revision)"])
+        Self.logRevert(result, by: admin, logger: logger)
         var writer = JSONWriter()
         writer.writeRaw("{\"revision\":")
         writer.writeInteger(result.revision)
@@ -106,8 +106,19 @@ extension SyncHTTPServer {
         writer.writeInteger(result.restored)
         writer.writeRaw(",\"deleted\":")
         writer.writeInteger(result.deleted)
+        writer.writeRaw(",\"requestedBy\":")
+        writer.writeString(admin.name)
         writer.writeByte(UInt8(ascii: "}"))
         return compression.jsonResponse(writer.bytes, for: request)
+    }
+
+    /// The log line of a revert, naming the admin token that asked (the API's and the console's).
+    static func logRevert(_ result: ChangeSetRevert.Result, by admin: Device, logger: Logger) {
+        logger.notice(
+            "reverted a change set",
+            metadata: [
+                "reverted": "\(result.reverted)", "revision": "\(result.revision)", "by": "\(admin.name)", "device_id": "\(admin.id)",
+            ])
     }
 
     /// `{"changeSet": "<id>"}` or `{"revision": R}`, typed strictly: a revision is an integer
@@ -130,6 +141,8 @@ extension SyncHTTPServer {
         writeAuthorship(
             revision: change.revision, time: change.time, device: change.device, user: change.user, changeSetID: change.changeSetID,
             into: &writer)
+        writer.writeRaw(",\"requestedBy\":")
+        if let requester = change.requestedBy { writer.writeString(requester) } else { writer.writeNull() }
         writer.writeRaw(",\"operation\":")
         writer.writeString(change.operation.rawValue)
         writer.writeRaw(",\"before\":")
