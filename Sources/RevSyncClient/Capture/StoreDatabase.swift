@@ -1,4 +1,4 @@
-public import GRDB
+import GRDB
 import RevSyncSQLite
 
 /// ``LocalStore/database``: the store's `DatabasePool`, for plain GRDB code, with one thing

@@ -7,7 +7,7 @@ public import RevSyncProtocol
 ///   `s` dropped, `ss` kept), in UpperCamelCase: `team_players` → `TeamPlayer`; the entity's
 ///   `"swiftName"` in the schema overrides it;
 /// - a property is the attribute name in lowerCamelCase with the word `id` written `ID`:
-///   `team_id` → `teamID`; a Swift keyword is written in backticks (`` `default` ``);
+///   `team_id` → `teamID`; a Swift keyword is escaped with backticks, as Swift wants it (a property `default`);
 /// - a `belongsTo` association per reference is named after the attribute without `_id`:
 ///   `team_id` → `team`, `recorded_by` → `recordedBy`.
 ///
@@ -19,6 +19,8 @@ public enum SwiftNames {
     /// Why a schema's Swift types cannot be generated: two names collide, or a name is one the
     /// file needs for itself.
     public struct Collision: Error, CustomStringConvertible, Sendable, Equatable {
+        /// What collides, naming both sides: `entities team and teams would both be the Swift
+        /// type Team: give one of them a swiftName`.
         public let message: String
         public var description: String { message }
     }
