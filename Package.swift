@@ -43,7 +43,7 @@ let package = Package(
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
         .target(
             name: "RevSyncProtocol",
-            dependencies: ["CZlib"],
+            dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .plugin(name: "GitRevision", capability: .buildTool()),

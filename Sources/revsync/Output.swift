@@ -102,6 +102,16 @@ enum Output {
                 }
             }
         }
+        if report.repairedRecords > 0 {
+            lines.append(
+                RepairReport(revision: report.maxRevision, repaired: report.repaired, differences: report.differences).summary + ".")
+        }
+        if let failure = report.repairFailure {
+            lines.append(
+                TerminalText.escaped("The records could not be checked against the server's: \(failure); the next sync tries again."))
+        } else if report.verified == false {
+            lines.append("The records still differ from the server's after the sync; `revsync verify` says which.")
+        }
         return lines
     }
 
@@ -158,7 +168,47 @@ enum Output {
                 ChangeSet(id: conflict.changeSetID, conflict: true, reason: conflict.reason, conflicts: conflict.entries).encode(
                     into: &writer)
             }
-            writer.writeRaw("]}")
+            writer.writeRaw("],\"verified\":")
+            if let verified = report.verified { writer.writeBool(verified) } else { writer.writeNull() }
+            writer.writeRaw(",\"repaired\":")
+            writeRepaired(report.repaired, into: &writer)
+            writer.writeRaw(",\"differences\":")
+            writeDifferences(report.differences, into: &writer)
+            writer.writeByte(UInt8(ascii: "}"))
         }
+    }
+
+    /// `{"players": {"updated": 2, "inserted": 0, "removed": 1}}`.
+    static func writeRepaired(_ repaired: [String: RepairCounts], into writer: inout JSONWriter) {
+        writer.writeByte(UInt8(ascii: "{"))
+        for (index, entity) in repaired.keys.sorted().enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            let counts = repaired[entity]!
+            writer.writeString(entity)
+            writer.writeRaw(":{\"updated\":")
+            writer.writeInteger(counts.updated)
+            writer.writeRaw(",\"inserted\":")
+            writer.writeInteger(counts.inserted)
+            writer.writeRaw(",\"removed\":")
+            writer.writeInteger(counts.removed)
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeByte(UInt8(ascii: "}"))
+    }
+
+    /// `[{"entity": "players", "id": 12, "kind": "changed"}]`.
+    static func writeDifferences(_ differences: [RecordDifference], into writer: inout JSONWriter) {
+        writer.writeByte(UInt8(ascii: "["))
+        for (index, difference) in differences.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeRaw("{\"entity\":")
+            writer.writeString(difference.record.entity)
+            writer.writeRaw(",\"id\":")
+            writer.writeInteger(difference.record.id.rawValue)
+            writer.writeRaw(",\"kind\":")
+            writer.writeString(difference.kind.rawValue)
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeByte(UInt8(ascii: "]"))
     }
 }

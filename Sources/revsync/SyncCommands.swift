@@ -146,9 +146,9 @@ struct StateLine {
     }
 }
 
-/// The synchronizer of the commands. `REVSYNC_CRASH_AT` (`response-received` or
-/// `before-revision`) kills the process at that step: a fault-injection hook for the crash
-/// tests, which prove that nothing is lost or doubled.
+/// The synchronizer of the commands. `REVSYNC_CRASH_AT` (`response-received`,
+/// `before-revision` or `repair-received`) kills the process at that step: a fault-injection
+/// hook for the crash tests, which prove that nothing is lost or doubled.
 func makeSynchronizer(_ store: LocalStore, startFromSnapshot: Bool = true) -> Synchronizer {
     let crashAt = ProcessInfo.processInfo.environment["REVSYNC_CRASH_AT"]
     var configuration = Synchronizer.Configuration()
@@ -157,7 +157,8 @@ func makeSynchronizer(_ store: LocalStore, startFromSnapshot: Bool = true) -> Sy
         store: store, configuration: configuration,
         stageHook: { stage in
             switch (stage, crashAt) {
-            case (.responseReceived, "response-received"), (.appliedBeforeRevision, "before-revision"):
+            case (.responseReceived, "response-received"), (.appliedBeforeRevision, "before-revision"),
+                (.repairReceived, "repair-received"):
                 kill(getpid(), SIGKILL)
             default:
                 break

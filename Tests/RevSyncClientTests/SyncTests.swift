@@ -286,6 +286,7 @@ import Testing
                         seen.append("overwritten \(records.map(\.description).joined(separator: ","))")
                     case .serverChangesApplied: seen.append("applied")
                     case .conflicts(let conflicts): seen.append("conflicts \(conflicts.count)")
+                    case .repaired: seen.append("repaired")
                     case .finished: seen.append("finished")
                     case .failed: seen.append("failed")
                     case .received: seen.append("received")

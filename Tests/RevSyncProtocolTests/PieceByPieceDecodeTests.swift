@@ -62,12 +62,13 @@ import Testing
     }
 
     static func wholeEvents(_ json: [UInt8]) throws -> [String] {
-        try events { try SyncMessage.decodeResponse(json: json, snapshotBegins: $0, snapshotRecord: $1, changeSet: $2) }
+        try events { try SyncMessage.decodeResponse(json: json, snapshotBegins: $0, snapshotRecord: $1, changeSet: $2).maxRevision }
     }
 
     static func pieceEvents(_ json: [UInt8], size: Int) throws -> [String] {
         try events {
             try SyncMessage.decodeResponse(reading: pieces(of: json, size: size), snapshotBegins: $0, snapshotRecord: $1, changeSet: $2)
+                .maxRevision
         }
     }
 

@@ -247,6 +247,22 @@ import Testing
             #expect((lateRow?["holdsErasures"] as? [NSNumber])?.map(\.intValue) == [1, 2])
             _ = try await late.sync()
             _ = try await early.sync()
+            // Sent the erasures (early, the player's values too), the devices have not shown that
+            // they removed the values: both still count as holding them.
+            let (_, sent) = try await Self.admin(server, admin.token, "GET", "/admin/api/erasures")
+            #expect(
+                (sent["erasures"] as? [[String: Any]])?.map { $0["devicesHolding"] as? [String] } == [
+                    ["early", "late"], ["early", "late"],
+                ])
+            // Each proves its records equal to the server's at the revision it holds.
+            let revision = try await server.revision()
+            let digest = try #require(try await server.storage.withReader { try $0.dataSetDigest() }).total
+            for device in [late, early] {
+                let proof = try await server.send(
+                    "POST", "/verify", headers: [("Authorization", "Bearer \(device.token)"), ("Content-Type", "application/json")],
+                    body: Array(#"{"revision": \#(revision), "report": "\#(digest)"}"#.utf8))
+                #expect(proof.status == 200 && proof.bodyText.contains(#""verified":true"#), "\(proof.bodyText)")
+            }
             let (_, after) = try await Self.admin(server, admin.token, "GET", "/admin/api/erasures")
             #expect((after["erasures"] as? [[String: Any]])?.allSatisfy { $0["complete"] as? Bool == true } == true)
         }

@@ -116,7 +116,7 @@ import Testing
                 let response = try await device.post(Self.emptySync, headers: headers)
                 #expect(response.status == 200)
                 #expect(response.header("Content-Encoding") == nil)
-                #expect(response.bodyText == #"{"maxRevision":0,"changeSets":[]}"#)
+                #expect(response.bodyText == #"{"maxRevision":0,"changeSets":[],"digest":"0:00000000000000000000000000000000"}"#)
             }
         }
     }

@@ -57,6 +57,15 @@ enum CaptureIntegrity {
             try capture.installTriggers(in: db)
             refused.append("dropping or changing RevSync's capture triggers (they are installed again)")
         }
+        let schema = capture.schema()
+        if try StoreDigest.markerCount(in: db) < schema.entities.count * 3 {
+            // Writes may have gone unmarked meanwhile: every hash is computed again at the next sync.
+            try capture.suspended {
+                try StoreDigest.installMarkers(in: db, schema: schema)
+                try StoreState(db: db).set(.digestSchema, nil)
+            }
+            refused.append("dropping RevSync's change marks (they are created again, and the records checked at the next sync)")
+        }
         return refused.isEmpty ? nil : "app SQL may not change what the store depends on: \(refused.joined(separator: "; "))"
     }
 }

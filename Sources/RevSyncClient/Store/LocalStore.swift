@@ -51,6 +51,8 @@ public final class LocalStore: Sendable {
     private let currentSchema: Locked<Schema>
     /// Told after every local write that queued a change set (for the live mode).
     let localChanges = Broadcaster<Void>(keeping: 1)
+    /// What the store tells the app (``events()``).
+    let storeEvents = Broadcaster<StoreEvent>(keeping: 100)
     /// Turns the app's own GRDB writes into change sets.
     let capture: WriteCapture
     /// How long the checkpoint after an erasure waits for readers of older snapshots.
@@ -60,6 +62,12 @@ public final class LocalStore: Sendable {
 
     /// The schema the local tables follow.
     public var schema: Schema { currentSchema.current }
+
+    /// What happens to the store from now on that the app may want to show: a repair of
+    /// records that differed from the server's (``StoreEvent/repaired(_:)``).
+    public func events() -> AsyncStream<StoreEvent> {
+        storeEvents.stream()
+    }
 
     /// The store's database, for plain GRDB code: records, the query interface, raw SQL,
     /// `ValueObservation`.
@@ -99,6 +107,13 @@ public final class LocalStore: Sendable {
             try capture.install(in: db)
             // Transactions whose change sets were not queued when the process stopped.
             _ = try capture.suspended { try CaptureFold.fold(in: db, schema: schema) }
+            // The records' hashes, computed at the first open after an upgrade.
+            try capture.suspended {
+                try db.inTransaction {
+                    try StoreDigest.prepare(in: db, schema: schema)
+                    return .commit
+                }
+            }
         }
     }
 
@@ -319,6 +334,7 @@ public final class LocalStore: Sendable {
             try StoreState(db: db).set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
             self.currentSchema.withLock { $0 = schema }
             try self.capture.installTriggers(in: db)
+            try StoreDigest.prepare(in: db, schema: schema)
         }
     }
 }

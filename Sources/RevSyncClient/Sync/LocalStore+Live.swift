@@ -29,7 +29,7 @@ extension LocalStore {
                 message: SyncMessage(maxRevision: expected - 1, changeSets: []), changeSetIDs: [], snapshotProof: nil)
             let application = try ResponseApplication(db: db, schema: schema, request: request, lenient: false)
             do {
-                let maxRevision = try SyncMessage.decodeResponse(
+                let pushed = try SyncMessage.decodeResponse(
                     json: json,
                     snapshotBegins: { _ in throw PushDoesNotContinue() },
                     snapshotRecord: { _, _, _ in throw PushDoesNotContinue() },
@@ -38,8 +38,9 @@ extension LocalStore {
                         expected += 1
                         try application.apply(changeSet)
                     })
+                let maxRevision = pushed.maxRevision
                 guard maxRevision == expected - 1, maxRevision > request.message.maxRevision else { throw PushDoesNotContinue() }
-                return try application.finish(at: maxRevision, overwritten: overwritten, stageHook: nil)
+                return try application.finish(at: maxRevision, digest: pushed.digest, overwritten: overwritten, stageHook: nil)
             } catch is PushDoesNotContinue {
                 // Rolled back with the transaction: nothing of it was applied.
                 throw PushDoesNotContinue()

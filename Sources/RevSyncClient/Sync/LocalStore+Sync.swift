@@ -10,6 +10,8 @@ public enum SyncStage: Sendable {
     /// The response is applied inside the transaction; the revision is not stored yet and
     /// nothing is committed.
     case appliedBeforeRevision
+    /// A repair's records arrived; nothing of them is applied yet.
+    case repairReceived
 }
 
 /// A response that names an entity or attribute the local schema does not know: the server's
@@ -36,20 +38,25 @@ struct PreparedRequest: Sendable {
     var snapshotProof: String?
     /// The change sets the outbox still holds beyond this request's (`RevSync-Pending`).
     var pendingAfter = 0
+    /// The digest of the store's records at the request's revision, as the server has them
+    /// (sent as `RevSync-Digest`, which the server checks against its own).
+    var digest: DigestSum?
 }
 
 extension LocalStore {
     /// Builds the next request from the outbox (oldest first, up to `maxRecords` records),
     /// swapping every temporary ID whose permanent ID is known, and marks those change sets as
     /// sent: from now on they are never changed locally.
-    func prepareRequest(maxRecords: Int) async throws -> PreparedRequest {
+    ///
+    /// - Parameter pullOnly: send no change set (a verification's sync): they stay queued.
+    func prepareRequest(maxRecords: Int, pullOnly: Bool = false) async throws -> PreparedRequest {
         let schema = self.schema
         return try await ownWrite { db in
             let idMap = IDMap(db: db)
             var changeSets: [ChangeSet] = []
             var records = 0
             let entries = try Outbox(db: db).entries()
-            for entry in entries {
+            for entry in entries where !pullOnly {
                 if !changeSets.isEmpty && records + entry.changeSet.recordCount > maxRecords { break }
                 records += entry.changeSet.recordCount
                 changeSets.append(try entry.changeSet.swappingTemporaryIDs(schema: schema) { try idMap.permanentID(of: $0)?.id })
@@ -59,7 +66,8 @@ extension LocalStore {
             let state = StoreState(db: db)
             return PreparedRequest(
                 message: SyncMessage(maxRevision: try state.maxRevision, changeSets: changeSets), changeSetIDs: Set(ids),
-                snapshotProof: try state.string(.snapshotProof), pendingAfter: entries.count - changeSets.count)
+                snapshotProof: try state.string(.snapshotProof), pendingAfter: entries.count - changeSets.count,
+                digest: try StoreDigest.prepare(in: db, schema: schema).digest.total)
         }
     }
 
@@ -100,7 +108,15 @@ extension LocalStore {
                     body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
                     stageHook: stageHook, holdsAttachment: { attachments.has($0) })
             }
-            return try bulk ? capture.withoutTriggers(in: db, apply) : apply()
+            guard bulk else { return try apply() }
+            // The hashes of server data are set as it is written: the change marks would only
+            // cost every row (they are back before the commit).
+            return try capture.withoutTriggers(in: db) {
+                try StoreDigest.dropMarkers(in: db)
+                let report = try apply()
+                try StoreDigest.installMarkers(in: db, schema: schema)
+                return report
+            }
         }
         if !report.erasures.isEmpty { report.walTruncated = await forgetErased(report) }
         return report
@@ -167,7 +183,7 @@ extension LocalStore {
     ) throws -> SyncReport {
         let application = try ResponseApplication(
             db: db, schema: schema, request: request, lenient: lenient, holdsAttachment: holdsAttachment)
-        let maxRevision =
+        let message =
             switch body {
             case .whole(let json):
                 try SyncMessage.decodeResponse(
@@ -179,6 +195,6 @@ extension LocalStore {
                     snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
             }
         if let actor { try StoreState(db: db).setActor(actor) }
-        return try application.finish(at: maxRevision, overwritten: overwritten, stageHook: stageHook)
+        return try application.finish(at: message.maxRevision, digest: message.digest, overwritten: overwritten, stageHook: stageHook)
     }
 }

@@ -19,7 +19,10 @@ import RevSyncSQLite
 ///    response did not answer, which server data overwrote, are reported before the commit.
 /// 4. **The outbox**: answered change sets leave it; those still waiting are applied again on
 ///    top of the server's data, so a local edit made while the sync was in flight stays visible.
-/// 5. **The revision** is stored last.
+/// 5. **The digest**: server data set each record's hash as the server has it (``StoreDigest``);
+///    other writes marked since are hashed again from their rows, and the total is compared
+///    with the response's (`verified` in the report).
+/// 6. **The revision** is stored last.
 final class ResponseApplication {
     private let db: Database
     private let schema: Schema
@@ -41,6 +44,8 @@ final class ResponseApplication {
     private var streamingSnapshot = false
     /// Whether the device holds the bytes of an attachment (by digest).
     private let holdsAttachment: (String) -> Bool
+    /// The records' hashes and sums, moved with the server data.
+    private let digest: StoreDigest
     private(set) var report: SyncReport
 
     init(
@@ -52,6 +57,7 @@ final class ResponseApplication {
         self.lenient = lenient
         self.holdsAttachment = holdsAttachment
         self.pending = try Self.pendingEdits(in: db, schema: schema)
+        self.digest = try StoreDigest(db: db, schema: schema)
         self.report = SyncReport(sent: request.message.changeSets.count, received: 0)
     }
 
@@ -60,6 +66,7 @@ final class ResponseApplication {
     /// A snapshot change set begins: its records replace every table's.
     func beginSnapshot() throws {
         try tables.deleteAll()
+        try digest.reset()
         report.snapshot = true
         streamingSnapshot = true
     }
@@ -69,6 +76,9 @@ final class ResponseApplication {
         guard let entity = try entity(entityName, attributes.values) else { return }
         touch(RecordReference(entity: entityName, id: id))
         try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
+        try digest.serverState(
+            entity, id, revision: attributes.revision, values: attributes.values,
+            pending: pending[RecordReference(entity: entityName, id: id)] != nil)
         report.recordsApplied += 1
     }
 
@@ -81,6 +91,7 @@ final class ResponseApplication {
         streamingSnapshot = false
         if changeSet.snapshot && !appliedAlready {
             try tables.deleteAll()
+            try digest.reset()
             report.snapshot = true
         }
         if !appliedAlready && (changeSet.id == nil || changeSet.conflict == nil) {
@@ -130,13 +141,22 @@ final class ResponseApplication {
     /// Ends the application: reports overwritten edits, clears answered change sets from the
     /// outbox, applies the queued ones again, and stores the revision.
     func finish(
-        at maxRevision: Revision, overwritten: ([RecordReference]) -> Void, stageHook: (@Sendable (SyncStage) -> Void)?
+        at maxRevision: Revision, digest serverDigest: DigestSum?, overwritten: ([RecordReference]) -> Void,
+        stageHook: (@Sendable (SyncStage) -> Void)?
     ) throws -> SyncReport {
         let overwrittenRecords = touched.filter { !(pending[$0] ?? []).subtracting(answered).isEmpty }
         if !overwrittenRecords.isEmpty { overwritten(overwrittenRecords) }
         try Outbox(db: db).remove(answered)
         try forgetErasedValues()
         try reapplyQueuedEdits()
+        try digest.settle(pending: Set(try Self.pendingEdits(in: db, schema: schema).keys))
+        try digest.save()
+        report.digest = digest.digest.total
+        report.serverDigest = serverDigest
+        if let serverDigest {
+            report.verified = serverDigest == digest.digest.total
+            if report.verified == true { try StoreState(db: db).set(.verifiedRevision, String(maxRevision)) }
+        }
         stageHook?(.appliedBeforeRevision)
         let state = StoreState(db: db)
         try state.setMaxRevision(maxRevision)
@@ -237,6 +257,9 @@ final class ResponseApplication {
                         report.permanentIDs[RecordReference(entity: entity.name, id: oldID)] = id
                     }
                     try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
+                    try digest.serverState(
+                        entity, id, revision: attributes.revision, values: attributes.values,
+                        pending: pending[RecordReference(entity: entity.name, id: id)] != nil)
                     report.recordsApplied += 1
                     report.changes.append(
                         AppliedChange(
@@ -246,6 +269,8 @@ final class ResponseApplication {
             guard !changes.delete.isEmpty, let entity = try entity(changes.entity, [:]) else { continue }
             for id in changes.delete {
                 try tables.delete(entity, id: id)
+                try digest.serverState(
+                    entity, id, revision: nil, values: nil, pending: pending[RecordReference(entity: entity.name, id: id)] != nil)
                 report.recordsApplied += 1
                 report.changes.append(
                     AppliedChange(revision: changeSet.revision, record: RecordReference(entity: entity.name, id: id), operation: .delete))
@@ -272,7 +297,7 @@ final class ResponseApplication {
     // MARK: The outbox
 
     /// Every record the outbox edits, with the change sets that edit it.
-    private static func pendingEdits(in db: Database, schema: Schema) throws -> [RecordReference: Set<String>] {
+    static func pendingEdits(in db: Database, schema: Schema) throws -> [RecordReference: Set<String>] {
         let idMap = IDMap(db: db)
         var pending: [RecordReference: Set<String>] = [:]
         for entry in try Outbox(db: db).entries() {

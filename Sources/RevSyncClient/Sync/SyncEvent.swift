@@ -12,6 +12,8 @@ public enum SyncEvent: Sendable {
     case serverChangesApplied(records: Int, maxRevision: Revision)
     /// Change sets the server refused, now in the conflict journal.
     case conflicts([SyncConflict])
+    /// The device's records differed from the server's, and were repaired: what changed.
+    case repaired(RepairReport)
     case finished(SyncReport)
     /// Change sets the server pushed over the live stream were applied (no sync was needed).
     case received(SyncReport)

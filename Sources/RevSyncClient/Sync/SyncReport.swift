@@ -60,6 +60,30 @@ public struct SyncReport: Sendable, Hashable {
     /// vanished from the server after the device looked): still queued, their bytes uploaded
     /// again and the change sets sent again, in the same sync (once).
     public var retriedForAttachments: [String] = []
+    /// Whether the device's records were proven equal to the server's at ``maxRevision``
+    /// (records with local edits not yet synced count as the server has them): the digest of
+    /// its records equalled the server's, at once or after a repair. `nil` when the server did
+    /// not say its digest (an older server, or a revision its log no longer holds) or runs
+    /// another schema version.
+    public var verified: Bool?
+    /// What a repair changed, per entity, when the device's records differed from the server's:
+    /// records updated to the server's values, inserted because the device lacked them, and
+    /// removed because the server does not have them.
+    public var repaired: [String: RepairCounts] = [:]
+    /// The records a repair found different, with how.
+    public var differences: [RecordDifference] = []
+    /// Why the records could not be compared or repaired after the sync (the network, the
+    /// server), when they could not: the next sync tries again.
+    public var repairFailure: String?
+    /// The digest of the device's records at ``maxRevision``, and the server's as the response
+    /// said it.
+    var digest: DigestSum?
+    var serverDigest: DigestSum?
+    /// The schema version the server runs, as the response said.
+    var serverSchemaVersion: Int?
+
+    /// How many records a repair moved, in all.
+    public var repairedRecords: Int { repaired.values.reduce(0) { $0 + $1.total } }
 
     /// This report followed by `later`'s, as one sync: counts added, lists joined, the
     /// revision is `later`'s.
@@ -84,6 +108,58 @@ public struct SyncReport: Sendable, Hashable {
         bytesReceived += later.bytesReceived
         responseBytes += later.responseBytes
         retriedForAttachments += later.retriedForAttachments
+        verified = later.verified ?? verified
+        for (entity, counts) in later.repaired { repaired[entity, default: RepairCounts()].add(counts) }
+        differences += later.differences
+        repairFailure = later.repairFailure ?? repairFailure
+        digest = later.digest ?? digest
+        serverDigest = later.serverDigest ?? serverDigest
+        serverSchemaVersion = later.serverSchemaVersion ?? serverSchemaVersion
+    }
+}
+
+/// What a repair did to one entity's records.
+public struct RepairCounts: Sendable, Hashable {
+    /// Records the device held with other values (or another revision): now the server's.
+    public var updated = 0
+    /// Records the device lacked: now there.
+    public var inserted = 0
+    /// Records the device held that the server does not: gone.
+    public var removed = 0
+
+    public init(updated: Int = 0, inserted: Int = 0, removed: Int = 0) {
+        self.updated = updated
+        self.inserted = inserted
+        self.removed = removed
+    }
+
+    public var total: Int { updated + inserted + removed }
+
+    mutating func add(_ other: RepairCounts) {
+        updated += other.updated
+        inserted += other.inserted
+        removed += other.removed
+    }
+}
+
+/// A record a verification found different from the server's.
+public struct RecordDifference: Sendable, Hashable {
+    /// How it differed.
+    public enum Kind: String, Sendable, Hashable {
+        /// The device held it with other values, or another revision.
+        case changed
+        /// The server has it; the device did not.
+        case missing
+        /// The device held it; the server does not.
+        case extra
+    }
+
+    public var record: RecordReference
+    public var kind: Kind
+
+    public init(record: RecordReference, kind: Kind) {
+        self.record = record
+        self.kind = kind
     }
 }
 

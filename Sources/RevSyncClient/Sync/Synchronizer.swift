@@ -55,7 +55,7 @@ public actor Synchronizer {
     let transport: any SyncTransport
     let configuration: Configuration
     private let sleep: @Sendable (Duration) async throws -> Void
-    private let stageHook: (@Sendable (SyncStage) -> Void)?
+    let stageHook: (@Sendable (SyncStage) -> Void)?
     let broadcaster = Broadcaster<SyncEvent>(keeping: 1000)
     let statusBroadcaster = Broadcaster<SyncStatus>(keeping: 1)
     /// Whether a sync or a push is being applied; the others wait in `waiting`, in order.
@@ -228,6 +228,7 @@ public actor Synchronizer {
         }
         report.startedFromSnapshot = started
         if report.walTruncated == nil { report.walTruncated = pendingCheckpoint }
+        try await proveOrRepair(&report, server: server)
         report.attachmentsMissing = await downloadAttachments(after: report, from: server)
         try? await store.setLackedAttachments(report.attachmentsMissing)
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
@@ -238,8 +239,10 @@ public actor Synchronizer {
     /// Sends the next request from the outbox and applies the response: whole once it arrived,
     /// or while it arrives when it passes ``Configuration/streamingThreshold``
     /// (``ResponseBodyPipe``).
-    private func send(to server: LocalStore.ServerConnection, lenient: Bool) async throws -> SyncReport {
-        let request = try await store.prepareRequest(maxRecords: configuration.maxRecordsPerRequest)
+    ///
+    /// - Parameter pullOnly: send no change set (a verification's sync): the outbox waits.
+    func send(to server: LocalStore.ServerConnection, lenient: Bool, pullOnly: Bool = false) async throws -> SyncReport {
+        let request = try await store.prepareRequest(maxRecords: configuration.maxRecordsPerRequest, pullOnly: pullOnly)
         // The bytes before the change sets that name them: the server refuses a change set
         // naming bytes it lacks.
         let transfer = AttachmentTransfer(transport: transport, server: server, files: store.attachments)
@@ -255,6 +258,10 @@ public actor Synchronizer {
         ]
         if let proof = request.snapshotProof { headers["RevSync-Snapshot-Proof"] = proof }
         headers["RevSync-Pending"] = String(request.pendingAfter)
+        // What the store holds at the revision it claims, for the server to check.
+        if let digest = request.digest {
+            headers["RevSync-Digest"] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"
+        }
         if store.schema.hasAttachments, let missing = try? await store.lackedAttachments() {
             headers["RevSync-Missing-Attachments"] = String(missing)
         }
@@ -292,14 +299,18 @@ public actor Synchronizer {
                 report = try await apply(.whole(json), to: request, lenient: true, actor: actor)
             }
             report.responseBytes = json.count
+            report.serverSchemaVersion = response.headers["x-revsync-schema-version"].flatMap { Int($0) }
         case .streaming(let head):
             stageHook?(.responseReceived)
             let decompressed = ResponseBodyPipe.DecompressedBody(pipe, limit: configuration.maxResponseSize)
             report = try await apply(.pieces(decompressed.next), to: request, lenient: lenient, actor: Self.actor(in: head.headers))
             report.responseBytes = decompressed.producedBytes
+            report.serverSchemaVersion = head.headers["x-revsync-schema-version"].flatMap { Int($0) }
         }
         report.bytesSent = body.count
         report.bytesReceived = pipe.receivedBytes
+        // Digests of two schema versions say nothing of each other.
+        if report.serverSchemaVersion != store.schema.version { report.verified = nil }
         report.attachmentsUploaded = uploaded.count
         report.attachmentBytesSent = uploaded.bytes
         return report

@@ -14,6 +14,22 @@ struct CommittedChangeSet: Sendable {
     var history: [HistoryEntry] = []
     /// The digests of the attachments its records refer to.
     var attachments: Set<String> = []
+    /// Each record it changed, as it was and as it is: what moves the data set's digest.
+    var recordChanges: [RecordChange] = []
+}
+
+/// A record as a change set found it (`nil`: not there) and left it (`nil`: gone).
+struct RecordChange: Sendable {
+    var entity: Entity
+    var old: StoredRecord?
+    var new: StoredRecord?
+}
+
+extension DataSetDigest {
+    /// The digest after `changes`.
+    mutating func apply(_ changes: [RecordChange]) {
+        for change in changes { replace(change.entity, change.old, with: change.new) }
+    }
 }
 
 /// Checks a planned change set against the data and applies it, inside the caller's
@@ -64,7 +80,8 @@ struct ChangeSetApplier {
         return .applied(
             CommittedChangeSet(
                 revision: revision, changeSetID: nil, changeSet: application.log.changeSet, mappings: application.assigned.mappings,
-                history: application.historyEntries(), attachments: application.attachments))
+                history: application.historyEntries(), attachments: application.attachments,
+                recordChanges: application.recordChanges()))
     }
 }
 
@@ -118,6 +135,14 @@ extension ChangeSetApplier {
             }
             history[key] = (entity, operation, before)
             historyOrder.append(key)
+        }
+
+        /// Every record the change set touched, from before it to after it.
+        func recordChanges() -> [RecordChange] {
+            historyOrder.map { key in
+                let (entity, _, before) = history[key]!
+                return RecordChange(entity: entity, old: before, new: log.record(entity, key.id))
+            }
         }
 
         func historyEntries() -> [HistoryEntry] {

@@ -106,10 +106,12 @@ struct ChangeSetProcessor {
                 return try refusal(changeSet, reason, entries, evaluatedAt: current, digest: digest)
             case .applied(var committed):
                 committed.changeSetID = changeSet.id
+                var dataSetDigest = try writer.dataSetDigest()
+                dataSetDigest?.apply(committed.recordChanges)
                 try writer.appendLog(
                     LogEntry(
                         revision: committed.revision, device: device.id, changeSetID: changeSet.id,
-                        body: committed.changeSet.jsonBytes()))
+                        body: committed.changeSet.jsonBytes(), digest: dataSetDigest?.total))
                 for mapping in committed.mappings { try writer.saveMapping(device: device.id, mapping) }
                 try writer.appendHistory(committed.history)
                 if !committed.attachments.isEmpty { try writer.markReferenced(committed.attachments, revision: committed.revision) }
@@ -117,7 +119,7 @@ struct ChangeSetProcessor {
                     try writer.saveOutcome(
                         device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision), digest: digest)
                 }
-                try writer.setRevision(committed.revision)
+                try writer.setRevision(committed.revision, digest: dataSetDigest)
                 return .committed(committed)
             }
         }

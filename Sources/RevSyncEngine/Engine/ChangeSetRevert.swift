@@ -239,11 +239,13 @@ public struct ChangeSetRevert: Sendable {
     private func apply(_ plan: Plan, at revision: Revision, by requester: Device, writer: any StorageWriter) throws -> Result {
         var log = CommittedLog(revision: revision)
         var history: [HistoryEntry] = []
+        var changes: [RecordChange] = []
         for (entity, planned) in plan.recreate {
             var record = planned
             record.revision = revision
             try writer.insert(entity, record)
             log.created(entity, record)
+            changes.append(RecordChange(entity: entity, old: nil, new: record))
             history.append(HistoryEntry(entity: entity.name, id: record.id, revision: revision, operation: .create, before: nil))
         }
         for (entity, planned, before) in plan.restore {
@@ -251,21 +253,27 @@ public struct ChangeSetRevert: Sendable {
             record.written(by: Device.server.id, at: revision)
             try writer.update(entity, record)
             log.updated(entity, record)
+            changes.append(RecordChange(entity: entity, old: before, new: record))
             history.append(
                 HistoryEntry(entity: entity.name, id: record.id, revision: revision, operation: .update, before: Self.json(entity, before)))
         }
         for (entity, record) in plan.remove {
             try writer.delete(entity, id: record.id)
             log.deleted(entity, record.id)
+            changes.append(RecordChange(entity: entity, old: record, new: nil))
             history.append(
                 HistoryEntry(entity: entity.name, id: record.id, revision: revision, operation: .delete, before: Self.json(entity, record)))
         }
         let changeSetID = UUID().uuidString
+        var digest = try writer.dataSetDigest()
+        digest?.apply(changes)
         try writer.appendLog(
-            LogEntry(revision: revision, device: Device.server.id, changeSetID: changeSetID, body: log.changeSet.jsonBytes()))
+            LogEntry(
+                revision: revision, device: Device.server.id, changeSetID: changeSetID, body: log.changeSet.jsonBytes(),
+                digest: digest?.total))
         try writer.appendHistory(history)
         try writer.recordRevert(revision: revision, reverted: plan.reverted, requestedBy: requester.id)
-        try writer.setRevision(revision)
+        try writer.setRevision(revision, digest: digest)
         return Result(
             revision: revision, changeSetID: changeSetID, reverted: plan.reverted, recreated: plan.recreate.count,
             restored: plan.restore.count, deleted: plan.remove.count)

@@ -15,6 +15,9 @@ struct ResponseBuilder {
     /// Where a long response goes in pieces as it is written (``ResponseStream``); `nil`: the
     /// response is built whole.
     var stream: ResponseStream?
+    /// The digest the device claimed for its records at the request's revision (a device the
+    /// server vouches for), to compare with the server's.
+    var claimedDigest: DigestSum?
 
     /// - Parameters:
     ///   - cap: answer with the change log up to this revision at most, even if more is
@@ -36,14 +39,28 @@ struct ResponseBuilder {
         list.writer.writeRaw("{\"maxRevision\":")
         list.writer.writeInteger(current)
         list.writer.writeRaw(",\"changeSets\":[")
+        var digest: DigestSum?
         if needsSnapshot {
             try writeOutcomesAndSnapshot(outcomes, at: current, erasedAfter: request.maxRevision, into: &list)
+            digest = try reader.totalDigest(at: current)
         } else {
-            try writeLog(after: request.maxRevision, through: current, outcomes: outcomes, into: &list)
+            let last = try writeLog(after: request.maxRevision, through: current, outcomes: outcomes, into: &list)
             try writeAcknowledgements(outcomes, upTo: request.maxRevision, into: &list)
+            digest = try last.map { $0.revision == current ? $0.digest : nil } ?? reader.totalDigest(at: current)
         }
-        list.writer.writeRaw("]}")
+        list.writer.writeRaw("]")
+        // The digest of every record at `maxRevision`: what the device's own must equal once
+        // it applied the response (``DataSetDigest``).
+        if let digest {
+            list.writer.writeRaw(",\"digest\":")
+            list.writer.writeString(digest.description)
+        }
+        list.writer.writeRaw("}")
         var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: list.writer.bytes)
+        response.digest = digest
+        if let claimedDigest, let truth = try reader.totalDigest(at: request.maxRevision) {
+            response.claimVerified = claimedDigest == truth
+        }
         response.compressedSpans = list.compressedSpans
         Self.tally(outcomes, into: &response)
         return response
@@ -85,9 +102,11 @@ struct ResponseBuilder {
     /// The change log after the device's revision: others' entries as stored (noting where a
     /// kept one follows the one before it, to splice it in compressed), the device's own
     /// annotated, each conflict right after the revision it was judged at.
+    /// - Returns: the last entry written, if any.
+    @discardableResult
     private func writeLog(
         after revision: Revision, through current: Revision, outcomes: [ChangeSetOutcome], into list: inout ChangeSetList
-    ) throws {
+    ) throws -> LogEntry? {
         let fresh = Dictionary(
             outcomes.compactMap { outcome -> (Revision, CommittedChangeSet)? in
                 if case .committed(let committed) = outcome { return (committed.revision, committed) }
@@ -99,7 +118,9 @@ struct ResponseBuilder {
         }[...]
         // The entry whose body, as it is, was the last thing written.
         var previous: LogEntry?
+        var last: LogEntry?
         for entry in try reader.logEntries(after: revision, through: current) {
+            last = entry
             while let (conflict, evaluatedAt) = conflicts.first, evaluatedAt < entry.revision {
                 list.next()
                 conflict.encode(into: &list.writer)
@@ -128,6 +149,7 @@ struct ResponseBuilder {
             list.next()
             conflict.encode(into: &list.writer)
         }
+        return last
     }
 
     /// Change sets the device sent again that were committed at or before its revision (the

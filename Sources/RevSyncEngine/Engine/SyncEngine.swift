@@ -51,8 +51,8 @@ public struct SyncEngine: Sendable {
     ///
     /// - Throws: ``SyncError`` for a request refused as a whole (nothing was applied), or the
     ///   storage's error.
-    public func sync(_ request: SyncMessage, from device: Device) async throws -> SyncResponse {
-        try await sync(request, as: .trusted(device), snapshotProof: nil, streaming: false)
+    public func sync(_ request: SyncMessage, from device: Device, claimedDigest: DigestSum? = nil) async throws -> SyncResponse {
+        try await sync(request, as: .trusted(device), snapshotProof: nil, streaming: false, claimedDigest: claimedDigest)
     }
 
     /// Applies the request's change sets for the device of `tokenHash`, checked inside the
@@ -64,15 +64,23 @@ public struct SyncEngine: Sendable {
     ///
     /// - Throws: ``SyncError/unauthorized`` for an unknown or revoked token, and as
     ///   ``sync(_:from:)``.
-    public func sync(_ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil) async throws -> SyncResponse {
-        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: false)
+    ///
+    /// - Parameter claimedDigest: the digest of the device's records at the revision it claims
+    ///   (``DataSetDigest/total``), if it said: the response says whether it is the server's
+    ///   (``SyncResponse/claimVerified``).
+    public func sync(
+        _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil
+    ) async throws -> SyncResponse {
+        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: false, claimedDigest: claimedDigest)
     }
 
     /// The same, for the HTTP layer: a response larger than one piece (a full sync's snapshot)
     /// comes as ``SyncResponse/stream``, written from its read transaction as the connection
     /// takes it, so that its memory does not grow with the data set.
-    public func syncStreamed(_ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil) async throws -> SyncResponse {
-        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: true)
+    public func syncStreamed(
+        _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil
+    ) async throws -> SyncResponse {
+        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: true, claimedDigest: claimedDigest)
     }
 
     /// Who sends a request: a device whose claims are trusted, or the one of a token to look up.
@@ -91,11 +99,11 @@ public struct SyncEngine: Sendable {
     }
 
     private func sync(
-        _ request: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?, streaming: Bool
+        _ request: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?
     ) async throws -> SyncResponse {
         try checkLimits(request)
         guard !request.changeSets.isEmpty else {
-            return try await answerWithoutChanges(request, sender, snapshotProof, streaming: streaming)
+            return try await answerWithoutChanges(request, sender, snapshotProof, streaming: streaming, claimedDigest: claimedDigest)
         }
         // Out of the writer's time: the writer is the server's one serial resource.
         let schema = self.schema
@@ -105,7 +113,7 @@ public struct SyncEngine: Sendable {
         var hints: ReadHints?
         if case .token(let hash) = sender { hints = ReadHints(tokenHash: hash, changeSets: request.changeSets) }
         let written = try await storage.write(hints: hints) { writer in
-            try Self.apply(request, digests: digests, sender, snapshotProof, schema: schema, on: writer)
+            try Self.apply(request, digests: digests, sender, snapshotProof, schema: schema, claimedDigest: claimedDigest, on: writer)
         }
         switch written {
         case .response(let response):
@@ -116,6 +124,7 @@ public struct SyncEngine: Sendable {
             return try await respondFromReader(streaming: streaming && fullSync, outcomes: outcomes) { reader, stream in
                 var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
                 builder.stream = stream
+                builder.claimedDigest = continues ? claimedDigest : nil
                 let response = try builder.build(
                     request: request, outcomes: outcomes, through: continues ? recorded : nil, snapshot: !continues)
                 return (response, device, recorded)
@@ -139,7 +148,7 @@ public struct SyncEngine: Sendable {
 
     /// A request without change sets reads only: a reader answers it, the writer is not involved.
     private func answerWithoutChanges(
-        _ request: SyncMessage, _ sender: Sender, _ snapshotProof: SnapshotProof?, streaming: Bool
+        _ request: SyncMessage, _ sender: Sender, _ snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?
     ) async throws -> SyncResponse {
         let schema = self.schema
         // Streamed: a device's first sync, the full sync that grows with the data set.
@@ -149,6 +158,7 @@ public struct SyncEngine: Sendable {
             let continues = Self.continues(request, sender, delivered)
             var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
             builder.stream = stream
+            builder.claimedDigest = continues ? claimedDigest : nil
             return (try builder.build(request: request, outcomes: [], snapshot: !continues), device, device.deliveredRevision)
         }
     }
@@ -157,7 +167,7 @@ public struct SyncEngine: Sendable {
     /// change sets applied, and (for a device nearly up to date) its whole answer.
     private static func apply(
         _ request: SyncMessage, digests: [String?], _ sender: Sender, _ snapshotProof: SnapshotProof?,
-        schema: Schema, on writer: any StorageWriter
+        schema: Schema, claimedDigest: DigestSum?, on writer: any StorageWriter
     ) throws -> Written {
         var device = try sender.device(writer)
         let current = try writer.currentRevision()
@@ -178,7 +188,9 @@ public struct SyncEngine: Sendable {
         // at the group's commit), not one change set at a time.
         let outcomes = try writer.transaction { try processor.process(request.changeSets, digests: digests) }
         let now = try writer.currentRevision()
-        if continues, let response = try answerOnWriter(request, device, outcomes, now: now, schema: schema, writer) {
+        if continues,
+            let response = try answerOnWriter(request, device, outcomes, now: now, schema: schema, claimedDigest: claimedDigest, writer)
+        {
             return .response(response)
         }
         // The reader answers up to `now` (a snapshot may go further; that is recorded
@@ -195,14 +207,15 @@ public struct SyncEngine: Sendable {
     /// so that it does not hold up writers.
     private static func answerOnWriter(
         _ request: SyncMessage, _ device: Device, _ outcomes: [ChangeSetOutcome], now: Revision, schema: Schema,
-        _ writer: any StorageWriter
+        claimedDigest: DigestSum?, _ writer: any StorageWriter
     ) throws -> SyncResponse? {
         guard now - request.maxRevision <= writerResponseLimit, request.maxRevision > 0,
             request.maxRevision >= (try writer.logFloor()),
             writer.readsLogCheaply(after: request.maxRevision, through: now)
         else { return nil }
-        let response = try ResponseBuilder(schema: schema, device: device, reader: writer).build(
-            request: request, outcomes: outcomes)
+        var builder = ResponseBuilder(schema: schema, device: device, reader: writer)
+        builder.claimedDigest = claimedDigest
+        let response = try builder.build(request: request, outcomes: outcomes)
         // Before the answer leaves: in the same commit.
         if response.maxRevision > device.deliveredRevision {
             try writer.recordDelivered(device: device.id, revision: response.maxRevision)
@@ -319,6 +332,11 @@ public struct SyncResponse: Sendable {
     package var compressedSpans: [CompressedSpan] = []
     /// How many of the request's change sets were committed by it.
     public var committed = 0
+    /// The digest of every record at ``maxRevision``, where the server knows it.
+    public var digest: DigestSum?
+    /// Whether the digest the device claimed for its records at the revision it claimed is
+    /// the server's at that revision (`nil`: it claimed none, or the server could not tell).
+    public var claimVerified: Bool?
     /// The request's change sets the server refused.
     public var refusals: [Refusal] = []
     /// A long response in pieces, to be sent as they come (``SyncEngine/syncStreamed(_:tokenHash:snapshotProof:)``);

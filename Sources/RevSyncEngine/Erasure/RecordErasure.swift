@@ -231,12 +231,14 @@ public struct RecordErasure: Sendable {
             var erased: [ErasedRecord] = []
             var attachments = Set<String>()
             var nullified = 0
+            var changes: [RecordChange] = []
             func collect(_ values: some Sequence<Value>) {
                 for value in values { if let attachment = value.attachmentValue { attachments.insert(attachment.sha256) } }
             }
             if let attributes = request.attributes {
                 erased.append(ErasedRecord(entity: entity.name, id: request.id, attributes: attributes))
                 if var record {
+                    let original = record
                     // Attributes a later schema version dropped keep their columns: set them null too.
                     try writer.nullifyDroppedColumns(entity, id: record.id, attributes.filter { entity.attribute($0) == nil })
                     let indices = attributes.compactMap { name in entity.attributes.firstIndex { $0.name == name } }
@@ -253,6 +255,7 @@ public struct RecordErasure: Sendable {
                     }
                     try writer.update(entity, record)
                     log.updated(entity, record)
+                    changes.append(RecordChange(entity: entity, old: original, new: record))
                 }
             } else if let record {
                 let plan = try DeletePlan<StoredRecord>(schema: schema, deleting: [(entity, record)], reader: writer)
@@ -266,6 +269,7 @@ public struct RecordErasure: Sendable {
                     collect(deleted.record.values)
                     try writer.delete(deleted.entity, id: deleted.record.id)
                     log.deleted(deleted.entity, deleted.record.id)
+                    changes.append(RecordChange(entity: deleted.entity, old: deleted.record, new: nil))
                     history.append(
                         HistoryEntry(
                             entity: deleted.entity.name, id: deleted.record.id, revision: revision,
@@ -286,6 +290,7 @@ public struct RecordErasure: Sendable {
                     }
                     try writer.update(nullification.entity, changed)
                     log.updated(nullification.entity, changed)
+                    changes.append(RecordChange(entity: nullification.entity, old: nullification.record, new: changed))
                     nullified += 1
                 }
             } else {
@@ -339,10 +344,14 @@ public struct RecordErasure: Sendable {
             var changeSet = log.changeSet
             changeSet.erased = ErasureNotice(erasure: id, records: erased)
             let changeSetID = UUID().uuidString
+            var digest = try writer.dataSetDigest()
+            digest?.apply(changes)
             try writer.appendLog(
-                LogEntry(revision: revision, device: Device.server.id, changeSetID: changeSetID, body: changeSet.jsonBytes()))
+                LogEntry(
+                    revision: revision, device: Device.server.id, changeSetID: changeSetID, body: changeSet.jsonBytes(),
+                    digest: digest?.total))
             try writer.appendHistory(history)
-            try writer.setRevision(revision)
+            try writer.setRevision(revision, digest: digest)
             return Result(
                 id: id, revision: revision, changeSetID: changeSetID, erased: erased, nullified: nullified,
                 logEntriesRewritten: logEntries, historyRowsRewritten: historyRows, refusalsRewritten: refusals.rewritten,

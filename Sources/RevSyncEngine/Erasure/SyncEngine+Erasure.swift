@@ -65,17 +65,19 @@ extension SyncEngine {
 /// What an erasure reached, device by device: the receipt of `GET /admin/api/erasures`.
 ///
 /// A device counts when its token is not revoked and it ever synced (a token whose device never
-/// started holds nothing). It is erased when the revision the server delivered to it is at or
-/// past the erasure's (it received the erasure, and removed the values), or below the first
-/// revision that held the values (it never received them). The erasure is complete when every
-/// device counted is erased.
+/// started holds nothing). It is erased when it proved its records equal to the server's at the
+/// erasure's revision or later (a verification: ``DataSetVerification``, or the digest its sync
+/// reported), or when the revision the server delivered to it is below the first revision that
+/// held the values (it never received them). Being sent the erasure is not enough: a device that
+/// lost the response, or failed to apply it, still holds the values. The erasure is complete when
+/// every device counted is erased.
 public struct ErasureReceipt: Sendable {
     public var erasure: ErasureRow
     /// The name of the admin token that asked for it.
     public var who: String
     /// The devices counted.
     public var devices: Int
-    /// Those among them past the erasure, or never given the values.
+    /// Those among them proven past the erasure, or never given the values.
     public var devicesErased: Int
     /// The names of the devices that may still hold the values, in order of creation.
     public var devicesHolding: [String]
@@ -102,7 +104,10 @@ public struct ErasureReceipt: Sendable {
             let delivered = record.device.deliveredRevision
             guard delivered > 0 || (activity[record.device.id]?.syncs ?? 0) > 0 else { continue }
             counted += 1
-            if delivered < erasure.revision && delivered >= erasure.writtenRevision { holding.append(record) }
+            // Never sent the values, or proven to hold the server's records at the erasure or
+            // after it: a device only sent the erasure has not shown that it removed them.
+            let proven = (activity[record.device.id]?.verifiedRevision ?? -1) >= erasure.revision
+            if delivered >= erasure.writtenRevision && !proven { holding.append(record) }
         }
         devices = counted
         devicesErased = counted - holding.count

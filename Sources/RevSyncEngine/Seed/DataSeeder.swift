@@ -77,7 +77,9 @@ public struct DataSeeder: Sendable {
                 var random = SeededRandom(seed: seed)
                 var written: [String: ClosedRange<Int64>] = [:]
                 var counts: [(entity: String, count: Int)] = []
+                var digest = try writer.dataSetDigest()
                 for (entity, count) in plan {
+                    let hasher = RecordHasher(entity)
                     let first = try writer.allocateIDs(entity, count: count).rawValue
                     let ids = first...(first + Int64(count) - 1)
                     var values = SeedValues(entity: entity, targets: written, ids: ids)
@@ -88,6 +90,7 @@ public struct DataSeeder: Sendable {
                             StoredRecord(
                                 id: RecordID(id), revision: revision, writer: Device.server.id, otherRevision: 0,
                                 values: values.record(id: id, using: &random)))
+                        digest?.replace(entity.name, nil, with: hasher.hash(batch[batch.count - 1]))
                         if batch.count == Self.batchSize {
                             try writer.insert(entity, batch)
                             batch.removeAll(keepingCapacity: true)
@@ -97,7 +100,7 @@ public struct DataSeeder: Sendable {
                     written[entity.name] = ids
                     counts.append((entity.name, count))
                 }
-                try writer.setRevision(revision)
+                try writer.setRevision(revision, digest: digest)
                 try writer.setLogFloor(revision)
                 return Summary(revision: revision, counts: counts)
             }

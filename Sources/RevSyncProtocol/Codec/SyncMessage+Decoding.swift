@@ -38,14 +38,16 @@ extension SyncMessage {
     ///
     /// - Parameters:
     ///   - snapshotBegins: called once per snapshot change set, before its first record, with
-    ///     the change set's keys read so far.
-    /// - Returns: the message's `maxRevision`.
+    ///   the change set's keys read so far.
+    /// - Returns: the message without its change sets (handed over already): its `maxRevision`
+    ///   and `digest`.
+    @discardableResult
     public static func decodeResponse(
         json: [UInt8],
         snapshotBegins: (ChangeSet) throws -> Void,
         snapshotRecord: (_ entity: String, _ id: RecordID, _ attributes: RecordAttributes) throws -> Void,
         changeSet: (ChangeSet) throws -> Void
-    ) throws -> Revision {
+    ) throws -> SyncMessage {
         try decodeResponse(snapshotBegins: snapshotBegins, snapshotRecord: snapshotRecord, changeSet: changeSet) { decoder in
             try json.withUnsafeBufferPointer { buffer throws(ProtocolError) in try decoder.decode(buffer) }
         }
@@ -58,12 +60,13 @@ extension SyncMessage {
     ///
     /// An error thrown by `next` (a connection cut off) ends the decode and comes out
     /// unchanged, as the handlers' do.
+    @discardableResult
     public static func decodeResponse(
         reading next: @escaping () throws -> [UInt8]?,
         snapshotBegins: (ChangeSet) throws -> Void,
         snapshotRecord: (_ entity: String, _ id: RecordID, _ attributes: RecordAttributes) throws -> Void,
         changeSet: (ChangeSet) throws -> Void
-    ) throws -> Revision {
+    ) throws -> SyncMessage {
         try decodeResponse(snapshotBegins: snapshotBegins, snapshotRecord: snapshotRecord, changeSet: changeSet) { decoder in
             try decoder.decode(reader: JSONReader(JSONInput(next: next), maxDepth: maximumDepth)) { decoder, reader in
                 try decoder.decodeMessage(&reader)
@@ -77,14 +80,14 @@ extension SyncMessage {
         snapshotRecord: (_ entity: String, _ id: RecordID, _ attributes: RecordAttributes) throws -> Void,
         changeSet: (ChangeSet) throws -> Void,
         decode: (WireDecoder) throws -> SyncMessage
-    ) throws -> Revision {
+    ) throws -> SyncMessage {
         try withoutActuallyEscaping(snapshotBegins) { snapshotBegins in
             try withoutActuallyEscaping(snapshotRecord) { snapshotRecord in
                 try withoutActuallyEscaping(changeSet) { changeSet in
                     let decoder = WireDecoder(sender: .server)
                     decoder.sinks = WireDecoder.Sinks(snapshotBegins: snapshotBegins, snapshotRecord: snapshotRecord, changeSet: changeSet)
                     do {
-                        return try decode(decoder).maxRevision
+                        return try decode(decoder)
                     } catch let error as ProtocolError {
                         if let handlerError = decoder.handlerError { throw handlerError }
                         throw error

@@ -13,7 +13,12 @@ extension SyncMessage {
             if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
             changeSet.encode(into: &writer)
         }
-        writer.writeRaw("]}")
+        writer.writeByte(UInt8(ascii: "]"))
+        if let digest {
+            writer.writeRaw(",\"digest\":")
+            writer.writeString(digest.description)
+        }
+        writer.writeByte(UInt8(ascii: "}"))
         return writer.bytes
     }
 }

@@ -78,6 +78,7 @@ final class WireDecoder {
     func decodeMessage(_ reader: inout JSONReader) throws -> SyncMessage {
         var maxRevision: Revision?
         var changeSets: [ChangeSet]?
+        var digest: DigestSum?
         var seen = Set<String>()
         try reader.readObject { reader, key in
             try self.enter(key, seen: &seen)
@@ -110,6 +111,11 @@ final class WireDecoder {
                     self.path.removeLast()
                 }
                 changeSets = list
+            case "digest" where self.sender == .server:
+                guard let sum = DigestSum(try reader.readString()) else {
+                    throw self.error(.invalidShape, "digest is \"count:32 hex digits\"")
+                }
+                digest = sum
             default:
                 try self.unknownKey(key, &reader)
             }
@@ -117,7 +123,9 @@ final class WireDecoder {
         }
         guard let maxRevision else { throw error(.invalidShape, "missing \"maxRevision\"") }
         guard let changeSets else { throw error(.invalidShape, "missing \"changeSets\"") }
-        return SyncMessage(maxRevision: maxRevision, changeSets: changeSets)
+        var message = SyncMessage(maxRevision: maxRevision, changeSets: changeSets)
+        message.digest = digest
+        return message
     }
 
     // MARK: Change set

@@ -138,6 +138,10 @@ public struct RecordAttributes: Sendable, Hashable {
 public struct SyncMessage: Sendable, Hashable {
     public var maxRevision: Revision
     public var changeSets: [ChangeSet]
+    /// In a response: the digest of every record at `maxRevision` (``DataSetDigest/total``),
+    /// which the device's own must equal once it applied the response; `nil` from a server that
+    /// does not say.
+    public var digest: DigestSum?
 
     public init(maxRevision: Revision, changeSets: [ChangeSet] = []) {
         self.maxRevision = maxRevision

@@ -78,6 +78,20 @@ package enum StoreMigrations {
                     ALTER TABLE _rs_conflicts ADD COLUMN resolution TEXT;
                     """)
         },
+        StoreMigration(version: 4, name: "proof of convergence: record hashes, digests, change marks") { db in
+            // The hash of each record as the server has it (16 bytes), each entity's digest (the
+            // count and the sum of the hashes' halves, modulo 2^64), and the records another
+            // program or the app changed since they were hashed (marked by triggers in the file,
+            // which fire for every connection). Filled by the store at open.
+            try db.execute(
+                sql: """
+                    CREATE TABLE _rs_record_hashes (entity TEXT NOT NULL, id INTEGER NOT NULL, hash BLOB NOT NULL,
+                        PRIMARY KEY (entity, id)) WITHOUT ROWID;
+                    CREATE TABLE _rs_digests (entity TEXT PRIMARY KEY, count INTEGER NOT NULL, low INTEGER NOT NULL,
+                        high INTEGER NOT NULL);
+                    CREATE TABLE _rs_dirty (entity TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (entity, id)) WITHOUT ROWID;
+                    """)
+        },
     ]
 
     /// The version of the newest released migration.

@@ -33,6 +33,14 @@ package struct StoreStateTable {
         /// Set when the checkpoint after an erasure could not truncate the WAL (readers held it):
         /// the next sync, or the next open, tries again.
         case checkpointPending = "checkpoint_pending"
+        /// What the record hashes were computed for (the schema's entities, attributes and their
+        /// types): another value, or none, makes the store compute them all again at open.
+        case digestSchema = "digest_schema"
+        /// The last revision at which the store's records were proven equal to the server's.
+        case verifiedRevision = "verified_revision"
+        /// Set when the last verification found records that differ and could not repair them
+        /// (the next sync tries again).
+        case verificationPending = "verification_pending"
     }
 
     package let db: Database

@@ -28,6 +28,9 @@ public final class DeviceActivity: Service, Sendable {
         public var isSync = false
         public var committed = 0
         public var refusals: [Refusal] = []
+        /// What the device's sync proved: whether its records' digest at `revision` was the
+        /// server's (a verification's proof is written at once, not here).
+        public var verification: (revision: Revision, equal: Bool)?
 
         public init(device: Int64) {
             self.device = device
@@ -74,6 +77,14 @@ public final class DeviceActivity: Service, Sendable {
             update.bytesOut += request.bytesOut
             if request.isSync { update.syncs += 1 }
             if let refusal = request.refusals.last { update.refusal = refusal }
+            if let (revision, equal) = request.verification {
+                if equal {
+                    update.verifiedRevision = revision
+                    update.verifiedAt = now
+                } else {
+                    update.mismatchAt = now
+                }
+            }
             pending.devices[request.device] = update
 
             var traffic = pending.minutes[minute] ?? TrafficMinute(minute: minute)

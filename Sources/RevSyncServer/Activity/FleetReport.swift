@@ -38,7 +38,15 @@ struct FleetReport: Sendable {
 
         var device: Device { record.device }
         var isRevoked: Bool { record.revokedAt != nil }
+
+        /// Whether its records were proven equal to the server's at the latest revision.
+        func verifiedCurrent(maxRevision: Revision) -> Bool {
+            activity?.verifiedRevision == maxRevision
+        }
     }
+
+    /// The tokens not revoked whose records were proven equal at the latest revision.
+    var verifiedAtLatest: Int { activeRows.filter { $0.verifiedCurrent(maxRevision: maxRevision) }.count }
 
     static let farBehindSeconds: Int64 = 3600
     static let silentSeconds: Int64 = 24 * 3600
@@ -159,6 +167,26 @@ struct FleetReport: Sendable {
         writer.writeInteger(row.activity?.bytesIn ?? 0)
         writer.writeRaw(",\"bytesOut\":")
         writer.writeInteger(row.activity?.bytesOut ?? 0)
+        writer.writeRaw(",\"verifiedRevision\":")
+        if let verified = row.activity?.verifiedRevision { writer.writeInteger(verified) } else { writer.writeNull() }
+        writer.writeRaw(",\"verifiedAt\":")
+        writeTime(row.activity?.verifiedAt, into: &writer)
+        writer.writeRaw(",\"verifiedCurrent\":")
+        writer.writeRaw(row.verifiedCurrent(maxRevision: maxRevision) ? "true" : "false")
+        writer.writeRaw(",\"mismatchAt\":")
+        writeTime(row.activity?.mismatchAt, into: &writer)
+        writer.writeRaw(",\"repairs\":")
+        writer.writeInteger(row.activity?.repairs ?? 0)
+        writer.writeRaw(",\"lastRepair\":")
+        if let records = row.activity?.repairedRecords, let at = row.activity?.repairedAt {
+            writer.writeRaw("{\"records\":")
+            writer.writeInteger(records)
+            writer.writeRaw(",\"at\":")
+            writeTime(at, into: &writer)
+            writer.writeByte(UInt8(ascii: "}"))
+        } else {
+            writer.writeNull()
+        }
         writer.writeRaw(",\"created\":")
         writeTime(row.record.createdAt, into: &writer)
         writer.writeRaw(",\"revoked\":")

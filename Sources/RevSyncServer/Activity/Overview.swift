@@ -50,6 +50,8 @@ extension Overview {
         writer.writeInteger(Int64(liveDevices))
         writer.writeRaw(",\"revoked\":")
         writer.writeInteger(Int64(report.rows.count - report.activeRows.count))
+        writer.writeRaw(",\"verifiedAtLatest\":")
+        writer.writeInteger(Int64(report.verifiedAtLatest))
         writer.writeRaw("},\"fleet\":")
         report.writeCurrency(into: &writer)
         writer.writeRaw(",\"perMinute\":[")

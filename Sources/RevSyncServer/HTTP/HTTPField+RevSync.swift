@@ -21,6 +21,9 @@ extension HTTPField.Name {
     static let revSyncClient = Self("RevSync-Client")!
     /// A request header: the change sets still waiting in the device's outbox after this request.
     static let revSyncPending = Self("RevSync-Pending")!
+    /// A request header of a sync: `R count:hex`, the digest of the device's records at revision
+    /// `R` (its claimed revision), which the server compares with its own (``DataSetDigest``).
+    static let revSyncDigest = Self("RevSync-Digest")!
     static let xForwardedFor = Self("X-Forwarded-For")!
     /// Set by a proxy: `https` when the browser reached it over TLS.
     static let xForwardedProto = Self("X-Forwarded-Proto")!

@@ -10,8 +10,8 @@ import RevSyncProtocol
 public import ServiceLifecycle
 public import UnixSignals
 
-/// The HTTP face of the engine: `POST /sync`, `GET /schema`, `GET /health`, `GET /snapshot`,
-/// `GET /events`, `GET /device` and the admin API.
+/// The HTTP face of the engine: `POST /sync`, `POST /verify`, `GET /schema`, `GET /health`,
+/// `GET /snapshot`, `GET /events`, `GET /device` and the admin API.
 ///
 /// It only authenticates, reads and decodes bodies, calls the ``SyncEngine`` and encodes;
 /// every failure becomes a JSON error with the status codes of the protocol.
@@ -42,6 +42,8 @@ public struct SyncHTTPServer: Sendable {
     let consoleSessions: ConsoleSessions
     /// Attachments' bytes: `PUT`, `HEAD` and `GET /attachments/{sha256}`.
     public let attachments: AttachmentStore
+    /// The devices whose verification this instance is answering now (one at a time each).
+    let verifying = Locked(Set<Int64>())
 
     /// The bytes of the body budget reserved by requests in flight now, and the most so far.
     public var bodyBytesReserved: (now: Int, peak: Int) { (bodyBudget.reserved, bodyBudget.peak) }
@@ -87,6 +89,7 @@ public struct SyncHTTPServer: Sendable {
         router.post("/sync") { request, context in try await self.sync(request, context: context) }
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         router.get("/device") { request, context in try await self.device(request, context: context) }
+        router.post("/verify") { request, context in try await self.verify(request, context: context) }
         router.get("/events") { request, context in try await self.events(request, context: context) }
         router.put("/attachments/:sha256") { request, context in try await self.putAttachment(request, context: context) }
         router.head("/attachments/:sha256") { request, context in try await self.headAttachment(request, context: context) }

@@ -257,15 +257,20 @@ public final class LiveFeed: Service, Sendable {
         }
     }
 
-    /// `{"maxRevision":M,"changeSets":[...]}` from the log's compact JSON.
+    /// `{"maxRevision":M,"changeSets":[...],"digest":"…"}` from the log's compact JSON, with the
+    /// digest at `M` when the last entry is `M`'s and carries one.
     static func response(_ entries: [LogEntry], revision: Revision) -> [UInt8] {
         var bytes = Array("{\"maxRevision\":\(revision),\"changeSets\":[".utf8)
-        bytes.reserveCapacity(entries.reduce(bytes.count + 2) { $0 + $1.body.count + 1 })
+        bytes.reserveCapacity(entries.reduce(bytes.count + 64) { $0 + $1.body.count + 1 })
         for (index, entry) in entries.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
             bytes += entry.body
         }
-        bytes += Array("]}".utf8)
+        bytes.append(UInt8(ascii: "]"))
+        if let last = entries.last, last.revision == revision, let digest = last.digest {
+            bytes += Array(",\"digest\":\"\(digest)\"".utf8)
+        }
+        bytes.append(UInt8(ascii: "}"))
         return bytes
     }
 }

@@ -41,6 +41,11 @@ public protocol DeviceWriting: AnyObject {
     func recordLive(devices: [Int64], until: Int64?) throws
     /// Drops the minutes before `minute`.
     func purgeTraffic(before minute: Int64) throws
+    /// Records at once what a verification proved of a device (its records equal the server's
+    /// at `revision`, or not) and the records a repair sent it, so that an erasure's receipt
+    /// counts it without waiting for the activity's next write. It may run outside a
+    /// transaction, as a statement of its own.
+    func recordVerification(device: Int64, revision: Revision, equal: Bool?, repaired: Int, at time: Int64) throws
     /// Marks the refusal of `device`'s change set `changeSetID` handled by the admin token
     /// `admin` at `time` (seconds since 1970), or no longer handled (`admin` `nil`); returns
     /// whether such a refusal is kept.

@@ -13,6 +13,13 @@ public protocol LogReading: AnyObject {
     func logEntries(after: Revision, through: Revision, maxBytes: Int) throws -> [LogEntry]?
     /// The change log entry at `revision`.
     func logEntry(at revision: Revision) throws -> LogEntry?
+    /// The digest of every record at `revision` (``DataSetDigest/total``): the counter's at the
+    /// current revision, a log entry's before it; `nil` where it is not known (a revision the
+    /// log no longer holds, or committed before the server kept digests).
+    func totalDigest(at revision: Revision) throws -> DigestSum?
+    /// The data set's digest, entity by entity, at the current revision (`nil` before it was
+    /// first computed).
+    func dataSetDigest() throws -> DataSetDigest?
     /// The size in bytes of the change log entry at `revision`, without reading it.
     func logBodySize(at revision: Revision) throws -> Int?
     /// When each of `revisions` was committed (seconds since 1970), for those still in the log.
@@ -26,8 +33,9 @@ public protocol LogReading: AnyObject {
 public protocol LogWriting: AnyObject {
     /// Locks the revision counter until the transaction ends and returns its value.
     func lockRevision() throws -> Revision
-    /// Sets the revision counter (inside the transaction that locked it).
-    func setRevision(_ revision: Revision) throws
+    /// Sets the revision counter and the data set's digest at it (inside the transaction that
+    /// locked it).
+    func setRevision(_ revision: Revision, digest: DataSetDigest?) throws
     func appendLog(_ entry: LogEntry) throws
     /// Raises the change log's floor (inside the transaction that locked the revision): a
     /// client older than it gets a snapshot instead of the log.

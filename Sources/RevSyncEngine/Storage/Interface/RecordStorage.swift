@@ -6,6 +6,8 @@ public protocol RecordReading: AnyObject {
     func records(_ entity: Entity, ids: [RecordID]) throws -> [StoredRecord]
     /// Every record of `entity`, in ID order.
     func allRecords(_ entity: Entity, _ body: (StoredRecord) throws -> Void) throws
+    /// The records of `entity` with `from <= id < to` (`nil`: no bound), in ID order.
+    func records(_ entity: Entity, from: RecordID?, to: RecordID?, _ body: (StoredRecord) throws -> Void) throws
     /// The records of `entity` whose attribute at `attributeIndex` is `parent`.
     func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord]
     /// How many records each entity of the schema holds.

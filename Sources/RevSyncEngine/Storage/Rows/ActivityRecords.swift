@@ -34,6 +34,12 @@ public struct DeviceActivityUpdate: Sendable, Hashable {
     public var syncs = 0
     /// Its latest refused change set, if one was refused since the last flush.
     public var refusal: Refusal?
+    /// Its latest proof since the last flush: the revision at which its records' digest was the
+    /// server's, and when.
+    public var verifiedRevision: Revision?
+    public var verifiedAt: Int64?
+    /// The latest time since the last flush that its digest was not the server's.
+    public var mismatchAt: Int64?
 
     public init(device: Int64, lastSeen: Int64) {
         self.device = device
@@ -56,6 +62,15 @@ public struct DeviceActivityRecord: Sendable, Hashable {
     public var lastRefusal: Refusal?
     /// Until when (seconds since 1970) an instance vouches for an open stream of the device.
     public var liveUntil: Int64?
+    /// The last revision at which its records were proven equal to the server's, and when.
+    public var verifiedRevision: Revision? = nil
+    public var verifiedAt: Int64? = nil
+    /// The last time its records' digest was not the server's.
+    public var mismatchAt: Int64? = nil
+    /// How many records repairs sent it or had it drop, in all; the last repair's, and when.
+    public var repairs: Int64 = 0
+    public var repairedRecords: Int64? = nil
+    public var repairedAt: Int64? = nil
 }
 
 /// Requests of one minute, as counted by the instances (added together).

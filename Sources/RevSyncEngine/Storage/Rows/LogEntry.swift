@@ -9,13 +9,17 @@ public struct LogEntry: Sendable {
     public var changeSetID: String?
     /// The committed change set (permanent IDs, `revision`, full attributes) as compact JSON.
     public var body: [UInt8]
+    /// The digest of every record once it was committed (``DataSetDigest/total``); `nil` for
+    /// entries from before the server kept digests.
+    public var digest: DigestSum?
     /// Its compressed forms, when the store keeps it in memory (``RecentLog``).
     var deflation: LogEntryDeflation?
 
-    public init(revision: Revision, device: Int64, changeSetID: String?, body: [UInt8]) {
+    public init(revision: Revision, device: Int64, changeSetID: String?, body: [UInt8], digest: DigestSum? = nil) {
         self.revision = revision
         self.device = device
         self.changeSetID = changeSetID
         self.body = body
+        self.digest = digest
     }
 }

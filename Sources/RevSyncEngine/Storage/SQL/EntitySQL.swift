@@ -14,6 +14,8 @@ struct EntitySQL: Sendable {
     /// The select of the IDs of an array (`id = ANY(?)`, PostgreSQL).
     let selectAny: String
     let selectAll: String
+    /// The select of the records with `? <= id < ?`, in ID order.
+    let selectRange: String
     let insert: String
     /// The insert of ``insertBatchSize`` rows at once.
     let insertBatch: String
@@ -48,6 +50,7 @@ struct EntitySQL: Sendable {
         selectBatch = "SELECT \(columns) FROM \(table) WHERE id IN (" + Array(repeating: "?", count: 128).joined(separator: ", ") + ")"
         selectAny = "SELECT \(columns) FROM \(table) WHERE id = ANY(?::bigint[])"
         selectAll = "SELECT \(columns) FROM \(table) ORDER BY id"
+        selectRange = "SELECT \(columns) FROM \(table) WHERE id >= ? AND id < ? ORDER BY id"
         columnCount = system.count + entity.attributes.count
         insertPrefix = "INSERT INTO \(table) (\(columns)) VALUES "
         rowPlaceholders = "(" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"

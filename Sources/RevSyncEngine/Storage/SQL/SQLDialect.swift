@@ -20,8 +20,8 @@ struct SQLDialect: Sendable {
     /// counter row, which serialises commits across every server instance.
     var lockRevision: String {
         database == .sqlite
-            ? "SELECT revision, log_floor FROM _rs_counter WHERE id = 1"
-            : "SELECT revision, log_floor FROM _rs_counter WHERE id = 1 FOR UPDATE"
+            ? "SELECT revision, log_floor, digest FROM _rs_counter WHERE id = 1"
+            : "SELECT revision, log_floor, digest FROM _rs_counter WHERE id = 1 FOR UPDATE"
     }
 
     /// Serialises schema setup between instances starting at once (PostgreSQL); SQLite's

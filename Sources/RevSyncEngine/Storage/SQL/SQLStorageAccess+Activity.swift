@@ -7,7 +7,8 @@ extension SQLStorageAccess {
         try connection.query(
             """
             SELECT device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out, syncs,
-                refusal_at, refusal_reason, refusal_change_set, live_until, missing_attachments FROM _rs_device_activity
+                refusal_at, refusal_reason, refusal_change_set, live_until, missing_attachments,
+                verified_revision, verified_at, mismatch_at, repairs, repaired_records, repaired_at FROM _rs_device_activity
             """, []
         ) { row in
             guard let device = row[0].integerValue, let lastSeen = row[1].integerValue else {
@@ -22,6 +23,12 @@ extension SQLStorageAccess {
                 claimedRevision: row[2].integerValue, bytesIn: row[5].integerValue ?? 0, bytesOut: row[6].integerValue ?? 0,
                 syncs: row[7].integerValue ?? 0, lastRefusal: refusal, liveUntil: row[11].integerValue)
             activity[device]?.missingAttachments = row[12].integerValue.map { Int($0) }
+            activity[device]?.verifiedRevision = row[13].integerValue
+            activity[device]?.verifiedAt = row[14].integerValue
+            activity[device]?.mismatchAt = row[15].integerValue
+            activity[device]?.repairs = row[16].integerValue ?? 0
+            activity[device]?.repairedRecords = row[17].integerValue
+            activity[device]?.repairedAt = row[18].integerValue
         }
         return activity
     }
@@ -164,8 +171,8 @@ extension SQLStorageAccess {
             try connection.execute(
                 """
                 INSERT INTO _rs_device_activity (device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out,
-                    syncs, refusal_at, refusal_reason, refusal_change_set, missing_attachments)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    syncs, refusal_at, refusal_reason, refusal_change_set, missing_attachments, verified_revision, verified_at, mismatch_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (device_id) DO UPDATE SET
                     last_seen = CASE WHEN excluded.last_seen > _rs_device_activity.last_seen
                         THEN excluded.last_seen ELSE _rs_device_activity.last_seen END,
@@ -178,7 +185,10 @@ extension SQLStorageAccess {
                     refusal_at = COALESCE(excluded.refusal_at, _rs_device_activity.refusal_at),
                     refusal_reason = COALESCE(excluded.refusal_reason, _rs_device_activity.refusal_reason),
                     refusal_change_set = COALESCE(excluded.refusal_change_set, _rs_device_activity.refusal_change_set),
-                    missing_attachments = COALESCE(excluded.missing_attachments, _rs_device_activity.missing_attachments)
+                    missing_attachments = COALESCE(excluded.missing_attachments, _rs_device_activity.missing_attachments),
+                    verified_revision = \(Self.newerVerification("verified_revision")),
+                    verified_at = \(Self.newerVerification("verified_at")),
+                    mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at)
                 """,
                 [
                     .integer(update.device), .integer(update.lastSeen), update.claimedRevision.map(SQLValue.integer) ?? .null,
@@ -187,6 +197,8 @@ extension SQLStorageAccess {
                     update.refusal.map { .integer($0.time) } ?? .null, update.refusal.map { .text($0.reason.rawValue) } ?? .null,
                     update.refusal.map { .text($0.changeSetID) } ?? .null,
                     update.missingAttachments.map { .integer(Int64($0)) } ?? .null,
+                    update.verifiedRevision.map(SQLValue.integer) ?? .null, update.verifiedAt.map(SQLValue.integer) ?? .null,
+                    update.mismatchAt.map(SQLValue.integer) ?? .null,
                 ])
         }
         for minute in traffic {
@@ -202,6 +214,37 @@ extension SQLStorageAccess {
                     .integer(Int64(minute.refusals)), .integer(Int64(minute.bytesIn)), .integer(Int64(minute.bytesOut)),
                 ])
         }
+    }
+
+    /// The stored proof unless the new one is of a later revision (proofs arrive out of order:
+    /// a sync's is written with the activity, a verification's at once).
+    private static func newerVerification(_ column: String) -> String {
+        """
+        CASE WHEN excluded.verified_revision IS NOT NULL
+            AND excluded.verified_revision >= COALESCE(_rs_device_activity.verified_revision, -1)
+            THEN excluded.\(column) ELSE _rs_device_activity.\(column) END
+        """
+    }
+
+    func recordVerification(device: Int64, revision: Revision, equal: Bool?, repaired: Int, at time: Int64) throws {
+        try connection.execute(
+            """
+            INSERT INTO _rs_device_activity (device_id, last_seen, bytes_in, bytes_out, syncs, verified_revision, verified_at, mismatch_at,
+                repairs, repaired_records, repaired_at)
+            VALUES (?, ?, 0, 0, 0, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (device_id) DO UPDATE SET
+                verified_revision = \(Self.newerVerification("verified_revision")),
+                verified_at = \(Self.newerVerification("verified_at")),
+                mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
+                repairs = COALESCE(_rs_device_activity.repairs, 0) + excluded.repairs,
+                repaired_records = COALESCE(excluded.repaired_records, _rs_device_activity.repaired_records),
+                repaired_at = COALESCE(excluded.repaired_at, _rs_device_activity.repaired_at)
+            """,
+            [
+                .integer(device), .integer(time), equal == true ? .integer(revision) : .null, equal == true ? .integer(time) : .null,
+                equal == false ? .integer(time) : .null, .integer(Int64(repaired)), repaired > 0 ? .integer(Int64(repaired)) : .null,
+                repaired > 0 ? .integer(time) : .null,
+            ])
     }
 
     func recordLive(devices: [Int64], until: Int64?) throws {

@@ -16,11 +16,12 @@ extension SQLStorageAccess {
         return try connection.firstRow("SELECT log_floor FROM _rs_counter WHERE id = 1")?.first?.integerValue ?? 0
     }
 
-    /// The revision and the log floor, read together once (a response asks for both).
-    func counter() throws -> (revision: Revision, floor: Revision) {
+    /// The revision, the log floor and the digest, read together once (a response asks for
+    /// all three).
+    func counter() throws -> (revision: Revision, floor: Revision, digest: String?) {
         if let counterRow { return counterRow }
-        let row = try connection.firstRow("SELECT revision, log_floor FROM _rs_counter WHERE id = 1")
-        let read = (revision: row?[0].integerValue ?? 0, floor: row?[1].integerValue ?? 0)
+        let row = try connection.firstRow("SELECT revision, log_floor, digest FROM _rs_counter WHERE id = 1")
+        let read = (revision: row?[0].integerValue ?? 0, floor: row?[1].integerValue ?? 0, digest: row?[2].textValue)
         counterRow = read
         return read
     }
@@ -30,11 +31,20 @@ extension SQLStorageAccess {
         return try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
     }
 
-    func setRevision(_ revision: Revision) throws {
+    func dataSetDigest() throws -> DataSetDigest? {
+        if let deferred { return deferred.digest }
+        if snapshotReads { return try counter().digest.flatMap { DataSetDigest($0) } }
+        return try connection.firstRow("SELECT digest FROM _rs_counter WHERE id = 1")?.first?.textValue.flatMap { DataSetDigest($0) }
+    }
+
+    func setRevision(_ revision: Revision, digest: DataSetDigest?) throws {
         if deferred != nil {
             deferred?.revision = revision
+            deferred?.digest = digest
         } else {
-            try write("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(revision)])
+            try write(
+                "UPDATE _rs_counter SET revision = ?, digest = ? WHERE id = 1",
+                [.integer(revision), digest.map { .text($0.description) } ?? .null])
         }
         pendingRevision = revision
     }

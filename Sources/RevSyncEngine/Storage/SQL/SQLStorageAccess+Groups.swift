@@ -32,7 +32,9 @@ extension SQLStorageAccess {
         if options.batchesGroupWrites {
             let row = try lockCatchingUp(reads)
             let locked = row?[0].integerValue ?? 0
-            deferred = DeferredCounters(revision: locked, lockedRevision: locked, floor: row?[1].integerValue ?? 0)
+            deferred = DeferredCounters(
+                revision: locked, lockedRevision: locked, floor: row?[1].integerValue ?? 0,
+                digest: row.flatMap { $0.count > 2 ? $0[2].textValue.flatMap { DataSetDigest($0) } : nil })
         }
         let result = try body()
         try writeDelivered()
@@ -41,7 +43,9 @@ extension SQLStorageAccess {
                 try write("UPDATE _rs_ids SET next_id = ? WHERE entity = ?", [.integer(next), .text(entity)])
             }
             if counters.revision != counters.lockedRevision {
-                try write("UPDATE _rs_counter SET revision = ? WHERE id = 1", [.integer(counters.revision)])
+                try write(
+                    "UPDATE _rs_counter SET revision = ?, digest = ? WHERE id = 1",
+                    [.integer(counters.revision), counters.digest.map { .text($0.description) } ?? .null])
             }
         }
         return result
@@ -65,7 +69,7 @@ extension SQLStorageAccess {
             statements.append(
                 (
                     """
-                    SELECT revision, device_id, change_set_id, body FROM _rs_log
+                    SELECT revision, device_id, change_set_id, body, digest FROM _rs_log
                     WHERE revision > GREATEST(?, (SELECT revision FROM _rs_counter WHERE id = 1) - ?) ORDER BY revision LIMIT ?
                     """, [.integer(newest), .integer(Int64(Self.catchUpEntries)), .integer(Int64(Self.catchUpEntries))]
                 ))

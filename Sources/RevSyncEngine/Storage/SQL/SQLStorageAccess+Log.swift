@@ -8,7 +8,7 @@ extension SQLStorageAccess {
         if let kept = keptLogEntries(after: after, through: through) { return kept }
         var entries: [LogEntry] = []
         try connection.query(
-            "SELECT revision, device_id, change_set_id, body FROM _rs_log WHERE revision > ? AND revision <= ? ORDER BY revision",
+            "SELECT revision, device_id, change_set_id, body, digest FROM _rs_log WHERE revision > ? AND revision <= ? ORDER BY revision",
             [.integer(after), .integer(through)]
         ) { entries.append(try Self.logEntry($0)) }
         return entries
@@ -55,15 +55,28 @@ extension SQLStorageAccess {
     }
 
     func logEntry(at revision: Revision) throws -> LogEntry? {
-        try connection.firstRow("SELECT revision, device_id, change_set_id, body FROM _rs_log WHERE revision = ?", [.integer(revision)])
-            .map(Self.logEntry)
+        try connection.firstRow(
+            "SELECT revision, device_id, change_set_id, body, digest FROM _rs_log WHERE revision = ?", [.integer(revision)]
+        )
+        .map(Self.logEntry)
     }
 
     static func logEntry(_ row: [SQLValue]) throws -> LogEntry {
         guard let revision = row[0].integerValue, let device = row[1].integerValue, let body = row[3].bytesValue else {
             throw StorageError.corrupt("a change log row does not have the expected columns")
         }
-        return LogEntry(revision: revision, device: device, changeSetID: row[2].textValue, body: body)
+        return LogEntry(
+            revision: revision, device: device, changeSetID: row[2].textValue, body: body,
+            digest: row.count > 4 ? row[4].textValue.flatMap { DigestSum($0) } : nil)
+    }
+
+    func totalDigest(at revision: Revision) throws -> DigestSum? {
+        if revision == 0 { return .empty }
+        if let kept = keptLogEntries(after: revision - 1, through: revision)?.first { return kept.digest }
+        if revision == (try currentRevision()) { return try dataSetDigest()?.total }
+        return try connection.firstRow("SELECT digest FROM _rs_log WHERE revision = ?", [.integer(revision)])?.first?.textValue.flatMap {
+            DigestSum($0)
+        }
     }
 
     func setLogFloor(_ revision: Revision) throws {
@@ -73,10 +86,10 @@ extension SQLStorageAccess {
 
     func appendLog(_ entry: LogEntry) throws {
         try write(
-            "INSERT INTO _rs_log (revision, device_id, change_set_id, body, committed_at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO _rs_log (revision, device_id, change_set_id, body, committed_at, digest) VALUES (?, ?, ?, ?, ?, ?)",
             [
                 .integer(entry.revision), .integer(entry.device), entry.changeSetID.map(SQLValue.text) ?? .null, .bytes(entry.body),
-                .integer(Self.now()),
+                .integer(Self.now()), entry.digest.map { .text($0.description) } ?? .null,
             ])
         guard recentLog != nil else { return }
         // One set of compressed forms for the copy this transaction's responses use and the copy kept.

@@ -38,6 +38,13 @@ extension SQLStorageAccess {
         try connection.query(sql.selectAll, []) { try body(try sql.record(from: $0, dialect)) }
     }
 
+    func records(_ entity: Entity, from: RecordID?, to: RecordID?, _ body: (StoredRecord) throws -> Void) throws {
+        let sql = try sql(entity)
+        try connection.query(sql.selectRange, [.integer(from?.rawValue ?? .min), .integer(to?.rawValue ?? .max)]) {
+            try body(try sql.record(from: $0, dialect))
+        }
+    }
+
     func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord] {
         let sql = try sql(entity)
         guard let select = sql.children[attributeIndex] else {

@@ -62,6 +62,8 @@ final class SQLStorageAccess: StorageWriter {
         let lockedRevision: Revision
         /// The log floor, read with the lock (retention's update of it waits for the lock).
         var floor: Revision
+        /// The data set's digest at ``revision``.
+        var digest: DataSetDigest?
         /// The next free ID of each entity the group allocated IDs of.
         var nextIDs: [String: Int64] = [:]
     }
@@ -90,7 +92,7 @@ final class SQLStorageAccess: StorageWriter {
     /// In a read transaction over one snapshot: the counter row, read once.
     let snapshotReads: Bool
 
-    var counterRow: (revision: Revision, floor: Revision)?
+    var counterRow: (revision: Revision, floor: Revision, digest: String?)?
 
     /// - Parameter snapshotReads: the access reads inside one snapshot (a `REPEATABLE READ`
     ///   read transaction), where the revision and the log floor cannot move.

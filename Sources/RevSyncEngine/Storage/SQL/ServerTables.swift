@@ -196,6 +196,22 @@ enum ServerTables {
                     "CREATE INDEX _rs_outcomes_refused ON _rs_outcomes (processed_at) WHERE revision IS NULL",
                 ]
         },
+        Migration(version: 10, name: "proof of convergence") { dialect in
+            [
+                // The data set's digest at the counter's revision, entity by entity
+                // (``DataSetDigest``), moved by every commit; and each log entry's total, so that
+                // a response at any revision the log holds carries the digest at it. Computed whole
+                // when it is missing (``ServerTables/setUp``).
+                "ALTER TABLE _rs_counter ADD COLUMN digest TEXT",
+                "ALTER TABLE _rs_log ADD COLUMN digest TEXT",
+                // What each device proved: the last revision at which its data equalled the
+                // server's, when; the records repairs sent it, in all and the last time; the last
+                // time its digest differed.
+            ]
+                + ["verified_revision", "verified_at", "repairs", "repaired_at", "repaired_records", "mismatch_at"].map {
+                    "ALTER TABLE _rs_device_activity ADD COLUMN \($0) \(dialect.bigint)"
+                }
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.
@@ -253,6 +269,7 @@ enum ServerTables {
         try connection.execute(
             "INSERT INTO _rs_meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [.text(String(decoding: schema.jsonBytes(), as: UTF8.self))])
+        try ServerDigest.computeIfNeeded(connection, schema: schema)
     }
 
     static func storedSchema(_ connection: any SQLConnection) throws -> Schema? {

@@ -23,8 +23,10 @@ extension SyncHTTPServer {
             json: try await request.jsonBody(limit: configuration.maxBodySize, reservation: reservation), sender: .client,
             limits: engine.limits.decoding)
         let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
-        let response = try await engine.syncStreamed(message, tokenHash: sender.tokenHash, snapshotProof: proof)
+        let claimed = claimedDigest(request, revision: message.maxRevision)
+        let response = try await engine.syncStreamed(message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed)
         context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
+        if let equal = response.claimVerified { context.record.verified(revision: message.maxRevision, equal: equal) }
         logger.debug(
             "sync",
             metadata: [
@@ -38,6 +40,19 @@ extension SyncHTTPServer {
                 compression.jsonResponse(response.body, for: request, compressedSpans: response.compressedSpans)
             }
         Self.describe(sender.device, in: &answer.headers)
+        // The schema the response's digest is of: a device on another version does not compare.
+        answer.headers[.revSyncSchemaVersion] = String(engine.schema.version)
         return answer
+    }
+
+    /// The `RevSync-Digest` header (`R count:hex V`: the digest of the device's records at
+    /// revision `R`, its schema version `V`) when it speaks of the revision the request claims
+    /// and of the server's schema version; anything else is ignored (an older or a confused
+    /// client proves nothing).
+    func claimedDigest(_ request: Request, revision: Revision) -> DigestSum? {
+        guard let header = request.headers[.revSyncDigest], header.utf8.count <= 100 else { return nil }
+        let parts = header.split(separator: " ")
+        guard parts.count == 3, Revision(parts[0]) == revision, Int(parts[2]) == engine.schema.version else { return nil }
+        return DigestSum(parts[1])
     }
 }

@@ -12,6 +12,7 @@ final class RequestRecord: Sendable {
     private struct State {
         var device: Device?
         var sync: (claimed: Revision, committed: Int, refusals: [Refusal])?
+        var verification: (revision: Revision, equal: Bool)?
     }
 
     private let state = Locked(State())
@@ -26,7 +27,14 @@ final class RequestRecord: Sendable {
         state.withLock { $0.sync = (claimed, committed, refusals) }
     }
 
+    /// The device's records' digest at `revision` was (or was not) the server's.
+    func verified(revision: Revision, equal: Bool) {
+        state.withLock { $0.verification = (revision, equal) }
+    }
+
     fileprivate var sync: (claimed: Revision, committed: Int, refusals: [Refusal])? { state.withLock { $0.sync } }
+    fileprivate var verification: (revision: Revision, equal: Bool)? { state.withLock { $0.verification } }
+
 }
 
 /// The outermost middleware: once a request is answered (errors included), tells
@@ -56,6 +64,7 @@ struct RequestRecording: RouterMiddleware {
                 seen.committed = sync.committed
                 seen.refusals = sync.refusals
             }
+            seen.verification = record.verification
             activity.record(seen)
         }
         let duration = ContinuousClock.now - start

@@ -1,0 +1,129 @@
+import GRDB
+import RevSyncProtocol
+import RevSyncSQLite
+
+/// The store's side of a verification: its digest, its records' hashes by range, and a repair
+/// applied in one transaction.
+extension LocalStore {
+    /// The store's digest at its revision, the marked records settled first.
+    func settledDigest() async throws -> (revision: Revision, digest: DataSetDigest) {
+        let schema = self.schema
+        return try await ownWrite { db in
+            let digest = try StoreDigest.prepare(in: db, schema: schema)
+            return (try StoreState(db: db).maxRevision, digest.digest)
+        }
+    }
+
+    /// Computes every record's hash again from the tables (`revsync verify` trusts no stored
+    /// hash); returns the records whose stored hash was wrong.
+    func rebuildDigest() async throws -> [RecordReference] {
+        let schema = self.schema
+        return try await ownWrite { db in
+            let pending = Set(try ResponseApplication.pendingEdits(in: db, schema: schema).keys)
+            try StoreDigest.installMarkers(in: db, schema: schema)
+            return try StoreDigest(db: db, schema: schema).rebuild(pending: pending)
+        }
+    }
+
+    /// The store's digest of each range.
+    func sums(of ranges: [DigestRange]) async throws -> [DigestSum] {
+        let schema = self.schema
+        return try await pool.read { db in
+            let digest = try StoreDigest(db: db, schema: schema)
+            return try ranges.map { try digest.sum(of: $0) }
+        }
+    }
+
+    /// The store's hashes of each range, by ID.
+    func hashes(of ranges: [DigestRange]) async throws -> [[RecordID: RecordHash]] {
+        let schema = self.schema
+        return try await pool.read { db in
+            let digest = try StoreDigest(db: db, schema: schema)
+            return try ranges.map { try digest.hashes(of: $0) }
+        }
+    }
+
+    /// How a repair's records differ from the store's: a record the store holds a hash of was
+    /// changed; one it does not, missing; one the server removes, extra.
+    func differences(in repair: ChangeSet) async throws -> [RecordDifference] {
+        let schema = self.schema
+        return try await pool.read { db in
+            let digest = try StoreDigest(db: db, schema: schema)
+            var differences: [RecordDifference] = []
+            for changes in repair.changes {
+                for id in changes.update {
+                    differences.append(
+                        RecordDifference(
+                            record: RecordReference(entity: changes.entity, id: id),
+                            kind: try digest.has(changes.entity, id) ? .changed : .missing))
+                }
+                for id in changes.delete {
+                    differences.append(RecordDifference(record: RecordReference(entity: changes.entity, id: id), kind: .extra))
+                }
+            }
+            return differences
+        }
+    }
+
+    /// Applies a repair at `revision`, in one transaction: each record the server sent is
+    /// written as it is there, each it removes is deleted, without the delete rules (the server
+    /// names every record that goes). A record with local edits not yet synced keeps them: only
+    /// what the store knows of the server's record changes. Nothing is applied if the store
+    /// moved past `revision` meanwhile.
+    ///
+    /// - Returns: what changed, per entity, the records, and the store's digest after it.
+    func applyRepair(
+        _ repair: ChangeSet, at revision: Revision
+    ) async throws -> (
+        counts: [String: RepairCounts], differences: [RecordDifference], digest: DigestSum
+    )? {
+        let schema = self.schema
+        return try await ownWrite { db in
+            guard try StoreState(db: db).maxRevision == revision else { return nil }
+            let pending = Set(try ResponseApplication.pendingEdits(in: db, schema: schema).keys)
+            let digest = try StoreDigest.prepare(in: db, schema: schema)
+            let tables = LocalTables(schema: schema, db: db)
+            var counts: [String: RepairCounts] = [:]
+            var differences: [RecordDifference] = []
+            for changes in repair.changes {
+                guard let entity = schema.entity(changes.entity) else { continue }
+                for id in changes.update {
+                    guard let attributes = changes.attributes[id] else { continue }
+                    let reference = RecordReference(entity: entity.name, id: id)
+                    let known = try digest.has(entity.name, id)
+                    if !pending.contains(reference) {
+                        try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
+                    }
+                    try digest.serverState(
+                        entity, id, revision: attributes.revision, values: attributes.values, pending: pending.contains(reference))
+                    differences.append(RecordDifference(record: reference, kind: known ? .changed : .missing))
+                    if known {
+                        counts[entity.name, default: RepairCounts()].updated += 1
+                    } else {
+                        counts[entity.name, default: RepairCounts()].inserted += 1
+                    }
+                }
+                for id in changes.delete {
+                    let reference = RecordReference(entity: entity.name, id: id)
+                    if !pending.contains(reference) { try tables.delete(entity, id: id) }
+                    try digest.serverState(entity, id, revision: nil, values: nil, pending: pending.contains(reference))
+                    differences.append(RecordDifference(record: reference, kind: .extra))
+                    counts[entity.name, default: RepairCounts()].removed += 1
+                }
+            }
+            try digest.settle(pending: pending)
+            try digest.save()
+            return (counts, differences, digest.digest.total)
+        }
+    }
+
+    /// Remembers the last revision at which the store's records were proven equal to the
+    /// server's (or that the last verification could not repair what differed).
+    func recordVerification(verifiedAt revision: Revision?, pending: Bool) async throws {
+        _ = try await ownWrite { db in
+            let state = StoreState(db: db)
+            if let revision { try state.set(.verifiedRevision, String(revision)) }
+            try state.set(.verificationPending, pending ? "1" : nil)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+public import RevSyncProtocol
+
+/// What a repair changed on the device: per entity, and record by record.
+public struct RepairReport: Sendable, Hashable {
+    /// The revision at which the device's records were compared with the server's.
+    public var revision: Revision
+    /// Per entity: records updated, inserted and removed.
+    public var repaired: [String: RepairCounts]
+    /// Each record that differed, and how.
+    public var differences: [RecordDifference]
+
+    /// A repair at `revision`, as its parts say.
+    public init(revision: Revision, repaired: [String: RepairCounts], differences: [RecordDifference]) {
+        self.revision = revision
+        self.repaired = repaired
+        self.differences = differences
+    }
+
+    /// `Repaired 3 records that differed from the server: players 2 changed, tags 1 removed`.
+    public var summary: String {
+        let total = repaired.values.reduce(0) { $0 + $1.total }
+        let parts = repaired.keys.sorted().flatMap { entity -> [String] in
+            let counts = repaired[entity]!
+            return [(counts.updated, "changed"), (counts.inserted, "added"), (counts.removed, "removed")].compactMap { count, word in
+                count > 0 ? "\(entity) \(count) \(word)" : nil
+            }
+        }
+        return "Repaired \(total) record\(total == 1 ? "" : "s") that differed from the server: \(parts.joined(separator: ", "))"
+    }
+}
+
+/// What a verification found and did (``Synchronizer/verify(repair:)``, `revsync verify`).
+public struct VerificationReport: Sendable, Hashable {
+    /// The revision at which the device's records were compared with the server's.
+    public var revision: Revision = 0
+    /// The revision at which they are proven equal now, at once or after the repair; `nil`
+    /// when they are not (`repair: false`, or a repair the server did not confirm).
+    public var verifiedRevision: Revision?
+    /// Whether they were equal before any repair.
+    public var equal = true
+    /// The records that differed, and how.
+    public var differences: [RecordDifference] = []
+    /// What the repair changed, per entity (empty without one).
+    public var repaired: [String: RepairCounts] = [:]
+    /// Records whose stored hash was not their row's: written behind the store's back where no
+    /// mark caught it (the full check trusts no stored hash).
+    public var rehashed: [RecordReference] = []
+    /// What it cost: the sync that brought the device to the server's revision, and every
+    /// request of the comparison.
+    public var bytesSent = 0
+    public var bytesReceived = 0
+    public var roundTrips = 0
+}
+
+/// Something the store tells the app (``LocalStore/events()``).
+public enum StoreEvent: Sendable, Hashable {
+    /// The store's records differed from the server's and were repaired.
+    case repaired(RepairReport)
+}
+
+extension Synchronizer {
+    /// The most times a verification starts again because the server moved on meanwhile.
+    static let verificationAttempts = 4
+
+    /// Verifies the device's records against the server's, from scratch: every record hashed
+    /// again from the tables (no stored hash trusted), a sync without the outbox (the device
+    /// at the server's revision; its queued change sets wait), then the comparison, range by
+    /// range, and (unless `repair` is `false`) the repair, in one transaction, told to the
+    /// server. Records with local edits not yet synced keep them.
+    ///
+    /// - Throws: ``SyncFailure``; a repair half done is never applied.
+    public func verify(repair: Bool = true) async throws -> VerificationReport {
+        try await exclusively { try await self.performVerification(repair: repair) }
+    }
+
+    private func performVerification(repair: Bool) async throws -> VerificationReport {
+        var server = self.server
+        if server == nil { server = try await store.server() }
+        guard let server else { throw SyncFailure.notConfigured }
+        var report = VerificationReport()
+        report.rehashed = try await store.rebuildDigest()
+        for _ in 0..<Self.verificationAttempts {
+            let pulled = try await send(to: server, lenient: false, pullOnly: true)
+            report.roundTrips += 1
+            report.bytesSent += pulled.bytesSent
+            report.bytesReceived += pulled.bytesReceived
+            let (revision, digest) = try await store.settledDigest()
+            report.revision = revision
+            var outcome: Verifier.Outcome
+            do {
+                outcome = try await verifier(server).compare(at: revision, digest: digest)
+            } catch is Verifier.RevisionMoved {
+                continue
+            }
+            func tally(_ outcome: Verifier.Outcome) {
+                report.roundTrips += outcome.roundTrips
+                report.bytesSent += outcome.bytesSent
+                report.bytesReceived += outcome.bytesReceived
+            }
+            tally(outcome)
+            report.equal = outcome.equal
+            guard let changes = outcome.repair else {
+                report.verifiedRevision = outcome.equal ? revision : nil
+                try await store.recordVerification(verifiedAt: report.verifiedRevision, pending: !outcome.equal)
+                return report
+            }
+            guard repair else {
+                report.differences = try await store.differences(in: changes)
+                try await store.recordVerification(verifiedAt: nil, pending: true)
+                return report
+            }
+            guard let applied = try await store.applyRepair(changes, at: revision) else { continue }
+            report.differences = applied.differences
+            report.repaired = applied.counts
+            var confirmation = Verifier.Outcome(equal: true)
+            let confirmed = (try? await verifier(server).report(applied.digest, at: revision, into: &confirmation)) ?? nil
+            tally(confirmation)
+            report.verifiedRevision = confirmed == true ? revision : nil
+            try await store.recordVerification(verifiedAt: report.verifiedRevision, pending: confirmed != true)
+            announce(RepairReport(revision: revision, repaired: applied.counts, differences: applied.differences))
+            return report
+        }
+        throw SyncFailure.network("the server's data set kept changing during the verification; try again")
+    }
+
+    /// After a sync: a store whose digest differed from the server's narrows the difference
+    /// down and repairs it (starting again after a sync of its own when the server moved on);
+    /// a store proven equal after an erasure tells the server at once, so that the erasure's
+    /// receipt counts it.
+    func proveOrRepair(_ report: inout SyncReport, server: LocalStore.ServerConnection) async throws {
+        if report.verified == true {
+            if !report.erasures.isEmpty, let digest = report.digest {
+                var outcome = Verifier.Outcome(equal: true)
+                _ = try? await verifier(server).report(digest, at: report.maxRevision, into: &outcome)
+            }
+            return
+        }
+        guard report.verified == false else { return }
+        do {
+            try await repair(&report, server: server)
+        } catch let failure as SyncFailure {
+            // The sync stands; what differs is repaired by the next one.
+            try await store.recordVerification(verifiedAt: nil, pending: true)
+            report.repairFailure = failure.description
+        }
+    }
+
+    private func repair(_ report: inout SyncReport, server: LocalStore.ServerConnection) async throws {
+        for _ in 0..<Self.verificationAttempts {
+            let (revision, digest) = try await store.settledDigest()
+            var outcome: Verifier.Outcome
+            do {
+                outcome = try await verifier(server).compare(at: revision, digest: digest)
+            } catch is Verifier.RevisionMoved {
+                // Others committed meanwhile: their changes first; the comparison starts again.
+                let later = try await send(to: server, lenient: false, pullOnly: true)
+                report.append(later)
+                if report.serverSchemaVersion != store.schema.version || later.verified != false { return }
+                continue
+            }
+            if outcome.repair != nil { stageHook?(.repairReceived) }
+            guard let changes = outcome.repair, let applied = try await store.applyRepair(changes, at: revision) else {
+                report.verified = outcome.equal ? true : report.verified
+                try await store.recordVerification(verifiedAt: outcome.equal ? revision : nil, pending: !outcome.equal)
+                return
+            }
+            let confirmed = (try? await verifier(server).report(applied.digest, at: revision, into: &outcome)) ?? nil
+            report.verified = confirmed == true
+            for (entity, counts) in applied.counts { report.repaired[entity, default: RepairCounts()].add(counts) }
+            report.differences += applied.differences
+            try await store.recordVerification(verifiedAt: confirmed == true ? revision : nil, pending: confirmed != true)
+            announce(RepairReport(revision: revision, repaired: applied.counts, differences: applied.differences))
+            return
+        }
+        try await store.recordVerification(verifiedAt: nil, pending: true)
+    }
+
+    private func verifier(_ server: LocalStore.ServerConnection) -> Verifier {
+        Verifier(store: store, transport: transport, server: server, gzipLevel: configuration.gzipLevel)
+    }
+
+    private func announce(_ repair: RepairReport) {
+        broadcaster.emit(.repaired(repair))
+        store.storeEvents.emit(.repaired(repair))
+    }
+}

@@ -1,0 +1,168 @@
+public import RevSyncProtocol
+
+/// The server's side of a verification (`POST /verify`): a device whose records' digest
+/// differs from the server's narrows the difference down, range by range, and gets exactly the
+/// records that differ, and the IDs it must drop.
+///
+/// Everything is judged at the device's revision, which must be the server's current one, in
+/// one read transaction (a commit in between is `409`: the device syncs and starts again). A
+/// whole entity's digest is the one the server keeps with its counter; a part of one is summed
+/// from its records, read and hashed (``RecordHasher``) in ID order.
+///
+/// Round by round (three round trips find one record among a million):
+///
+/// 1. the device sends each entity's digest; each one that differs comes back split into up to
+///    ``fanout`` parts of about equal size, each with the server's digest;
+/// 2. the device compares its own digest of each part and sends those that differ, which come
+///    back split again;
+/// 3. a part of at most ``leaf`` records on the server is listed by the device record by record
+///    (ID and hash); the answer is a change set with the server's records that differ or that the
+///    device lacks, and the IDs it holds that the server does not.
+public struct DataSetVerification: Sendable {
+    /// Why a verification is refused.
+    public enum Refusal: Error, Sendable, CustomStringConvertible {
+        /// The server's revision is not the device's: it syncs, and verifies again.
+        case revisionMoved(Revision)
+        /// A range names an entity the schema does not have.
+        case unknownEntity(String)
+        /// The request would read more records than one verification may.
+        case tooMuch(String)
+
+        public var description: String {
+            switch self {
+            case .revisionMoved(let revision): "the server is at revision \(revision) now: sync, then verify again"
+            case .unknownEntity(let name): "\(name.prefix(80)) is not an entity of the schema"
+            case .tooMuch(let message): message
+            }
+        }
+    }
+
+    /// What a verification did, besides its answer.
+    public struct Outcome: Sendable {
+        public var response: VerifyResponse
+        /// How many records the repair sends or removes.
+        public var repaired: Int
+        /// The records read to answer.
+        public var recordsRead: Int
+    }
+
+    /// The parts a differing range is split into.
+    public static let fanout = VerificationShape.fanout
+    /// A part this small (on the server) the device lists record by record.
+    public static let leaf = VerificationShape.leaf
+    /// The most ranges, and listed records, in one request.
+    public static let maxRanges = 4_096
+    public static let maxItems = 100_000
+    /// The most records one request may make the server read (each range is read whole).
+    public static let maxRecordsRead = 4_000_000
+
+    public let schema: Schema
+
+    public init(schema: Schema) {
+        self.schema = schema
+    }
+
+    /// Answers `request` from `reader` (one read transaction).
+    ///
+    /// - Throws: ``Refusal``, or the storage's error.
+    public func answer(_ request: VerifyRequest, reader: any StorageReader) throws -> Outcome {
+        let current = try reader.currentRevision()
+        guard request.revision == current else { throw Refusal.revisionMoved(current) }
+        let digest = try reader.dataSetDigest()
+        var response = VerifyResponse(revision: current)
+        var read = 0
+        if let report = request.report, let digest { response.verified = report == digest.total }
+        for range in request.ranges {
+            let entity = try entity(range.range.entity)
+            if range.range.isWhole, let digest, digest[entity.name] == range.digest { continue }
+            let records = try hashes(entity, in: range.range, reader: reader, read: &read)
+            var sum = DigestSum.empty
+            for (_, hash) in records { sum.add(hash) }
+            guard sum != range.digest else { continue }
+            response.ranges.append(VerifyResponse.Split(range: range.range, parts: Self.split(range.range, records)))
+        }
+        var repair = ChangeSet(revision: current)
+        var repaired = 0
+        for items in request.items {
+            let entity = try entity(items.range.entity)
+            var changes = EntityChanges(entity: entity.name)
+            let hasher = RecordHasher(entity)
+            var held = Set<RecordID>()
+            try reader.records(entity, from: items.range.from.map { RecordID($0) }, to: items.range.to.map { RecordID($0) }) { record in
+                read += 1
+                guard read <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
+                held.insert(record.id)
+                guard items.records[record.id] != hasher.hash(record) else { return }
+                changes.update.append(record.id)
+                changes.attributes[record.id] = record.attributes(of: entity)
+            }
+            changes.delete = items.records.keys.filter { !held.contains($0) }.sorted()
+            guard !changes.update.isEmpty || !changes.delete.isEmpty else { continue }
+            repaired += changes.update.count + changes.delete.count
+            if let index = repair.changes.firstIndex(where: { $0.entity == entity.name }) {
+                repair.changes[index].update += changes.update
+                repair.changes[index].delete += changes.delete
+                repair.changes[index].attributes.merge(changes.attributes) { _, new in new }
+            } else {
+                repair.changes.append(changes)
+            }
+        }
+        if !repair.changes.isEmpty { response.repair = repair }
+        return Outcome(response: response, repaired: repaired, recordsRead: read)
+    }
+
+    private static let tooMuchMessage =
+        "this verification would read more than \(maxRecordsRead) records: ask about fewer ranges at once"
+
+    private func entity(_ name: String) throws -> Entity {
+        guard let entity = schema.entity(name) else { throw Refusal.unknownEntity(name) }
+        return entity
+    }
+
+    /// The hash of every record of `range`, in ID order.
+    private func hashes(
+        _ entity: Entity, in range: DigestRange, reader: any StorageReader, read: inout Int
+    ) throws -> [(
+        RecordID, RecordHash
+    )] {
+        let hasher = RecordHasher(entity)
+        var records: [(RecordID, RecordHash)] = []
+        var count = read
+        try reader.records(entity, from: range.from.map { RecordID($0) }, to: range.to.map { RecordID($0) }) { record in
+            count += 1
+            guard count <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
+            records.append((record.id, hasher.hash(record)))
+        }
+        read = count
+        return records
+    }
+
+    /// `range` in up to ``fanout`` contiguous parts of about equal numbers of `records`, each
+    /// with its digest; an empty range is one empty part.
+    static func split(_ range: DigestRange, _ records: [(RecordID, RecordHash)]) -> [RangeDigest] {
+        let count = records.count
+        let parts = max(1, min(fanout, count))
+        var result: [RangeDigest] = []
+        var lower = range.from
+        var start = 0
+        for part in 0..<parts {
+            let end = part == parts - 1 ? count : (part + 1) * count / parts
+            let upper = part == parts - 1 ? range.to : records[end].0.rawValue
+            var sum = DigestSum.empty
+            for index in start..<end { sum.add(records[index].1) }
+            result.append(RangeDigest(range: DigestRange(entity: range.entity, from: lower, to: upper), digest: sum))
+            lower = upper
+            start = end
+        }
+        return result
+    }
+}
+
+extension SyncEngine {
+    /// Answers a device's verification (``DataSetVerification``) from a reader: it never holds up
+    /// the writer.
+    public func verify(_ request: VerifyRequest) async throws -> DataSetVerification.Outcome {
+        let verification = DataSetVerification(schema: schema)
+        return try await storage.withReader { reader in try verification.answer(request, reader: reader) }
+    }
+}

@@ -1,0 +1,103 @@
+/// A set of records summed up: how many, and the sum of their ``RecordHash``es (each half
+/// modulo 2^64). Adding a record adds its hash, removing it subtracts it, so a digest follows
+/// its records as they change, without reading the others; two sets are equal (but for a
+/// chance of 2^-128 that nobody meets by accident) when their digests are.
+///
+/// Written `count:` and the sum's 32 hexadecimal digits: `1200:0a1b…`.
+public struct DigestSum: Sendable, Hashable, CustomStringConvertible {
+    public var count: Int64
+    public var sum: RecordHash
+
+    public static let empty = DigestSum(count: 0, sum: RecordHash(low: 0, high: 0))
+
+    public init(count: Int64, sum: RecordHash) {
+        self.count = count
+        self.sum = sum
+    }
+
+    public mutating func add(_ hash: RecordHash) {
+        count += 1
+        sum = RecordHash(low: sum.low &+ hash.low, high: sum.high &+ hash.high)
+    }
+
+    public mutating func remove(_ hash: RecordHash) {
+        count -= 1
+        sum = RecordHash(low: sum.low &- hash.low, high: sum.high &- hash.high)
+    }
+
+    public mutating func add(_ other: DigestSum) {
+        count += other.count
+        sum = RecordHash(low: sum.low &+ other.sum.low, high: sum.high &+ other.sum.high)
+    }
+
+    public mutating func subtract(_ other: DigestSum) {
+        count -= other.count
+        sum = RecordHash(low: sum.low &- other.sum.low, high: sum.high &- other.sum.high)
+    }
+
+    public var description: String { "\(count):\(sum)" }
+
+    /// The digest written as ``description``, or `nil`.
+    public init?(_ text: some StringProtocol) {
+        let parts = text.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2, let count = Int64(parts[0]), count >= 0, let sum = RecordHash(hex: parts[1]) else { return nil }
+        self.init(count: count, sum: sum)
+    }
+}
+
+/// A data set's digest, entity by entity (each a ``DigestSum`` of its records), as the server
+/// keeps it with its revision counter and a device with its store.
+///
+/// Written `players=1200:0a1b…;teams=40:77c2…`, by entity name; entities without records are
+/// left out.
+public struct DataSetDigest: Sendable, Hashable, CustomStringConvertible {
+    public var entities: [String: DigestSum]
+
+    public init(entities: [String: DigestSum] = [:]) {
+        self.entities = entities
+    }
+
+    public subscript(_ entity: String) -> DigestSum {
+        get { entities[entity] ?? .empty }
+        set { entities[entity] = newValue.count == 0 && newValue.sum == DigestSum.empty.sum ? nil : newValue }
+    }
+
+    /// Every record of every entity, summed: what a sync response carries.
+    public var total: DigestSum {
+        var total = DigestSum.empty
+        for sum in entities.values { total.add(sum) }
+        return total
+    }
+
+    /// Replaces a record's hash: `old` (`nil`: it was not there) by `new` (`nil`: it is gone).
+    public mutating func replace(_ entity: String, _ old: RecordHash?, with new: RecordHash?) {
+        guard old != new else { return }
+        var sum = self[entity]
+        if let old { sum.remove(old) }
+        if let new { sum.add(new) }
+        self[entity] = sum
+    }
+
+    public var description: String {
+        entities.keys.sorted().map { "\($0)=\(entities[$0]!)" }.joined(separator: ";")
+    }
+
+    /// What a data set's digest depends on in a schema: its entities, their attributes' names
+    /// and types. Two schemas with the same fingerprint hash every record alike.
+    public static func fingerprint(of schema: Schema) -> String {
+        schema.entities.map { entity in
+            entity.name + "(" + entity.attributes.map { "\($0.name):\($0.type.name)" }.sorted().joined(separator: ",") + ")"
+        }.sorted().joined(separator: ";")
+    }
+
+    /// The digest written as ``description``, or `nil`.
+    public init?(_ text: some StringProtocol) {
+        var entities: [String: DigestSum] = [:]
+        for part in text.split(separator: ";") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, let sum = DigestSum(pair[1]) else { return nil }
+            entities[String(pair[0])] = sum
+        }
+        self.init(entities: entities)
+    }
+}

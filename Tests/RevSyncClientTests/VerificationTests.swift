@@ -1,0 +1,275 @@
+import Foundation
+import GRDB
+import RevSyncClient
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+/// Proof in the field: every sync compares the digest of the device's records with the
+/// server's, and what differs is found range by range and repaired alone: rows another program
+/// changed, added or deleted, a store restored in part, a repair cut off, a repair that meets
+/// new commits; local edits not yet synced are never touched.
+@Suite struct VerificationTests {
+    /// A device holding a few teams and players the server has, synced.
+    static func seededDevice(_ server: LiveServer, in directory: TemporaryDirectory, name: String = "ipad") async throws -> ClientDevice {
+        let device = try await server.clientDevice(name, in: directory)
+        try await device.store.write { transaction in
+            for index in 1...5 {
+                let team = try transaction.insert(into: "teams", ["name": .text("U\(10 + index)")])
+                _ = try transaction.insert(
+                    into: "players",
+                    ["first_name": .text("Player \(index)"), "last_name": "Lopez", "height_cm": .real(150 + Double(index))])
+                _ = team
+            }
+        }
+        let report = try await device.sync()
+        #expect(report.verified == true, "a clean sync is proven equal")
+        return device
+    }
+
+    /// Another program's connection to the store file: no RevSync triggers but those in the file.
+    static func behindTheStoresBack(_ path: String, _ sql: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in try db.execute(sql: sql) }
+        try queue.close()
+    }
+
+    @Test(arguments: StoreKind.all)
+    func rowsChangedAddedAndDeletedBehindTheStoreAreRepaired(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind) { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                let players = try await device.store.table("players").all().map(\.id).sorted()
+                let teams = try await device.store.table("teams").all().map(\.id).sorted()
+                try Self.behindTheStoresBack(
+                    device.store.path,
+                    """
+                    UPDATE players SET last_name = 'Tampered' WHERE id = \(players[0].rawValue);
+                    DELETE FROM teams WHERE id = \(teams[1].rawValue);
+                    INSERT INTO teams (id, revision, name) VALUES (9999, 1, 'Ghost');
+                    """)
+                // Nothing is pending: the writes were not captured.
+                #expect(try await device.store.pendingChangeSets().isEmpty)
+                let report = try await device.sync()
+                #expect(report.verified == true)
+                #expect(report.repaired["players"] == RepairCounts(updated: 1, inserted: 0, removed: 0))
+                #expect(report.repaired["teams"] == RepairCounts(updated: 0, inserted: 1, removed: 1))
+                #expect(
+                    Set(report.differences) == [
+                        RecordDifference(record: RecordReference(entity: "players", id: players[0]), kind: .changed),
+                        RecordDifference(record: RecordReference(entity: "teams", id: teams[1]), kind: .missing),
+                        RecordDifference(record: RecordReference(entity: "teams", id: 9999), kind: .extra),
+                    ])
+                #expect(try await device.store.table("players").find(players[0])?["last_name"] == "Lopez")
+                #expect(try await device.store.table("teams").find(teams[1])?["name"] == "U12")
+                #expect(try await device.store.table("teams").find(9999) == nil)
+                #expect(try await device.store.contents() == (try await server.contents()))
+                // The server knows: the repair, and the proof.
+                let row = try await Self.deviceRow(server, "ipad")
+                #expect((row["repairs"] as? NSNumber)?.intValue == 3)
+                #expect((row["lastRepair"] as? [String: Any])?["records"] as? NSNumber == 3)
+                #expect((row["verifiedRevision"] as? NSNumber)?.int64Value == (try await server.revision()))
+                // A second sync finds nothing to repair.
+                let again = try await device.sync()
+                #expect(again.verified == true && again.repaired.isEmpty)
+            }
+        }
+    }
+
+    /// The same found by `verify`, which trusts no stored hash: a write whose marking trigger
+    /// was dropped first is found too.
+    @Test func aWriteWithItsMarkDroppedIsFoundByVerify() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                let player = try #require(try await device.store.table("players").all().first?.id)
+                try Self.behindTheStoresBack(
+                    device.store.path,
+                    """
+                    DROP TRIGGER _rs_dirty_players_update;
+                    UPDATE players SET first_name = 'Unmarked' WHERE id = \(player.rawValue);
+                    """)
+                let report = try await device.synchronizer.verify(repair: false)
+                #expect(!report.equal && report.verifiedRevision == nil)
+                #expect(report.rehashed == [RecordReference(entity: "players", id: player)])
+                #expect(report.differences == [RecordDifference(record: RecordReference(entity: "players", id: player), kind: .changed)])
+                #expect(try await device.store.table("players").find(player)?["first_name"] == "Unmarked")
+                let repaired = try await device.synchronizer.verify()
+                #expect(repaired.verifiedRevision == (try await server.revision()) && repaired.repaired["players"]?.updated == 1)
+                #expect(try await device.store.table("players").find(player)?["first_name"] == "Player 1")
+            }
+        }
+    }
+
+    /// A record with a local edit not yet synced keeps it through a repair; the repair fixes
+    /// another record, and the edit syncs afterwards.
+    @Test func unsyncedEditsSurviveARepair() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                let players = try await device.store.table("players").all().map(\.id).sorted()
+                try await device.store.table("players").update(players[0], ["position": "Keeper"])
+                try Self.behindTheStoresBack(
+                    device.store.path, "UPDATE players SET last_name = 'Tampered' WHERE id = \(players[1].rawValue)")
+                let report = try await device.synchronizer.verify()
+                #expect(
+                    report.differences == [RecordDifference(record: RecordReference(entity: "players", id: players[1]), kind: .changed)])
+                #expect(try await device.store.table("players").find(players[0])?["position"] == "Keeper")
+                #expect(try await device.store.pendingChangeSets().count == 1)
+                let synced = try await device.sync()
+                #expect(synced.committed.count == 1 && synced.verified == true)
+                #expect(try await server.record("players", players[0])?["position"] == "Keeper")
+            }
+        }
+    }
+
+    /// A store whose tables were restored from an old copy, its state not: it claims a revision
+    /// its records do not hold. The sync finds and repairs every record that changed since.
+    @Test func aStoreRestoredInPartIsRepaired() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                let other = try await server.clientDevice("laptop", in: directory)
+                try await other.sync()
+                let old = try #require(try await device.store.table("players").all().first)
+                try await other.table("players").update(old.id, ["last_name": "Changed"])
+                try await other.table("teams").insert(["name": "New"])
+                try await other.sync()
+                try await device.sync()
+                // The players table as it was before (another program's restore), with its marks dropped.
+                try Self.behindTheStoresBack(
+                    device.store.path,
+                    """
+                    DROP TRIGGER _rs_dirty_players_update;
+                    UPDATE players SET last_name = 'Lopez', revision = \(old.revision ?? 0) WHERE id = \(old.id.rawValue);
+                    """)
+                try device.store.close()
+                let reopened = try LocalStore.open(at: device.store.path)
+                let report = try await Synchronizer(store: reopened).sync()
+                #expect(report.verified == true && report.repaired["players"]?.updated == 1, "\(report.differences)")
+                #expect(try await reopened.table("players").find(old.id)?["last_name"] == "Changed")
+            }
+        }
+    }
+
+    /// The server moves on between the rounds of a repair (another device commits): the
+    /// device syncs again and repairs at the new revision.
+    @Test func aRepairRacingNewCommitsStartsAgain() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let colleague = try await server.device("colleague")
+                let token = colleague.token
+                // A colleague's commit, as its device sends it.
+                let racing = RacingTransport {
+                    let body = SyncMessage(
+                        maxRevision: 0, changeSets: [ChangeSet(id: UUID().uuidString).creating("venues", -1, ["name": "Pitch"])]
+                    ).jsonBytes()
+                    let response = try await server.send(
+                        "POST", "/sync", headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")], body: body)
+                    #expect(response.status == 200)
+                }
+                let device = try await server.clientDevice("ipad", in: directory, transport: racing)
+                try await device.store.table("teams").insert(["name": "U12"])
+                try await device.sync()
+                let team = try #require(try await device.store.table("teams").all().first?.id)
+                try Self.behindTheStoresBack(device.store.path, "UPDATE teams SET name = 'Tampered' WHERE id = \(team.rawValue)")
+                racing.armed.withLock { $0 = 1 }
+                let report = try await device.sync()
+                #expect(racing.raced.current == 1)
+                #expect(report.verified == true && report.repaired["teams"]?.updated == 1, "\(report)")
+                // The colleague's venue came with the second sync, before the repair.
+                #expect(report.maxRevision == (try await server.revision()) && report.changes.contains { $0.record.entity == "venues" })
+                #expect(try await device.store.contents() == (try await server.contents()))
+            }
+        }
+    }
+
+    /// A repair whose answer is lost changes nothing; the next sync repairs.
+    @Test func aRepairCutOffIsDoneByTheNextSync() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let dropping = DroppingTransport()
+                let device = try await server.clientDevice("ipad", in: directory, transport: dropping)
+                try await device.store.table("teams").insert(["name": "U12"])
+                try await device.sync()
+                let team = try #require(try await device.store.table("teams").all().first?.id)
+                try Self.behindTheStoresBack(device.store.path, "UPDATE teams SET name = 'Tampered' WHERE id = \(team.rawValue)")
+                dropping.dropVerifyAnswers.withLock { $0 = 1 }
+                let cut = try await device.sync()
+                #expect(cut.verified == false && cut.repaired.isEmpty && cut.repairFailure != nil)
+                #expect(try await device.store.table("teams").find(team)?["name"] == "Tampered")
+                let next = try await device.sync()
+                #expect(next.verified == true && next.repaired["teams"]?.updated == 1)
+            }
+        }
+    }
+
+    /// The store's own GRDB writes are local edits, never differences; their marks wait for the server's answer.
+    @Test func appWritesAreNotDifferences() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                try await device.store.database.write { db in
+                    try db.execute(sql: "UPDATE players SET position = 'Forward'")
+                    try db.execute(sql: "INSERT INTO teams (name) VALUES ('From GRDB')")
+                }
+                let report = try await device.sync()
+                #expect(report.committed.count == 1 && report.verified == true && report.repaired.isEmpty)
+            }
+        }
+    }
+
+    static func deviceRow(_ server: LiveServer, _ name: String) async throws -> [String: Any] {
+        let admin = try await server.device("verifier-admin-\(UUID())", role: .admin)
+        let (_, devices) = try await ErasureTests.admin(server, admin.token, "GET", "/admin/api/devices")
+        return try #require((devices["devices"] as? [[String: Any]])?.first { $0["name"] as? String == name })
+    }
+}
+
+/// Runs `race` once before forwarding the first `/verify` request after being armed: another
+/// device commits between the sync and the comparison.
+final class RacingTransport: SyncTransport {
+    let armed = Locked(0)
+    let raced = Locked(0)
+    let race: @Sendable () async throws -> Void
+    let base = DefaultTransport()
+
+    init(race: @escaping @Sendable () async throws -> Void) {
+        self.race = race
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if request.url.path.hasSuffix("/verify"), armed.takeOne() {
+            try await race()
+            raced.withLock { $0 += 1 }
+        }
+        return try await base.send(request)
+    }
+}
+
+/// Loses the answers of the next `/verify` requests (the server processed them).
+final class DroppingTransport: SyncTransport {
+    let dropVerifyAnswers = Locked(0)
+    let base = DefaultTransport()
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let response = try await base.send(request)
+        if request.url.path.hasSuffix("/verify"), dropVerifyAnswers.takeOne() {
+            throw URLError(.networkConnectionLost)
+        }
+        return response
+    }
+}
+
+extension Locked where Value == Int {
+    /// Takes one from a positive count; false when it is zero.
+    func takeOne() -> Bool {
+        withLock { count in
+            guard count > 0 else { return false }
+            count -= 1
+            return true
+        }
+    }
+}
