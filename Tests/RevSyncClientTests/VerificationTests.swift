@@ -80,9 +80,9 @@ import Testing
 
     /// The same found by `verify`, which trusts no stored hash: a write whose marking trigger
     /// was dropped first is found too.
-    @Test func aWriteWithItsMarkDroppedIsFoundByVerify() async throws {
+    @Test(arguments: StoreKind.all) func aWriteWithItsMarkDroppedIsFoundByVerify(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: kind) { server in
                 let device = try await Self.seededDevice(server, in: directory)
                 let player = try #require(try await device.store.table("players").all().first?.id)
                 try Self.behindTheStoresBack(
@@ -105,9 +105,9 @@ import Testing
 
     /// A record with a local edit not yet synced keeps it through a repair; the repair fixes
     /// another record, and the edit syncs afterwards.
-    @Test func unsyncedEditsSurviveARepair() async throws {
+    @Test(arguments: StoreKind.all) func unsyncedEditsSurviveARepair(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: kind) { server in
                 let device = try await Self.seededDevice(server, in: directory)
                 let players = try await device.store.table("players").all().map(\.id).sorted()
                 try await device.store.table("players").update(players[0], ["position": "Keeper"])
@@ -127,9 +127,9 @@ import Testing
 
     /// A store whose tables were restored from an old copy, its state not: it claims a revision
     /// its records do not hold. The sync finds and repairs every record that changed since.
-    @Test func aStoreRestoredInPartIsRepaired() async throws {
+    @Test(arguments: StoreKind.all) func aStoreRestoredInPartIsRepaired(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: kind) { server in
                 let device = try await Self.seededDevice(server, in: directory)
                 let other = try await server.clientDevice("laptop", in: directory)
                 try await other.sync()
@@ -156,9 +156,9 @@ import Testing
 
     /// The server moves on between the rounds of a repair (another device commits): the
     /// device syncs again and repairs at the new revision.
-    @Test func aRepairRacingNewCommitsStartsAgain() async throws {
+    @Test(arguments: StoreKind.all) func aRepairRacingNewCommitsStartsAgain(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: kind) { server in
                 let colleague = try await server.device("colleague")
                 let token = colleague.token
                 // A colleague's commit, as its device sends it.
@@ -187,9 +187,9 @@ import Testing
     }
 
     /// A repair whose answer is lost changes nothing; the next sync repairs.
-    @Test func aRepairCutOffIsDoneByTheNextSync() async throws {
+    @Test(arguments: StoreKind.all) func aRepairCutOffIsDoneByTheNextSync(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: kind) { server in
                 let dropping = DroppingTransport()
                 let device = try await server.clientDevice("ipad", in: directory, transport: dropping)
                 try await device.store.table("teams").insert(["name": "U12"])
@@ -207,9 +207,9 @@ import Testing
     }
 
     /// The store's own GRDB writes are local edits, never differences; their marks wait for the server's answer.
-    @Test func appWritesAreNotDifferences() async throws {
+    @Test(arguments: StoreKind.all) func appWritesAreNotDifferences(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: kind) { server in
                 let device = try await Self.seededDevice(server, in: directory)
                 try await device.store.database.write { db in
                     try db.execute(sql: "UPDATE players SET position = 'Forward'")
@@ -217,6 +217,75 @@ import Testing
                 }
                 let report = try await device.sync()
                 #expect(report.committed.count == 1 && report.verified == true && report.repaired.isEmpty)
+            }
+        }
+    }
+
+    /// An erasure's receipt counts a device only once the device proved its records at or after
+    /// the erasure's revision: one whose sync answer was lost still holds the values.
+    @Test(arguments: StoreKind.all) func anErasureReceiptWaitsForTheProof(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind) { server in
+                let lossy = LossyTransport()
+                let device = try await server.clientDevice("tablet", in: directory, transport: lossy)
+                _ = try await device.table("players").insert(["first_name": "Ana", "last_name": "Lopez"])
+                try await device.sync()
+                let player = try #require(try await device.store.table("players").all().first?.id)
+                let admin = try await server.device("dpo", role: .admin)
+                let (status, _) = try await ErasureTests.admin(
+                    server, admin.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(player.rawValue), "reason": "asked"}"#
+                )
+                #expect(status == 200)
+
+                // The server sends the erasure; the answer is lost on the way.
+                lossy.dropNextResponse()
+                await #expect(throws: (any Error).self) { try await device.sync() }
+                #expect(try await device.store.table("players").find(player) != nil)
+                let (_, sent) = try await ErasureTests.admin(server, admin.token, "GET", "/admin/api/erasures")
+                let receipt = try #require((sent["erasures"] as? [[String: Any]])?.first)
+                #expect(receipt["devicesHolding"] as? [String] == ["tablet"])
+                #expect((receipt["devicesErased"] as? NSNumber)?.intValue == 0)
+
+                // The next sync applies it and proves it at once.
+                let report = try await device.sync()
+                #expect(report.verified == true && !report.erasures.isEmpty)
+                #expect(try await device.store.table("players").find(player) == nil)
+                let (_, proven) = try await ErasureTests.admin(server, admin.token, "GET", "/admin/api/erasures")
+                let done = try #require((proven["erasures"] as? [[String: Any]])?.first)
+                #expect(done["devicesHolding"] as? [String] == [])
+                #expect((done["devicesErased"] as? NSNumber)?.intValue == 1)
+                #expect(done["complete"] as? Bool == true)
+            }
+        }
+    }
+
+    /// A store file replaced by an old copy of itself (a backup restored) catches up and is
+    /// proven equal; edits queued in the copy are not applied twice.
+    @Test(arguments: StoreKind.all) func aStoreRestoredFromAnOldCopyConverges(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind) { server in
+                var device = try await Self.seededDevice(server, in: directory)
+                let player = try #require(try await device.store.table("players").all().first?.id)
+                try await device.store.table("players").update(player, ["position": "wing"])
+                let path = device.store.path
+                try device.store.close()
+                let backup = directory.file("backup.sqlite")
+                try FileManager.default.copyItem(atPath: path, toPath: backup)
+                let reopened = try LocalStore.open(at: path)
+                device = ClientDevice(store: reopened, synchronizer: Synchronizer(store: reopened), connection: device.connection)
+                try await device.sync()
+                _ = try await device.table("teams").insert(["name": "After the backup"])
+                try await device.sync()
+                try reopened.close()
+
+                try FileManager.default.removeItem(atPath: path)
+                try FileManager.default.copyItem(atPath: backup, toPath: path)
+                let restored = try LocalStore.open(at: path)
+                let report = try await Synchronizer(store: restored).sync()
+                #expect(report.verified == true)
+                #expect(try await server.count("players") == 5)
+                #expect(try await server.record("players", player)?["position"] == "wing")
+                #expect(try await restored.contents() == (try await server.contents()))
             }
         }
     }

@@ -17,14 +17,16 @@ public struct RepairReport: Sendable, Hashable {
         self.differences = differences
     }
 
-    /// `Repaired 3 records that differed from the server: players 2 changed, tags 1 removed`.
+    /// `Repaired 3 records that differed from the server: players 2 changed, tags 1 removed`
+    /// (an entity named once: `teams 2 changed, 1 added`).
     public var summary: String {
         let total = repaired.values.reduce(0) { $0 + $1.total }
-        let parts = repaired.keys.sorted().flatMap { entity -> [String] in
+        let parts = repaired.keys.sorted().compactMap { entity -> String? in
             let counts = repaired[entity]!
-            return [(counts.updated, "changed"), (counts.inserted, "added"), (counts.removed, "removed")].compactMap { count, word in
-                count > 0 ? "\(entity) \(count) \(word)" : nil
+            let moved = [(counts.updated, "changed"), (counts.inserted, "added"), (counts.removed, "removed")].compactMap { count, word in
+                count > 0 ? "\(count) \(word)" : nil
             }
+            return moved.isEmpty ? nil : "\(entity) " + moved.joined(separator: ", ")
         }
         return "Repaired \(total) record\(total == 1 ? "" : "s") that differed from the server: \(parts.joined(separator: ", "))"
     }
@@ -110,6 +112,7 @@ extension Synchronizer {
                 try await store.recordVerification(verifiedAt: nil, pending: true)
                 return report
             }
+            stageHook?(.repairReceived)
             guard let applied = try await store.applyRepair(changes, at: revision) else { continue }
             report.differences = applied.differences
             report.repaired = applied.counts
