@@ -138,6 +138,7 @@ let package = Package(
             name: "RevSyncSimulation",
             dependencies: [
                 "RevSyncClient", "RevSyncEngine", "RevSyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -29,6 +29,9 @@ public struct SimulationConfiguration: Sendable {
     public var serverCrashes = 0
     /// Share of syncs run in a `revsync` process killed (SIGKILL) between two steps of the sync.
     public var deviceCrashRate = 0.0
+    /// Share of syncs before which another program changes the device's store behind RevSync's
+    /// back (a value changed, a row dropped or a row added): each must be found and repaired.
+    public var storeCorruptionRate = 0.0
     /// How long a device waits for a response before giving up on it (and retrying).
     public var requestTimeout: TimeInterval = 4
     /// Where `revsync-server` and `revsync` are.
@@ -47,6 +50,14 @@ public struct SimulationReport: Sendable {
     public var faults = FaultCounts()
     public var serverCrashes = 0
     public var deviceCrashes = 0
+    /// Corruptions of device stores behind RevSync's back, and the records repairs moved.
+    public var storeCorruptions = 0
+    public var repairedRecords = 0
+    /// Repairs cut off (by the network, or by commits that kept moving the server on) and done
+    /// by a later sync.
+    public var repairsCutOff = 0
+    /// Corruptions not judged: a `revsync` process killed mid-sync may have repaired them.
+    public var corruptionsUnjudged = 0
     public var edits = 0
     public var localRefusals = 0
     public var syncs = 0
@@ -72,7 +83,7 @@ public struct SimulationReport: Sendable {
             }
         var lines = [
             "RevSync simulation: \(configuration.devices) devices × \(configuration.duration.map { "\($0) of" } ?? "\(configuration.editsPerDevice)") edits, seed \(configuration.seed), \(store), \(configuration.instances) server instance\(configuration.instances == 1 ? "" : "s"), \(String(format: "%.1f", seconds)) s",
-            "Faults: \(faults.requests) requests through the proxy; \(faults.responsesDropped) responses dropped after the server got them, \(faults.refused) connections refused, \(faults.resets) reset mid-body, \(faults.stalls) stalled; \(serverCrashes) server crashes (kill -9); \(deviceCrashes) device crashes (kill -9 mid-sync)",
+            "Faults: \(faults.requests) requests through the proxy; \(faults.responsesDropped) responses dropped after the server got them, \(faults.refused) connections refused, \(faults.resets) reset mid-body, \(faults.stalls) stalled; \(serverCrashes) server crashes (kill -9); \(deviceCrashes) device crashes (kill -9 mid-sync); \(storeCorruptions) stores corrupted behind RevSync's back, \(repairedRecords) records repaired (\(repairsCutOff) repairs cut off, done by a later sync)",
             "Work: \(edits) change sets made (\(localRefusals) edits refused locally), \(syncs) syncs (\(failedAttempts) failed attempts, retried), \(conflicts.values.reduce(0, +)) conflicts (\(conflicts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))",
             "Result: revision \(maxRevision), \(records) records; \(attributeMerges) updates merged beside another device's unseen edit of other attributes (attribute staleness)",
             "Invariants:",
@@ -182,6 +193,7 @@ public enum Simulation {
                     for _ in 0..<burst { await device.randomEdit() }
                     made += burst
                     if local.chance(configuration.deviceCrashRate) { try await device.crashDuringSync() }
+                    if local.chance(configuration.storeCorruptionRate) { try await device.corruptStore() }
                     try await device.sync()
                 }
             }
@@ -214,6 +226,10 @@ public enum Simulation {
                 report.syncs += device.syncs
                 report.failedAttempts += device.failedAttempts
                 report.deviceCrashes += device.crashes
+                report.storeCorruptions += device.corruptions
+                report.repairedRecords += device.verification.repairedRecords
+                report.repairsCutOff += device.verification.repairsCutOff
+                report.corruptionsUnjudged += device.verification.unjudged
                 for reason in device.refused.values { report.conflicts[reason.rawValue, default: 0] += 1 }
             }
             (report.maxRevision, report.records) = try await storage.withReader { reader in

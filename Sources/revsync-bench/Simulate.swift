@@ -26,6 +26,8 @@ struct Simulate: AsyncParsableCommand {
 
     @Option(help: "Times a server instance is killed (SIGKILL) and restarted during the run.") var serverCrashes = 2
     @Option(help: "Share of syncs run in a revsync process killed mid-sync.") var deviceCrashes = 0.05
+    @Option(help: "Share of syncs before which another program corrupts the device's store (changed value, dropped row, extra row).")
+    var storeCorruptions = 0.05
     @Option(help: "Keep the stores and logs here (they are removed after a successful run otherwise).") var workDirectory: String?
 
     func validate() throws {
@@ -45,6 +47,7 @@ struct Simulate: AsyncParsableCommand {
         configuration.sharedShare = shared
         configuration.serverCrashes = serverCrashes
         configuration.deviceCrashRate = deviceCrashes
+        configuration.storeCorruptionRate = storeCorruptions
         configuration.workDirectory = workDirectory
         if store == "postgres" {
             guard let url = postgresURL ?? ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"] else {

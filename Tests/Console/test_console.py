@@ -393,6 +393,33 @@ class ConsoleTests(unittest.TestCase):
         self.open("/admin/devices")
         self.assert_fits("devices")
 
+    def test_a_repaired_device_is_flagged_and_proven_devices_are_counted(self):
+        carol = Device(self.server, "carol")
+        carol.run("create", "venues", "name=North")
+        carol.run("create", "venues", "name=South")
+        carol.sync()
+        # Another program changes a row behind the store's back; the next sync repairs it.
+        connection = sqlite3.connect(carol.store)
+        connection.execute("UPDATE venues SET name = 'Tampered' WHERE name = 'North'")
+        connection.commit()
+        connection.close()
+        synced = carol.sync()
+        self.assertIn("Repaired 1 record that differed from the server: venues 1 changed", synced.stdout)
+        self.sign_in_as_admin()
+        row = self.row_text("carol", "repaired 1 record")
+        self.assertIn("at the latest", row)
+        cell = self.device_row("carol").find_element(By.CSS_SELECTOR, "td.verified")
+        self.assertEqual(cell.find_element(By.CSS_SELECTOR, ".flag.repair").text.split(" ")[:3], ["repaired", "1", "record"])
+        self.assert_fits("devices-verified")
+        self.device_row("carol").find_element(By.CSS_SELECTOR, "td.name a").click()
+        self.wait_for(lambda: "at the latest" in self.text("#device-verified"))
+        self.assertIn("repaired 1 record", self.text("#device-verified"))
+        self.assert_fits("device-verified")
+        self.open("/admin")
+        proven, _, total = self.text("#verified").partition(" of ")
+        self.assertGreaterEqual(int(proven), 1)
+        self.assertGreaterEqual(int(total), int(proven))
+
     def test_a_token_created_in_the_console_syncs(self):
         self.sign_in_as_admin()
         self.open("/admin/devices")

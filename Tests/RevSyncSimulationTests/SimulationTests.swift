@@ -16,17 +16,24 @@ import Testing
         configuration.faults = .harsh()
         configuration.serverCrashes = 1
         configuration.deviceCrashRate = 0.1
+        configuration.storeCorruptionRate = 0.15
         if store == .postgres {
             configuration.store = .postgres(serverURL: try #require(ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"]))
             configuration.instances = 2
         }
         let report = try await Simulation.run(configuration)
-        #expect(report.passed, "\(report.text)")
+        let passed = report.passed
+        #expect(passed, "\(report.text)")
         // The run did meet the faults it is meant to survive.
         #expect(report.faults.responsesDropped > 0)
         #expect(report.serverCrashes == 1)
         #expect(report.edits > 100)
-        #expect(report.checks.count == 12)
+        #expect(report.checks.count == 14)
+        // Stores were corrupted behind RevSync's back, and every corruption was found and repaired.
+        #expect(report.storeCorruptions > 0 && report.repairedRecords > 0, "\(report.text)")
+        let found = try #require(report.checks.first { $0.promise.hasPrefix("every corruption of a device's store") })
+        #expect(found.total + report.corruptionsUnjudged == report.storeCorruptions && found.held > 0, "\(report.text)")
+        #expect((report.checks.first { $0.promise.hasPrefix("every device that finished a sync was verified") }?.total ?? 0) > 50)
         // Updates did commit, so "no attribute overwritten unseen" checked real cases.
         #expect((report.checks.first { $0.promise.hasPrefix("no attribute was overwritten unseen") }?.total ?? 0) > 10)
         // The schema judges players and teams per attribute, and the devices' edits of the same

@@ -166,17 +166,27 @@ extension Synchronizer {
             guard let changes = outcome.repair, let applied = try await store.applyRepair(changes, at: revision) else {
                 report.verified = outcome.equal ? true : report.verified
                 try await store.recordVerification(verifiedAt: outcome.equal ? revision : nil, pending: !outcome.equal)
+                if !outcome.equal {
+                    report.repairFailure =
+                        "the records differ from the server's and the repair could not be applied; the next sync tries again"
+                }
                 return
             }
+            // The server confirms (and remembers) the proof; if its answer is lost, the digest
+            // the sync brought for this revision proves it here, and the next sync's header
+            // tells the server.
             let confirmed = (try? await verifier(server).report(applied.digest, at: revision, into: &outcome)) ?? nil
-            report.verified = confirmed == true
+            let proven = confirmed ?? (report.maxRevision == revision && report.digest == applied.digest)
+            report.verified = proven
             for (entity, counts) in applied.counts { report.repaired[entity, default: RepairCounts()].add(counts) }
             report.differences += applied.differences
-            try await store.recordVerification(verifiedAt: confirmed == true ? revision : nil, pending: confirmed != true)
+            try await store.recordVerification(verifiedAt: proven ? revision : nil, pending: confirmed != true)
+            if !proven { report.repairFailure = "the repair was applied but not proven; the next sync verifies again" }
             announce(RepairReport(revision: revision, repaired: applied.counts, differences: applied.differences))
             return
         }
         try await store.recordVerification(verifiedAt: nil, pending: true)
+        report.repairFailure = "the server's data set kept changing during the repair; the next sync repairs"
     }
 
     private func verifier(_ server: LocalStore.ServerConnection) -> Verifier {

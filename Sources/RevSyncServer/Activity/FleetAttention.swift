@@ -5,7 +5,8 @@ import RevSyncEngine
 /// (the others are counted) and the devices page's `currency=attention` filter shows.
 ///
 /// A device needs attention when it may still hold erased data, when refusals of its change
-/// sets wait to be handled, when it is far behind or silent, when it lacks files its records
+/// sets wait to be handled, when its data was found to differ from the server's and no proof
+/// came since, when it is far behind or silent, when it lacks files its records
 /// refer to, or when its token was made more than a day ago and never used. A device a little
 /// behind is syncing as it should, and a revoked one is gone: neither is listed.
 struct FleetAttention: Sendable {
@@ -41,6 +42,9 @@ struct FleetAttention: Sendable {
             case .neverSynced where report.now - row.record.createdAt >= Self.unusedTokenSeconds:
                 reasons.append((5, "token made \(ConsoleFormat.ago(row.record.createdAt, now: report.now)), never used"))
             default: break
+            }
+            if let mismatch = row.unresolvedMismatch {
+                reasons.append((1, "its data differed from the server's \(ConsoleFormat.ago(mismatch, now: report.now)), not repaired yet"))
             }
             if let missing = row.activity?.missingAttachments, missing > 0 {
                 reasons.append((4, "lacks \(missing) file\(missing == 1 ? "" : "s")"))

@@ -43,6 +43,13 @@ struct FleetReport: Sendable {
         func verifiedCurrent(maxRevision: Revision) -> Bool {
             activity?.verifiedRevision == maxRevision
         }
+
+        /// When its records were last found to differ from the server's, if no proof came since.
+        var unresolvedMismatch: Int64? {
+            guard let mismatch = activity?.mismatchAt else { return nil }
+            if let verified = activity?.verifiedAt, verified >= mismatch { return nil }
+            return mismatch
+        }
     }
 
     /// The tokens not revoked whose records were proven equal at the latest revision.

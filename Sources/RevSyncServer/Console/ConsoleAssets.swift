@@ -86,6 +86,8 @@ enum ConsoleAssets {
         label.check { display: inline-flex; align-items: center; gap: 0.4rem; }
         label.check input { min-height: 0; margin: 0; }
         a.flag.erasure { display: inline-block; font-size: 0.8rem; font-weight: 600; color: var(--bad); }
+        .flag.mismatch { display: inline-block; font-size: 0.8rem; font-weight: 600; color: var(--bad); }
+        .flag.repair { display: inline-block; font-size: 0.8rem; font-weight: 600; color: var(--warn); }
         input, select, button, .button { font: inherit; padding: 0.45rem 0.7rem; border-radius: 6px; border: 1px solid var(--line); min-height: 2.4rem; max-width: 100%; }
         button, .button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; text-decoration: none; display: inline-block; }
         .button.secondary { background: var(--paper); color: var(--ink); border-color: var(--line); }

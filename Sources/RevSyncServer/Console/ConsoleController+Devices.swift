@@ -15,7 +15,8 @@ extension ConsoleController {
     static let deviceColumns: [(key: String, label: String, number: Bool)] = [
         ("name", "Device", false), ("user", "User", false), ("role", "Role", false), ("lastSeen", "Last seen", false),
         ("revision", "Revision", true), ("behind", "Behind", true), ("behindTime", "For", false), ("pending", "Pending", true),
-        ("live", "Live", false), ("client", "Client", false), ("refusal", "Last refusal", false),
+        ("live", "Live", false), ("verified", "Verified", false), ("client", "Client", false),
+        ("refusal", "Last refusal", false),
     ]
 
     /// The devices page's filter (`?name=&role=&currency=`): a part of the name (any case), a
@@ -114,10 +115,29 @@ extension ConsoleController {
             lastRefusal: row.activity?.lastRefusal.map { refusal in
                 DevicesPage.Refusal(reason: refusal.reason.rawValue, time: ConsoleFormat.ago(refusal.time, now: report.now))
             }, revoked: row.isRevoked, currency: row.currency.rawValue,
+            verified: Self.verification(row, report: report), repaired: Self.repair(row, now: report.now),
+            differs: row.unresolvedMismatch.map { "differs, found \(ConsoleFormat.ago($0, now: report.now))" },
             holdsErased: row.holdsErasures.isEmpty || row.isRevoked
                 ? nil
                 : "holds erased data (erasure\(row.holdsErasures.count == 1 ? "" : "s") \(row.holdsErasures.map(String.init).joined(separator: ", ")))"
         )
+    }
+
+    /// `at the latest`, `revision 812, 3 hours ago` or `never`: the last revision at which the
+    /// device's records were proven equal to the server's.
+    static func verification(_ row: FleetReport.Row, report: FleetReport) -> String {
+        guard let revision = row.activity?.verifiedRevision else { return "never" }
+        if row.verifiedCurrent(maxRevision: report.maxRevision) { return "at the latest" }
+        return "revision \(revision), \(ConsoleFormat.ago(row.activity?.verifiedAt, now: report.now))"
+    }
+
+    /// `repaired 3 records 2 hours ago (5 in all)`: the device's last repair, and every record
+    /// repairs moved to it.
+    static func repair(_ row: FleetReport.Row, now: Int64) -> String? {
+        guard let activity = row.activity, activity.repairs > 0, let records = activity.repairedRecords, let at = activity.repairedAt
+        else { return nil }
+        let all = activity.repairs == records ? "" : " (\(activity.repairs) in all)"
+        return "repaired \(records) record\(records == 1 ? "" : "s") \(ConsoleFormat.ago(at, now: now))\(all)"
     }
 
     /// `, lacks 3 files`: the attachments a device said it lacked after its last sync.
@@ -143,6 +163,7 @@ extension ConsoleController {
         case "behindTime": return compare(first.behindSeconds ?? 0, second.behindSeconds ?? 0)
         case "pending": return compare(first.activity?.pending ?? -1, second.activity?.pending ?? -1)
         case "live": return compare(first.live ? 1 : 0, second.live ? 1 : 0)
+        case "verified": return compare(first.activity?.verifiedRevision ?? -1, second.activity?.verifiedRevision ?? -1)
         case "client": return compare(first.activity?.clientVersion ?? "", second.activity?.clientVersion ?? "")
         case "refusal": return compare(first.activity?.lastRefusal?.time ?? 0, second.activity?.lastRefusal?.time ?? 0)
         default: return compare(first.device.name.lowercased(), second.device.name.lowercased())
@@ -211,6 +232,8 @@ extension ConsoleController {
             revision: row.currency == .neverSynced ? "–" : String(row.revision), state: state,
             pending: row.activity?.pending.map(String.init) ?? "unknown", live: row.live,
             clientVersion: row.activity?.clientVersion ?? "unknown",
+            verified: Self.verification(row, report: report), repaired: Self.repair(row, now: report.now),
+            differs: row.unresolvedMismatch.map { "differs, found \(ConsoleFormat.ago($0, now: report.now))" },
             revoked: row.isRevoked,
             refused: refused.map { refusal in
                 DevicePage.Refused(

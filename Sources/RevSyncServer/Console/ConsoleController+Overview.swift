@@ -39,7 +39,8 @@ extension ConsoleController {
         let more = attention.items.count - Self.overviewListed
         var page = OverviewPage(
             chrome: chrome(context, .overview), maxRevision: report.maxRevision, live: overview.liveDevices,
-            devices: report.activeRows.count, databaseSize: overview.databaseBytes.map(ConsoleFormat.bytes) ?? "unknown",
+            devices: report.activeRows.count, verified: report.verifiedAtLatest,
+            databaseSize: overview.databaseBytes.map(ConsoleFormat.bytes) ?? "unknown",
             snapshot: overview.snapshot.map { snapshot in
                 OverviewPage.Snapshot(
                     revision: snapshot.revision, age: ConsoleFormat.duration(report.now - Int64(snapshot.created.timeIntervalSince1970)))

@@ -17,7 +17,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     public let store: LocalStore
     let synchronizer: Synchronizer
     private let revsync: String
-    private var random: SeededRandom
+    var random: SeededRandom
     private let sharedShare: Double
     private let shared: [RecordReference]
 
@@ -32,6 +32,10 @@ public final class SimulatedDevice: @unchecked Sendable {
     private(set) var syncs = 0
     private(set) var failedAttempts = 0
     private(set) var crashes = 0
+    /// Corruptions of its store made behind RevSync's back (``corruptStore()``).
+    var corruptions = 0
+    /// What its syncs proved, and the corruptions they had to find.
+    var verification = VerificationLedger()
 
     init(
         name: String, deviceID: Int64, store: LocalStore, revsync: String, seed: UInt64, sharedShare: Double, shared: [RecordReference],
@@ -86,6 +90,9 @@ public final class SimulatedDevice: @unchecked Sendable {
             revsync, ["sync", "--store", store.path], log: store.path + ".crashes.log", environment: ["REVSYNC_CRASH_AT": stage])
         _ = await child.waitForExit()
         crashes += 1
+        // A process that finished its sync after all may have repaired a corruption: not judged.
+        verification.unjudged += verification.pending.count
+        verification.pending = []
     }
 
     /// Syncs until the server has nothing more for this device and its outbox is empty.
@@ -107,6 +114,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     private func record(_ report: SyncReport) {
         syncs += 1
         lastReport = report
+        verification.record(report, device: name)
         committed.merge(report.committedRevisions) { _, new in new }
         for conflict in report.conflicts {
             if let id = conflict.changeSetID { refused[id] = conflict.reason }

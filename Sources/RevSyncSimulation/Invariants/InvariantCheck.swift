@@ -90,7 +90,7 @@ struct InvariantChecker {
     func run() async throws -> (checks: [InvariantCheck], merges: Int) {
         let state = try await serverState()
         let (devices, merges) = try await deviceChecks(state)
-        return (devices + serverChecks(state) + (try await attachmentChecks(state)), merges)
+        return (devices + verificationChecks() + serverChecks(state) + (try await attachmentChecks(state)), merges)
     }
 
     /// Attachments: every device opens every file its records name, the server has the bytes of

@@ -42,6 +42,11 @@ struct DevicePage: ConsolePage {
     var pending: String
     var live: Bool
     var clientVersion: String
+    /// The last proof of its records (``ConsoleController/verification(_:report:)``), and its
+    /// last repair or a difference found since.
+    var verified: String
+    var repaired: String?
+    var differs: String?
     var revoked: Bool
     var refused: [Refused]
     var refusedNote: String
@@ -60,6 +65,7 @@ struct DevicePage: ConsolePage {
           <div class="figure"><span class="label">Revision</span><span class="value" id="device-revision">{{revision}} ({{state}})</span></div>
           <div class="figure"><span class="label">Pending</span><span class="value">{{pending}}</span></div>
           <div class="figure"><span class="label">Live</span><span class="value">{{#live}}yes{{/live}}{{^live}}no{{/live}}</span></div>
+          <div class="figure"><span class="label">Verified</span><span class="value" id="device-verified">{{verified}}{{#differs}} <span class="flag mismatch">{{differs}}</span>{{/differs}}{{#repaired}} <span class="flag repair">{{repaired}}</span>{{/repaired}}</span></div>
           <div class="figure"><span class="label">Client</span><span class="value wrap">{{clientVersion}}</span></div>
         </section>
         {{#revoked}}<p class="error">This token is revoked.</p>{{/revoked}}

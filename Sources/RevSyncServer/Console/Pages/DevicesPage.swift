@@ -33,6 +33,12 @@ struct DevicesPage: ConsolePage {
         var lastRefusal: Refusal?
         var revoked: Bool
         var currency: String
+        /// `at the latest`, `revision 812, 3 hours ago` or `never`.
+        var verified: String
+        /// `repaired 3 records 2 hours ago`: its last repair, if any.
+        var repaired: String?
+        /// `differs, found 5 minutes ago`: found to differ, no proof since.
+        var differs: String?
         /// `holds erased data (erasure 3)`: it has not synced since an erasure of values it received.
         var holdsErased: String?
     }
@@ -106,12 +112,13 @@ struct DevicesPage: ConsolePage {
             <td data-label="For">{{behindTime}}</td>
             <td data-label="Pending" class="number">{{pending}}</td>
             <td data-label="Live" class="live">{{#live}}● live{{/live}}{{^live}}–{{/live}}</td>
+            <td data-label="Verified" class="verified">{{verified}}{{#differs}} <span class="flag mismatch">{{differs}}</span>{{/differs}}{{#repaired}} <span class="flag repair">{{repaired}}</span>{{/repaired}}</td>
             <td data-label="Client" class="wrap">{{clientVersion}}</td>
             <td data-label="Last refusal">{{#lastRefusal}}<span class="reason">{{reason}}</span> {{time}}{{/lastRefusal}}{{^lastRefusal}}–{{/lastRefusal}}</td>
             <td data-label="" class="action">{{#revoked}}revoked{{/revoked}}{{^revoked}}<a class="button danger small" href="/admin/devices/{{id}}/revoke">Revoke…</a>{{/revoked}}</td>
           </tr>
           {{/rows}}
-          {{^rows}}<tr><td colspan="12" class="muted">No device matches the filter.</td></tr>{{/rows}}
+          {{^rows}}<tr><td colspan="13" class="muted">No device matches the filter.</td></tr>{{/rows}}
           </tbody>
         </table>
         {{/content}}{{/layout}}

@@ -55,6 +55,8 @@ struct OverviewPage: ConsolePage {
     var maxRevision: Int64
     var live: Int
     var devices: Int
+    /// Devices whose records were proven equal to the server's at the latest revision.
+    var verified: Int
     var databaseSize: String
     var snapshot: Snapshot?
     var attention: [Attention]
@@ -83,6 +85,7 @@ struct OverviewPage: ConsolePage {
         <section class="figures">
           <div class="figure"><span class="label">Revision</span><span class="value" id="revision">{{maxRevision}}</span></div>
           <div class="figure"><span class="label">Devices live now</span><span class="value" id="live">{{live}} of {{devices}}</span></div>
+          <div class="figure"><span class="label">Proven at the latest revision</span><span class="value" id="verified">{{verified}} of {{devices}}</span></div>
           <div class="figure"><span class="label">Database</span><span class="value">{{databaseSize}}</span></div>
           <div class="figure"><span class="label">Snapshot</span><span class="value">{{#snapshot}}revision {{revision}}, {{age}} old{{/snapshot}}{{^snapshot}}none yet{{/snapshot}}</span></div>
         </section>
