@@ -146,7 +146,10 @@ let package = Package(
         ),
         .target(
             name: "RevSyncBenchmarks",
-            dependencies: ["RevSyncSimulation", "RevSyncClient", "RevSyncDemoRecords", "RevSyncEngine", "RevSyncProtocol"],
+            dependencies: [
+                "RevSyncSimulation", "RevSyncClient", "RevSyncDemoRecords", "RevSyncEngine", "RevSyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -28,6 +28,10 @@ public struct ConcurrentSyncBenchmark: Sendable {
     /// Cores each server instance may use (a control group of its own, Linux), as if each ran
     /// on a machine of its own; `nil`: every instance shares all the machine's cores.
     public var cpusPerInstance: Double?
+    /// Whether each device claims, as the client library does, the digest of its records at
+    /// the revision it holds (`RevSync-Digest`, echoing the digest of the last response): the
+    /// server checks and remembers the claim.
+    public var claimsDigest = false
     /// More options for `revsync-server` (such as `--durability normal`).
     public var serverArguments: [String] = []
     public var binaries: URL
@@ -72,7 +76,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
             (continuation: CheckedContinuation<(Date, Date, CPUAccount?), Never>) in
             // The coordinator is a thread of its own, outside the task: it takes the reporter along.
             let progress = BenchmarkProgress.current
-            let coordinator = Thread { [devices, warmUp, seconds] in
+            let coordinator = Thread { [devices, warmUp, seconds, claimsDigest] in
                 let gate = StartGate()
                 let ready = DispatchSemaphore(value: 0)
                 let finished = DispatchGroup()
@@ -80,7 +84,8 @@ public struct ConcurrentSyncBenchmark: Sendable {
                     let device = LoadDevice(
                         index: index, port: server.fleet.ports[index % server.fleet.ports.count], token: server.tokens[index],
                         revision: server.seedRevision,
-                        player: server.players[index % server.players.count], team: server.teams[index % server.teams.count])
+                        player: server.players[index % server.players.count], team: server.teams[index % server.teams.count],
+                        claimsDigest: claimsDigest)
                     finished.enter()
                     let thread = Thread {
                         ready.signal()
@@ -216,11 +221,13 @@ private struct LoadDevice: Sendable {
     var revision: Revision
     let player: RecordID
     let team: RecordID
+    let claimsDigest: Bool
 
     func run(start: Date, measureFrom: Date, end: Date, rate: Double?) -> LoadOutcome {
         var outcome = LoadOutcome()
         let connection = SyncConnection(port: port, token: token)
         var revision = self.revision
+        var digest: String?
         var nextTemporaryID: Int64 = -1
         var sequence = 0
         // Spread the devices' schedules over one interval, so that they do not all start at once.
@@ -243,7 +250,9 @@ private struct LoadDevice: Sendable {
                 maxRevision: revision, changeSets: [edit(sequence: sequence, temporaryID: RecordID(nextTemporaryID), base: revision)])
             nextTemporaryID -= 1
             do {
-                let reply = try connection.sync(message)
+                let claim = claimsDigest ? digest.map { "RevSync-Digest: \(revision) \($0) \(Schema.demo.version)\r\n" } ?? "" : ""
+                let reply = try connection.sync(message, headers: claim)
+                if claimsDigest { digest = reply.digest }
                 let latency = Date().timeIntervalSince(scheduled)
                 guard reply.status == 200, let newRevision = reply.maxRevision else {
                     outcome.failures.append("HTTP \(reply.status): \(String(decoding: reply.body.prefix(300), as: UTF8.self))")

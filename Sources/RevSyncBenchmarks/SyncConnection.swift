@@ -37,6 +37,16 @@ final class SyncConnection {
             return value
         }
 
+        /// The response's `digest` (its last member): the digest of every record at
+        /// `maxRevision`, as text.
+        var digest: String? {
+            let tail = body.suffix(120)
+            let needle = Array("\"digest\":\"".utf8)
+            guard let start = tail.indices.first(where: { tail[$0...].starts(with: needle) }) else { return nil }
+            let value = tail[(start + needle.count)...].prefix { $0 != UInt8(ascii: "\"") }
+            return String(decoding: value, as: UTF8.self)
+        }
+
         /// Whether a change set of the response was refused.
         var hasConflict: Bool {
             let needle = Array("\"conflict\":true".utf8)
@@ -64,8 +74,10 @@ final class SyncConnection {
     }
 
     /// Sends `message` (gzip) and reads the whole response.
-    func sync(_ message: SyncMessage, timeout: TimeInterval = 30) throws -> Reply {
-        try send(gzipped: Gzip.compress(message.jsonBytes(), level: 6), timeout: timeout)
+    ///
+    /// - Parameter headers: more header lines, each ending in CRLF (`RevSync-Digest: …\r\n`).
+    func sync(_ message: SyncMessage, headers: String = "", timeout: TimeInterval = 30) throws -> Reply {
+        try exchange(path: "/sync", encoding: "Content-Encoding: gzip\r\n" + headers, body: Gzip.compress(message.jsonBytes(), level: 6), timeout: timeout)
     }
 
     /// Sends a gzip body as it is (one built for a purpose) and reads the whole response.

@@ -365,3 +365,29 @@ struct Live: AsyncParsableCommand {
         printTable(benchmark.rows(latency: latency, idle: idle, command: commandLine))
     }
 }
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Proof of convergence: a clean sync's added bytes and time, the concurrent scenario with and without the proof, records changed behind a device's back found and repaired, and a full resync for comparison."
+    )
+
+    @Option(help: "Seeded records the device holds.") var records = 1_000_000
+    @Option(parsing: .upToNextOption, help: "Records changed, dropped or added behind the store's back, one repair each.")
+    var differing = [1, 1_000]
+    @Option(help: "Runs of the concurrent scenario with and without the proof (alternating).") var pairs = 2
+    @Option(help: "Devices of the concurrent scenario.") var devices = 50
+    @Option(help: "Seconds measured per concurrent run.") var seconds = 10.0
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = VerifyBenchmark(binaries: try productsDirectory)
+        benchmark.store = try await options.choice()
+        benchmark.records = records
+        benchmark.differing = differing
+        benchmark.pairs = pairs
+        benchmark.devices = devices
+        benchmark.seconds = seconds
+        printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
+    }
+}

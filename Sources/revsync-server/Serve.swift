@@ -16,6 +16,12 @@ struct Serve: AsyncParsableCommand {
             path it prints: the token itself never goes to the output or the logs.
             """)
 
+    @Flag(
+        help:
+            "Keep no digest of the data set: devices cannot prove their records equal the server's (for measuring what proof costs; every instance of a database together). A start without it computes the digest again."
+    )
+    var noVerification = false
+
     @Option(help: "The address to listen on.")
     var host: String = "127.0.0.1"
 
@@ -193,6 +199,10 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!, creating: true)
+        if noVerification {
+            try await storage.withWriter { writer in try writer.transaction { try writer.dropDataSetDigest() } }
+            logger.warning("--no-verification: the data set's digest is not kept; devices cannot prove their records until a start without it")
+        }
         let tokenFile = try await writeFirstAdminToken(storage)
         let configuration = serverConfiguration(metricsToken: metricsToken, adminTokenFile: tokenFile)
         var limits = SyncEngine.Limits()

@@ -36,6 +36,10 @@ public protocol LogWriting: AnyObject {
     /// Sets the revision counter and the data set's digest at it (inside the transaction that
     /// locked it).
     func setRevision(_ revision: Revision, digest: DataSetDigest?) throws
+    /// Stops keeping the data set's digest (`revsync-server --no-verification`): without one,
+    /// commits leave it out and responses carry none. The next start without the switch
+    /// computes it again from every record.
+    func dropDataSetDigest() throws
     func appendLog(_ entry: LogEntry) throws
     /// Raises the change log's floor (inside the transaction that locked the revision): a
     /// client older than it gets a snapshot instead of the log.

@@ -49,6 +49,11 @@ extension SQLStorageAccess {
         pendingRevision = revision
     }
 
+    func dropDataSetDigest() throws {
+        try write("UPDATE _rs_counter SET digest = NULL WHERE id = 1", [])
+        try write("DELETE FROM _rs_meta WHERE key = 'digest_schema'", [])
+    }
+
     func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
         if let counters = deferred {
             var next = counters.nextIDs[entity.name]
