@@ -58,7 +58,8 @@ struct Verify: AsyncParsableCommand {
                     ? "Now equal to the server's at revision \(report.revision)."
                     : "Not repaired\(report.repaired.isEmpty ? " (--no-repair)" : ""): the records still differ.")
         }
-        lines.append("\(report.roundTrips) round trips, \(report.bytesSent) bytes sent, \(report.bytesReceived) received.")
+        lines.append(
+            "\(report.roundTrips) round trip\(report.roundTrips == 1 ? "" : "s"), \(report.bytesSent) bytes sent, \(report.bytesReceived) received.")
         return lines
     }
 

@@ -3,6 +3,7 @@ import GRDB
 import RevSyncClient
 import RevSyncEngine
 import RevSyncProtocol
+import RevSyncServer
 import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
@@ -286,6 +287,34 @@ import Testing
                 #expect(try await server.count("players") == 5)
                 #expect(try await server.record("players", player)?["position"] == "wing")
                 #expect(try await restored.contents() == (try await server.contents()))
+            }
+        }
+    }
+
+    /// The server's database written behind its back: its kept digest is wrong. The first
+    /// device that holds the true records corrects it (its verification reads the entity whole),
+    /// and every other device is then repaired to the truth.
+    @Test func aServerDatabaseWrittenBehindItsBackIsCorrectedByTheFirstDeviceThatSeesIt() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                let player = try #require(try await device.store.table("players").all().first?.id)
+                try Self.behindTheStoresBack(server.database, "UPDATE players SET last_name = 'Behind' WHERE id = \(player.rawValue)")
+                let audit = try #require(server.http).engine
+                #expect(try await audit.auditDigest().kept != (try await audit.auditDigest().computed))
+
+                let fresh = try await server.clientDevice("fresh", in: directory)
+                let first = try await fresh.sync()
+                #expect(first.verified == true && first.repaired.isEmpty)
+                #expect(try await fresh.store.table("players").find(player)?["last_name"] == "Behind")
+                let corrected = try await audit.auditDigest()
+                #expect(corrected.kept == corrected.computed)
+                #expect(server.logs.all.contains { $0.message.contains("the kept digest of the data set was wrong") })
+
+                let repaired = try await device.sync()
+                #expect(repaired.verified == true)
+                #expect(repaired.repaired["players"] == RepairCounts(updated: 1, inserted: 0, removed: 0))
+                #expect(try await device.store.table("players").find(player)?["last_name"] == "Behind")
             }
         }
     }

@@ -127,12 +127,14 @@ public struct RepairCounts: Sendable, Hashable {
     /// Records the device held that the server does not: gone.
     public var removed = 0
 
+    /// Counts as their parts say.
     public init(updated: Int = 0, inserted: Int = 0, removed: Int = 0) {
         self.updated = updated
         self.inserted = inserted
         self.removed = removed
     }
 
+    /// Every record the repair moved.
     public var total: Int { updated + inserted + removed }
 
     mutating func add(_ other: RepairCounts) {
@@ -154,9 +156,12 @@ public struct RecordDifference: Sendable, Hashable {
         case extra
     }
 
+    /// The record that differed.
     public var record: RecordReference
+    /// How it differed.
     public var kind: Kind
 
+    /// A record that differed, and how.
     public init(record: RecordReference, kind: Kind) {
         self.record = record
         self.kind = kind

@@ -48,10 +48,12 @@ public struct VerificationReport: Sendable, Hashable {
     /// Records whose stored hash was not their row's: written behind the store's back where no
     /// mark caught it (the full check trusts no stored hash).
     public var rehashed: [RecordReference] = []
-    /// What it cost: the sync that brought the device to the server's revision, and every
-    /// request of the comparison.
+    /// The bytes of the request bodies sent: the sync that brought the device to the server's
+    /// revision, and every request of the comparison.
     public var bytesSent = 0
+    /// The bytes of the response bodies received, the same way.
     public var bytesReceived = 0
+    /// The requests made: the sync, and each `POST /verify`.
     public var roundTrips = 0
 }
 

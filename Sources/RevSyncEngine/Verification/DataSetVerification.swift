@@ -44,6 +44,10 @@ public struct DataSetVerification: Sendable {
         public var repaired: Int
         /// The records read to answer.
         public var recordsRead: Int
+        /// The data set's digest at the request's revision when the kept one proved wrong (an
+        /// entity read whole summed to something else): to be written back
+        /// (``StorageWriter/correctDataSetDigest(_:at:)``).
+        public var correctedDigest: DataSetDigest?
     }
 
     /// The parts a differing range is split into.
@@ -68,16 +72,19 @@ public struct DataSetVerification: Sendable {
     public func answer(_ request: VerifyRequest, reader: any StorageReader) throws -> Outcome {
         let current = try reader.currentRevision()
         guard request.revision == current else { throw Refusal.revisionMoved(current) }
-        let digest = try reader.dataSetDigest()
+        let kept = try reader.dataSetDigest()
+        var digest = kept
         var response = VerifyResponse(revision: current)
         var read = 0
-        if let report = request.report, let digest { response.verified = report == digest.total }
         for range in request.ranges {
             let entity = try entity(range.range.entity)
             if range.range.isWhole, let digest, digest[entity.name] == range.digest { continue }
             let records = try hashes(entity, in: range.range, reader: reader, read: &read)
             var sum = DigestSum.empty
             for (_, hash) in records { sum.add(hash) }
+            // A whole entity read shows what its kept digest should be: one that differs was
+            // written behind the server's back (another program wrote its database).
+            if range.range.isWhole, digest != nil, digest?[entity.name] != sum { digest?[entity.name] = sum }
             guard sum != range.digest else { continue }
             response.ranges.append(VerifyResponse.Split(range: range.range, parts: Self.split(range.range, records)))
         }
@@ -108,7 +115,8 @@ public struct DataSetVerification: Sendable {
             }
         }
         if !repair.changes.isEmpty { response.repair = repair }
-        return Outcome(response: response, repaired: repaired, recordsRead: read)
+        if let report = request.report, let digest { response.verified = report == digest.total }
+        return Outcome(response: response, repaired: repaired, recordsRead: read, correctedDigest: digest != kept ? digest : nil)
     }
 
     private static let tooMuchMessage =

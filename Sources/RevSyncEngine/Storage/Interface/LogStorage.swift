@@ -40,6 +40,9 @@ public protocol LogWriting: AnyObject {
     /// commits leave it out and responses carry none. The next start without the switch
     /// computes it again from every record.
     func dropDataSetDigest() throws
+    /// Replaces the kept digest, and the log entry's total, by `digest` if the counter is
+    /// still at `revision` (a verification found the kept one wrong); `false` when it moved on.
+    func correctDataSetDigest(_ digest: DataSetDigest, at revision: Revision) throws -> Bool
     func appendLog(_ entry: LogEntry) throws
     /// Raises the change log's floor (inside the transaction that locked the revision): a
     /// client older than it gets a snapshot instead of the log.

@@ -63,6 +63,11 @@ final class RecentLog: Sendable {
         }
     }
 
+    /// Forgets every entry kept (one was rewritten in the database: a corrected digest).
+    func forget() {
+        window.withLock { $0.clear() }
+    }
+
     /// Adds entries that just committed, in revision order.
     func committed(_ new: [LogEntry]) {
         guard !new.isEmpty else { return }

@@ -54,6 +54,18 @@ extension SQLStorageAccess {
         try write("DELETE FROM _rs_meta WHERE key = 'digest_schema'", [])
     }
 
+    func correctDataSetDigest(_ digest: DataSetDigest, at revision: Revision) throws -> Bool {
+        guard try connection.firstRow("SELECT revision FROM _rs_counter WHERE id = 1")?.first?.integerValue == revision else {
+            return false
+        }
+        try write("UPDATE _rs_counter SET digest = ? WHERE id = 1 AND revision = ?", [.text(digest.description), .integer(revision)])
+        try write("UPDATE _rs_log SET digest = ? WHERE revision = ?", [.text(digest.total.description), .integer(revision)])
+        // The kept entry still carries the old total (read before the transaction commits, at
+        // worst: a response that carried it is verified again).
+        recentLog?.forget()
+        return true
+    }
+
     func allocateIDs(_ entity: Entity, count: Int) throws -> RecordID {
         if let counters = deferred {
             var next = counters.nextIDs[entity.name]

@@ -43,6 +43,17 @@ extension SyncHTTPServer {
             case .tooMuch: throw APIError(status: .contentTooLarge, code: "too_large", message: refusal.description)
             }
         }
+        if let corrected = outcome.correctedDigest {
+            let revision = verification.revision
+            let written = try await engine.storage.withWriter { writer in
+                try writer.transaction { try writer.correctDataSetDigest(corrected, at: revision) }
+            }
+            if written {
+                logger.error(
+                    "the kept digest of the data set was wrong (its database was written behind the server's back?): corrected from the records",
+                    metadata: ["revision": "\(revision)", "digest": "\(corrected)"])
+            }
+        }
         if outcome.response.verified != nil || outcome.repaired > 0 {
             // Written at once: an erasure's receipt waits for it.
             try await engine.storage.withAutocommitWriter { writer in
