@@ -38,13 +38,15 @@ final class SyncConnection {
         }
 
         /// The response's `digest` (its last member): the digest of every record at
-        /// `maxRevision`, as text.
+        /// `maxRevision`, as text. Read backwards from the end (`…,"digest":"N:HEX"}`): the
+        /// load generator's CPU is taken from the server it measures.
         var digest: String? {
-            let tail = body.suffix(120)
-            let needle = Array("\"digest\":\"".utf8)
-            guard let start = tail.indices.first(where: { tail[$0...].starts(with: needle) }) else { return nil }
-            let value = tail[(start + needle.count)...].prefix { $0 != UInt8(ascii: "\"") }
-            return String(decoding: value, as: UTF8.self)
+            guard body.count > 16, body[body.count - 1] == UInt8(ascii: "}"), body[body.count - 2] == UInt8(ascii: "\"") else { return nil }
+            var start = body.count - 3
+            while start > 0, body[start] != UInt8(ascii: "\"") { start -= 1 }
+            let member = Array(",\"digest\":".utf8)
+            guard start >= member.count, body[(start - member.count)..<start].elementsEqual(member) else { return nil }
+            return String(decoding: body[(start + 1)..<(body.count - 2)], as: UTF8.self)
         }
 
         /// Whether a change set of the response was refused.
@@ -77,7 +79,9 @@ final class SyncConnection {
     ///
     /// - Parameter headers: more header lines, each ending in CRLF (`RevSync-Digest: …\r\n`).
     func sync(_ message: SyncMessage, headers: String = "", timeout: TimeInterval = 30) throws -> Reply {
-        try exchange(path: "/sync", encoding: "Content-Encoding: gzip\r\n" + headers, body: Gzip.compress(message.jsonBytes(), level: 6), timeout: timeout)
+        try exchange(
+            path: "/sync", encoding: "Content-Encoding: gzip\r\n" + headers, body: Gzip.compress(message.jsonBytes(), level: 6),
+            timeout: timeout)
     }
 
     /// Sends a gzip body as it is (one built for a purpose) and reads the whole response.

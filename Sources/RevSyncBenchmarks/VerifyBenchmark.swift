@@ -167,7 +167,8 @@ public struct VerifyBenchmark: Sendable {
             let text = String(decoding: json, as: UTF8.self)
             if let range = text.range(of: ",\"digest\":\"") {
                 let value = text[range.upperBound...].prefix { $0 != "\"" }
-                result.addedResponseBytes = range.upperBound.utf16Offset(in: text) - range.lowerBound.utf16Offset(in: text) + value.utf8.count + 1
+                result.addedResponseBytes =
+                    range.upperBound.utf16Offset(in: text) - range.lowerBound.utf16Offset(in: text) + value.utf8.count + 1
             }
         }
 
@@ -183,7 +184,8 @@ public struct VerifyBenchmark: Sendable {
             repair.verified = report.verified == true
             guard repair.verified, repair.repaired == count else {
                 throw BenchmarkError(
-                    "the repair of \(count) records moved \(repair.repaired) and was \(repair.verified ? "" : "not ")proven: \(report.repairFailure ?? "")")
+                    "the repair of \(count) records moved \(repair.repaired) and was \(repair.verified ? "" : "not ")proven: \(report.repairFailure ?? "")"
+                )
             }
             result.repairs.append(repair)
         }
@@ -226,8 +228,14 @@ public struct VerifyBenchmark: Sendable {
             BenchmarkRow(
                 scenario: name + ": a clean sync",
                 figures: [
-                    ("bytes the proof adds", "\(result.addedRequestBytes) B request header + \(result.addedResponseBytes) B response (uncompressed)"),
-                    ("a clean sync", Format.milliseconds(result.cleanSyncSeconds) + (result.cleanSyncVerified ? ", proven equal" : ", NOT proven")),
+                    (
+                        "bytes the proof adds",
+                        "\(result.addedRequestBytes) B request header + \(result.addedResponseBytes) B response (uncompressed)"
+                    ),
+                    (
+                        "a clean sync",
+                        Format.milliseconds(result.cleanSyncSeconds) + (result.cleanSyncVerified ? ", proven equal" : ", NOT proven")
+                    ),
                     (
                         "concurrent small syncs without / with the proof",
                         "\(Format.rate(without)) / \(Format.rate(with)) syncs/s (\(String(format: "%+.1f", (with / max(without, 0.001) - 1) * 100)) %; runs \(result.syncsPerSecondWithout.map(Format.rate).joined(separator: ", ")) / \(result.syncsPerSecondWith.map(Format.rate).joined(separator: ", ")))"

@@ -106,6 +106,8 @@ struct Concurrent: AsyncParsableCommand {
             "Cores each server instance may use, such as 0.4: a control group of its own with a CPU quota (Linux, as root), as if each instance ran on a machine of its own."
     )
     var cpusPerInstance: Double?
+    @Flag(help: "Each device claims the digest of its records (RevSync-Digest), as the client library does.")
+    var claimDigest = false
     @OptionGroup var options: StoreOptions
 
     func validate() throws {
@@ -124,6 +126,7 @@ struct Concurrent: AsyncParsableCommand {
         benchmark.rate = rate
         benchmark.records = records
         benchmark.serverArguments = serverOption
+        benchmark.claimsDigest = claimDigest
         benchmark.store = try await options.choice()
         printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
     }

@@ -201,7 +201,8 @@ struct Serve: AsyncParsableCommand {
         let storage = try await database.open(schema: schema, durability: SQLiteStorage.Durability(rawValue: durability)!, creating: true)
         if noVerification {
             try await storage.withWriter { writer in try writer.transaction { try writer.dropDataSetDigest() } }
-            logger.warning("--no-verification: the data set's digest is not kept; devices cannot prove their records until a start without it")
+            logger.warning(
+                "--no-verification: the data set's digest is not kept; devices cannot prove their records until a start without it")
         }
         let tokenFile = try await writeFirstAdminToken(storage)
         let configuration = serverConfiguration(metricsToken: metricsToken, adminTokenFile: tokenFile)

@@ -59,7 +59,8 @@ struct Verify: AsyncParsableCommand {
                     : "Not repaired\(report.repaired.isEmpty ? " (--no-repair)" : ""): the records still differ.")
         }
         lines.append(
-            "\(report.roundTrips) round trip\(report.roundTrips == 1 ? "" : "s"), \(report.bytesSent) bytes sent, \(report.bytesReceived) received.")
+            "\(report.roundTrips) round trip\(report.roundTrips == 1 ? "" : "s"), \(report.bytesSent) bytes sent, \(report.bytesReceived) received."
+        )
         return lines
     }
 

@@ -35,7 +35,29 @@ public struct DigestSum: Sendable, Hashable, CustomStringConvertible {
         sum = RecordHash(low: sum.low &- other.sum.low, high: sum.high &- other.sum.high)
     }
 
-    public var description: String { "\(count):\(sum)" }
+    public var description: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(54)
+        write(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `count:` and the 32 hexadecimal digits of the sum, appended to `bytes`.
+    func write(into bytes: inout [UInt8]) {
+        var digits: [UInt8] = []
+        var rest = UInt64(bitPattern: count)
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        if count < 0 {
+            bytes.append(contentsOf: String(count).utf8)
+        } else {
+            bytes.append(contentsOf: digits.reversed())
+        }
+        bytes.append(UInt8(ascii: ":"))
+        sum.writeHex(into: &bytes)
+    }
 
     /// The digest written as ``description``, or `nil`.
     public init?(_ text: some StringProtocol) {
@@ -79,7 +101,16 @@ public struct DataSetDigest: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        entities.keys.sorted().map { "\($0)=\(entities[$0]!)" }.joined(separator: ";")
+        // Written byte by byte: the server writes it with every commit.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entities.count * 64)
+        for (index, name) in entities.keys.sorted().enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ";")) }
+            bytes.append(contentsOf: name.utf8)
+            bytes.append(UInt8(ascii: "="))
+            entities[name]!.write(into: &bytes)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// What a data set's digest depends on in a schema: its entities, their attributes' names

@@ -27,7 +27,22 @@ public struct RecordHash: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// 32 lowercase hexadecimal digits.
-    public var description: String { Self.hex(high) + Self.hex(low) }
+    public var description: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        writeHex(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The 32 hexadecimal digits, appended to `bytes`.
+    func writeHex(into bytes: inout [UInt8]) {
+        for half in [high, low] {
+            for index in 0..<16 {
+                let digit = UInt8(half >> UInt64(60 - 4 * index) & 0xF)
+                bytes.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+            }
+        }
+    }
 
     /// The hash written as ``description``, or `nil`.
     public init?(hex text: some StringProtocol) {
@@ -36,26 +51,16 @@ public struct RecordHash: Sendable, Hashable, CustomStringConvertible {
         self.init(low: low, high: high)
     }
 
-    static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
 }
 
-/// Hashes the records of one entity (``RecordHash``): its attributes' order by name is worked
-/// out once.
+/// Hashes the records of one entity (``RecordHash``), its attributes in the order of their
+/// names (``Entity/positionsByName``, worked out once with the schema).
 public struct RecordHasher: Sendable {
     public let entity: Entity
-    /// Attribute indices in ascending order of name, with each name's bytes and whether it is real.
-    private let order: [(index: Int, name: [UInt8], real: Bool)]
     private let prefix: [UInt8]
 
     public init(_ entity: Entity) {
         self.entity = entity
-        order = entity.attributes.enumerated().sorted { $0.element.name < $1.element.name }.map { index, attribute in
-            if case .real = attribute.type { return (index, Array(attribute.name.utf8), true) }
-            return (index, Array(attribute.name.utf8), false)
-        }
         prefix = Array("RSR1".utf8) + Array(entity.name.utf8) + [0]
     }
 
@@ -66,12 +71,18 @@ public struct RecordHasher: Sendable {
         bytes.reserveCapacity(prefix.count + 16 + values.count * 24)
         Self.append(id.rawValue, to: &bytes)
         Self.append(revision, to: &bytes)
-        for (index, name, real) in order {
+        let attributes = entity.attributes
+        for index in entity.positionsByName {
             let value = index < values.count ? values[index] : .null
             if case .null = value { continue }
-            bytes += name
+            let attribute = attributes[index]
+            bytes.append(contentsOf: attribute.name.utf8)
             bytes.append(0)
-            Self.append(value, real: real, to: &bytes)
+            if case .real = attribute.type {
+                Self.append(value, real: true, to: &bytes)
+            } else {
+                Self.append(value, real: false, to: &bytes)
+            }
         }
         var sha = SHA256()
         sha.update(data: bytes)

@@ -210,6 +210,9 @@ public struct Entity: Sendable, Hashable {
     /// What makes an update stale: another device's change to the record, or only to an
     /// attribute the update writes.
     public let staleness: Staleness
+    /// The positions of ``attributes`` in ascending order of name (a record's hash writes them
+    /// in this order: ``RecordHasher``).
+    public let positionsByName: [Int]
     private let attributeIndex: [String: Int]
 
     /// Creates an entity, checking its attribute names.
@@ -243,6 +246,7 @@ public struct Entity: Sendable, Hashable {
         self.swiftName = swiftName
         self.staleness = staleness
         self.attributeIndex = index
+        self.positionsByName = attributes.indices.sorted { attributes[$0].name < attributes[$1].name }
     }
 
     public func attribute(_ name: String) -> Attribute? {

@@ -33,8 +33,8 @@ extension SQLStorageAccess {
 
     func dataSetDigest() throws -> DataSetDigest? {
         if let deferred { return deferred.digest }
-        if snapshotReads { return try counter().digest.flatMap { DataSetDigest($0) } }
-        return try connection.firstRow("SELECT digest FROM _rs_counter WHERE id = 1")?.first?.textValue.flatMap { DataSetDigest($0) }
+        if snapshotReads { return try counter().digest.flatMap(KeptDigestText.parse) }
+        return try connection.firstRow("SELECT digest FROM _rs_counter WHERE id = 1")?.first?.textValue.flatMap(KeptDigestText.parse)
     }
 
     func setRevision(_ revision: Revision, digest: DataSetDigest?) throws {
@@ -44,7 +44,7 @@ extension SQLStorageAccess {
         } else {
             try write(
                 "UPDATE _rs_counter SET revision = ?, digest = ? WHERE id = 1",
-                [.integer(revision), digest.map { .text($0.description) } ?? .null])
+                [.integer(revision), digest.map { .text(KeptDigestText.text(of: $0)) } ?? .null])
         }
         pendingRevision = revision
     }
