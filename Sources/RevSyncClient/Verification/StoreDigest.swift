@@ -33,6 +33,14 @@ final class StoreDigest {
     /// The sums, as this transaction moved them (written by ``save()``).
     private(set) var digest: DataSetDigest
     private var changed = false
+    /// Whether no record is hashed yet (a store's first sync, or a snapshot replacing its
+    /// data): the records are then hashed in one pass over the tables when the transaction
+    /// settles (``rebuild(pending:)``), not one by one as they are written.
+    private var hashesLater: Bool
+
+    /// Above this many marked records (or an eighth of those hashed), settling reads the tables
+    /// whole instead of record by record.
+    static let bulkSettle = 1_000
 
     init(db: Database, schema: Schema) throws {
         self.db = db
@@ -44,6 +52,7 @@ final class StoreDigest {
             digest[row[0]] = DigestSum(count: row[1], sum: RecordHash(low: UInt64(bitPattern: low), high: UInt64(bitPattern: high)))
         }
         self.digest = digest
+        hashesLater = try !(Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(Self.hashesTable))") ?? false)
     }
 
     // MARK: The marks
@@ -124,7 +133,9 @@ final class StoreDigest {
     /// Server data written: the record as the server has it (`values` `nil`: it is gone).
     /// A record without queued edits is settled (its mark cleared): its row is the server's.
     func serverState(_ entity: Entity, _ id: RecordID, revision: Revision?, values: [String: Value]?, pending: Bool) throws {
-        guard id.rawValue > 0 else { return }
+        // Before the first hashes, only a record whose row holds local edits needs its server
+        // version's hash now; the others are hashed from their rows when the transaction settles.
+        guard id.rawValue > 0, !hashesLater || pending else { return }
         let new = values.map { hasher(entity).hash(id: id, revision: revision ?? -1, values: $0) }
         try setHash(entity.name, id, new)
         if !pending { try clearMark(entity.name, id) }
@@ -135,6 +146,7 @@ final class StoreDigest {
         try db.execute(sql: "DELETE FROM \(Self.hashesTable); DELETE FROM \(Self.dirtyTable)")
         digest = DataSetDigest()
         changed = true
+        hashesLater = true
     }
 
     /// Hashes again, from their rows, the records marked as written since they were hashed,
@@ -142,8 +154,11 @@ final class StoreDigest {
     /// hash changed.
     @discardableResult
     func settle(pending: Set<RecordReference>) throws -> [RecordReference] {
+        if hashesLater { return try rebuild(pending: pending) }
         var moved: [RecordReference] = []
         let marks = try Row.fetchAll(db, sql: "SELECT entity, id FROM \(Self.dirtyTable) ORDER BY entity, id")
+        // Most of the store written (a snapshot opened, a bulk import): one pass over the tables.
+        if marks.count > max(Self.bulkSettle, Int(digest.total.count / 8)) { return try rebuild(pending: pending) }
         for mark in marks {
             let reference = RecordReference(entity: mark[0], id: RecordID(mark[1] as Int64))
             if pending.contains(reference) { continue }
@@ -215,10 +230,15 @@ final class StoreDigest {
             sql:
                 "DELETE FROM \(Self.hashesTable) WHERE entity NOT IN (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))",
             arguments: StatementArguments(names))
-        let marks = try Row.fetchAll(db, sql: "SELECT entity, id FROM \(Self.dirtyTable)")
-        for mark in marks where !pending.contains(RecordReference(entity: mark[0], id: RecordID(mark[1] as Int64))) {
-            try clearMark(mark[0], RecordID(mark[1] as Int64))
+        if pending.isEmpty {
+            try db.execute(sql: "DELETE FROM \(Self.dirtyTable)")
+        } else {
+            let marks = try Row.fetchAll(db, sql: "SELECT entity, id FROM \(Self.dirtyTable)")
+            for mark in marks where !pending.contains(RecordReference(entity: mark[0], id: RecordID(mark[1] as Int64))) {
+                try clearMark(mark[0], RecordID(mark[1] as Int64))
+            }
         }
+        hashesLater = false
         digest = rebuilt
         changed = true
         try save()
