@@ -6,7 +6,7 @@ import RevSyncProtocol
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Show the state (live, offline, ...), the revision, pending change sets, unresolved conflicts, the last sync and the last error.",
+            "Show the state (live, offline, ...), the revision, pending change sets, unresolved conflicts, the last proof that the records equal the server's, the last sync and the last error.",
         discussion:
             "The state is `live`, `connecting`, `syncing` or `offline` while `revsync watch` runs on the store; otherwise the store is not live (`notLive` in --json), and the last sync says when it last heard from the server."
     )
@@ -33,6 +33,10 @@ struct Status: AsyncParsableCommand {
                         writer.writeInteger(status.pendingChangeSets)
                         writer.writeRaw(",\"unresolvedConflicts\":")
                         writer.writeInteger(status.unresolvedConflicts)
+                        writer.writeRaw(",\"verifiedRevision\":")
+                        if let verified = status.verifiedRevision { writer.writeInteger(verified) } else { writer.writeNull() }
+                        writer.writeRaw(",\"differsFromServer\":")
+                        writer.writeBool(status.differsFromServer)
                         writer.writeRaw(",\"lastSync\":")
                         if let lastSync { writer.writeString(lastSync) } else { writer.writeNull() }
                         writer.writeRaw(",\"lastError\":")
@@ -51,6 +55,11 @@ struct Status: AsyncParsableCommand {
             say("maxRevision: \(status.maxRevision)")
             say("pending change sets: \(status.pendingChangeSets)")
             say("unresolved conflicts: \(status.unresolvedConflicts)")
+            if status.differsFromServer {
+                say("records: differ from the server's; the next sync repairs them")
+            } else {
+                say("records: \(status.verifiedRevision.map { "proven equal to the server's at revision \($0)" } ?? "not proven yet")")
+            }
             say("last sync: \(lastSync ?? "never")")
             if let error = status.lastError { say("last error: \(error)") }
             say("server: \(server?.url.absoluteString ?? "none")")

@@ -40,6 +40,8 @@ import Testing
                             "\($0["entity"] as? String ?? "") \(($0["id"] as? NSNumber)?.int64Value ?? 0) \($0["kind"] as? String ?? "")"
                         })
                         == ["players \(players[2].rawValue) changed", "players \(players[3].rawValue) missing"])
+                let status = try await ExecutableProcess.run("revsync", ["status", "--store", device.store.path])
+                #expect(status.stdout.contains("records: differ from the server's; the next sync repairs them"), "\(status.stdout)")
                 let untouched = try LocalStore.open(at: device.store.path)
                 #expect(try await untouched.table("players").find(players[2])?["last_name"] == "Tampered")
                 #expect(try await untouched.table("players").find(players[3]) == nil)
@@ -54,6 +56,10 @@ import Testing
                 #expect(text.stdout.contains("Now equal to the server's at revision"), "\(text.stdout)")
                 let repaired = try LocalStore.open(at: device.store.path)
                 #expect(try await repaired.contents() == (try await server.contents()))
+                let statusAfter = try await ExecutableProcess.run("revsync", ["status", "--store", device.store.path, "--json"])
+                let json = try #require(try JSONSerialization.jsonObject(with: Data(statusAfter.stdout.utf8)) as? [String: Any])
+                #expect(json["differsFromServer"] as? Bool == false)
+                #expect((json["verifiedRevision"] as? NSNumber)?.int64Value == (try await server.revision()))
             }
         }
     }

@@ -201,8 +201,13 @@ import Testing
                 let cut = try await device.sync()
                 #expect(cut.verified == false && cut.repaired.isEmpty && cut.repairFailure != nil)
                 #expect(try await device.store.table("teams").find(team)?["name"] == "Tampered")
+                // The store's status says so until the next sync repairs it.
+                let differing = try await device.store.status()
+                #expect(differing.differsFromServer)
                 let next = try await device.sync()
                 #expect(next.verified == true && next.repaired["teams"]?.updated == 1)
+                let repaired = try await device.store.status()
+                #expect(!repaired.differsFromServer && repaired.verifiedRevision == next.maxRevision)
             }
         }
     }

@@ -42,6 +42,12 @@ public final class LocalStore: Sendable {
         public let lastSuccessfulSync: Date?
         /// Why the last sync failed, if it did and none succeeded since.
         public let lastError: String?
+        /// The last revision at which the store's records were proven equal to the server's
+        /// (`nil`: never).
+        public let verifiedRevision: Revision?
+        /// Whether the last comparison found records that differ from the server's and the
+        /// repair did not finish: the next sync repairs them.
+        public let differsFromServer: Bool
     }
 
     /// The store file's path.
@@ -256,7 +262,8 @@ public final class LocalStore: Sendable {
                 maxRevision: try state.maxRevision, pendingChangeSets: try Outbox(db: db).count(),
                 unresolvedConflicts: try ConflictJournal(db: db).unresolvedCount(),
                 lastSuccessfulSync: try state.string(.lastSync).flatMap(Double.init).map { Date(timeIntervalSince1970: $0) },
-                lastError: try state.string(.lastError))
+                lastError: try state.string(.lastError), verifiedRevision: try state.string(.verifiedRevision).flatMap { Revision($0) },
+                differsFromServer: try state.string(.verificationPending) != nil)
         }
     }
 

@@ -155,7 +155,10 @@ final class ResponseApplication {
         report.serverDigest = serverDigest
         if let serverDigest {
             report.verified = serverDigest == digest.digest.total
-            if report.verified == true { try StoreState(db: db).set(.verifiedRevision, String(maxRevision)) }
+            let state = StoreState(db: db)
+            if report.verified == true { try state.set(.verifiedRevision, String(maxRevision)) }
+            // Differing until a repair proves otherwise (``LocalStore/Status/differsFromServer``).
+            try state.set(.verificationPending, report.verified == true ? nil : "1")
         }
         stageHook?(.appliedBeforeRevision)
         let state = StoreState(db: db)

@@ -115,11 +115,20 @@ public struct VerifyResponse: Sendable, Hashable {
 // MARK: JSON
 
 extension DigestRange {
+    /// `"from":…,"to":…`.
     fileprivate func writeBounds(into writer: inout JSONWriter) {
-        writer.writeRaw(",\"from\":")
+        writer.writeRaw("\"from\":")
         if let from { writer.writeInteger(from) } else { writer.writeNull() }
         writer.writeRaw(",\"to\":")
         if let to { writer.writeInteger(to) } else { writer.writeNull() }
+    }
+
+    /// `{"entity":…,"from":…,"to":…`: an object about the range, its other members to follow.
+    fileprivate func writeOpening(into writer: inout JSONWriter) {
+        writer.writeRaw("{\"entity\":")
+        writer.writeString(entity)
+        writer.writeByte(UInt8(ascii: ","))
+        writeBounds(into: &writer)
     }
 }
 
@@ -136,9 +145,7 @@ extension VerifyRequest {
         writer.writeRaw(",\"ranges\":[")
         for (index, range) in ranges.enumerated() {
             if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"entity\":")
-            writer.writeString(range.range.entity)
-            range.range.writeBounds(into: &writer)
+            range.range.writeOpening(into: &writer)
             writer.writeRaw(",\"digest\":")
             writer.writeString(range.digest.description)
             writer.writeByte(UInt8(ascii: "}"))
@@ -146,9 +153,7 @@ extension VerifyRequest {
         writer.writeRaw("],\"items\":[")
         for (index, items) in items.enumerated() {
             if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"entity\":")
-            writer.writeString(items.range.entity)
-            items.range.writeBounds(into: &writer)
+            items.range.writeOpening(into: &writer)
             writer.writeRaw(",\"records\":[")
             for (position, (id, hash)) in items.records.sorted(by: { $0.key < $1.key }).enumerated() {
                 if position > 0 { writer.writeByte(UInt8(ascii: ",")) }
@@ -283,16 +288,12 @@ extension VerifyResponse {
         writer.writeRaw(",\"ranges\":[")
         for (index, split) in ranges.enumerated() {
             if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"entity\":")
-            writer.writeString(split.range.entity)
-            split.range.writeBounds(into: &writer)
+            split.range.writeOpening(into: &writer)
             writer.writeRaw(",\"parts\":[")
             for (position, part) in split.parts.enumerated() {
                 if position > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writer.writeRaw("{")
-                var bounds = JSONWriter(capacity: 48)
-                part.range.writeBounds(into: &bounds)
-                writer.writeRaw(bounds.bytes.dropFirst())
+                writer.writeByte(UInt8(ascii: "{"))
+                part.range.writeBounds(into: &writer)
                 writer.writeRaw(",\"digest\":")
                 writer.writeString(part.digest.description)
                 writer.writeByte(UInt8(ascii: "}"))
