@@ -167,6 +167,8 @@ extension Synchronizer {
                     broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
                     broadcaster.emit(.received(report))
                     await publishStatus()
+                    // The store's records differ from the server's: a sync repairs them.
+                    if report.verified == false { wanted.emit() }
                 }
             } catch {
                 // Not right after the store's revision, or names the store does not know yet
