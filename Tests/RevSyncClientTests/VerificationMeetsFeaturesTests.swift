@@ -9,7 +9,7 @@ import RevSyncTestSupport
 import Testing
 
 /// The proof of convergence where it meets the older features: typed records, attachments,
-/// the refusal inbox's reapply, permissions (a viewer, a forbidden write), a device started
+/// the refusal inbox's reapply, permissions (a viewer under the club's rules), a device started
 /// from a snapshot, and live mode.
 @Suite struct VerificationMeetsFeaturesTests {
     static func eventually(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
@@ -85,9 +85,9 @@ import Testing
         }
     }
 
-    /// A viewer proves and repairs its copy like any device; a member's write the rules forbid
-    /// is refused, and the truth restored is proven.
-    @Test func permissionsViewersAreRepairedAndForbiddenWritesProven() async throws {
+    /// Under the club's rules, a viewer (which may write nothing) proves and repairs its copy
+    /// like any device: a repair is the server's data, not the viewer's write.
+    @Test func aViewerUnderTheClubsRulesIsProvenAndRepaired() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(schema: .club) { server in
                 let admin = try await server.clientDevice("office", in: directory, role: .admin)
