@@ -9,6 +9,8 @@ public import RevSyncClient
 /// Staff members.
 public struct User: RevSyncRecord {
     public static let databaseTableName = "users"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -87,6 +89,8 @@ public struct User: RevSyncRecord {
 /// A record of `seasons`.
 public struct Season: RevSyncRecord {
     public static let databaseTableName = "seasons"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -144,6 +148,8 @@ public struct Season: RevSyncRecord {
 /// A record of `teams`.
 public struct Team: RevSyncRecord {
     public static let databaseTableName = "teams"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -221,6 +227,8 @@ public struct Team: RevSyncRecord {
 /// A record of `players`.
 public struct Player: RevSyncRecord {
     public static let databaseTableName = "players"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -315,6 +323,8 @@ public struct Player: RevSyncRecord {
 /// Which players play in which team.
 public struct TeamPlayer: RevSyncRecord {
     public static let databaseTableName = "team_players"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -392,6 +402,8 @@ public struct TeamPlayer: RevSyncRecord {
 /// A record of `venues`.
 public struct Venue: RevSyncRecord {
     public static let databaseTableName = "venues"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -449,6 +461,8 @@ public struct Venue: RevSyncRecord {
 /// A record of `training_sessions`.
 public struct TrainingSession: RevSyncRecord {
     public static let databaseTableName = "training_sessions"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -534,6 +548,8 @@ public struct TrainingSession: RevSyncRecord {
 /// A record of `attendances`.
 public struct Attendance: RevSyncRecord {
     public static let databaseTableName = "attendances"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -611,6 +627,8 @@ public struct Attendance: RevSyncRecord {
 /// A kind of player screening (a test protocol).
 public struct Screen: RevSyncRecord {
     public static let databaseTableName = "screens"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -668,6 +686,8 @@ public struct Screen: RevSyncRecord {
 /// One measurement of a screen.
 public struct ScreenItem: RevSyncRecord {
     public static let databaseTableName = "screen_items"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -736,6 +756,8 @@ public struct ScreenItem: RevSyncRecord {
 /// One screening of a player; a screen that has been used cannot be deleted.
 public struct Screening: RevSyncRecord {
     public static let databaseTableName = "screen_instances"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -824,6 +846,8 @@ public struct Screening: RevSyncRecord {
 /// One measured value of a screening.
 public struct ScreeningValue: RevSyncRecord {
     public static let databaseTableName = "screen_instance_items"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -901,6 +925,8 @@ public struct ScreeningValue: RevSyncRecord {
 /// A record of `notes`.
 public struct Note: RevSyncRecord {
     public static let databaseTableName = "notes"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID

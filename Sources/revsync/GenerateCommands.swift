@@ -14,8 +14,10 @@ struct Generate: AsyncParsableCommand {
             abstract: "Write one Swift file with a RevSyncRecord struct per entity.",
             discussion: """
                 Exactly one source: --server URL (its GET /schema), --schema FILE (a schema file) or
-                --store STORE (the schema a device store follows). With --check nothing is written: the
-                command fails, naming the first difference, when --out is not what the schema generates.
+                --store STORE (the schema a device store follows). With --server, --version V generates the
+                types of schema version V as the server's data set served it (GET /schema?version=V): an app
+                built with them is pinned to V. With --check nothing is written: the command fails, naming the
+                first difference, when --out is not what the schema generates.
                 """)
 
         @Option(name: .long, help: "A RevSync server: its schema.")
@@ -24,6 +26,8 @@ struct Generate: AsyncParsableCommand {
         var schema: String?
         @Option(name: .long, help: "A device store: the schema it follows.")
         var store: String?
+        @Option(name: .long, help: "With --server: the schema version to generate (default: the latest).")
+        var version: Int?
         @Option(name: .long, help: "The Swift file to write.")
         var out: String
         @Option(name: .long, help: "The access level of the generated types: internal or public.")
@@ -34,6 +38,9 @@ struct Generate: AsyncParsableCommand {
         func validate() throws {
             let sources = [server, schema, store].compactMap { $0 }.count
             guard sources == 1 else { throw ValidationError("give exactly one of --server, --schema, --store") }
+            if version != nil && server == nil {
+                throw ValidationError("--version goes with --server (a schema file or a store holds one version)")
+            }
             guard SwiftTypesGenerator.Access(rawValue: access) != nil else {
                 throw ValidationError("--access is internal or public, not \(access)")
             }
@@ -77,7 +84,7 @@ struct Generate: AsyncParsableCommand {
                     guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https" else {
                         throw CommandFailure("--server must be an http(s) URL, not \(server)")
                     }
-                    return try await Schema.fetch(from: url)
+                    return try await Schema.fetch(from: url, version: version)
                 }
                 if let schema {
                     guard let data = FileManager.default.contents(atPath: schema) else { throw CommandFailure("cannot read \(schema)") }

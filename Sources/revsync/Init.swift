@@ -36,6 +36,14 @@ struct Init: AsyncParsableCommand {
     @Option(help: "A schema file to use instead of fetching the server's.")
     var schema: String?
 
+    @Option(
+        help: """
+            Pin the device to this schema version, as an app built for it is (GET /schema?version=V): the server \
+            reads and answers it in that version, and syncs never upgrade it past it. Without it the store follows \
+            the server's latest version.
+            """)
+    var schemaVersion: Int?
+
     @Option(help: "Start from this snapshot file (revsync-server snapshot) instead of an empty store.")
     var snapshot: String?
 
@@ -52,6 +60,10 @@ struct Init: AsyncParsableCommand {
             throw ValidationError("a snapshot brings its own schema; leave out --schema")
         }
         if sha256 != nil && snapshot == nil { throw ValidationError("--sha256 goes with --snapshot FILE") }
+        if let schemaVersion, schemaVersion < 1 { throw ValidationError("--schema-version is 1 or more") }
+        if schemaVersion != nil && (snapshot != nil || downloadSnapshot) {
+            throw ValidationError("a snapshot file holds the server's latest schema version; leave out --schema-version")
+        }
     }
 
     func run() async throws {
@@ -68,7 +80,10 @@ struct Init: AsyncParsableCommand {
                 if let file = self.schema {
                     schema = try Schema(contentsOfFile: file)
                 } else {
-                    schema = try await Schema.fetch(from: url)
+                    schema = try await Schema.fetch(from: url, version: schemaVersion)
+                }
+                if let schemaVersion, schema.version != schemaVersion {
+                    throw CommandFailure("\(self.schema ?? "the schema") is version \(schema.version), not \(schemaVersion)")
                 }
             } catch let error as SchemaError {
                 throw CommandFailure("\(error)")
@@ -76,13 +91,18 @@ struct Init: AsyncParsableCommand {
                 throw CommandFailure("cannot fetch the schema from \(url.absoluteString): \(failure)")
             }
             let store = try LocalStore.create(at: options.store, schema: schema, server: .init(url: url, token: token))
+            if let schemaVersion { try await store.pin(toSchemaVersion: schemaVersion) }
             try await learnDevice(store)
             try store.close()
             if options.json {
-                say(created(url: url, schemaVersion: schema.version) { _ in })
+                say(
+                    created(url: url, schemaVersion: schema.version) { writer in
+                        writer.writeRaw(",\"pinned\":")
+                        writer.writeBool(schemaVersion != nil)
+                    })
             } else {
                 say(
-                    "Created \(options.store) for \(url.absoluteString) (schema version \(schema.version), \(schema.entities.count) entities)."
+                    "Created \(options.store) for \(url.absoluteString) (schema version \(schema.version)\(schemaVersion != nil ? ", pinned" : ""), \(schema.entities.count) entities)."
                 )
             }
         }

@@ -10,6 +10,8 @@ public import RevSyncClient
 /// Line two ends a block comment */ and opens a string " and calls func evil() {}
 public struct KeywordRecord: RevSyncRecord {
     public static let databaseTableName = "keywords"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 3
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID
@@ -140,6 +142,8 @@ public struct KeywordRecord: RevSyncRecord {
 /// A record of `crates`.
 public struct Crate: RevSyncRecord {
     public static let databaseTableName = "crates"
+    /// The schema version this type was generated from: the version to pin the store to.
+    public static let schemaVersion = 3
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     public var id: RecordID

@@ -103,7 +103,9 @@ public struct SwiftTypesGenerator: Sendable {
         let properties = entity.attributes.map { (attribute: $0, name: SwiftNames.propertyName($0.name)) }
         var out = Self.documentation(entity.summary ?? "A record of `\(entity.name)`.", indent: "")
         out += "\(modifier)struct \(type): RevSyncRecord {\n"
-        out += "    \(modifier)static let databaseTableName = \"\(entity.name)\"\n\n"
+        out += "    \(modifier)static let databaseTableName = \"\(entity.name)\"\n"
+        out += "    /// The schema version this type was generated from: the version to pin the store to.\n"
+        out += "    \(modifier)static let schemaVersion = \(schema.version)\n\n"
         out += "    /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.\n"
         out += "    \(modifier)var id: RecordID\n"
         out += "    /// The revision of the server's copy; `nil` until the server sent it.\n"

@@ -30,9 +30,15 @@ where ID == RecordID {
     var id: RecordID { get set }
     /// The revision of the server's copy this record reflects; `nil` until the server sent it.
     var revision: Revision? { get }
+    /// The schema version the type was generated from (`revsync generate swift` writes it): the
+    /// version to pin the store to (``LocalStore/pin(toSchemaVersion:)``); 0 for a hand-written type.
+    static var schemaVersion: Int { get }
 }
 
 extension RevSyncRecord {
+    /// 0: a hand-written type says nothing of its schema version.
+    public static var schemaVersion: Int { 0 }
+
     /// Gives a new record a temporary ID before it is inserted.
     public mutating func willInsert(_ db: Database) throws {
         if id == .new { id = try db.temporaryRecordID() }

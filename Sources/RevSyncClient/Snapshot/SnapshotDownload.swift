@@ -43,7 +43,8 @@ extension LocalStore {
     ) async throws -> (store: LocalStore, report: SnapshotDownloadReport?) {
         if let existing = try existingStore(at: path, replacing: replacing) { return (existing, nil) }
         let identity = try await ServerIdentity.fetch(from: server.url, transport: transport)
-        let download = SnapshotDownload(path: path + ".snapshot.gz", server: server, transport: transport)
+        let download = SnapshotDownload(
+            path: path + ".snapshot.gz", server: server, transport: transport, schemaVersion: identity.schemaVersion)
         let (announced, receipt) = try await download.run()
         let candidate = path + ".bootstrap-\(UUID().uuidString)"
         do {
@@ -92,6 +93,8 @@ struct SnapshotDownload {
     let path: String
     let server: LocalStore.ServerConnection
     let transport: any SyncTransport
+    /// The schema version of the store it is for (a server has files of its latest only).
+    var schemaVersion: Int
     var statePath: String { path + ".json" }
 
     /// Downloads the rest of the snapshot (all of it, if nothing is there yet or the server's
@@ -102,7 +105,9 @@ struct SnapshotDownload {
         let start = known == nil ? 0 : fileSize()
         if let known, start == known.gzipBytes { return (known, Receipt(received: 0, resumedAt: start)) }
 
-        var headers = ["Authorization": "Bearer \(server.token)", "Accept-Encoding": "identity"]
+        var headers = [
+            "Authorization": "Bearer \(server.token)", "Accept-Encoding": "identity", "RevSync-Schema-Version": String(schemaVersion),
+        ]
         if let known, start > 0 {
             headers["Range"] = "bytes=\(start)-"
             headers["If-Range"] = known.etag

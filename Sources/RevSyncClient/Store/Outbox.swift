@@ -42,6 +42,26 @@ struct Outbox {
         }
     }
 
+    /// Renames entities and attributes in every queued change set (and what its records held
+    /// before it): a schema upgrade's renames (``SchemaRenames``).
+    func rename(_ renames: SchemaRenames) throws {
+        let rows = try Row.fetchAll(db, sql: "SELECT position, body, base FROM _rs_outbox")
+        for row in rows {
+            let position: Int64 = row[0]
+            let body: Data = row[1]
+            let base: Data? = row[2]
+            do {
+                let renamed = renames.renaming(try ChangeSet(json: [UInt8](body), sender: .client))
+                let renamedBase = try base.map { renames.renaming(try ChangeSet(json: [UInt8]($0), sender: .client)) }
+                try db.execute(
+                    sql: "UPDATE _rs_outbox SET body = ?, base = ? WHERE position = ?",
+                    arguments: [Data(renamed.jsonBytes()), renamedBase.map { Data($0.jsonBytes()) }, position])
+            } catch let error as ProtocolError {
+                throw LocalStoreError(.corrupt, "outbox entry \(position) does not decode: \(error)")
+            }
+        }
+    }
+
     func entries() throws -> [OutboxEntry] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT position, body, sent FROM _rs_outbox ORDER BY position")).map { row in
             let body: Data = row[1]

@@ -190,7 +190,10 @@ extension Synchronizer {
         let since = try await store.status().maxRevision
         let request = TransportRequest(
             url: server.url.appendingPathComponent("events"), method: "GET",
-            headers: ["Authorization": "Bearer \(server.token)", "Accept": "text/event-stream", "Last-Event-ID": String(since)],
+            headers: [
+                "Authorization": "Bearer \(server.token)", "Accept": "text/event-stream", "Last-Event-ID": String(since),
+                "RevSync-Schema-Version": String(store.schema.version),
+            ],
             body: Data())
         let (events, continuation) = AsyncThrowingStream<ServerSentEvent, any Error>.makeStream()
         let transport = self.transport

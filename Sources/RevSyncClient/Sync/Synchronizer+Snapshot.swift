@@ -14,7 +14,8 @@ extension Synchronizer {
     /// - Throws: ``SyncFailure`` when the network fails (the download resumes on the next call).
     func startFromServerSnapshot(_ server: LocalStore.ServerConnection) async throws -> SnapshotDownloadReport? {
         guard configuration.startFromSnapshot, try await store.isEmptyForSnapshot() else { return nil }
-        let download = SnapshotDownload(path: store.path + ".snapshot.gz", server: server, transport: transport)
+        let download = SnapshotDownload(
+            path: store.path + ".snapshot.gz", server: server, transport: transport, schemaVersion: store.schema.version)
         let identity: ServerIdentity
         let announced: SnapshotDownload.Announced
         let receipt: SnapshotDownload.Receipt

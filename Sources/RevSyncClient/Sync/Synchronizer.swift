@@ -226,6 +226,13 @@ public actor Synchronizer {
             // Bytes the server lacked after all: uploaded again with the same change sets.
             report.append(try await send(to: server, lenient: false))
         }
+        // The server answers in the store's schema version; a newer one is followed (up to the
+        // version the app was built for), and the data set fetched again in it.
+        if try await follows(serverVersion: report.serverSchemaVersion) {
+            let before = store.schema.version
+            try await followSchema(of: server)
+            if store.schema.version != before { report.append(try await send(to: server, lenient: true)) }
+        }
         report.startedFromSnapshot = started
         if report.walTruncated == nil { report.walTruncated = pendingCheckpoint }
         try await proveOrRepair(&report, server: server)
@@ -257,6 +264,8 @@ public actor Synchronizer {
             "Accept-Encoding": "gzip",
         ]
         if let proof = request.snapshotProof { headers["RevSync-Snapshot-Proof"] = proof }
+        // The server reads the change sets, and answers, in the store's schema version.
+        headers["RevSync-Schema-Version"] = String(store.schema.version)
         headers["RevSync-Pending"] = String(request.pendingAfter)
         // What the store holds at the revision it claims, for the server to check.
         if let digest = request.digest {
@@ -356,10 +365,37 @@ public actor Synchronizer {
         return failed
     }
 
-    /// Upgrades the store to the server's schema, if it is newer.
-    private func followSchema(of server: LocalStore.ServerConnection) async throws {
-        let newer = try await Schema.fetch(from: server.url, transport: transport)
-        if newer.version > store.schema.version { try await store.upgrade(to: newer) }
+    /// Upgrades the store to the server's schema, if it is newer: to its latest, or, for a
+    /// store pinned to the version its app was built for, to that version and never past it.
+    /// The versions in between are fetched too, so that the store follows each one's renames.
+    func followSchema(of server: LocalStore.ServerConnection) async throws {
+        let current = store.schema.version
+        let target: Schema
+        if let pinned = try await store.pinnedSchemaVersion {
+            guard pinned > current else { return }
+            do {
+                target = try await Schema.fetch(from: server.url, version: pinned, transport: transport)
+            } catch SyncFailure.rejected(let status, _, _) where status == 404 {
+                return  // the server does not serve the app's version yet: the store stays as it is
+            }
+        } else {
+            target = try await Schema.fetch(from: server.url, transport: transport)
+            guard target.version > current else { return }
+        }
+        var intermediates: [Schema] = []
+        for version in (current + 1)..<max(current + 1, target.version) {
+            if let schema = try? await Schema.fetch(from: server.url, version: version, transport: transport) {
+                intermediates.append(schema)
+            }
+        }
+        try await store.upgrade(to: target, through: intermediates)
+    }
+
+    /// Whether the store should follow a server whose latest schema version is `version`.
+    private func follows(serverVersion version: Int?) async throws -> Bool {
+        guard let version, version > store.schema.version else { return false }
+        guard let pinned = try await store.pinnedSchemaVersion else { return true }
+        return pinned > store.schema.version
     }
 
     /// Applies the response (see ``LocalStore/apply(response:to:lenient:overwritten:stageHook:)``);

@@ -14,12 +14,20 @@ extension Schema {
     ///
     /// - Throws: ``SyncFailure`` when the server cannot be reached or answers with an error;
     ///   `SchemaError` when what it serves is not a valid schema.
-    public static func fetch(from server: URL, transport: any SyncTransport = DefaultTransport()) async throws -> Schema {
+    ///
+    /// - Parameter version: a schema version the server's data set served (`GET /schema?version=V`);
+    ///   `nil`: the latest.
+    public static func fetch(
+        from server: URL, version: Int? = nil, transport: any SyncTransport = DefaultTransport()
+    ) async throws
+        -> Schema
+    {
         let response: TransportResponse
+        var url = server.appendingPathComponent("schema")
+        if let version { url = URL(string: url.absoluteString + "?version=\(version)") ?? url }
         do {
             response = try await transport.send(
-                TransportRequest(
-                    url: server.appendingPathComponent("schema"), method: "GET", headers: ["Accept-Encoding": "gzip"], body: Data()))
+                TransportRequest(url: url, method: "GET", headers: ["Accept-Encoding": "gzip"], body: Data()))
         } catch {
             throw SyncFailure.network("\(error)")
         }

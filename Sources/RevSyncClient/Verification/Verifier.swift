@@ -87,7 +87,7 @@ struct Verifier {
                     url: server.url.appendingPathComponent("verify"), method: "POST",
                     headers: [
                         "Authorization": "Bearer \(server.token)", "Content-Type": "application/json", "Content-Encoding": "gzip",
-                        "Accept-Encoding": "gzip",
+                        "Accept-Encoding": "gzip", "RevSync-Schema-Version": String(store.schema.version),
                     ], body: Data(body)))
         } catch {
             throw SyncFailure.network("\(error)")

@@ -18,6 +18,10 @@ struct ResponseBuilder {
     /// The digest the device claimed for its records at the request's revision (a device the
     /// server vouches for), to compare with the server's.
     var claimedDigest: DigestSum?
+    /// How the device's schema version names what is stored: its answer is translated (log
+    /// entries decoded and written anew, never spliced in compressed), and carries no digest
+    /// (digests are of the stored layout). `nil`: the device speaks the stored layout.
+    var lens: SchemaLens?
 
     /// - Parameters:
     ///   - cap: answer with the change log up to this revision at most, even if more is
@@ -40,6 +44,7 @@ struct ResponseBuilder {
         list.writer.writeInteger(current)
         list.writer.writeRaw(",\"changeSets\":[")
         var digest: DigestSum?
+        defer { _ = digest }
         if needsSnapshot {
             try writeOutcomesAndSnapshot(outcomes, at: current, erasedAfter: request.maxRevision, into: &list)
             digest = try reader.totalDigest(at: current)
@@ -51,6 +56,7 @@ struct ResponseBuilder {
         list.writer.writeRaw("]")
         // The digest of every record at `maxRevision`: what the device's own must equal once
         // it applied the response (``DataSetDigest``).
+        if lens != nil { digest = nil }
         if let digest {
             list.writer.writeRaw(",\"digest\":")
             list.writer.writeString(digest.description)
@@ -58,7 +64,7 @@ struct ResponseBuilder {
         list.writer.writeRaw("}")
         var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: list.writer.bytes)
         response.digest = digest
-        if let claimedDigest, let truth = try reader.totalDigest(at: request.maxRevision) {
+        if lens == nil, let claimedDigest, let truth = try reader.totalDigest(at: request.maxRevision) {
             response.claimVerified = claimedDigest == truth
         }
         response.compressedSpans = list.compressedSpans
@@ -88,11 +94,11 @@ struct ResponseBuilder {
             list.next()
             switch outcome {
             case .committed(let committed):
-                annotated(committed).encode(into: &list.writer)
+                write(annotated(committed), into: &list.writer)
             case .repeated(let changeSetID, let revision):
-                try acknowledgement(changeSetID: changeSetID, revision: revision).encode(into: &list.writer)
+                write(try acknowledgement(changeSetID: changeSetID, revision: revision), into: &list.writer)
             case .conflict(let conflict, _):
-                conflict.encode(into: &list.writer)
+                write(conflict, into: &list.writer)
             }
         }
         list.next()
@@ -123,13 +129,16 @@ struct ResponseBuilder {
             last = entry
             while let (conflict, evaluatedAt) = conflicts.first, evaluatedAt < entry.revision {
                 list.next()
-                conflict.encode(into: &list.writer)
+                write(conflict, into: &list.writer)
                 conflicts.removeFirst()
                 previous = nil
             }
             let start = list.writer.bytes.count
             list.next()
-            if entry.device != device.id {
+            if entry.device != device.id, let lens {
+                lens.toDevice(try decodeLogged(entry)).encode(into: &list.writer)
+                previous = nil
+            } else if entry.device != device.id {
                 list.writer.writeRaw(entry.body)
                 if let deflation = entry.deflation, let previous, previous.revision == entry.revision - 1 {
                     list.compressedSpans.append(
@@ -138,16 +147,16 @@ struct ResponseBuilder {
                 }
                 previous = entry
             } else if let committed = fresh[entry.revision] {
-                annotated(committed).encode(into: &list.writer)
+                write(annotated(committed), into: &list.writer)
                 previous = nil
             } else {
-                try annotated(entry).encode(into: &list.writer)
+                write(try annotated(entry), into: &list.writer)
                 previous = nil
             }
         }
         for (conflict, _) in conflicts {
             list.next()
-            conflict.encode(into: &list.writer)
+            write(conflict, into: &list.writer)
         }
         return last
     }
@@ -158,8 +167,13 @@ struct ResponseBuilder {
         for outcome in outcomes {
             guard case .repeated(let changeSetID, let committed) = outcome, committed <= revision else { continue }
             list.next()
-            try acknowledgement(changeSetID: changeSetID, revision: committed).encode(into: &list.writer)
+            write(try acknowledgement(changeSetID: changeSetID, revision: committed), into: &list.writer)
         }
+    }
+
+    /// Writes a change set in the device's schema version.
+    private func write(_ changeSet: ChangeSet, into writer: inout JSONWriter) {
+        if let lens { lens.toDevice(changeSet).encode(into: &writer) } else { changeSet.encode(into: &writer) }
     }
 
     /// A streamed response's pieces are about this size (a snapshot's records are written
@@ -269,30 +283,46 @@ struct ResponseBuilder {
         if erasedAfter > 0, let newest = try reader.newestErasureRevision(), newest > erasedAfter {
             let marks = try reader.erasureMarks(after: erasedAfter)
             if let last = marks.last {
-                ErasureNotice(erasure: last.erasure, records: marks.map(\.record)).encode(into: &writer)
+                var notice = ChangeSet()
+                notice.erased = ErasureNotice(erasure: last.erasure, records: marks.map(\.record))
+                if let lens { notice = lens.toDevice(notice) }
+                notice.erased?.encode(into: &writer)
                 writer.writeByte(UInt8(ascii: ","))
             }
         }
+        // Each entity as the device names it, with the stored positions of its attributes.
+        let entities: [(stored: Entity, name: String, view: Entity, positions: [Int]?)] =
+            if let lens {
+                lens.entities.compactMap { entityLens in
+                    schema.entity(entityLens.storedName).map { ($0, entityLens.deviceName, entityLens.entity, entityLens.storedPositions) }
+                }
+            } else {
+                schema.entities.map { ($0, $0.name, $0, nil) }
+            }
         writer.writeRaw("\"revision\":")
         writer.writeInteger(revision)
         writer.writeRaw(",\"snapshot\":true,\"types\":[")
-        for (index, entity) in schema.entities.enumerated() {
+        for (index, entity) in entities.enumerated() {
             if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
             writer.writeString(entity.name)
         }
         writer.writeByte(UInt8(ascii: "]"))
-        for entity in schema.entities {
+        for entity in entities {
             writer.writeByte(UInt8(ascii: ","))
             writer.writeKey(entity.name)
             writer.writeRaw("{\"attributes\":{")
             var ids: [RecordID] = []
-            try reader.allRecords(entity) { record in
+            try reader.allRecords(entity.stored) { record in
                 if !ids.isEmpty { writer.writeByte(UInt8(ascii: ",")) }
                 ids.append(record.id)
                 writer.writeByte(UInt8(ascii: "\""))
                 writer.writeInteger(record.id.rawValue)
                 writer.writeRaw("\":")
-                record.writeAttributes(of: entity, into: &writer)
+                if let positions = entity.positions {
+                    record.writeAttributes(of: entity.view, positions: positions, into: &writer)
+                } else {
+                    record.writeAttributes(of: entity.stored, into: &writer)
+                }
                 if let stream, writer.bytes.count >= Self.pieceBytes { try stream.send(writer.takeBytes()) }
             }
             writer.writeRaw("},\"create\":[")

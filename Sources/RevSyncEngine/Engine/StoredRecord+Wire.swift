@@ -23,4 +23,17 @@ extension StoredRecord {
         }
         writer.writeByte(UInt8(ascii: "}"))
     }
+
+    /// The same in another schema version's names (``SchemaLens``): `view`'s attributes, each
+    /// read from the stored position `positions` gives.
+    func writeAttributes(of view: Entity, positions: [Int], into writer: inout JSONWriter) {
+        writer.writeRaw("{\"revision\":")
+        writer.writeInteger(revision)
+        for (attribute, position) in zip(view.attributes, positions) {
+            writer.writeByte(UInt8(ascii: ","))
+            writer.writeKey(attribute.name)
+            writer.write(position < values.count ? values[position] : .null)
+        }
+        writer.writeByte(UInt8(ascii: "}"))
+    }
 }

@@ -32,7 +32,11 @@ public struct SyncEngine: Sendable {
         }
     }
 
+    /// The stored layout the engine works in: the latest schema version, plus the attributes it
+    /// removed that an older version still served has (``SchemaLineage/storage``).
     public let schema: Schema
+    /// Every schema version the data set served: devices of each are read and answered in it.
+    public let lineage: SchemaLineage
     public let storage: any SyncStorage
     public var limits: Limits
 
@@ -40,7 +44,10 @@ public struct SyncEngine: Sendable {
     private let streams = AsyncLock(permits: SyncEngine.concurrentStreams)
 
     public init(schema: Schema, storage: any SyncStorage, limits: Limits = Limits()) {
-        self.schema = schema
+        // A lineage of one version never fails (nothing to translate).
+        let lineage = storage.lineage ?? (try? SchemaLineage([schema]))!
+        self.lineage = lineage
+        self.schema = lineage.storage
         self.storage = storage
         self.limits = limits
     }
@@ -51,8 +58,31 @@ public struct SyncEngine: Sendable {
     ///
     /// - Throws: ``SyncError`` for a request refused as a whole (nothing was applied), or the
     ///   storage's error.
-    public func sync(_ request: SyncMessage, from device: Device, claimedDigest: DigestSum? = nil) async throws -> SyncResponse {
-        try await sync(request, as: .trusted(device), snapshotProof: nil, streaming: false, claimedDigest: claimedDigest)
+    ///
+    /// - Parameter lens: how the device's schema version reads the stored layout
+    ///   (``lens(version:)``); `nil`: it speaks the stored one.
+    public func sync(
+        _ request: SyncMessage, from device: Device, claimedDigest: DigestSum? = nil, lens: SchemaLens? = nil
+    )
+        async throws -> SyncResponse
+    {
+        try await sync(request, as: .trusted(device), snapshotProof: nil, streaming: false, claimedDigest: claimedDigest, lens: lens)
+    }
+
+    /// How a device speaking schema `version` reads and writes the data set: `nil` when it
+    /// speaks the stored layout.
+    ///
+    /// - Throws: ``SyncError/schemaAhead(device:server:)`` for a version newer than the latest,
+    ///   ``SyncError/upgradeRequired(device:minimum:)`` for one older than the schema's
+    ///   `minimumVersion`. A version the data set never served (a store made from a schema file
+    ///   the server never had) is answered as the latest, as servers did before they kept
+    ///   versions: the device follows the schema when a response names what it lacks.
+    public func lens(version: Int) throws(SyncError) -> SchemaLens? {
+        let latest = lineage.latest.version
+        if version > latest { throw .schemaAhead(device: version, server: latest) }
+        if version < lineage.minimumVersion { throw .upgradeRequired(device: version, minimum: lineage.minimumVersion) }
+        guard lineage.schema(version: version) != nil else { return lineage.lens(version: latest) }
+        return lineage.lens(version: version)
     }
 
     /// Applies the request's change sets for the device of `tokenHash`, checked inside the
@@ -69,18 +99,22 @@ public struct SyncEngine: Sendable {
     ///   (``DataSetDigest/total``), if it said: the response says whether it is the server's
     ///   (``SyncResponse/claimVerified``).
     public func sync(
-        _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil
+        _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil,
+        lens: SchemaLens? = nil
     ) async throws -> SyncResponse {
-        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: false, claimedDigest: claimedDigest)
+        try await sync(
+            request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: false, claimedDigest: claimedDigest, lens: lens)
     }
 
     /// The same, for the HTTP layer: a response larger than one piece (a full sync's snapshot)
     /// comes as ``SyncResponse/stream``, written from its read transaction as the connection
     /// takes it, so that its memory does not grow with the data set.
     public func syncStreamed(
-        _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil
+        _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil,
+        lens: SchemaLens? = nil
     ) async throws -> SyncResponse {
-        try await sync(request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: true, claimedDigest: claimedDigest)
+        try await sync(
+            request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: true, claimedDigest: claimedDigest, lens: lens)
     }
 
     /// Who sends a request: a device whose claims are trusted, or the one of a token to look up.
@@ -99,11 +133,19 @@ public struct SyncEngine: Sendable {
     }
 
     private func sync(
-        _ request: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?
+        _ sent: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?,
+        lens: SchemaLens?
     ) async throws -> SyncResponse {
-        try checkLimits(request)
+        try checkLimits(sent)
+        // A device of another schema version: its change sets in stored names, and (the response
+        // builder) its answer in its own; digests are of the stored layout, so it claims none.
+        var translated = sent
+        if let lens { translated.changeSets = sent.changeSets.map(lens.toStored) }
+        let request = translated
+        let claimedDigest = lens == nil ? claimedDigest : nil
         guard !request.changeSets.isEmpty else {
-            return try await answerWithoutChanges(request, sender, snapshotProof, streaming: streaming, claimedDigest: claimedDigest)
+            return try await answerWithoutChanges(
+                request, sender, snapshotProof, streaming: streaming, claimedDigest: claimedDigest, lens: lens)
         }
         // Out of the writer's time: the writer is the server's one serial resource.
         let schema = self.schema
@@ -113,7 +155,8 @@ public struct SyncEngine: Sendable {
         var hints: ReadHints?
         if case .token(let hash) = sender { hints = ReadHints(tokenHash: hash, changeSets: request.changeSets) }
         let written = try await storage.write(hints: hints) { writer in
-            try Self.apply(request, digests: digests, sender, snapshotProof, schema: schema, claimedDigest: claimedDigest, on: writer)
+            try Self.apply(
+                request, digests: digests, sender, snapshotProof, schema: schema, claimedDigest: claimedDigest, lens: lens, on: writer)
         }
         switch written {
         case .response(let response):
@@ -124,6 +167,7 @@ public struct SyncEngine: Sendable {
             return try await respondFromReader(streaming: streaming && fullSync, outcomes: outcomes) { reader, stream in
                 var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
                 builder.stream = stream
+                builder.lens = lens
                 builder.claimedDigest = continues ? claimedDigest : nil
                 let response = try builder.build(
                     request: request, outcomes: outcomes, through: continues ? recorded : nil, snapshot: !continues)
@@ -148,7 +192,8 @@ public struct SyncEngine: Sendable {
 
     /// A request without change sets reads only: a reader answers it, the writer is not involved.
     private func answerWithoutChanges(
-        _ request: SyncMessage, _ sender: Sender, _ snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?
+        _ request: SyncMessage, _ sender: Sender, _ snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?,
+        lens: SchemaLens?
     ) async throws -> SyncResponse {
         let schema = self.schema
         // Streamed: a device's first sync, the full sync that grows with the data set.
@@ -158,6 +203,7 @@ public struct SyncEngine: Sendable {
             let continues = Self.continues(request, sender, delivered)
             var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
             builder.stream = stream
+            builder.lens = lens
             builder.claimedDigest = continues ? claimedDigest : nil
             return (try builder.build(request: request, outcomes: [], snapshot: !continues), device, device.deliveredRevision)
         }
@@ -167,7 +213,7 @@ public struct SyncEngine: Sendable {
     /// change sets applied, and (for a device nearly up to date) its whole answer.
     private static func apply(
         _ request: SyncMessage, digests: [String?], _ sender: Sender, _ snapshotProof: SnapshotProof?,
-        schema: Schema, claimedDigest: DigestSum?, on writer: any StorageWriter
+        schema: Schema, claimedDigest: DigestSum?, lens: SchemaLens?, on writer: any StorageWriter
     ) throws -> Written {
         var device = try sender.device(writer)
         let current = try writer.currentRevision()
@@ -189,7 +235,8 @@ public struct SyncEngine: Sendable {
         let outcomes = try writer.transaction { try processor.process(request.changeSets, digests: digests) }
         let now = try writer.currentRevision()
         if continues,
-            let response = try answerOnWriter(request, device, outcomes, now: now, schema: schema, claimedDigest: claimedDigest, writer)
+            let response = try answerOnWriter(
+                request, device, outcomes, now: now, schema: schema, claimedDigest: claimedDigest, lens: lens, writer)
         {
             return .response(response)
         }
@@ -207,9 +254,11 @@ public struct SyncEngine: Sendable {
     /// so that it does not hold up writers.
     private static func answerOnWriter(
         _ request: SyncMessage, _ device: Device, _ outcomes: [ChangeSetOutcome], now: Revision, schema: Schema,
-        claimedDigest: DigestSum?, _ writer: any StorageWriter
+        claimedDigest: DigestSum?, lens: SchemaLens?, _ writer: any StorageWriter
     ) throws -> SyncResponse? {
-        guard now - request.maxRevision <= writerResponseLimit, request.maxRevision > 0,
+        // A device of another schema version has its answer translated by a reader, off the
+        // writer's time.
+        guard lens == nil, now - request.maxRevision <= writerResponseLimit, request.maxRevision > 0,
             request.maxRevision >= (try writer.logFloor()),
             writer.readsLogCheaply(after: request.maxRevision, through: now)
         else { return nil }
@@ -353,12 +402,20 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
     case tooLarge(String)
     /// The token is unknown or was revoked.
     case unauthorized
+    /// The device speaks a schema version newer than the server's latest: the server must be
+    /// upgraded first; the device keeps its edits queued.
+    case schemaAhead(device: Int, server: Int)
+    /// The device speaks a version older than the schema's `minimumVersion`: its app must be
+    /// updated; it keeps its edits queued.
+    case upgradeRequired(device: Int, minimum: Int)
 
     public var code: String {
         switch self {
         case .revisionAhead: "revision_ahead"
         case .tooLarge: "request_too_large"
         case .unauthorized: "unauthorized"
+        case .schemaAhead: "schema_ahead"
+        case .upgradeRequired: "upgrade_required"
         }
     }
 
@@ -368,6 +425,10 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
             "the request's maxRevision \(client) is ahead of the server's revision \(server): this device's data does not come from this server's data set; set it up again"
         case .tooLarge(let message): message
         case .unauthorized: "unknown or revoked token"
+        case .schemaAhead(let device, let server):
+            "this device's app speaks schema version \(device), newer than the server's (\(server)): upgrade the server's schema first; the device keeps its edits queued until then"
+        case .upgradeRequired(let device, let minimum):
+            "this device's app speaks schema version \(device), which the server no longer serves (the oldest is \(minimum)): update the app; the device keeps its edits queued until then"
         }
     }
 }

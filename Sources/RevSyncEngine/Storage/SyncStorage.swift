@@ -63,6 +63,10 @@ public protocol SyncStorage: Sendable {
     /// WAL past the wait).
     func reclaimErasedSpace(entities: [String]) async throws -> Bool
 
+    /// Every schema version the data set served, the one it was opened with last, and the
+    /// stored layout they share (``SchemaLineage``); `nil` when opened without a schema.
+    var lineage: SchemaLineage? { get }
+
     /// Closes connections; the storage cannot be used afterwards.
     func close() async throws
 }

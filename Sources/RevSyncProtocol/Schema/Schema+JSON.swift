@@ -37,6 +37,7 @@ extension Schema {
         var entities: [Entity]?
         var users: String?
         var roles: [Role] = []
+        var minimumVersion: Int?
         for (key, value) in root {
             switch key {
             case "version":
@@ -54,13 +55,19 @@ extension Schema {
                 users = try SchemaFileReader.string(value, path: "users")
             case "roles":
                 roles = try SchemaFileReader.roles(value, path: "roles")
+            case "minimumVersion":
+                guard case .number(.integer(let number)) = value, let number = Int(exactly: number) else {
+                    throw SchemaError("minimumVersion must be an integer", path: "minimumVersion")
+                }
+                minimumVersion = number
             default:
-                throw SchemaError("unknown key \"\(key)\" (expected version, entities, users, roles, description)", path: key)
+                throw SchemaError(
+                    "unknown key \"\(key)\" (expected version, minimumVersion, entities, users, roles, description)", path: key)
             }
         }
         guard let version else { throw SchemaError("missing \"version\"") }
         guard let entities else { throw SchemaError("missing \"entities\"") }
-        try self.init(version: version, entities: entities, users: users, roles: roles)
+        try self.init(version: version, entities: entities, users: users, roles: roles, minimumVersion: minimumVersion)
     }
 
     /// Loads a schema file.
@@ -81,6 +88,10 @@ extension Schema {
         var writer = JSONWriter(capacity: 4096)
         writer.writeRaw("{\"version\":")
         writer.writeInteger(version)
+        if let minimumVersion {
+            writer.writeRaw(",\"minimumVersion\":")
+            writer.writeInteger(minimumVersion)
+        }
         if let users {
             writer.writeRaw(",\"users\":")
             writer.writeString(users)
@@ -108,6 +119,11 @@ extension Schema {
                 writer.writeString(swiftName)
                 writer.writeByte(UInt8(ascii: ","))
             }
+            if let renamedFrom = entity.renamedFrom {
+                writer.writeKey("renamedFrom")
+                writer.writeString(renamedFrom)
+                writer.writeByte(UInt8(ascii: ","))
+            }
             // The default is left out, so that schemas written before the key existed read back
             // byte for byte the same.
             if entity.staleness != .record {
@@ -128,6 +144,14 @@ extension Schema {
                     writer.writeString(rule.rawValue)
                 }
                 if attribute.isRequired { writer.writeRaw(",\"required\":true") }
+                if let value = attribute.defaultValue {
+                    writer.writeRaw(",\"default\":")
+                    writer.write(value)
+                }
+                if let renamedFrom = attribute.renamedFrom {
+                    writer.writeRaw(",\"renamedFrom\":")
+                    writer.writeString(renamedFrom)
+                }
                 if let summary = attribute.summary {
                     writer.writeRaw(",\"description\":")
                     writer.writeString(summary)
@@ -217,6 +241,7 @@ private enum SchemaFileReader {
         var permissions: EntityPermissions?
         var swiftName: String?
         var staleness = Staleness.record
+        var renamedFrom: String?
         for (key, member) in try object(value, path: path) {
             switch key {
             case "attributes":
@@ -235,15 +260,18 @@ private enum SchemaFileReader {
                     throw SchemaError("unknown staleness \"\(text)\" (expected record or attribute)", path: "\(path).staleness")
                 }
                 staleness = parsed
+            case "renamedFrom":
+                renamedFrom = try string(member, path: "\(path).renamedFrom")
             default:
                 throw SchemaError(
-                    "unknown key \"\(key)\" (expected attributes, permissions, description, swiftName, staleness)",
+                    "unknown key \"\(key)\" (expected attributes, permissions, description, swiftName, staleness, renamedFrom)",
                     path: "\(path).\(key)")
             }
         }
         guard let attributes else { throw SchemaError("missing \"attributes\"", path: path) }
         return try Entity(
-            name: name, attributes: attributes, summary: summary, permissions: permissions, swiftName: swiftName, staleness: staleness)
+            name: name, attributes: attributes, summary: summary, permissions: permissions, swiftName: swiftName, staleness: staleness,
+            renamedFrom: renamedFrom)
     }
 
     static func roles(_ value: JSONValue, path: String) throws(SchemaError) -> [Role] {
@@ -304,8 +332,19 @@ private enum SchemaFileReader {
         var rule: DeleteRule?
         var summary: String?
         var writeRoles: [Role]?
+        var renamedFrom: String?
+        var defaultValue: Value?
         for (key, member) in try object(value, path: path) {
             switch key {
+            case "renamedFrom": renamedFrom = try string(member, path: "\(path).renamedFrom")
+            case "default":
+                switch member {
+                case .bool(let flag): defaultValue = .bool(flag)
+                case .string(let text): defaultValue = .text(text)
+                case .number(.integer(let number)): defaultValue = .integer(number)
+                case .number(.real(let number)): defaultValue = .real(number)
+                default: throw SchemaError("a default is a boolean, a number or text, found \(member.kindName)", path: "\(path).default")
+                }
             case "write": writeRoles = try roles(member, path: "\(path).write")
             case "type": typeName = try string(member, path: "\(path).type")
             case "required":
@@ -321,7 +360,8 @@ private enum SchemaFileReader {
             case "description": summary = try description(member, path: "\(path).description")
             default:
                 throw SchemaError(
-                    "unknown key \"\(key)\" (expected type, required, target, onDelete, write, description)", path: "\(path).\(key)")
+                    "unknown key \"\(key)\" (expected type, required, default, renamedFrom, target, onDelete, write, description)",
+                    path: "\(path).\(key)")
             }
         }
         guard let typeName else { throw SchemaError("missing \"type\"", path: path) }
@@ -344,6 +384,8 @@ private enum SchemaFileReader {
         if type.name != "reference" && (target != nil || rule != nil) {
             throw SchemaError("\"target\" and \"onDelete\" belong to references only", path: path)
         }
-        return Attribute(name: name, type: type, isRequired: required, summary: summary, writeRoles: writeRoles)
+        return Attribute(
+            name: name, type: type, isRequired: required, summary: summary, writeRoles: writeRoles, renamedFrom: renamedFrom,
+            defaultValue: defaultValue)
     }
 }

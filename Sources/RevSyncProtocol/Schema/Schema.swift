@@ -23,14 +23,24 @@ public struct Schema: Sendable, Hashable {
     public let users: String?
     /// The roles this schema declares, besides the built-in `admin`, `member` and `viewer`.
     public let roles: [Role]
+    /// The oldest schema version devices may still speak (`"minimumVersion"` in the file): an
+    /// older device is answered `426 upgrade_required`. `nil`: every version the database served.
+    public let minimumVersion: Int?
     private let entityIndex: [String: Int]
     private let incoming: [String: [IncomingReference]]
 
     /// Creates a schema, checking every rule of a valid schema.
     ///
     /// - Throws: ``SchemaError`` naming the first broken rule and where it is.
-    public init(version: Int, entities: [Entity], users: String? = nil, roles: [Role] = []) throws(SchemaError) {
+    public init(
+        version: Int, entities: [Entity], users: String? = nil, roles: [Role] = [], minimumVersion: Int? = nil
+    )
+        throws(SchemaError)
+    {
         guard version >= 1 else { throw SchemaError("version must be 1 or more", path: "version") }
+        if let minimumVersion, minimumVersion < 1 || minimumVersion > version {
+            throw SchemaError("minimumVersion must be from 1 to the schema's version (\(version))", path: "minimumVersion")
+        }
         guard !entities.isEmpty else { throw SchemaError("a schema needs at least one entity", path: "entities") }
         var index: [String: Int] = [:]
         for (position, entity) in entities.enumerated() {
@@ -80,6 +90,7 @@ public struct Schema: Sendable, Hashable {
         self.incoming = incoming
         self.users = users
         self.roles = roles
+        self.minimumVersion = minimumVersion
         try checkPermissions()
     }
 
@@ -92,9 +103,10 @@ public struct Schema: Sendable, Hashable {
             changed.append(
                 try Entity(
                     name: entity.name, attributes: entity.attributes, summary: entity.summary, permissions: entity.permissions,
-                    swiftName: entity.swiftName, staleness: names.contains(entity.name) ? staleness : entity.staleness))
+                    swiftName: entity.swiftName, staleness: names.contains(entity.name) ? staleness : entity.staleness,
+                    renamedFrom: entity.renamedFrom))
         }
-        return try Schema(version: version, entities: changed, users: users, roles: roles)
+        return try Schema(version: version, entities: changed, users: users, roles: roles, minimumVersion: minimumVersion)
     }
 
     /// Whether any entity has an `attachment` attribute.
@@ -210,18 +222,24 @@ public struct Entity: Sendable, Hashable {
     /// What makes an update stale: another device's change to the record, or only to an
     /// attribute the update writes.
     public let staleness: Staleness
-    /// The positions of ``attributes`` in ascending order of name (a record's hash writes them
-    /// in this order: ``RecordHasher``).
+    /// The positions of ``attributes`` in ascending order of name, retained ones left out (a
+    /// record's hash writes them in this order: ``RecordHasher``).
     public let positionsByName: [Int]
+    /// The entity's name in the schema version before this one, when this version renames it
+    /// (`"renamedFrom"`; kept in later versions as history, where it changes nothing).
+    public let renamedFrom: String?
     private let attributeIndex: [String: Int]
 
     /// Creates an entity, checking its attribute names.
     public init(
         name: String, attributes: [Attribute], summary: String? = nil, permissions: EntityPermissions? = nil,
-        swiftName: String? = nil, staleness: Staleness = .record
+        swiftName: String? = nil, staleness: Staleness = .record, renamedFrom: String? = nil
     )
         throws(SchemaError)
     {
+        if let renamedFrom, !Names.isValid(renamedFrom) || renamedFrom == name {
+            throw SchemaError("\"\(renamedFrom)\" is not another valid entity name", path: "entities.\(name).renamedFrom")
+        }
         if let swiftName, !Names.isSwiftTypeName(swiftName) {
             throw SchemaError(
                 "\"\(swiftName)\" is not a Swift type name (^[A-Z][A-Za-z0-9_]{0,62}$)", path: "entities.\(name).swiftName")
@@ -238,6 +256,17 @@ public struct Entity: Sendable, Hashable {
             guard index.updateValue(position, forKey: attribute.name) == nil else {
                 throw SchemaError("attribute \"\(attribute.name)\" is declared twice", path: path)
             }
+            if let renamedFrom = attribute.renamedFrom, !Names.isValid(renamedFrom) || renamedFrom == attribute.name {
+                throw SchemaError("\"\(renamedFrom)\" is not another valid attribute name", path: "\(path).renamedFrom")
+            }
+            if let value = attribute.defaultValue {
+                if attribute.type.referenceTarget != nil || attribute.type == .attachment || value.isNull {
+                    throw SchemaError("a default is a non-null integer, real, text, boolean or date value", path: "\(path).default")
+                }
+                if case .failure(let refusal) = attribute.accept(value) {
+                    throw SchemaError("the default does not fit: \(refusal.message)", path: "\(path).default")
+                }
+            }
         }
         self.name = name
         self.attributes = attributes
@@ -245,8 +274,11 @@ public struct Entity: Sendable, Hashable {
         self.permissions = permissions
         self.swiftName = swiftName
         self.staleness = staleness
+        self.renamedFrom = renamedFrom
         self.attributeIndex = index
-        self.positionsByName = attributes.indices.sorted { attributes[$0].name < attributes[$1].name }
+        self.positionsByName = attributes.indices.filter { !attributes[$0].isRetained }.sorted {
+            attributes[$0].name < attributes[$1].name
+        }
     }
 
     public func attribute(_ name: String) -> Attribute? {
@@ -281,13 +313,29 @@ public struct Attribute: Sendable, Hashable {
     /// The roles that may set it on create or change it on update (besides `admin`); `nil`:
     /// whoever may create or update the record.
     public let writeRoles: [Role]?
+    /// The attribute's name in the schema version before this one, when this version renames
+    /// it (`"renamedFrom"`; kept in later versions as history, where it changes nothing).
+    public let renamedFrom: String?
+    /// The value records that lack the attribute get (`"default"`): existing records when it is
+    /// added, and records created by devices whose schema version does not have it.
+    public let defaultValue: Value?
+    /// Whether the attribute is one the latest schema version removed and an older version still
+    /// served has (``SchemaLineage/storage``): stored, but not part of the latest version's
+    /// records (their hash leaves it out).
+    public let isRetained: Bool
 
-    public init(name: String, type: AttributeType, isRequired: Bool = false, summary: String? = nil, writeRoles: [Role]? = nil) {
+    public init(
+        name: String, type: AttributeType, isRequired: Bool = false, summary: String? = nil, writeRoles: [Role]? = nil,
+        renamedFrom: String? = nil, defaultValue: Value? = nil, isRetained: Bool = false
+    ) {
+        self.isRetained = isRetained
         self.name = name
         self.type = type
         self.isRequired = isRequired
         self.summary = summary
         self.writeRoles = writeRoles
+        self.renamedFrom = renamedFrom
+        self.defaultValue = defaultValue
     }
 
     /// The target entity if this is a reference.

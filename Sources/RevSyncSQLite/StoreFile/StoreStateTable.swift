@@ -41,6 +41,9 @@ package struct StoreStateTable {
         /// Set when the last verification found records that differ and could not repair them
         /// (the next sync tries again).
         case verificationPending = "verification_pending"
+        /// The schema version the app was built for (generated types' `schemaVersion`, or
+        /// `revsync init --schema-version`): the store follows the server up to it, never past.
+        case pinnedSchemaVersion = "pinned_schema_version"
     }
 
     package let db: Database

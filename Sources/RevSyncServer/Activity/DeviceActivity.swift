@@ -20,6 +20,8 @@ public final class DeviceActivity: Service, Sendable {
     public struct Request: Sendable {
         public var device: Int64
         public var clientVersion: String?
+        /// The schema version the request spoke (`RevSync-Schema-Version`).
+        public var schemaVersion: Int?
         public var pending: Int?
         public var missingAttachments: Int?
         public var claimedRevision: Revision?
@@ -70,6 +72,7 @@ public final class DeviceActivity: Service, Sendable {
             var update = pending.devices[request.device] ?? DeviceActivityUpdate(device: request.device, lastSeen: now)
             update.lastSeen = max(update.lastSeen, now)
             if let version = request.clientVersion { update.clientVersion = version }
+            if let version = request.schemaVersion { update.schemaVersion = version }
             if let outbox = request.pending { update.pending = outbox }
             if let missing = request.missingAttachments { update.missingAttachments = missing }
             if let claimed = request.claimedRevision { update.claimedRevision = claimed }

@@ -55,6 +55,13 @@ struct FleetReport: Sendable {
     /// The tokens not revoked whose records were proven equal at the latest revision.
     var verifiedAtLatest: Int { activeRows.filter { $0.verifiedCurrent(maxRevision: maxRevision) }.count }
 
+    /// How many active devices speak each schema version (by their latest request), oldest
+    /// version first; devices that never said are left out.
+    var devicesPerSchemaVersion: [(version: Int, devices: Int)] {
+        Dictionary(grouping: activeRows.compactMap { $0.activity?.schemaVersion }, by: { $0 })
+            .map { ($0.key, $0.value.count) }.sorted { $0.version < $1.version }
+    }
+
     static let farBehindSeconds: Int64 = 3600
     static let silentSeconds: Int64 = 24 * 3600
 
@@ -156,6 +163,8 @@ struct FleetReport: Sendable {
         writer.writeRaw(row.live ? "true" : "false")
         writer.writeRaw(",\"clientVersion\":")
         if let version = row.activity?.clientVersion { writer.writeString(version) } else { writer.writeNull() }
+        writer.writeRaw(",\"schemaVersion\":")
+        if let version = row.activity?.schemaVersion { writer.writeInteger(Int64(version)) } else { writer.writeNull() }
         writer.writeRaw(",\"lastRefusal\":")
         if let refusal = row.activity?.lastRefusal {
             writer.writeRaw("{\"time\":")

@@ -11,25 +11,34 @@ struct Overview: Sendable {
     var minutes: [TrafficMinute]
     var databaseBytes: Int64?
     var snapshot: SnapshotCache.Entry?
+    /// The schema versions the data set serves: the latest, and the oldest devices may speak.
+    var latestSchemaVersion = 0
+    var minimumSchemaVersion = 1
 
     var liveDevices: Int { report.activeRows.filter(\.live).count }
 
-    static func load(storage: any SyncStorage, schema: Schema, snapshots: SnapshotCache, now date: Date = Date()) async throws -> Overview {
+    static func load(
+        storage: any SyncStorage, schema: Schema, lineage: SchemaLineage, snapshots: SnapshotCache, now date: Date = Date()
+    ) async throws -> Overview {
         let report = try await FleetReport.load(from: storage, schema: schema, now: date)
         let firstMinute = report.now / 60 - 59
         let (counts, traffic, size, dataset) = try await storage.withReader { reader in
             (try reader.recordCounts(), try reader.traffic(since: firstMinute), try reader.databaseBytes(), try reader.datasetID())
         }
         let byMinute = Dictionary(traffic.map { ($0.minute, $0) }, uniquingKeysWith: { first, _ in first })
-        return Overview(
+        var overview = Overview(
             report: report, records: counts,
             minutes: (firstMinute...(firstMinute + 59)).map { byMinute[$0] ?? TrafficMinute(minute: $0) },
             databaseBytes: size, snapshot: await snapshots.newest(dataset: dataset))
+        overview.latestSchemaVersion = lineage.latest.version
+        overview.minimumSchemaVersion = lineage.minimumVersion
+        return overview
     }
 }
 
 extension Overview {
     /// `{"maxRevision", "records": {entity: count}, "devices": {"total", "live", "revoked"},
+    /// "schemaVersions": {"latest", "minimum", "devices": [{"version", "devices"}]},
     /// "fleet": {currency: {"count", "devices"}}, "perMinute": [{"minute", "syncs", "commits",
     /// "refusals"}], "databaseBytes", "snapshot": {"revision", "created", "ageSeconds",
     /// "records"} or null}`.
@@ -52,7 +61,20 @@ extension Overview {
         writer.writeInteger(Int64(report.rows.count - report.activeRows.count))
         writer.writeRaw(",\"verifiedAtLatest\":")
         writer.writeInteger(Int64(report.verifiedAtLatest))
-        writer.writeRaw("},\"fleet\":")
+        writer.writeRaw("},\"schemaVersions\":{\"latest\":")
+        writer.writeInteger(Int64(latestSchemaVersion))
+        writer.writeRaw(",\"minimum\":")
+        writer.writeInteger(Int64(minimumSchemaVersion))
+        writer.writeRaw(",\"devices\":[")
+        for (index, entry) in report.devicesPerSchemaVersion.enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeRaw("{\"version\":")
+            writer.writeInteger(Int64(entry.version))
+            writer.writeRaw(",\"devices\":")
+            writer.writeInteger(Int64(entry.devices))
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeRaw("]},\"fleet\":")
         report.writeCurrency(into: &writer)
         writer.writeRaw(",\"perMinute\":[")
         for (index, counted) in minutes.enumerated() {

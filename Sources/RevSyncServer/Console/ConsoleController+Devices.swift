@@ -111,7 +111,7 @@ extension ConsoleController {
             lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now), revision: neverSynced ? "–" : String(row.revision),
             behind: neverSynced ? "never synced" : String(row.behind) + Self.lacking(row),
             behindTime: row.behindSeconds.map(ConsoleFormat.duration) ?? "–",
-            pending: row.activity?.pending.map(String.init) ?? "–", live: row.live, clientVersion: row.activity?.clientVersion ?? "–",
+            pending: row.activity?.pending.map(String.init) ?? "–", live: row.live, clientVersion: Self.client(row.activity),
             lastRefusal: row.activity?.lastRefusal.map { refusal in
                 DevicesPage.Refusal(reason: refusal.reason.rawValue, time: ConsoleFormat.ago(refusal.time, now: report.now))
             }, revoked: row.isRevoked, currency: row.currency.rawValue,
@@ -231,7 +231,7 @@ extension ConsoleController {
             lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now),
             revision: row.currency == .neverSynced ? "–" : String(row.revision), state: state,
             pending: row.activity?.pending.map(String.init) ?? "unknown", live: row.live,
-            clientVersion: row.activity?.clientVersion ?? "unknown",
+            clientVersion: Self.client(row.activity, unknown: "unknown"),
             verified: Self.verification(row, report: report), repaired: Self.repair(row, now: report.now),
             differs: row.unresolvedMismatch.map { "differs, found \(ConsoleFormat.ago($0, now: report.now))" },
             revoked: row.isRevoked,
@@ -290,5 +290,12 @@ extension ConsoleController {
         }
         logger.info("console: token revoked", metadata: ["device": "\(id)", "by": "\(context.session.session.device.name)"])
         return ConsoleRenderer.redirect("/admin/devices")
+    }
+
+    /// The client library and the schema version its app speaks: `RevSyncClient/0.9 (Linux) · schema v2`.
+    static func client(_ activity: DeviceActivityRecord?, unknown: String = "–") -> String {
+        let client = activity?.clientVersion ?? unknown
+        guard let version = activity?.schemaVersion else { return client }
+        return "\(client) · schema v\(version)"
     }
 }

@@ -19,7 +19,8 @@ extension ConsoleController {
     static let overviewCardItems = 5
 
     func overviewPage(_ context: ConsoleRequestContext) async throws -> Response {
-        let overview = try await Overview.load(storage: engine.storage, schema: engine.schema, snapshots: snapshots)
+        let overview = try await Overview.load(
+            storage: engine.storage, schema: engine.schema, lineage: engine.lineage, snapshots: snapshots)
         let report = overview.report
         let (unhandled, refusals, devices) = try await engine.storage.withReader { reader in
             (
@@ -40,6 +41,7 @@ extension ConsoleController {
         var page = OverviewPage(
             chrome: chrome(context, .overview), maxRevision: report.maxRevision, live: overview.liveDevices,
             devices: report.activeRows.count, verified: report.verifiedAtLatest,
+            schemaVersions: Self.schemaVersions(report, latest: engine.lineage.latest.version),
             databaseSize: overview.databaseBytes.map(ConsoleFormat.bytes) ?? "unknown",
             snapshot: overview.snapshot.map { snapshot in
                 OverviewPage.Snapshot(
@@ -72,5 +74,13 @@ extension ConsoleController {
         page.refusalAlert = page.refusalCount > 0
         page.erasureAlert = page.erasureCount > 0
         return renderer.response(page)
+    }
+
+    /// `v1: 3 · v2: 47 (latest)`: how many devices speak each schema version, so that an operator
+    /// sees when an old one can be retired (`minimumVersion`).
+    static func schemaVersions(_ report: FleetReport, latest: Int) -> String {
+        let counts = report.devicesPerSchemaVersion
+        guard !counts.isEmpty else { return "none said yet (latest v\(latest))" }
+        return counts.map { "v\($0.version): \($0.devices)\($0.version == latest ? " (latest)" : "")" }.joined(separator: " · ")
     }
 }

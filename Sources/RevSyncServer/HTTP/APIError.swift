@@ -64,6 +64,10 @@ struct APIError: Error, Sendable {
             case .revisionAhead: apiError = APIError(status: .badRequest, code: error.code, message: error.description)
             case .tooLarge: apiError = APIError(status: .contentTooLarge, code: error.code, message: error.description)
             case .unauthorized: apiError = APIError.unauthorized(error.description)
+            case .schemaAhead: apiError = APIError(status: .conflict, code: error.code, message: error.description)
+            case .upgradeRequired:
+                apiError = APIError(
+                    status: HTTPResponse.Status(code: 426, reasonPhrase: "Upgrade Required"), code: error.code, message: error.description)
             }
         case let error as HTTPError:
             let code = error.status == .notFound ? "not_found" : error.status.reasonPhrase.lowercased().replacing(" ", with: "_")

@@ -13,6 +13,8 @@ import RevSyncProtocol
 /// keep up.
 final class EventStream: Sendable {
     let device: Int64
+    /// How the device's schema version names what is stored (``SchemaLens``); `nil`: as stored.
+    let lens: SchemaLens?
     /// The most bytes of events waiting at once.
     let capacity: Int
 
@@ -34,7 +36,8 @@ final class EventStream: Sendable {
     /// Counts the overflows of every stream of the feed.
     private let overflowCount: Locked<Int>
 
-    init(device: Int64, revision: Revision, capacity: Int, overflowCount: Locked<Int>) {
+    init(device: Int64, revision: Revision, capacity: Int, overflowCount: Locked<Int>, lens: SchemaLens? = nil) {
+        self.lens = lens
         self.device = device
         self.capacity = capacity
         self.overflowCount = overflowCount

@@ -88,7 +88,7 @@ public final class LiveFeed: Service, Sendable {
     /// revision the server delivered to the device); a `revision` event otherwise.
     ///
     /// - Throws: ``TooManyStreams``, or a storage error.
-    func open(device: Int64, since: Revision?) async throws -> EventStream {
+    func open(device: Int64, since: Revision?, lens: SchemaLens? = nil) async throws -> EventStream {
         var base = state.withLock { $0.broadcast }
         if base == nil {
             let current = try await storage.withReader { try $0.currentRevision() }
@@ -105,14 +105,14 @@ public final class LiveFeed: Service, Sendable {
             }
             let revision = state.broadcast ?? base!
             let stream = EventStream(
-                device: device, revision: revision, capacity: configuration.streamBufferBytes, overflowCount: overflowCount)
+                device: device, revision: revision, capacity: configuration.streamBufferBytes, overflowCount: overflowCount, lens: lens)
             state.streams[ObjectIdentifier(stream)] = stream
             state.perDevice[device, default: 0] += 1
             storage.commits.wantsOtherInstances = true
             return (stream, revision)
         }
         do {
-            stream.sendFirst(try await firstEvent(device: device, since: since, at: registeredAt), revision: registeredAt)
+            stream.sendFirst(try await firstEvent(device: device, since: since, at: registeredAt, lens: lens), revision: registeredAt)
         } catch {
             close(stream)
             throw error
@@ -122,7 +122,7 @@ public final class LiveFeed: Service, Sendable {
 
     /// The stream's first event: the change sets after `since` up to `revision`, if it may have
     /// them, or where the server is.
-    private func firstEvent(device: Int64, since: Revision?, at revision: Revision) async throws -> [UInt8] {
+    private func firstEvent(device: Int64, since: Revision?, at revision: Revision, lens: SchemaLens?) async throws -> [UInt8] {
         let fallback = ServerSentEvent.revision(revision).bytes
         guard let since, since >= 0, since < revision else { return fallback }
         let maxBytes = configuration.maxEventBytes
@@ -135,7 +135,7 @@ public final class LiveFeed: Service, Sendable {
             try $0.recordDelivered(devices: [device], revision: revision, ifAtLeast: since)
         }
         guard delivered.contains(device) else { return fallback }
-        return ServerSentEvent.changes(Self.response(entries, revision: revision), revision: revision).bytes
+        return ServerSentEvent.changes(try Self.response(entries, revision: revision, lens: lens), revision: revision).bytes
     }
 
     /// Forgets a stream (its connection ended).
@@ -224,15 +224,21 @@ public final class LiveFeed: Service, Sendable {
                 logger.warning("live feed: cannot record delivered revisions, sending revision events: \(error)")
             }
         }
-        let changes = entries.map { ServerSentEvent.changes(Self.response($0, revision: to), revision: to).bytes }
         let revision = ServerSentEvent.revision(to).bytes
         let streams = state.withLock { state in
             state.broadcast = to
             return Array(state.streams.values)
         }
+        // One event per schema version the streams speak, encoded once.
+        var changes: [Int: [UInt8]] = [:]
         for stream in streams {
-            if let changes, delivered.contains(stream.device) {
-                stream.send(changes, revision: to)
+            if let entries, delivered.contains(stream.device) {
+                let version = stream.lens?.version ?? 0
+                if changes[version] == nil {
+                    changes[version] =
+                        ServerSentEvent.changes(try Self.response(entries, revision: to, lens: stream.lens), revision: to).bytes
+                }
+                stream.send(changes[version]!, revision: to)
             } else {
                 stream.send(revision, revision: to)
             }
@@ -259,7 +265,22 @@ public final class LiveFeed: Service, Sendable {
 
     /// `{"maxRevision":M,"changeSets":[...],"digest":"…"}` from the log's compact JSON, with the
     /// digest at `M` when the last entry is `M`'s and carries one.
-    static func response(_ entries: [LogEntry], revision: Revision) -> [UInt8] {
+    ///
+    /// With a `lens`, each change set is decoded and written in the device's schema version,
+    /// without a digest (digests are of the stored layout).
+    static func response(_ entries: [LogEntry], revision: Revision, lens: SchemaLens?) throws -> [UInt8] {
+        if let lens {
+            var writer = JSONWriter()
+            writer.writeRaw("{\"maxRevision\":")
+            writer.writeInteger(revision)
+            writer.writeRaw(",\"changeSets\":[")
+            for (index, entry) in entries.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                lens.toDevice(try ChangeSet(json: entry.body, sender: .server)).encode(into: &writer)
+            }
+            writer.writeRaw("]}")
+            return writer.bytes
+        }
         var bytes = Array("{\"maxRevision\":\(revision),\"changeSets\":[".utf8)
         bytes.reserveCapacity(entries.reduce(bytes.count + 64) { $0 + $1.body.count + 1 })
         for (index, entry) in entries.enumerated() {

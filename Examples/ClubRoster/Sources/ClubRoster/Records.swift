@@ -9,6 +9,8 @@ import RevSyncClient
 /// Staff members.
 struct User: RevSyncRecord {
     static let databaseTableName = "users"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -87,6 +89,8 @@ struct User: RevSyncRecord {
 /// A record of `seasons`.
 struct Season: RevSyncRecord {
     static let databaseTableName = "seasons"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -144,6 +148,8 @@ struct Season: RevSyncRecord {
 /// A record of `teams`.
 struct Team: RevSyncRecord {
     static let databaseTableName = "teams"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -221,6 +227,8 @@ struct Team: RevSyncRecord {
 /// A record of `players`.
 struct Player: RevSyncRecord {
     static let databaseTableName = "players"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -315,6 +323,8 @@ struct Player: RevSyncRecord {
 /// Which players play in which team.
 struct TeamPlayer: RevSyncRecord {
     static let databaseTableName = "team_players"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -392,6 +402,8 @@ struct TeamPlayer: RevSyncRecord {
 /// A record of `venues`.
 struct Venue: RevSyncRecord {
     static let databaseTableName = "venues"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -449,6 +461,8 @@ struct Venue: RevSyncRecord {
 /// A record of `training_sessions`.
 struct TrainingSession: RevSyncRecord {
     static let databaseTableName = "training_sessions"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -534,6 +548,8 @@ struct TrainingSession: RevSyncRecord {
 /// A record of `attendances`.
 struct Attendance: RevSyncRecord {
     static let databaseTableName = "attendances"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -605,6 +621,8 @@ struct Attendance: RevSyncRecord {
 /// A kind of player screening (a test protocol).
 struct Screen: RevSyncRecord {
     static let databaseTableName = "screens"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -662,6 +680,8 @@ struct Screen: RevSyncRecord {
 /// One measurement of a screen.
 struct ScreenItem: RevSyncRecord {
     static let databaseTableName = "screen_items"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -730,6 +750,8 @@ struct ScreenItem: RevSyncRecord {
 /// One screening of a player; a screen that has been used cannot be deleted.
 struct Screening: RevSyncRecord {
     static let databaseTableName = "screen_instances"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -818,6 +840,8 @@ struct Screening: RevSyncRecord {
 /// One measured value of a screening.
 struct ScreeningValue: RevSyncRecord {
     static let databaseTableName = "screen_instance_items"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID
@@ -895,6 +919,8 @@ struct ScreeningValue: RevSyncRecord {
 /// A record of `notes`.
 struct Note: RevSyncRecord {
     static let databaseTableName = "notes"
+    /// The schema version this type was generated from: the version to pin the store to.
+    static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
     var id: RecordID

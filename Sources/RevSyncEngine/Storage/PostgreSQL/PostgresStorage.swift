@@ -18,6 +18,7 @@ public final class PostgresStorage: SyncStorage {
     private let pool: PostgresConnectionPool
     private let entities: [String: EntitySQL]
     private let schema: Schema?
+    public let lineage: SchemaLineage?
     /// The work of concurrent requests, written in groups (``PostgresGroupRunner``): one
     /// transaction, the counter row locked once, the statements pipelined.
     private let groups: CommitGroups
@@ -42,10 +43,17 @@ public final class PostgresStorage: SyncStorage {
     ///     otherwise it is refused with ``StorageError/notSetUp(_:)``.
     public init(url: String, schema: Schema?, poolSize: Int = 10, creating: Bool = true) async throws {
         let pool = PostgresConnectionPool(url: url, size: poolSize)
+        let lineage = try await pool.withConnection { connection in
+            try SQLStorageAccess(connection, entities: [:]).transaction {
+                try ServerTables.setUp(connection, schema: schema, creating: creating)
+            }
+        }
+        let schema = lineage?.storage
         let entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
         self.pool = pool
         self.entities = entities
         self.schema = schema
+        self.lineage = lineage
         let runner = PostgresGroupRunner(schema: schema)
         groups = CommitGroups { [writerLock, recentLog, commits] group in
             try await writerLock.withLock {
@@ -54,11 +62,6 @@ public final class PostgresStorage: SyncStorage {
                         connection, entities: entities, schema: schema, options: .roundTrips, recentLog: recentLog, commits: commits)
                     try runner.run(group, on: access)
                 }
-            }
-        }
-        try await pool.withConnection { connection in
-            try SQLStorageAccess(connection, entities: [:]).transaction {
-                try ServerTables.setUp(connection, schema: schema, creating: creating)
             }
         }
     }

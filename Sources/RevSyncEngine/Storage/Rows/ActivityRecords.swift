@@ -40,6 +40,8 @@ public struct DeviceActivityUpdate: Sendable, Hashable {
     public var verifiedAt: Int64?
     /// The latest time since the last flush that its digest was not the server's.
     public var mismatchAt: Int64?
+    /// The schema version its latest request spoke (`RevSync-Schema-Version`).
+    public var schemaVersion: Int?
 
     public init(device: Int64, lastSeen: Int64) {
         self.device = device
@@ -67,6 +69,8 @@ public struct DeviceActivityRecord: Sendable, Hashable {
     public var verifiedAt: Int64? = nil
     /// The last time its records' digest was not the server's.
     public var mismatchAt: Int64? = nil
+    /// The schema version its app spoke in its latest request (`nil`: before RevSync kept it).
+    public var schemaVersion: Int? = nil
     /// How many records repairs sent it or had it drop, in all; the last repair's, and when.
     public var repairs: Int64 = 0
     public var repairedRecords: Int64? = nil

@@ -38,7 +38,7 @@ public struct AttributeWrites: Sendable, Hashable {
     }
 
     public var baseline: Write
-    public private(set) var written: [String: Write] = [:]
+    public internal(set) var written: [String: Write] = [:]
 
     public init(baseline: Write) {
         self.baseline = baseline

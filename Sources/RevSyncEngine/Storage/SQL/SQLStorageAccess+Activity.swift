@@ -8,7 +8,8 @@ extension SQLStorageAccess {
             """
             SELECT device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out, syncs,
                 refusal_at, refusal_reason, refusal_change_set, live_until, missing_attachments,
-                verified_revision, verified_at, mismatch_at, repairs, repaired_records, repaired_at FROM _rs_device_activity
+                verified_revision, verified_at, mismatch_at, repairs, repaired_records, repaired_at, schema_version
+            FROM _rs_device_activity
             """, []
         ) { row in
             guard let device = row[0].integerValue, let lastSeen = row[1].integerValue else {
@@ -29,6 +30,7 @@ extension SQLStorageAccess {
             activity[device]?.repairs = row[16].integerValue ?? 0
             activity[device]?.repairedRecords = row[17].integerValue
             activity[device]?.repairedAt = row[18].integerValue
+            activity[device]?.schemaVersion = row[19].integerValue.map { Int($0) }
         }
         return activity
     }
@@ -171,8 +173,9 @@ extension SQLStorageAccess {
             try connection.execute(
                 """
                 INSERT INTO _rs_device_activity (device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out,
-                    syncs, refusal_at, refusal_reason, refusal_change_set, missing_attachments, verified_revision, verified_at, mismatch_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    syncs, refusal_at, refusal_reason, refusal_change_set, missing_attachments, verified_revision, verified_at, mismatch_at,
+                    schema_version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (device_id) DO UPDATE SET
                     last_seen = CASE WHEN excluded.last_seen > _rs_device_activity.last_seen
                         THEN excluded.last_seen ELSE _rs_device_activity.last_seen END,
@@ -188,7 +191,8 @@ extension SQLStorageAccess {
                     missing_attachments = COALESCE(excluded.missing_attachments, _rs_device_activity.missing_attachments),
                     verified_revision = \(Self.newerVerification("verified_revision")),
                     verified_at = \(Self.newerVerification("verified_at")),
-                    mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at)
+                    mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
+                    schema_version = COALESCE(excluded.schema_version, _rs_device_activity.schema_version)
                 """,
                 [
                     .integer(update.device), .integer(update.lastSeen), update.claimedRevision.map(SQLValue.integer) ?? .null,
@@ -198,7 +202,7 @@ extension SQLStorageAccess {
                     update.refusal.map { .text($0.changeSetID) } ?? .null,
                     update.missingAttachments.map { .integer(Int64($0)) } ?? .null,
                     update.verifiedRevision.map(SQLValue.integer) ?? .null, update.verifiedAt.map(SQLValue.integer) ?? .null,
-                    update.mismatchAt.map(SQLValue.integer) ?? .null,
+                    update.mismatchAt.map(SQLValue.integer) ?? .null, update.schemaVersion.map { .integer(Int64($0)) } ?? .null,
                 ])
         }
         for minute in traffic {

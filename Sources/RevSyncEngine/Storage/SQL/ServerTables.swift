@@ -212,6 +212,15 @@ enum ServerTables {
                     "ALTER TABLE _rs_device_activity ADD COLUMN \($0) \(dialect.bigint)"
                 }
         },
+        Migration(version: 11, name: "schema versions") { dialect in
+            [
+                // Every schema version the data set served, as served (``SchemaLineage``): devices
+                // of each version are answered in it. Filled with the stored schema on first start.
+                "CREATE TABLE _rs_schemas (version \(dialect.bigint) PRIMARY KEY, body TEXT NOT NULL, served_at \(dialect.bigint) NOT NULL)",
+                // The schema version each device's app speaks (`RevSync-Schema-Version`).
+                "ALTER TABLE _rs_device_activity ADD COLUMN schema_version \(dialect.bigint)",
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.
@@ -227,7 +236,9 @@ enum ServerTables {
     /// - Parameter creating: whether a database without the server's tables is set up (the
     ///   server does); otherwise it is refused with ``StorageError/notSetUp(_:)`` (the other
     ///   commands, so that a mistyped database is named, not created empty).
-    static func setUp(_ connection: any SQLConnection, schema: Schema?, creating: Bool = true) throws {
+    /// - Returns: every schema version the data set served, this one last; `nil` without a schema.
+    @discardableResult
+    static func setUp(_ connection: any SQLConnection, schema: Schema?, creating: Bool = true) throws -> SchemaLineage? {
         let dialect = connection.dialect
         if let lock = dialect.lockSetup { try connection.query(lock, []) { _ in } }
         if !creating, try connection.firstRow(dialect.tableCount, [.text("_rs_migrations")])?.first?.integerValue ?? 0 == 0 {
@@ -246,30 +257,77 @@ enum ServerTables {
         if let latest = applied.max(), latest > Int64(migrations.last!.version) {
             throw StorageError.schemaMismatch("the database was set up by a newer RevSync (server tables version \(latest))")
         }
-        guard let schema else { return }
-        let stored = try storedSchema(connection)
-        let upgrade = try SchemaUpgrade(from: stored, to: schema) { entity in
+        guard let schema else { return nil }
+        var versions = try storedVersions(connection)
+        if versions.isEmpty, let stored = try storedSchema(connection) { versions = [stored] }
+        let upgrade = try SchemaUpgrade(from: versions, to: schema, translating: true) { entity in
             Int(try connection.firstRow("SELECT count(*) FROM \(quoted(entity.name))")?.first?.integerValue ?? 0)
         }
+        // Renames first: every later step names the new names.
+        let renames = StoredRenames(names: SchemaRenames(upgrade.steps))
+        try renames.apply(connection, schema: upgrade.lineage.storage)
+        var rehash = !renames.isEmpty
         for step in upgrade.steps {
-            let statements: [String] =
-                switch step {
-                case .createEntity(let entity): EntitySQL.createTable(entity, dialect)
-                case .addAttribute(let entity, let attribute): EntitySQL.addColumn(entity, attribute, dialect)
-                case .trackAttributeWrites(let entity):
-                    EntitySQL.trackAttributeWrites(
-                        entity,
-                        columnExists: try connection.firstRow(
-                            dialect.columnCount, [.text(entity.name), .text(EntitySQL.attributeWritesColumn)])?.first?.integerValue ?? 0
-                            > 0,
-                        dialect)
+            let statements: [String]
+            switch step {
+            case .createEntity(let entity): statements = EntitySQL.createTable(entity, dialect)
+            case .addAttribute(let entity, let attribute):
+                statements = EntitySQL.addColumn(entity, attribute, dialect)
+                if let value = attribute.defaultValue {
+                    try connection.execute(statements[0], [])
+                    try connection.execute(
+                        "UPDATE \(quoted(entity.name)) SET \(quoted(attribute.name)) = ?", [dialect.bind(value)])
+                    for statement in statements.dropFirst() { try connection.execute(statement, []) }
+                    rehash = true
+                    continue
                 }
+            case .fillDefault(let entity, let attribute):
+                statements = []
+                try connection.execute(
+                    "UPDATE \(quoted(entity.name)) SET \(quoted(attribute.name)) = ? WHERE \(quoted(attribute.name)) IS NULL",
+                    [dialect.bind(attribute.defaultValue ?? .null)])
+                rehash = true
+            case .renameEntity, .renameAttribute: statements = []
+            case .trackAttributeWrites(let entity):
+                statements = EntitySQL.trackAttributeWrites(
+                    entity,
+                    columnExists: try connection.firstRow(
+                        dialect.columnCount, [.text(entity.name), .text(EntitySQL.attributeWritesColumn)])?.first?.integerValue ?? 0
+                        > 0,
+                    dialect)
+            }
             for statement in statements { try connection.execute(statement, []) }
         }
         try connection.execute(
             "INSERT INTO _rs_meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [.text(String(decoding: schema.jsonBytes(), as: UTF8.self))])
-        try ServerDigest.computeIfNeeded(connection, schema: schema)
+        for version in upgrade.lineage.versions where !versions.contains(where: { $0.version == version.version }) {
+            try connection.execute(
+                "INSERT INTO _rs_schemas (version, body, served_at) VALUES (?, ?, ?)",
+                [
+                    .integer(Int64(version.version)), .text(String(decoding: version.jsonBytes(), as: UTF8.self)),
+                    .integer(Int64(Date().timeIntervalSince1970)),
+                ])
+        }
+        // Record hashes name entities and attributes, and a default changes records: the
+        // digests are computed again, whole (the log's totals at older revisions are forgotten).
+        if rehash {
+            try connection.execute("UPDATE _rs_counter SET digest = NULL", [])
+            try connection.execute("UPDATE _rs_log SET digest = NULL", [])
+        }
+        try ServerDigest.computeIfNeeded(connection, schema: upgrade.lineage.storage)
+        return upgrade.lineage
+    }
+
+    /// Every schema version the data set served, oldest first.
+    static func storedVersions(_ connection: any SQLConnection) throws -> [Schema] {
+        try connection.rows("SELECT body FROM _rs_schemas ORDER BY version").map { row in
+            do {
+                return try Schema(json: Array((row[0].textValue ?? "").utf8))
+            } catch {
+                throw StorageError.corrupt("a stored schema version does not load: \(error)")
+            }
+        }
     }
 
     static func storedSchema(_ connection: any SQLConnection) throws -> Schema? {

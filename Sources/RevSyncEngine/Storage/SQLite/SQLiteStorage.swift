@@ -27,6 +27,7 @@ public final class SQLiteStorage: SyncStorage {
     public let commits = CommitSignal()
     /// `<database>-attachments`: where attachments' bytes are kept (``AttachmentStore``).
     public let attachmentDirectory: String?
+    public let lineage: SchemaLineage?
     /// The work of concurrent requests, written in groups: with `--durability full` every
     /// commit waits for an `fsync`, and a group shares one (about twice the syncs per second).
     private let groups: CommitGroups
@@ -70,13 +71,14 @@ public final class SQLiteStorage: SyncStorage {
         // GRDB sets `synchronous = NORMAL` on the writer when it turns WAL on, after
         // `prepareDatabase` ran: set it again, or `.full` would not be what commits do.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
-        try pool.writeWithoutTransaction { db in
+        let lineage = try pool.writeWithoutTransaction { db in
             let connection = GRDBConnection(db)
-            try SQLStorageAccess(connection, entities: [:]).transaction {
+            return try SQLStorageAccess(connection, entities: [:]).transaction {
                 try ServerTables.setUp(connection, schema: schema, creating: creating)
             }
         }
-        let entities = Dictionary(uniqueKeysWithValues: (schema?.entities ?? []).map { ($0.name, EntitySQL($0)) })
+        self.lineage = lineage
+        let entities = Dictionary(uniqueKeysWithValues: (lineage?.storage.entities ?? []).map { ($0.name, EntitySQL($0)) })
         self.entities = entities
         groups = CommitGroups { [pool, recentLog, commits] group in
             // A read is a function call here: nothing is read ahead, and each piece of work's

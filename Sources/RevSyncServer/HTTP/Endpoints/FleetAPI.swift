@@ -15,7 +15,8 @@ extension SyncHTTPServer {
 
     func adminOverview(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         try await requireAdminOrSession(request, context: context)
-        let overview = try await Overview.load(storage: engine.storage, schema: engine.schema, snapshots: snapshots)
+        let overview = try await Overview.load(
+            storage: engine.storage, schema: engine.schema, lineage: engine.lineage, snapshots: snapshots)
         return compression.jsonResponse(overview.json(), for: request)
     }
 }

@@ -8,8 +8,21 @@ import RevSyncProtocol
 
 extension SyncHTTPServer {
     /// The schema is not secret: it describes the shape of the data, not the data.
+    ///
+    /// `?version=V` gives version V as the data set served it (`404` for one it never served);
+    /// without it, the latest.
     func schema(_ request: Request) async throws -> Response {
-        compression.jsonResponse(engine.schema.jsonBytes(), for: request)
+        guard let text = request.uri.queryParameters["version"] else {
+            return compression.jsonResponse(engine.lineage.latest.jsonBytes(), for: request)
+        }
+        guard let version = Int(String(text)), let schema = engine.lineage.schema(version: version) else {
+            throw APIError(
+                status: .notFound, code: "not_found",
+                message:
+                    "this data set never served schema version \(text) (it served \(engine.lineage.versions.map { String($0.version) }.joined(separator: ", ")))"
+            )
+        }
+        return compression.jsonResponse(schema.jsonBytes(), for: request)
     }
 
     func health() async throws -> Response {
@@ -21,7 +34,7 @@ extension SyncHTTPServer {
             writer.writeRaw(",\"dataset\":")
             writer.writeString(dataset)
             writer.writeRaw(",\"schemaVersion\":")
-            writer.writeInteger(engine.schema.version)
+            writer.writeInteger(engine.lineage.latest.version)
             writer.writeRaw("}")
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],

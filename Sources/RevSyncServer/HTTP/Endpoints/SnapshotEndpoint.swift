@@ -23,6 +23,13 @@ extension SyncHTTPServer {
     func snapshot(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         // Always from the database, not the token cache: a snapshot is the whole data set.
         let device = try await authenticator.authenticate(request, context: context).device
+        // Snapshot files hold the stored layout: a device of another schema version starts with
+        // a full sync instead, which is answered in its version.
+        if try schemaVersion(of: request.headers).lens != nil {
+            throw APIError(
+                status: .notFound, code: "not_found",
+                message: "no snapshot file for this device's schema version: sync from revision 0 instead")
+        }
         let entry = try await snapshots.snapshot()
         // What the device may now claim to have seen.
         try await engine.recordDelivered(entry.revision, to: device, alreadyRecorded: device.deliveredRevision)

@@ -16,6 +16,7 @@ extension SyncHTTPServer {
     /// which stop the decode at the first excess.
     func sync(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         let sender = try await authenticator.authenticate(request, context: context, cached: true)
+        let lens = try schemaVersion(of: request.headers).lens
         let reservation = bodyBudget.reservation()
         defer { reservation.release() }
         // The body's bytes are let go as soon as they are decoded.
@@ -24,7 +25,8 @@ extension SyncHTTPServer {
             limits: engine.limits.decoding)
         let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
         let claimed = claimedDigest(request, revision: message.maxRevision)
-        let response = try await engine.syncStreamed(message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed)
+        let response = try await engine.syncStreamed(
+            message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed, lens: lens)
         context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
         if let equal = response.claimVerified { context.record.verified(revision: message.maxRevision, equal: equal) }
         logger.debug(

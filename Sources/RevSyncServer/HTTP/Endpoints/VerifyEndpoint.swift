@@ -19,6 +19,14 @@ extension SyncHTTPServer {
     /// an entity the schema lacks; `413 too_large` for one that would read too much.
     func verify(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         let sender = try await authenticator.authenticate(request, context: context, cached: true)
+        // Digests are of the stored layout; a device of another schema version hashes its own.
+        if try schemaVersion(of: request.headers).lens != nil {
+            throw APIError(
+                status: .conflict, code: "schema_version",
+                message:
+                    "verification compares records in the server's schema version (\(engine.lineage.latest.version)); this device speaks another"
+            )
+        }
         let device = sender.device.id
         guard verifying.withLock({ $0.insert(device).inserted }) else {
             throw APIError(

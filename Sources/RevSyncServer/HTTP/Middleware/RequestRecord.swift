@@ -47,13 +47,26 @@ struct RequestRecording: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
-        let response = try await next(request, context)
+        let response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            // A device refused for its schema version (`426 upgrade_required`, `409 schema_ahead`)
+            // still shows the operator which version it speaks.
+            if let device = context.record.device, let version = Self.schemaVersion(request) {
+                var seen = DeviceActivity.Request(device: device.id)
+                seen.schemaVersion = version
+                activity.record(seen)
+            }
+            throw error
+        }
         let record = context.record
         let bytesIn = request.headers[.contentLength].flatMap { Int($0) } ?? 0
         let bytesOut = response.body.contentLength ?? 0
         if let device = record.device {
             var seen = DeviceActivity.Request(device: device.id)
             seen.clientVersion = request.headers[.revSyncClient].map { String($0.prefix(200)) }
+            seen.schemaVersion = Self.schemaVersion(request)
             seen.pending = request.headers[.revSyncPending].flatMap { Int($0) }.map { max(0, $0) }
             seen.missingAttachments = request.headers[.revSyncMissingAttachments].flatMap { Int($0) }.map { max(0, $0) }
             seen.bytesIn = bytesIn
@@ -83,5 +96,10 @@ struct RequestRecording: RouterMiddleware {
                 "bytes_in": "\(bytesIn)", "bytes_out": "\(bytesOut)",
             ])
         return response
+    }
+
+    /// The schema version a device request speaks: its header, or (none) the latest.
+    private static func schemaVersion(_ request: Request) -> Int? {
+        request.headers[.revSyncDeviceSchemaVersion].flatMap { $0.utf8.count <= 9 ? Int($0) : nil }
     }
 }
