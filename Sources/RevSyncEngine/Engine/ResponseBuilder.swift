@@ -20,7 +20,8 @@ struct ResponseBuilder {
     var claimedDigest: DigestSum?
     /// How the device's schema version names what is stored: its answer is translated (log
     /// entries decoded and written anew, never spliced in compressed), and carries no digest
-    /// (digests are of the stored layout). `nil`: the device speaks the stored layout.
+    /// unless the device speaks the latest version (digests are of the latest version's records,
+    /// the attributes only older versions have left out). `nil`: the device speaks the stored layout.
     var lens: SchemaLens?
 
     /// - Parameters:
@@ -56,7 +57,7 @@ struct ResponseBuilder {
         list.writer.writeRaw("]")
         // The digest of every record at `maxRevision`: what the device's own must equal once
         // it applied the response (``DataSetDigest``).
-        if lens != nil { digest = nil }
+        if let lens, lens.version != schema.version { digest = nil }
         if let digest {
             list.writer.writeRaw(",\"digest\":")
             list.writer.writeString(digest.description)
@@ -64,7 +65,7 @@ struct ResponseBuilder {
         list.writer.writeRaw("}")
         var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: list.writer.bytes)
         response.digest = digest
-        if lens == nil, let claimedDigest, let truth = try reader.totalDigest(at: request.maxRevision) {
+        if lens == nil || lens?.version == schema.version, let claimedDigest, let truth = try reader.totalDigest(at: request.maxRevision) {
             response.claimVerified = claimedDigest == truth
         }
         response.compressedSpans = list.compressedSpans

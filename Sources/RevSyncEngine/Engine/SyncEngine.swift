@@ -138,11 +138,12 @@ public struct SyncEngine: Sendable {
     ) async throws -> SyncResponse {
         try checkLimits(sent)
         // A device of another schema version: its change sets in stored names, and (the response
-        // builder) its answer in its own; digests are of the stored layout, so it claims none.
+        // builder) its answer in its own; digests are of the latest version, so only a device
+        // speaking it claims one.
         var translated = sent
         if let lens { translated.changeSets = sent.changeSets.map(lens.toStored) }
         let request = translated
-        let claimedDigest = lens == nil ? claimedDigest : nil
+        let claimedDigest = lens == nil || lens?.version == schema.version ? claimedDigest : nil
         guard !request.changeSets.isEmpty else {
             return try await answerWithoutChanges(
                 request, sender, snapshotProof, streaming: streaming, claimedDigest: claimedDigest, lens: lens)

@@ -19,8 +19,8 @@ extension SyncHTTPServer {
     /// an entity the schema lacks; `413 too_large` for one that would read too much.
     func verify(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         let sender = try await authenticator.authenticate(request, context: context, cached: true)
-        // Digests are of the stored layout; a device of another schema version hashes its own.
-        if try schemaVersion(of: request.headers).lens != nil {
+        // Digests are of the latest version's records; a device of another version hashes its own.
+        if try schemaVersion(of: request.headers).version != engine.lineage.latest.version {
             throw APIError(
                 status: .conflict, code: "schema_version",
                 message:

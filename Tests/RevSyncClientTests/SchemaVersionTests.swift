@@ -1,0 +1,366 @@
+import Foundation
+import RevSyncClient
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+/// Old and new app versions side by side (`docs/schema.md`, "Old and new app versions side by
+/// side"): version 2 renames `teams` to `squads` and `coach_id` to `manager_id`, renames
+/// `players.nickname` to `alias`, adds the required `players.active` with a default, and drops
+/// `teams.colour`. Devices pinned to version 1 and devices on version 2 edit the same records.
+@Suite struct SchemaVersionTests {
+    static let v1 = try! Schema(
+        json: Array(
+            #"""
+            {"version": 1, "users": "users", "roles": ["coach"], "entities": {
+              "users": {"attributes": {"name": {"type": "text", "required": true}}},
+              "teams": {"attributes": {"name": {"type": "text", "required": true}, "colour": {"type": "text"},
+                                       "coach_id": {"type": "reference", "target": "users", "onDelete": "nullify"}},
+                        "permissions": {"update": ["admin", "member", {"role": "coach", "where": {"coach_id": "$user"}}]}},
+              "players": {"staleness": "attribute",
+                          "attributes": {"name": {"type": "text", "required": true}, "nickname": {"type": "text"},
+                                         "shirt": {"type": "integer"},
+                                         "team_id": {"type": "reference", "target": "teams", "onDelete": "cascade"}},
+                          "permissions": {"update": ["admin", "member", {"role": "coach", "where": {"team_id.coach_id": "$user"}}]}}}}
+            """#.utf8))
+
+    static let v2 = try! Schema(
+        json: Array(
+            #"""
+            {"version": 2, "users": "users", "roles": ["coach"], "entities": {
+              "users": {"attributes": {"name": {"type": "text", "required": true}}},
+              "squads": {"renamedFrom": "teams",
+                         "attributes": {"name": {"type": "text", "required": true},
+                                        "manager_id": {"type": "reference", "target": "users", "onDelete": "nullify", "renamedFrom": "coach_id"}},
+                         "permissions": {"update": ["admin", "member", {"role": "coach", "where": {"manager_id": "$user"}}]}},
+              "players": {"staleness": "attribute",
+                          "attributes": {"name": {"type": "text", "required": true}, "alias": {"type": "text", "renamedFrom": "nickname"},
+                                         "shirt": {"type": "integer"},
+                                         "team_id": {"type": "reference", "target": "squads", "onDelete": "cascade"},
+                                         "active": {"type": "boolean", "required": true, "default": true}},
+                          "permissions": {"update": ["admin", "member", {"role": "coach", "where": {"team_id.manager_id": "$user"}}]}}}}
+            """#.utf8))
+
+    /// A device whose store holds `schema`, pinned to it (an app built for that version).
+    static func device(
+        _ name: String, _ server: LiveServer, schema: Schema, in directory: TemporaryDirectory, role: Role = .member, user: RecordID? = nil
+    ) async throws -> ClientDevice {
+        let (_, token) = try await Token.create(name: name, role: role, user: user, in: server.storage)
+        let connection = LocalStore.ServerConnection(url: server.url, token: token)
+        let store = try LocalStore.create(at: directory.file("\(name).sqlite"), schema: schema, server: connection)
+        try await store.pin(toSchemaVersion: schema.version)
+        return ClientDevice(store: store, synchronizer: Synchronizer(store: store), connection: connection)
+    }
+
+    /// The same device, talking to `server` (a server started again has another port).
+    static func reconnect(_ device: ClientDevice, to server: LiveServer) -> ClientDevice {
+        let connection = LocalStore.ServerConnection(url: server.url, token: device.connection.token)
+        return ClientDevice(store: device.store, synchronizer: Synchronizer(store: device.store, server: connection), connection: connection)
+    }
+
+    /// The data set at version 1: a user, a team (colour red, coached by the user) and a player
+    /// (nickname Speedy, shirt 7), written by a version 1 device that stays.
+    struct Start: Sendable {
+        let old: ClientDevice
+        let user: RecordID
+        let team: RecordID
+        let player: RecordID
+    }
+
+    static func startAtVersion1(_ database: TestDatabase, in directory: TemporaryDirectory) async throws -> Start {
+        try await withLiveServer(database: database, schema: v1) { server in
+            let old = try await device("old", server, schema: v1, in: directory)
+            let user = try await old.table("users").insert(["name": "Carla"])
+            let team = try await old.table("teams").insert(["name": "U12", "colour": "red", "coach_id": .integer(user.rawValue)])
+            let player = try await old.table("players").insert([
+                "name": "Ana", "nickname": "Speedy", "shirt": 7, "team_id": .integer(team.rawValue),
+            ])
+            let report = try await old.sync()
+            #expect(report.conflicts.isEmpty)
+            return Start(
+                old: old, user: try #require(try await old.store.permanentID(of: user)),
+                team: try #require(try await old.store.permanentID(of: team)),
+                player: try #require(try await old.store.permanentID(of: player)))
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func versionOneAndTwoDevicesShareRecordsThroughRenames(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(store) { database in
+                let start = try await Self.startAtVersion1(database, in: directory)
+                try await withLiveServer(database: database, schema: Self.v2) { server in
+                    let old = Self.reconnect(start.old, to: server)
+                    let new = try await Self.device("new", server, schema: Self.v2, in: directory)
+                    #expect(try await new.sync().conflicts.isEmpty)
+                    // The new device reads version 1's values under version 2's names, with the default.
+                    let squad = try #require(try await new.table("squads").find(start.team))
+                    #expect(squad.text("name") == "U12" && squad.reference("manager_id") == start.user)
+                    #expect(squad.attributes["colour"] == nil, "a dropped attribute is not served to version 2")
+                    let ana = try #require(try await new.table("players").find(start.player))
+                    #expect(ana.text("alias") == "Speedy" && ana.bool("active") == true && ana.reference("team_id") == start.team)
+
+                    // Version 2 writes under its names; version 1 reads them under its own.
+                    try await new.table("players").update(start.player, ["alias": "Flash"])
+                    #expect(try await new.sync().conflicts.isEmpty)
+                    #expect(try await old.sync().conflicts.isEmpty)
+                    #expect(try await old.table("players").find(start.player)?.text("nickname") == "Flash")
+                    #expect(old.store.schema.version == 1, "a pinned store stays at its version")
+
+                    // Version 1 creates without the new required attribute, and writes the one version 2 dropped.
+                    let ben = try await old.table("players").insert(["name": "Ben", "team_id": .integer(start.team.rawValue)])
+                    try await old.table("teams").update(start.team, ["colour": "blue"])
+                    #expect(try await old.sync().conflicts.isEmpty, "no refusal comes from the version gap")
+                    let benID = try #require(try await old.store.permanentID(of: ben))
+                    #expect(try await new.sync().conflicts.isEmpty)
+                    #expect(try await new.table("players").find(benID)?.bool("active") == true)
+
+                    // A new version 1 device starts from revision 0 in version 1: the dropped value is kept.
+                    let fresh = try await Self.device("fresh", server, schema: Self.v1, in: directory)
+                    let report = try await fresh.sync()
+                    #expect(report.conflicts.isEmpty && report.snapshot)
+                    #expect(try await fresh.table("teams").find(start.team)?.text("colour") == "blue")
+                    #expect(try await fresh.table("players").find(start.player)?.text("nickname") == "Flash")
+                    #expect(try await fresh.table("players").count() == 2)
+                    // And a new version 2 device from revision 0 in version 2.
+                    let fresh2 = try await Self.device("fresh2", server, schema: Self.v2, in: directory)
+                    #expect(try await fresh2.sync().snapshot)
+                    #expect(try await fresh2.table("squads").count() == 1)
+                    #expect(try await fresh2.table("players").find(start.player)?.text("alias") == "Flash")
+                    // Every device holds what the server holds, each in its version.
+                    #expect(try await fresh.store.contents() == (try await old.store.contents()))
+                    #expect(try await fresh2.store.contents() == (try await new.store.contents()))
+                }
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func refusalsStalenessRulesAndErasureFollowRenames(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(store) { database in
+                let start = try await Self.startAtVersion1(database, in: directory)
+                try await withLiveServer(database: database, schema: Self.v2) { server in
+                    let old = Self.reconnect(start.old, to: server)
+                    let new = try await Self.device("new", server, schema: Self.v2, in: directory)
+                    try await new.sync()
+                    // Attribute staleness across the rename: version 2 writes alias, version 1 (not
+                    // having seen it) writes shirt, which commits, and nickname, which is stale.
+                    try await new.table("players").update(start.player, ["alias": "Flash"])
+                    try await new.sync()
+                    try await old.table("players").update(start.player, ["shirt": 10])
+                    try await old.table("players").update(start.player, ["nickname": "Rocket"])
+                    let stale = try await old.sync()
+                    #expect(stale.conflicts.count == 1, "shirt commits: another attribute, renamed or not, does not make an update stale")
+                    let conflict = try #require(stale.conflicts.first)
+                    #expect(conflict.reason == .staleRevision)
+                    #expect(conflict.entries.map(\.type) == ["players"] && conflict.entries.map(\.attribute) == ["nickname"])
+                    // The truth comes back in version 1's names.
+                    #expect(try await old.table("players").find(start.player)?.text("nickname") == "Flash")
+                    #expect(try await old.table("players").find(start.player)?.integer("shirt") == 10)
+
+                    // A rule naming the renamed attribute (team_id.manager_id, was team_id.coach_id).
+                    let coach = try await Self.device("coach", server, schema: Self.v1, in: directory, role: Role(rawValue: "coach"), user: start.user)
+                    try await coach.sync()
+                    try await coach.table("players").update(start.player, ["shirt": 11])
+                    #expect(try await coach.sync().conflicts.isEmpty, "the coach of the team may")
+                    let otherUser = try await new.table("users").insert(["name": "Dan"])
+                    try await new.sync()
+                    let dan = try #require(try await new.store.permanentID(of: otherUser))
+                    let other = try await Self.device("other", server, schema: Self.v1, in: directory, role: Role(rawValue: "coach"), user: dan)
+                    try await other.sync()
+                    // The device refuses it itself, by version 1's rule...
+                    await #expect(throws: LocalStoreError.self) { try await other.table("players").update(start.player, ["shirt": 12]) }
+                    // ...and the server by the same rule renamed, for a device that sends it anyway.
+                    let revision = try await other.store.status().maxRevision
+                    let body = #"{"maxRevision": \#(revision), "changeSets": [{"id": "x1", "types": ["players"], "players": {"update": [\#(start.player.rawValue)], "attributes": {"\#(start.player.rawValue)": {"revision": \#(revision), "shirt": 12}}}}]}"#
+                    let raw = try await server.send(
+                        "POST", "/sync",
+                        headers: [
+                            ("Authorization", "Bearer \(other.connection.token)"), ("Content-Type", "application/json"),
+                            ("RevSync-Schema-Version", "1"),
+                        ], body: Array(body.utf8))
+                    let answer = try SyncMessage(json: raw.body, sender: .server)
+                    let refused = try #require(answer.changeSets.first { $0.id == "x1" })
+                    #expect(refused.reason == .forbidden && refused.conflicts.first?.type == "players")
+                    #expect(refused.conflicts.first?.message?.contains("team_id.manager_id") == true)
+                    #expect(refused.changes(for: "players")?.attributes[start.player]?["nickname"] != nil, "the truth in version 1")
+
+                    // An erasure of the renamed attribute reaches the version 1 device under its name.
+                    let admin = try await server.device("dpo", role: .admin)
+                    let erased = try await server.send(
+                        "POST", "/admin/api/erase", headers: [("Authorization", "Bearer \(admin.token)"), ("Content-Type", "application/json")],
+                        body: Array(#"{"entity": "players", "id": \#(start.player.rawValue), "attributes": ["alias"], "reason": "asked"}"#.utf8))
+                    #expect(erased.status == 200, "\(erased.bodyText)")
+                    let report = try await old.sync()
+                    #expect(report.erasures.count == 1)
+                    #expect(try await old.table("players").find(start.player)?.text("nickname") == nil)
+                    #expect(try await old.table("players").find(start.player)?.text("name") == "Ana")
+                    try await new.sync()
+                    #expect(try await new.table("players").find(start.player)?.text("alias") == nil)
+                }
+            }
+        }
+    }
+
+    @Test func liveEventsComeInEachDevicesVersion() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(.sqlite) { database in
+                let start = try await Self.startAtVersion1(database, in: directory)
+                try await withLiveServer(database: database, schema: Self.v2) { server in
+                    let new = try await Self.device("new", server, schema: Self.v2, in: directory)
+                    try await new.sync()
+                    let revision = try await new.store.status().maxRevision
+                    let old = try await EventStreamReader.open(
+                        port: server.port, token: start.old.connection.token, headers: [("RevSync-Schema-Version", "1")])
+                    let latest = try await EventStreamReader.open(
+                        port: server.port, token: new.connection.token, headers: [("RevSync-Schema-Version", "2")])
+                    _ = try await old.next()
+                    _ = try await latest.next()
+                    let writer = try await Self.device("writer", server, schema: Self.v2, in: directory)
+                    try await writer.sync()
+                    try await writer.table("players").update(start.player, ["alias": "Live"])
+                    try await writer.sync()
+                    let oldEvent = try #require(try await old.next())
+                    let newEvent = try #require(try await latest.next())
+                    let oldChanges = try SyncMessage(json: oldEvent.data, sender: .server)
+                    let newChanges = try SyncMessage(json: newEvent.data, sender: .server)
+                    #expect(oldChanges.changeSets.last?.changes(for: "players")?.attributes[start.player]?["nickname"] == "Live")
+                    #expect(oldChanges.changeSets.last?.changes(for: "players")?.attributes[start.player]?["alias"] == nil)
+                    #expect(oldChanges.changeSets.last?.changes(for: "players")?.attributes[start.player]?["active"] == nil)
+                    #expect(newChanges.changeSets.last?.changes(for: "players")?.attributes[start.player]?["alias"] == "Live")
+                    #expect(newChanges.maxRevision > revision)
+                    old.close()
+                    latest.close()
+                }
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.all)
+    func retiredAndNewerVersionsAreRefusedAndKeepTheirEditsQueued(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(store) { database in
+                let start = try await Self.startAtVersion1(database, in: directory)
+                try await withLiveServer(database: database, schema: Self.v2) { server in
+                    // Served: version 1 as it was, the latest, 404 for others.
+                    let one = try await server.send("GET", "/schema?version=1")
+                    #expect(try Schema(json: one.body) == Self.v1)
+                    #expect(try Schema(json: try await server.send("GET", "/schema").body) == Self.v2)
+                    #expect(try await server.send("GET", "/schema?version=7").status == 404)
+                    try await Self.reconnect(start.old, to: server).sync()
+                }
+                // Version 3 retires version 1.
+                let v3 = try Schema(
+                    json: Array(
+                        String(decoding: Self.v2.jsonBytes(), as: UTF8.self).replacing(#"{"version":2"#, with: #"{"version":3,"minimumVersion":2"#)
+                            .utf8))
+                try await withLiveServer(database: database, schema: v3) { server in
+                    let old = Self.reconnect(start.old, to: server)
+                    try await old.table("players").update(start.player, ["shirt": 9])
+                    await #expect {
+                        try await old.sync()
+                    } throws: { error in
+                        guard case SyncFailure.rejected(426, "upgrade_required", let message) = error else { return false }
+                        return message.contains("update the app")
+                    }
+                    #expect(try await old.store.status().pendingChangeSets == 1, "the edit stays queued")
+                    // A device newer than the server.
+                    let v4 = try Schema(
+                        json: Array(String(decoding: v3.jsonBytes(), as: UTF8.self).replacing(#"{"version":3"#, with: #"{"version":4"#).utf8))
+                    let ahead = try await Self.device("ahead", server, schema: v4, in: directory)
+                    _ = try await ahead.table("users").insert(["name": "Eve"])
+                    await #expect {
+                        try await ahead.sync()
+                    } throws: { error in
+                        guard case SyncFailure.rejected(409, "schema_ahead", _) = error else { return false }
+                        return true
+                    }
+                    #expect(try await ahead.store.status().pendingChangeSets == 1)
+                    // The operator sees which version each device speaks.
+                    let admin = try await server.device("operator", role: .admin)
+                    var list: [[String: Any]] = []
+                    // What devices said is written once a second.
+                    for _ in 0..<100 {
+                        let devices = try await server.send("GET", "/admin/api/devices", headers: [("Authorization", "Bearer \(admin.token)")])
+                        let json = try #require(try JSONSerialization.jsonObject(with: Data(devices.body)) as? [String: Any])
+                        list = try #require(json["devices"] as? [[String: Any]])
+                        if list.first(where: { $0["name"] as? String == "ahead" })?["schemaVersion"] as? Int != nil { break }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    #expect(list.first { $0["name"] as? String == "old" }?["schemaVersion"] as? Int == 1)
+                    #expect(list.first { $0["name"] as? String == "ahead" }?["schemaVersion"] as? Int == 4)
+                    let overview = try await server.send("GET", "/admin/api/overview", headers: [("Authorization", "Bearer \(admin.token)")])
+                    let figures = try #require(try JSONSerialization.jsonObject(with: Data(overview.body)) as? [String: Any])
+                    let versions = try #require(figures["schemaVersions"] as? [String: Any])
+                    #expect(versions["latest"] as? Int == 3 && versions["minimum"] as? Int == 2)
+                    let counts = try #require(versions["devices"] as? [[String: Any]])
+                    #expect(counts.contains { $0["version"] as? Int == 1 && $0["devices"] as? Int == 1 })
+                }
+            }
+        }
+    }
+
+    /// The app is updated: the store pinned to version 1, with an edit not yet sent, is pinned to
+    /// version 2; the next sync upgrades its tables (renamed), its queued edit (renamed) and
+    /// fetches the data set again in version 2.
+    @Test(arguments: StoreKind.all)
+    func anAppUpdateUpgradesTheStoreAndItsQueuedEdits(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(store) { database in
+                let start = try await Self.startAtVersion1(database, in: directory)
+                try await withLiveServer(database: database, schema: Self.v2) { server in
+                    let old = Self.reconnect(start.old, to: server)
+                    try await old.table("players").update(start.player, ["nickname": "Offline"])
+                    try await old.store.pin(toSchemaVersion: 2)
+                    let report = try await old.sync()
+                    #expect(report.conflicts.isEmpty)
+                    #expect(old.store.schema.version == 2)
+                    let ana = try #require(try await old.table("players").find(start.player))
+                    #expect(ana.text("alias") == "Offline" && ana.bool("active") == true)
+                    #expect(try await old.table("squads").count() == 1)
+                    let new = try await Self.device("new", server, schema: Self.v2, in: directory)
+                    try await new.sync()
+                    #expect(try await new.table("players").find(start.player)?.text("alias") == "Offline")
+                    #expect(try await new.store.contents() == (try await old.store.contents()))
+                    #expect(try await old.store.status().pendingChangeSets == 0)
+                }
+            }
+        }
+    }
+
+    @Test func commandsPinADeviceAndGenerateAnyVersion() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(.sqlite) { database in
+                _ = try await Self.startAtVersion1(database, in: directory)
+                try await withLiveServer(database: database, schema: Self.v2) { server in
+                    let (_, token) = try await Token.create(name: "cli", role: .member, in: server.storage)
+                    let store = directory.file("cli.sqlite")
+                    let initialise = try ExecutableProcess(
+                        "revsync", ["init", "--store", store, "--server", server.url.absoluteString, "--token", token, "--schema-version", "1", "--json"])
+                    #expect(await initialise.exitStatus() == 0, "\(initialise.standardError)")
+                    #expect(initialise.standardOutput.contains(#""pinned":true"#))
+                    let sync = try ExecutableProcess("revsync", ["sync", "--store", store])
+                    #expect(await sync.exitStatus() == 0, "\(sync.standardError)")
+                    let opened = try LocalStore.open(at: store)
+                    #expect(opened.schema.version == 1)
+                    #expect(try await opened.table("teams").count() == 1)
+                    try opened.close()
+
+                    let out = directory.file("V1.swift")
+                    let generate = try ExecutableProcess(
+                        "revsync", ["generate", "swift", "--server", server.url.absoluteString, "--version", "1", "--out", out])
+                    #expect(await generate.exitStatus() == 0, "\(generate.standardError)")
+                    let source = try String(contentsOfFile: out, encoding: .utf8)
+                    #expect(source.contains("static let schemaVersion = 1") && source.contains("var nickname: String?"))
+                    let missing = try ExecutableProcess(
+                        "revsync", ["generate", "swift", "--server", server.url.absoluteString, "--version", "5", "--out", out])
+                    #expect(await missing.exitStatus() != 0)
+                }
+            }
+        }
+    }
+}
