@@ -84,6 +84,9 @@ import Testing
                     let crate = try #require(try Crate.fetchOne(db))
                     #expect(try crate.request(for: Crate.keyword).fetchOne(db)?.id == child.id)
                     #expect(try crate.request(for: Crate.owner).fetchOne(db)?.id == parent.id)
+                    // Defaults of hostile text are literals that compile to the value itself.
+                    #expect(
+                        crate.mood == "a quote \" a backslash \\ a line\nbreak \u{202E} an override */ func evil() {}" && crate.count == -3)
                 }
             }
         }

@@ -58,7 +58,8 @@ import Testing
     /// The same device, talking to `server` (a server started again has another port).
     static func reconnect(_ device: ClientDevice, to server: LiveServer) -> ClientDevice {
         let connection = LocalStore.ServerConnection(url: server.url, token: device.connection.token)
-        return ClientDevice(store: device.store, synchronizer: Synchronizer(store: device.store, server: connection), connection: connection)
+        return ClientDevice(
+            store: device.store, synchronizer: Synchronizer(store: device.store, server: connection), connection: connection)
     }
 
     /// The data set at version 1: a user, a team (colour red, coached by the user) and a player
@@ -163,20 +164,23 @@ import Testing
                     #expect(try await old.table("players").find(start.player)?.integer("shirt") == 10)
 
                     // A rule naming the renamed attribute (team_id.manager_id, was team_id.coach_id).
-                    let coach = try await Self.device("coach", server, schema: Self.v1, in: directory, role: Role(rawValue: "coach"), user: start.user)
+                    let coach = try await Self.device(
+                        "coach", server, schema: Self.v1, in: directory, role: Role(rawValue: "coach"), user: start.user)
                     try await coach.sync()
                     try await coach.table("players").update(start.player, ["shirt": 11])
                     #expect(try await coach.sync().conflicts.isEmpty, "the coach of the team may")
                     let otherUser = try await new.table("users").insert(["name": "Dan"])
                     try await new.sync()
                     let dan = try #require(try await new.store.permanentID(of: otherUser))
-                    let other = try await Self.device("other", server, schema: Self.v1, in: directory, role: Role(rawValue: "coach"), user: dan)
+                    let other = try await Self.device(
+                        "other", server, schema: Self.v1, in: directory, role: Role(rawValue: "coach"), user: dan)
                     try await other.sync()
                     // The device refuses it itself, by version 1's rule...
                     await #expect(throws: LocalStoreError.self) { try await other.table("players").update(start.player, ["shirt": 12]) }
                     // ...and the server by the same rule renamed, for a device that sends it anyway.
                     let revision = try await other.store.status().maxRevision
-                    let body = #"{"maxRevision": \#(revision), "changeSets": [{"id": "x1", "types": ["players"], "players": {"update": [\#(start.player.rawValue)], "attributes": {"\#(start.player.rawValue)": {"revision": \#(revision), "shirt": 12}}}}]}"#
+                    let body =
+                        #"{"maxRevision": \#(revision), "changeSets": [{"id": "x1", "types": ["players"], "players": {"update": [\#(start.player.rawValue)], "attributes": {"\#(start.player.rawValue)": {"revision": \#(revision), "shirt": 12}}}}]}"#
                     let raw = try await server.send(
                         "POST", "/sync",
                         headers: [
@@ -192,8 +196,10 @@ import Testing
                     // An erasure of the renamed attribute reaches the version 1 device under its name.
                     let admin = try await server.device("dpo", role: .admin)
                     let erased = try await server.send(
-                        "POST", "/admin/api/erase", headers: [("Authorization", "Bearer \(admin.token)"), ("Content-Type", "application/json")],
-                        body: Array(#"{"entity": "players", "id": \#(start.player.rawValue), "attributes": ["alias"], "reason": "asked"}"#.utf8))
+                        "POST", "/admin/api/erase",
+                        headers: [("Authorization", "Bearer \(admin.token)"), ("Content-Type", "application/json")],
+                        body: Array(
+                            #"{"entity": "players", "id": \#(start.player.rawValue), "attributes": ["alias"], "reason": "asked"}"#.utf8))
                     #expect(erased.status == 200, "\(erased.bodyText)")
                     let report = try await old.sync()
                     #expect(report.erasures.count == 1)
@@ -256,8 +262,10 @@ import Testing
                 // Version 3 retires version 1.
                 let v3 = try Schema(
                     json: Array(
-                        String(decoding: Self.v2.jsonBytes(), as: UTF8.self).replacing(#"{"version":2"#, with: #"{"version":3,"minimumVersion":2"#)
-                            .utf8))
+                        String(decoding: Self.v2.jsonBytes(), as: UTF8.self).replacing(
+                            #"{"version":2"#, with: #"{"version":3,"minimumVersion":2"#
+                        )
+                        .utf8))
                 try await withLiveServer(database: database, schema: v3) { server in
                     let old = Self.reconnect(start.old, to: server)
                     try await old.table("players").update(start.player, ["shirt": 9])
@@ -270,7 +278,8 @@ import Testing
                     #expect(try await old.store.status().pendingChangeSets == 1, "the edit stays queued")
                     // A device newer than the server.
                     let v4 = try Schema(
-                        json: Array(String(decoding: v3.jsonBytes(), as: UTF8.self).replacing(#"{"version":3"#, with: #"{"version":4"#).utf8))
+                        json: Array(
+                            String(decoding: v3.jsonBytes(), as: UTF8.self).replacing(#"{"version":3"#, with: #"{"version":4"#).utf8))
                     let ahead = try await Self.device("ahead", server, schema: v4, in: directory)
                     _ = try await ahead.table("users").insert(["name": "Eve"])
                     await #expect {
@@ -285,7 +294,8 @@ import Testing
                     var list: [[String: Any]] = []
                     // What devices said is written once a second.
                     for _ in 0..<100 {
-                        let devices = try await server.send("GET", "/admin/api/devices", headers: [("Authorization", "Bearer \(admin.token)")])
+                        let devices = try await server.send(
+                            "GET", "/admin/api/devices", headers: [("Authorization", "Bearer \(admin.token)")])
                         let json = try #require(try JSONSerialization.jsonObject(with: Data(devices.body)) as? [String: Any])
                         list = try #require(json["devices"] as? [[String: Any]])
                         if list.first(where: { $0["name"] as? String == "ahead" })?["schemaVersion"] as? Int != nil { break }
@@ -293,7 +303,8 @@ import Testing
                     }
                     #expect(list.first { $0["name"] as? String == "old" }?["schemaVersion"] as? Int == 1)
                     #expect(list.first { $0["name"] as? String == "ahead" }?["schemaVersion"] as? Int == 4)
-                    let overview = try await server.send("GET", "/admin/api/overview", headers: [("Authorization", "Bearer \(admin.token)")])
+                    let overview = try await server.send(
+                        "GET", "/admin/api/overview", headers: [("Authorization", "Bearer \(admin.token)")])
                     let figures = try #require(try JSONSerialization.jsonObject(with: Data(overview.body)) as? [String: Any])
                     let versions = try #require(figures["schemaVersions"] as? [String: Any])
                     #expect(versions["latest"] as? Int == 3 && versions["minimum"] as? Int == 2)
@@ -340,7 +351,11 @@ import Testing
                     let (_, token) = try await Token.create(name: "cli", role: .member, in: server.storage)
                     let store = directory.file("cli.sqlite")
                     let initialise = try ExecutableProcess(
-                        "revsync", ["init", "--store", store, "--server", server.url.absoluteString, "--token", token, "--schema-version", "1", "--json"])
+                        "revsync",
+                        [
+                            "init", "--store", store, "--server", server.url.absoluteString, "--token", token, "--schema-version", "1",
+                            "--json",
+                        ])
                     #expect(await initialise.exitStatus() == 0, "\(initialise.standardError)")
                     #expect(initialise.standardOutput.contains(#""pinned":true"#))
                     let sync = try ExecutableProcess("revsync", ["sync", "--store", store])

@@ -155,14 +155,27 @@ public struct Crate: RevSyncRecord {
     public var keywordID: RecordID
     /// `owner_id` (reference).
     public var ownerID: RecordID?
+    /// `mood` (text, required).
+    public var mood: String
+    /// `count` (integer, required).
+    public var count: Int64
 
     /// A new record (or one with a known `id`).
-    public init(id: RecordID = .new, label: String, keywordID: RecordID, ownerID: RecordID? = nil) {
+    public init(
+        id: RecordID = .new,
+        label: String,
+        keywordID: RecordID,
+        ownerID: RecordID? = nil,
+        mood: String = "a quote \" a backslash \\ a line\u{a}break \u{202e} an override */ func evil() {}",
+        count: Int64 = -3
+    ) {
         self.id = id
         self.revision = nil
         self.label = label
         self.keywordID = keywordID
         self.ownerID = ownerID
+        self.mood = mood
+        self.count = count
     }
 
     /// The table's columns, for the query interface: `Crate.Columns.label`.
@@ -172,6 +185,8 @@ public struct Crate: RevSyncRecord {
         public static let label = Column("label")
         public static let keywordID = Column("keyword_id")
         public static let ownerID = Column("owner_id")
+        public static let mood = Column("mood")
+        public static let count = Column("count")
     }
 
     public enum CodingKeys: String, CodingKey {
@@ -179,6 +194,8 @@ public struct Crate: RevSyncRecord {
         case label
         case keywordID = "keyword_id"
         case ownerID = "owner_id"
+        case mood
+        case count
     }
 
     public init(row: Row) throws {
@@ -187,6 +204,8 @@ public struct Crate: RevSyncRecord {
         label = try row.decode(forColumn: "label")
         keywordID = try row.decode(forColumn: "keyword_id")
         ownerID = try row.decode(forColumn: "owner_id")
+        mood = try row.decode(forColumn: "mood")
+        count = try row.decode(forColumn: "count")
     }
 
     /// The attributes to write; never the revision, which is the server's.
@@ -195,6 +214,8 @@ public struct Crate: RevSyncRecord {
         container["label"] = label
         container["keyword_id"] = keywordID
         container["owner_id"] = ownerID
+        container["mood"] = mood
+        container["count"] = count
     }
 
     /// The `keywords` record `keyword_id` points to.

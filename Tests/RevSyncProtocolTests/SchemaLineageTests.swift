@@ -27,7 +27,11 @@ import Testing
         #expect(squads.attribute("colour")?.isRetained == true)
         #expect(lineage.lens(version: 2) != nil, "the latest leaves out what only version 1 has")
         // Retiring version 1 retires what only it had.
-        let retired = try SchemaLineage([Self.v1, try Self.schema(String(decoding: Self.v2.jsonBytes(), as: UTF8.self).replacing(#""version":2"#, with: #""version":2,"minimumVersion":2"#))])
+        let retired = try SchemaLineage([
+            Self.v1,
+            try Self.schema(
+                String(decoding: Self.v2.jsonBytes(), as: UTF8.self).replacing(#""version":2"#, with: #""version":2,"minimumVersion":2"#)),
+        ])
         #expect(retired.storage.entity("squads")?.attributes.map(\.name) == ["name"])
         #expect(retired.lens(version: 2) == nil)
     }
@@ -63,13 +67,34 @@ import Testing
 
     /// Each change that cannot be translated both ways is refused, naming it.
     @Test(arguments: [
-        (#"{"version": 2, "entities": {"squads": {"renamedFrom": "clubs", "attributes": {"name": {"type": "text", "required": true}}}, "players": {"attributes": {"nickname": {"type": "text"}}}}}"#, "no entity \"clubs\""),
-        (#"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}, "players": {"attributes": {"alias": {"type": "text", "renamedFrom": "nick"}}}}}"#, "no attribute \"nick\""),
-        (#"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}}}"#, "removes the entity players"),
-        (#"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}, "city": {"type": "text", "required": true}}}, "players": {"attributes": {"nickname": {"type": "text"}}}}}"#, "teams.city is required, and version 1 does not have it"),
-        (#"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}, "colour": {"type": "text", "required": true, "default": "white"}}}, "players": {"attributes": {"nickname": {"type": "text"}}}}}"#, "teams.colour becomes required"),
-        (#"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text"}}}, "players": {"attributes": {"nickname": {"type": "text"}}}}}"#, "teams.name becomes optional"),
-        (#"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}, "players": {"attributes": {"alias": {"type": "integer", "renamedFrom": "nickname"}}}}}"#, "changes type from text to integer"),
+        (
+            #"{"version": 2, "entities": {"squads": {"renamedFrom": "clubs", "attributes": {"name": {"type": "text", "required": true}}}, "players": {"attributes": {"nickname": {"type": "text"}}}}}"#,
+            "no entity \"clubs\""
+        ),
+        (
+            #"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}, "players": {"attributes": {"alias": {"type": "text", "renamedFrom": "nick"}}}}}"#,
+            "no attribute \"nick\""
+        ),
+        (
+            #"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}}}"#,
+            "removes the entity players"
+        ),
+        (
+            #"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}, "city": {"type": "text", "required": true}}}, "players": {"attributes": {"nickname": {"type": "text"}}}}}"#,
+            "teams.city is required, and version 1 does not have it"
+        ),
+        (
+            #"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}, "colour": {"type": "text", "required": true, "default": "white"}}}, "players": {"attributes": {"nickname": {"type": "text"}}}}}"#,
+            "teams.colour becomes required"
+        ),
+        (
+            #"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text"}}}, "players": {"attributes": {"nickname": {"type": "text"}}}}}"#,
+            "teams.name becomes optional"
+        ),
+        (
+            #"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}, "players": {"attributes": {"alias": {"type": "integer", "renamedFrom": "nickname"}}}}}"#,
+            "changes type from text to integer"
+        ),
     ])
     func untranslatableChangesAreRefused(json: String, message: String) throws {
         let next = try Self.schema(json)
@@ -91,7 +116,9 @@ import Testing
             try Self.schema(#"{"version": 1, "entities": {"t": {"attributes": {"n": {"type": "integer", "default": "x"}}}}}"#)
         }
         #expect(throws: SchemaError.self) {
-            try Self.schema(#"{"version": 1, "entities": {"t": {"attributes": {"n": {"type": "reference", "target": "t", "onDelete": "cascade", "default": 1}}}}}"#)
+            try Self.schema(
+                #"{"version": 1, "entities": {"t": {"attributes": {"n": {"type": "reference", "target": "t", "onDelete": "cascade", "default": 1}}}}}"#
+            )
         }
         let fine = try Self.schema(#"{"version": 1, "entities": {"t": {"attributes": {"n": {"type": "real", "default": 2}}}}}"#)
         #expect(try Schema(json: fine.jsonBytes()) == fine, "the file format keeps a default")
@@ -101,7 +128,8 @@ import Testing
         // Version 3 keeps version 2's renamedFrom (history) and renames alias again.
         let v3 = try Self.schema(
             String(decoding: Self.v2.jsonBytes(), as: UTF8.self).replacing(#""version":2"#, with: #""version":3"#)
-                .replacing(#""alias":{"type":"text","renamedFrom":"nickname"}"#, with: #""nickname2":{"type":"text","renamedFrom":"alias"}"#))
+                .replacing(
+                    #""alias":{"type":"text","renamedFrom":"nickname"}"#, with: #""nickname2":{"type":"text","renamedFrom":"alias"}"#))
         let lineage = try SchemaLineage([Self.v1, Self.v2, v3])
         let lens = try #require(lineage.lens(version: 1))
         var sent = ChangeSet(id: "a")

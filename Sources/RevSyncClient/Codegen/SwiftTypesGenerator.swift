@@ -68,6 +68,35 @@ public struct SwiftTypesGenerator: Sendable {
         return attribute.isRequired ? base : base + "?"
     }
 
+    /// A default value as a Swift literal (text escaped: quotes, backslashes and every control or
+    /// format character as `\u{…}`, so that no value can end the literal or hide code).
+    static func literal(_ value: Value) -> String? {
+        switch value {
+        case .bool(let flag): return flag ? "true" : "false"
+        case .integer(let number): return String(number)
+        case .real(let number): return number.isFinite ? "\(number)" : nil
+        case .text(let text):
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                default:
+                    let category = scalar.properties.generalCategory
+                    if scalar.value < 0x20 || category == .control || category == .format || category == .lineSeparator
+                        || category == .paragraphSeparator
+                    {
+                        out += "\\u{\(String(scalar.value, radix: 16))}"
+                    } else {
+                        out.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+            return out + "\""
+        case .null, .attachment: return nil
+        }
+    }
+
     /// `text` as doc comment lines: split on every line terminator (a `\r` ends a Swift
     /// comment as `\n` does), other control characters replaced by a space.
     static func documentation(_ text: String?, indent: String) -> String {
@@ -125,7 +154,8 @@ public struct SwiftTypesGenerator: Sendable {
             ["id: RecordID = .new"]
             + properties.map { attribute, name in
                 let label = SwiftNames.bare(name) == name ? name : "\(SwiftNames.bare(name)) \(parameter(name))"
-                return "\(label): \(swiftType(attribute))\(attribute.isRequired ? "" : " = nil")"
+                let fallback = attribute.defaultValue.flatMap(Self.literal).map { " = \($0)" } ?? (attribute.isRequired ? "" : " = nil")
+                return "\(label): \(swiftType(attribute))\(fallback)"
             }
         let oneLine = "    \(modifier)init(\(parameters.joined(separator: ", "))) {\n"
         out +=

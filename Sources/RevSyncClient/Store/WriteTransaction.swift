@@ -45,6 +45,10 @@ public final class WriteTransaction {
     public func insert(into entityName: String, _ values: [String: Value]) throws -> RecordID {
         let entity = try rules.entity(entityName)
         var accepted = try rules.accept(values, of: entity)
+        // An attribute left out gets its default, as the server gives it (`docs/schema.md`).
+        for attribute in entity.attributes where accepted[attribute.name] == nil {
+            if let value = attribute.defaultValue { accepted[attribute.name] = value }
+        }
         try rules.requireRequired(accepted, of: entity)
         try resolveReferences(&accepted, of: entity)
         let id = try StoreState(db: db).takeTemporaryID()

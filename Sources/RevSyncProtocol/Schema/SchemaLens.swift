@@ -33,6 +33,12 @@ public struct SchemaLens: Sendable {
         public let storedPositions: [Int]
         /// The device's entity.
         public let entity: Entity
+
+        /// The stored name of the device's attribute `name`.
+        public func storedName(of name: String) -> String { toStored[name] ?? name }
+
+        /// The device's name of the stored attribute `name`, if its version has it.
+        public func deviceName(of name: String) -> String? { toDevice[name] }
     }
 
     init(version: Int, schema: Schema, placement: [EntityPlacement], layout: StoredLayout, storage: Schema) {

@@ -81,6 +81,29 @@ public struct SchemaLineage: Sendable {
         lenses[version]
     }
 
+    /// The names of version `from` as version `to` calls them: entities and attributes both
+    /// versions have (an app moving from one to the other, a simulator naming what it edits).
+    public func renames(from: Int, to: Int) -> SchemaRenames {
+        var renames = SchemaRenames([])
+        guard let source = schema(version: from), let target = schema(version: to) else { return renames }
+        for entity in source.entities {
+            let storedName = lens(version: from)?.storedEntityName(entity.name) ?? entity.name
+            let toLens = lens(version: to)
+            guard let targetName = toLens.map({ $0.entity(stored: storedName)?.deviceName }) ?? storedName,
+                let targetEntity = target.entity(targetName)
+            else { continue }
+            if targetName != entity.name { renames.entities[entity.name] = targetName }
+            for attribute in entity.attributes {
+                let stored = lens(version: from)?.entity(stored: storedName)?.storedName(of: attribute.name) ?? attribute.name
+                let name = toLens?.entity(stored: storedName)?.deviceName(of: stored) ?? stored
+                if name != attribute.name, targetEntity.attribute(name) != nil {
+                    renames.attributes[targetName, default: [:]][attribute.name] = name
+                }
+            }
+        }
+        return renames
+    }
+
     /// What the latest version requires must be translatable from every served version, and
     /// every entity a served version has must still be stored.
     private static func checkTranslatable(
