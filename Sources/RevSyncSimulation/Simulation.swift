@@ -32,6 +32,14 @@ public struct SimulationConfiguration: Sendable {
     /// Share of syncs before which another program changes the device's store behind RevSync's
     /// back (a value changed, a row dropped or a row added): each must be found and repaired.
     public var storeCorruptionRate = 0.0
+    /// Old and new app versions side by side: the server serves the three versions of
+    /// ``SchemaRollout`` (it was upgraded through each), every device starts pinned to version 1,
+    /// and over ``days`` days of work each updates its app (its store follows) on random days:
+    /// some to version 2 only, some to 3, some never. ``schema`` is not used.
+    public var rollout = false
+    /// The days of a rollout: each day every device makes ``editsPerDevice`` / `days` edits
+    /// (at least one) and, most days, syncs.
+    public var days = 30
     /// How long a device waits for a response before giving up on it (and retrying).
     public var requestTimeout: TimeInterval = 4
     /// Where `revsync-server` and `revsync` are.
@@ -70,6 +78,11 @@ public struct SimulationReport: Sendable {
     /// Committed updates whose record another device had changed (other attributes) after
     /// their base revision: what attribute staleness let through instead of refusing.
     public var attributeMerges = 0
+    /// In a rollout: app updates made, and how many devices ended on each schema version.
+    public var appUpdates = 0
+    public var devicesPerVersion: [Int: Int] = [:]
+    /// In a rollout: the most schema versions devices spoke on one day.
+    public var mostVersionsAtOnce = 0
 
     public var passed: Bool { checks.allSatisfy(\.passed) && !checks.isEmpty }
 
@@ -86,6 +99,13 @@ public struct SimulationReport: Sendable {
             "Faults: \(faults.requests) requests through the proxy; \(faults.responsesDropped) responses dropped after the server got them, \(faults.refused) connections refused, \(faults.resets) reset mid-body, \(faults.stalls) stalled; \(serverCrashes) server crashes (kill -9); \(deviceCrashes) device crashes (kill -9 mid-sync); \(storeCorruptions) stores corrupted behind RevSync's back, \(repairedRecords) records repaired (\(repairsCutOff) repairs cut off, done by a later sync)",
             "Work: \(edits) change sets made (\(localRefusals) edits refused locally), \(syncs) syncs (\(failedAttempts) failed attempts, retried), \(conflicts.values.reduce(0, +)) conflicts (\(conflicts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))",
             "Result: revision \(maxRevision), \(records) records; \(attributeMerges) updates merged beside another device's unseen edit of other attributes (attribute staleness)",
+        ]
+        if configuration.rollout {
+            lines.append(
+                "Rollout: \(configuration.days) days, schema versions 1–3 served, \(appUpdates) app updates, up to \(mostVersionsAtOnce) versions live on one day; devices at the end: \(devicesPerVersion.sorted { $0.key < $1.key }.map { "v\($0.key) \($0.value)" }.joined(separator: ", "))"
+            )
+        }
+        lines += [
             "Invariants:",
         ]
         for check in checks {
@@ -131,10 +151,17 @@ public enum Simulation {
             }
         let database = try await ScratchDatabase.create(in: work, postgresServer: postgresServer, label: "sim_\(configuration.seed)")
         let location = database.location
-        let schema = configuration.schema
-        let storage = try await StorageLocation(location).open(schema: schema, durability: .full, poolSize: 4)
+        // A rollout's server was upgraded through every version before the work starts.
+        let versions = configuration.rollout ? SchemaRollout.versions : [configuration.schema]
+        for version in versions.dropLast() {
+            try await StorageLocation(location).open(schema: version, durability: .full, poolSize: 1).close()
+        }
+        let storage = try await StorageLocation(location).open(schema: versions[versions.count - 1], durability: .full, poolSize: 4)
+        let lineage = configuration.rollout ? storage.lineage : nil
+        // What the server stores (in a rollout, the latest version and what older ones still have).
+        let schema = storage.lineage?.storage ?? versions[versions.count - 1]
         let schemaFile = work + "/schema.json"
-        try Data(schema.jsonBytes()).write(to: URL(fileURLWithPath: schemaFile))
+        try Data(versions[versions.count - 1].jsonBytes()).write(to: URL(fileURLWithPath: schemaFile))
         var tokens: [(id: Int64, token: String)] = []
         for index in 0..<configuration.devices {
             let (device, token) = try await Token.create(name: "device \(index)", role: .member, in: storage)
@@ -155,21 +182,26 @@ public enum Simulation {
             var stores: [LocalStore] = []
             for (index, (_, token)) in tokens.enumerated() {
                 let url = URL(string: "http://127.0.0.1:\(proxies[index % proxies.count].port)")!
-                stores.append(
-                    try LocalStore.create(at: work + "/device-\(index).sqlite", schema: schema, server: .init(url: url, token: token)))
+                let store = try LocalStore.create(at: work + "/device-\(index).sqlite", schema: versions[0], server: .init(url: url, token: token))
+                // An app built for version 1, as every device's was when the rollout began.
+                if configuration.rollout { try await store.pin(toSchemaVersion: versions[0].version) }
+                stores.append(store)
             }
             try await createSharedRecords(in: stores[0])
             let founder = SimulatedDevice(
                 name: "device 0", deviceID: tokens[0].id, store: stores[0], revsync: "", seed: 0, sharedShare: 0, shared: [],
                 timeout: configuration.requestTimeout)
+            founder.lineage = lineage
             try await founder.sync()
             let shared = try await sharedReferences(stores[0])
             let revsync = configuration.binaries.appendingPathComponent("revsync").path
             let devices = stores.enumerated().map { index, store in
-                SimulatedDevice(
+                let device = SimulatedDevice(
                     name: "device \(index)", deviceID: tokens[index].id, store: store, revsync: revsync,
                     seed: random.next(), sharedShare: configuration.sharedShare, shared: shared, timeout: configuration.requestTimeout,
                     knownOutcomes: index == 0 ? founder : nil)
+                device.lineage = lineage
+                return device
             }
             progress("\(devices.count) devices syncing the starting data")
             try await forEachDevice(devices) { try await $0.sync() }
@@ -179,22 +211,29 @@ public enum Simulation {
             for proxy in proxies { proxy.setRates(configuration.faults) }
             progress(configuration.duration.map { "working for \($0)" } ?? "working: \(configuration.editsPerDevice) edits per device")
             let deadline = configuration.duration.map { ContinuousClock.now + $0 }
-            let chaos = Task { try await crashServers(fleet, times: configuration.serverCrashes, seed: random.next()) }
-            try await forEachDevice(devices) { device in
-                var local = SeededRandom(seed: UInt64(device.deviceID) &* 7919 &+ configuration.seed)
-                var made = 0
-                func working() -> Bool {
-                    if let deadline { return ContinuousClock.now < deadline }
-                    return made < configuration.editsPerDevice
-                }
-                while working() {
-                    let burst =
-                        deadline == nil ? min(local.number(in: 1...5), configuration.editsPerDevice - made) : local.number(in: 1...5)
-                    for _ in 0..<burst { await device.randomEdit() }
-                    made += burst
-                    if local.chance(configuration.deviceCrashRate) { try await device.crashDuringSync() }
-                    if local.chance(configuration.storeCorruptionRate) { try await device.corruptStore() }
-                    try await device.sync()
+            let chaosSeed = random.next()
+            let rolloutSeed = random.next()
+            let chaos = Task { try await crashServers(fleet, times: configuration.serverCrashes, seed: chaosSeed) }
+            if configuration.rollout {
+                (report.appUpdates, report.mostVersionsAtOnce) = try await rolloutDays(
+                    devices, configuration, seed: rolloutSeed, progress: progress)
+            } else {
+                try await forEachDevice(devices) { device in
+                    var local = SeededRandom(seed: UInt64(device.deviceID) &* 7919 &+ configuration.seed)
+                    var made = 0
+                    func working() -> Bool {
+                        if let deadline { return ContinuousClock.now < deadline }
+                        return made < configuration.editsPerDevice
+                    }
+                    while working() {
+                        let burst =
+                            deadline == nil ? min(local.number(in: 1...5), configuration.editsPerDevice - made) : local.number(in: 1...5)
+                        for _ in 0..<burst { await device.randomEdit() }
+                        made += burst
+                        if local.chance(configuration.deviceCrashRate) { try await device.crashDuringSync() }
+                        if local.chance(configuration.storeCorruptionRate) { try await device.corruptStore() }
+                        try await device.sync()
+                    }
                 }
             }
             try await chaos.value
@@ -211,7 +250,12 @@ public enum Simulation {
             }
 
             progress("checking invariants")
-            (report.checks, report.attributeMerges) = try await InvariantChecker(schema: schema, storage: storage, devices: devices).run()
+            var checker = InvariantChecker(schema: schema, storage: storage, devices: devices)
+            checker.lineage = lineage
+            (report.checks, report.attributeMerges) = try await checker.run()
+            if configuration.rollout {
+                for device in devices { report.devicesPerVersion[device.store.schema.version, default: 0] += 1 }
+            }
             for proxy in proxies {
                 let counts = proxy.counts
                 report.faults.requests += counts.requests
@@ -247,6 +291,56 @@ public enum Simulation {
         if report.passed && configuration.workDirectory == nil { try? FileManager.default.removeItem(atPath: work) }
         report.seconds = Date().timeIntervalSince(started)
         return report
+    }
+
+    /// A rollout's days: each device updates its app on its days (the store is pinned to the
+    /// new version; its next sync follows), edits, and syncs most days (a tablet left in a
+    /// drawer does not). Returns the app updates made and the most versions live on one day.
+    private static func rolloutDays(
+        _ devices: [SimulatedDevice], _ configuration: SimulationConfiguration, seed: UInt64, progress: @Sendable (String) -> Void
+    ) async throws -> (updates: Int, mostVersions: Int) {
+        var random = SeededRandom(seed: seed)
+        let days = max(1, configuration.days)
+        // A fifth never update; of the rest, a third stop at version 2.
+        var plans: [[Int: Int]] = []
+        for _ in devices {
+            var plan: [Int: Int] = [:]
+            if !random.chance(0.2) {
+                let second = random.number(in: 1...max(1, days * 2 / 3))
+                plan[second] = 2
+                if !random.chance(1.0 / 3), second < days { plan[random.number(in: (second + 1)...days)] = 3 }
+            }
+            plans.append(plan)
+        }
+        let perDay = max(1, configuration.editsPerDevice / days)
+        var updates = 0
+        var mostVersions = 0
+        for day in 1...days {
+            if day % 5 == 0 || day == 1 { progress("day \(day) of \(days)") }
+            let pinned = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for (index, device) in devices.enumerated() {
+                    let update = plans[index][day]
+                    group.addTask {
+                        if let update { try await device.store.pin(toSchemaVersion: update) }
+                        var local = SeededRandom(seed: UInt64(device.deviceID) &* 7919 &+ UInt64(day) &+ configuration.seed)
+                        for _ in 0..<perDay { await device.randomEdit() }
+                        // A sync that follows a new schema version sends twice: a process killed in the
+                        // second took the first's outcomes with it, which the device's ledger (not its
+                        // store) would miss. Crashes are for the other syncs.
+                        let following = try await device.store.pinnedSchemaVersion ?? 0 > device.store.schema.version
+                        if !following, local.chance(configuration.deviceCrashRate) { try await device.crashDuringSync() }
+                        if update != nil || local.chance(0.7) { try await device.sync() }
+                        return update != nil
+                    }
+                }
+                var count = 0
+                for try await updated in group where updated { count += 1 }
+                return count
+            }
+            updates += pinned
+            mostVersions = max(mostVersions, Set(devices.map(\.store.schema.version)).count)
+        }
+        return (updates, mostVersions)
     }
 
     private static func shutDown(fleet: ServerFleet, proxies: [FaultProxy], storage: any SyncStorage) async {

@@ -29,6 +29,11 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: "Share of syncs before which another program corrupts the device's store (changed value, dropped row, extra row).")
     var storeCorruptions = 0.05
     @Option(help: "Keep the stores and logs here (they are removed after a successful run otherwise).") var workDirectory: String?
+    @Flag(
+        help: "Old and new app versions side by side: the server serves three schema versions (renames, a new required attribute with a default, a dropped attribute); devices start on version 1 and update their app on random days, some never."
+    )
+    var rollout = false
+    @Option(help: "With --rollout: the days of work (each device's edits are spread over them).") var days = 30
 
     func validate() throws {
         guard devices >= 1, edits >= 0, instances >= 1 else { throw ValidationError("--devices and --instances must be 1 or more") }
@@ -49,6 +54,8 @@ struct Simulate: AsyncParsableCommand {
         configuration.deviceCrashRate = deviceCrashes
         configuration.storeCorruptionRate = storeCorruptions
         configuration.workDirectory = workDirectory
+        configuration.rollout = rollout
+        configuration.days = days
         if store == "postgres" {
             guard let url = postgresURL ?? ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"] else {
                 throw ValidationError("--store postgres needs --postgres-url or REVSYNC_POSTGRES_URL")

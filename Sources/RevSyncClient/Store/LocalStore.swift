@@ -332,6 +332,16 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// Whether the store asks for the whole data set at its next sync (a schema upgrade gave its
+    /// records attributes whose values it never received).
+    public var resyncPending: Bool {
+        get async throws { try await pool.read { db in try StoreState(db: db).string(.resyncPending) != nil } }
+    }
+
+    func setResyncPending(_ pending: Bool) async throws {
+        try await ownWrite { db in try StoreState(db: db).set(.resyncPending, pending ? "1" : nil) }
+    }
+
     /// Pins the store to the schema version the app was built for: generated types carry it
     /// (`Player.schemaVersion`). The synchronizer then follows the server's schema up to that
     /// version and no further, and the server answers the store in it, however new the server's
@@ -392,7 +402,7 @@ public final class LocalStore: Sendable {
             // Records held before gain attributes whose values this version never received: the
             // whole data set again, at the next sync.
             if resync, try state.maxRevision > 0 {
-                try state.set(.maxRevision, "0")
+                try state.set(.resyncPending, "1")
             }
             try state.set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
             self.currentSchema.withLock { $0 = schema }

@@ -49,7 +49,10 @@ extension LocalStore {
     /// sent: from now on they are never changed locally.
     ///
     /// - Parameter pullOnly: send no change set (a verification's sync): they stay queued.
-    func prepareRequest(maxRecords: Int, pullOnly: Bool = false) async throws -> PreparedRequest {
+    ///
+    /// - Parameter fromScratch: claim revision 0 (with `pullOnly`: the whole data set again, the
+    ///   outbox applied on top of it).
+    func prepareRequest(maxRecords: Int, pullOnly: Bool = false, fromScratch: Bool = false) async throws -> PreparedRequest {
         let schema = self.schema
         return try await ownWrite { db in
             let idMap = IDMap(db: db)
@@ -65,9 +68,9 @@ extension LocalStore {
             try Outbox(db: db).markSent(ids)
             let state = StoreState(db: db)
             return PreparedRequest(
-                message: SyncMessage(maxRevision: try state.maxRevision, changeSets: changeSets), changeSetIDs: Set(ids),
-                snapshotProof: try state.string(.snapshotProof), pendingAfter: entries.count - changeSets.count,
-                digest: try StoreDigest.prepare(in: db, schema: schema).digest.total)
+                message: SyncMessage(maxRevision: fromScratch ? 0 : try state.maxRevision, changeSets: changeSets), changeSetIDs: Set(ids),
+                snapshotProof: fromScratch ? nil : try state.string(.snapshotProof), pendingAfter: entries.count - changeSets.count,
+                digest: fromScratch ? nil : try StoreDigest.prepare(in: db, schema: schema).digest.total)
         }
     }
 

@@ -81,6 +81,9 @@ public struct SyncReport: Sendable, Hashable {
     var serverDigest: DigestSum?
     /// The schema version the server runs, as the response said.
     var serverSchemaVersion: Int?
+    /// Why following the server's newer schema version failed after the sync's answer was
+    /// applied (the network): the next sync follows it. `nil`: followed, or nothing to follow.
+    public var schemaFollowFailure: String?
 
     /// How many records a repair moved, in all.
     public var repairedRecords: Int { repaired.values.reduce(0) { $0 + $1.total } }
@@ -115,6 +118,7 @@ public struct SyncReport: Sendable, Hashable {
         digest = later.digest ?? digest
         serverDigest = later.serverDigest ?? serverDigest
         serverSchemaVersion = later.serverSchemaVersion ?? serverSchemaVersion
+        schemaFollowFailure = later.schemaFollowFailure ?? schemaFollowFailure
     }
 }
 

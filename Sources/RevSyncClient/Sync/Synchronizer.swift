@@ -228,10 +228,27 @@ public actor Synchronizer {
         }
         // The server answers in the store's schema version; a newer one is followed (up to the
         // version the app was built for), and the data set fetched again in it.
+        // The first answer is applied already: a network failure from here on leaves the sync
+        // standing (its outcomes reported), and the next sync follows.
         if try await follows(serverVersion: report.serverSchemaVersion) {
             let before = store.schema.version
-            try await followSchema(of: server)
-            if store.schema.version != before { report.append(try await send(to: server, lenient: true)) }
+            do {
+                try await followSchema(of: server)
+                if store.schema.version != before { report.append(try await send(to: server, lenient: true)) }
+            } catch let failure as SyncFailure where failure.isRetryable {
+                report.schemaFollowFailure = "\(failure)"
+            }
+        }
+        // Records gained attributes (or names) whose values the store never received: the whole
+        // data set again, claiming revision 0 and sending nothing (queued edits keep their base
+        // revisions and go with the next sync, applied on top meanwhile).
+        if report.schemaFollowFailure == nil, try await store.resyncPending {
+            do {
+                report.append(try await send(to: server, lenient: true, pullOnly: true, fromScratch: true))
+                try await store.setResyncPending(false)
+            } catch let failure as SyncFailure where failure.isRetryable {
+                report.schemaFollowFailure = "\(failure)"
+            }
         }
         report.startedFromSnapshot = started
         if report.walTruncated == nil { report.walTruncated = pendingCheckpoint }
@@ -248,8 +265,11 @@ public actor Synchronizer {
     /// (``ResponseBodyPipe``).
     ///
     /// - Parameter pullOnly: send no change set (a verification's sync): the outbox waits.
-    func send(to server: LocalStore.ServerConnection, lenient: Bool, pullOnly: Bool = false) async throws -> SyncReport {
-        let request = try await store.prepareRequest(maxRecords: configuration.maxRecordsPerRequest, pullOnly: pullOnly)
+    func send(to server: LocalStore.ServerConnection, lenient: Bool, pullOnly: Bool = false, fromScratch: Bool = false) async throws
+        -> SyncReport
+    {
+        let request = try await store.prepareRequest(
+            maxRecords: configuration.maxRecordsPerRequest, pullOnly: pullOnly, fromScratch: fromScratch)
         // The bytes before the change sets that name them: the server refuses a change set
         // naming bytes it lacks.
         let transfer = AttachmentTransfer(transport: transport, server: server, files: store.attachments)

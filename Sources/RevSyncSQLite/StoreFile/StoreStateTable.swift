@@ -44,6 +44,10 @@ package struct StoreStateTable {
         /// The schema version the app was built for (generated types' `schemaVersion`, or
         /// `revsync init --schema-version`): the store follows the server up to it, never past.
         case pinnedSchemaVersion = "pinned_schema_version"
+        /// Set when a schema upgrade gave records attributes (or names) whose values the store
+        /// never received: the next sync asks for the whole data set (a snapshot, from revision 0,
+        /// sending no change set).
+        case resyncPending = "resync_pending"
     }
 
     package let db: Database

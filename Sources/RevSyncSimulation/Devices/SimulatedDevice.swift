@@ -34,6 +34,12 @@ public final class SimulatedDevice: @unchecked Sendable {
     private(set) var crashes = 0
     /// Corruptions of its store made behind RevSync's back (``corruptStore()``).
     var corruptions = 0
+    /// In a rollout (``SimulationConfiguration/rollout``): the schema versions the server serves.
+    /// The device's edits are written in version 1's names and made in its store's version.
+    var lineage: SchemaLineage?
+    /// The schema version the store spoke when each change set was first seen in its outbox.
+    private(set) var sentVersions: [String: Int] = [:]
+    private var renamesByVersion: [Int: SchemaRenames] = [:]
     /// What its syncs proved, and the corruptions they had to find.
     var verification = VerificationLedger()
 
@@ -53,6 +59,7 @@ public final class SimulatedDevice: @unchecked Sendable {
             committed = knownOutcomes.committed
             refused = knownOutcomes.refused
             sent = knownOutcomes.sent
+            sentVersions = knownOutcomes.sentVersions
             syncs = knownOutcomes.syncs
         }
     }
@@ -107,14 +114,20 @@ public final class SimulatedDevice: @unchecked Sendable {
     /// Remembers the change sets about to be sent (once sent, a change set never changes).
     private func noteOutbox() async throws {
         for changeSet in try await store.pendingChangeSets() {
-            if let id = changeSet.id, sent[id] == nil { sent[id] = changeSet }
+            if let id = changeSet.id, sent[id] == nil {
+                sent[id] = changeSet
+                sentVersions[id] = store.schema.version
+            }
         }
     }
 
     private func record(_ report: SyncReport) {
         syncs += 1
         lastReport = report
-        verification.record(report, device: name)
+        // A device on an older version proves nothing; nor does a sync whose following of a new
+        // version was cut off by the network after its first answer (the next sync does it).
+        let provable = lineage.map { store.schema.version == $0.latest.version && report.schemaFollowFailure == nil } ?? true
+        verification.record(report, device: name, provable: provable)
         committed.merge(report.committedRevisions) { _, new in new }
         for conflict in report.conflicts {
             if let id = conflict.changeSetID { refused[id] = conflict.reason }
@@ -122,6 +135,33 @@ public final class SimulatedDevice: @unchecked Sendable {
     }
 
     // MARK: Working offline
+
+    /// Version 1's names (which the edits below use) as the store's version calls them.
+    private var renames: SchemaRenames {
+        guard let lineage else { return SchemaRenames([]) }
+        let version = store.schema.version
+        if let known = renamesByVersion[version] { return known }
+        let renames = lineage.renames(from: lineage.versions[0].version, to: version)
+        renamesByVersion[version] = renames
+        return renames
+    }
+
+    /// The store's name of version 1's entity `name`.
+    private func named(_ name: String) -> String { renames.entity(name) }
+
+    /// Version 1's `values` of `entity` in the store's names, without the attributes its version lacks.
+    private func named(_ values: [String: Value], of entity: String) -> [String: Value] {
+        let renames = self.renames
+        let target = renames.entity(entity)
+        let map = renames.attributes[target] ?? [:]
+        let known = store.schema.entity(target)
+        var named: [String: Value] = [:]
+        for (name, value) in values {
+            let renamed = map[name] ?? name
+            if known?.attribute(renamed) != nil { named[renamed] = value }
+        }
+        return named
+    }
 
     /// One edit: one write transaction, so one change set (unless the store refuses it).
     func randomEdit() async {
@@ -149,24 +189,30 @@ public final class SimulatedDevice: @unchecked Sendable {
     private func newSquad() async throws {
         let season = try await pick("seasons")
         let coach = try await pick("users")
-        let venue = try await pick("venues")
+        let venue = try await pick(named("venues"))
         let size = random.number(in: 2...4)
         let names = (0..<size).map { _ in "P\(random.number(in: 0...9999))" }
         let teamName = "Team \(random.number(in: 0...9999))"
+        var team: [String: Value] = ["name": .text(teamName)]
+        if let season { team["season_id"] = .integer(season.rawValue) }
+        if let coach { team["coach_id"] = .integer(coach.rawValue) }
+        let (teams, sessions, players, members, attendances) = (
+            named("teams"), named("training_sessions"), named("players"), named("team_players"), named("attendances")
+        )
+        let teamValues = named(team, of: "teams")
+        let sessionNames = renames.attributes[sessions] ?? [:]
+        let venueKey = sessionNames["venue_id"] ?? "venue_id"
         try await store.write { transaction in
-            var team: [String: Value] = ["name": .text(teamName)]
-            if let season { team["season_id"] = .integer(season.rawValue) }
-            if let coach { team["coach_id"] = .integer(coach.rawValue) }
-            let teamID = try transaction.insert(into: "teams", team)
+            let teamID = try transaction.insert(into: teams, teamValues)
             var session: [String: Value] = ["team_id": .integer(teamID.rawValue), "starts_at": "2014-03-01 17:00"]
-            if let venue { session["venue_id"] = .integer(venue.rawValue) }
-            let sessionID = try transaction.insert(into: "training_sessions", session)
+            if let venue { session[venueKey] = .integer(venue.rawValue) }
+            let sessionID = try transaction.insert(into: sessions, session)
             for name in names {
-                let player = try transaction.insert(into: "players", ["first_name": .text(name), "last_name": "Sim"])
+                let player = try transaction.insert(into: players, ["first_name": .text(name), "last_name": "Sim"])
                 try transaction.insert(
-                    into: "team_players", ["team_id": .integer(teamID.rawValue), "player_id": .integer(player.rawValue)])
+                    into: members, ["team_id": .integer(teamID.rawValue), "player_id": .integer(player.rawValue)])
                 try transaction.insert(
-                    into: "attendances",
+                    into: attendances,
                     ["training_session_id": .integer(sessionID.rawValue), "player_id": .integer(player.rawValue), "present": true])
             }
         }
@@ -193,7 +239,7 @@ public final class SimulatedDevice: @unchecked Sendable {
     }
 
     private func note() async throws {
-        guard let team = try await pick("teams") else { return }
+        guard let team = try await pick(named("teams")) else { return }
         let author = try await pick("users")
         var values: [String: Value] = ["body": .text("note \(random.number(in: 0...9999))"), "team_id": .integer(team.rawValue)]
         if let author { values["author_id"] = .integer(author.rawValue) }
@@ -207,7 +253,7 @@ public final class SimulatedDevice: @unchecked Sendable {
             target = record
         } else {
             let entity = random.pick(["teams", "players", "venues", "training_sessions"])!
-            target = try await pick(entity).map { RecordReference(entity: entity, id: $0) }
+            target = try await pick(named(entity)).map { RecordReference(entity: entity, id: $0) }
         }
         guard let target else { return }
         let value = random.number(in: 0...9999)
@@ -229,9 +275,9 @@ public final class SimulatedDevice: @unchecked Sendable {
             case "users": ["role": .text("coach \(value)")]
             default: ["duration_minutes": .integer(Int64(value % 120))]
             }
-        guard let record = try await store.read({ try $0.find(target.entity, id: target.id) }) else { return }
-        let entity = try store.schema.entity(target.entity).orThrow()
-        try await store.table(target.entity).update(record.id, values.filter { entity.attribute($0.key) != nil })
+        let name = named(target.entity)
+        guard let record = try await store.read({ try $0.find(name, id: target.id) }) else { return }
+        try await store.table(name).update(record.id, named(values, of: target.entity))
     }
 
     /// A photo of 1 to 40 KB; one of 20 contents, so that devices sometimes upload the same bytes.
@@ -246,10 +292,10 @@ public final class SimulatedDevice: @unchecked Sendable {
         if random.chance(sharedShare), let record = random.pick(shared.filter { $0.entity == entity }) {
             candidate = record.id
         } else {
-            candidate = try await pick(entity)
+            candidate = try await pick(named(entity))
         }
         guard let candidate else { return }
-        try await store.table(entity).delete(candidate)
+        try await store.table(named(entity)).delete(candidate)
     }
 
     /// A random record of `entity` that this device holds.

@@ -40,8 +40,16 @@ struct VerificationLedger: Sendable {
     var unjudged = 0
     /// Records repairs moved.
     var repairedRecords = 0
+    /// Syncs of a device speaking an older schema version than the server's latest: digests
+    /// are of the latest version's records, so nothing is proven (nor expected).
+    var olderVersionSyncs = 0
 
-    mutating func record(_ report: SyncReport, device: String) {
+    /// - Parameter provable: whether the device speaks the server's latest schema version.
+    mutating func record(_ report: SyncReport, device: String, provable: Bool = true) {
+        if !provable, report.verified == nil, pending.isEmpty {
+            olderVersionSyncs += 1
+            return
+        }
         // A corruption is found when the repair names its record, or overtaken when the sync
         // brought the server's change of that record anyway.
         let changed = Set(report.changes.map(\.record))

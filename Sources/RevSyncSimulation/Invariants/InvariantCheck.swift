@@ -63,6 +63,9 @@ struct InvariantChecker {
     let schema: Schema
     let storage: any SyncStorage
     let devices: [SimulatedDevice]
+    /// In a rollout: the schema versions served, devices speaking each (their data is compared
+    /// with the server's in their version, what they sent is read in stored names).
+    var lineage: SchemaLineage?
 
     /// The server's data, its log and its revision, read at once.
     struct ServerState {
@@ -90,7 +93,10 @@ struct InvariantChecker {
     func run() async throws -> (checks: [InvariantCheck], merges: Int) {
         let state = try await serverState()
         let (devices, merges) = try await deviceChecks(state)
-        return (devices + verificationChecks() + serverChecks(state) + (try await attachmentChecks(state)), merges)
+        return (
+            devices + (try await rolloutChecks(state)) + verificationChecks() + serverChecks(state) + (try await attachmentChecks(state)),
+            merges
+        )
     }
 
     /// Attachments: every device opens every file its records name, the server has the bytes of
@@ -196,7 +202,10 @@ struct InvariantChecker {
         var equal = InvariantCheck(promise: "every device's data equals the server's")
         for device in devices {
             let local = try await contents(of: device.store)
-            equal.check(local == state.data, "\(device.name) differs from the server: \(firstDifference(local, state.data))")
+            let expected = translated(state.data, to: device.store.schema.version)
+            equal.check(
+                local == expected,
+                "\(device.name) (schema version \(device.store.schema.version)) differs from the server: \(firstDifference(local, expected))")
         }
 
         var confirmed = InvariantCheck(promise: "every change set the server confirmed is in the log at its revision")
@@ -265,7 +274,7 @@ struct InvariantChecker {
         }
         for device in devices {
             for (changeSetID, committedAt) in device.committed {
-                guard let changeSet = device.sent[changeSetID] else { continue }
+                guard let changeSet = stored(device, changeSetID) else { continue }
                 for changes in changeSet.changes {
                     for id in changes.update {
                         guard let attributes = changes.attributes[id] else { continue }
@@ -292,8 +301,74 @@ struct InvariantChecker {
         return (check, merges)
     }
 
+    /// A change set a device sent, in stored names.
+    func stored(_ device: SimulatedDevice, _ changeSetID: String) -> ChangeSet? {
+        guard let changeSet = device.sent[changeSetID] else { return nil }
+        guard let lineage, let version = device.sentVersions[changeSetID], let lens = lineage.lens(version: version) else { return changeSet }
+        return lens.toStored(changeSet)
+    }
+
+    /// The server's data as a device of schema `version` holds it.
+    func translated(_ data: DataSet, to version: Int) -> DataSet {
+        guard let lens = lineage?.lens(version: version) else { return data }
+        var translated: DataSet = [:]
+        for entity in lens.entities {
+            guard let records = data[entity.storedName] else { continue }
+            translated[entity.deviceName] = records.mapValues { values in
+                [values[0]] + entity.storedPositions.map { 1 + $0 < values.count ? values[1 + $0] : .null }
+            }
+        }
+        return translated
+    }
+
+    /// In a rollout: no change set was refused for the version gap, and every value a committed
+    /// change set wrote, in whatever version, is in the log at its revision under its stored name.
+    func rolloutChecks(_ state: ServerState) async throws -> [InvariantCheck] {
+        guard lineage != nil else { return [] }
+        var gap = InvariantCheck(promise: "no change set was refused for the schema version gap (invalid)")
+        var kept = InvariantCheck(promise: "every value written under any schema version is stored, readable by every version that has it")
+        for device in devices {
+            for (changeSetID, reason) in device.refused {
+                gap.check(reason != .invalid, "\(device.name)'s change set \(changeSetID) was refused as invalid")
+            }
+            for (changeSetID, revision) in device.committed {
+                guard let changeSet = stored(device, changeSetID), revision >= 1, revision <= Int64(state.log.count),
+                    let logged = try? ChangeSet(json: state.log[Int(revision) - 1].body, sender: .server)
+                else { continue }
+                for changes in changeSet.changes {
+                    guard let entity = schema.entity(changes.entity) else { continue }
+                    for id in changes.create + changes.update {
+                        guard let values = changes.attributes[id]?.values else { continue }
+                        let permanent = id.rawValue < 0 ? try await device.store.permanentID(of: id) : id
+                        // Gone in the same change set (a cascade of its own delete): nothing to read.
+                        guard let permanent, let record = logged.changes(for: changes.entity)?.attributes[permanent] else { continue }
+                        for (name, sent) in values {
+                            // A reference to a record created by a temporary ID names its permanent one.
+                            var value = sent
+                            if entity.attribute(name)?.referenceTarget != nil, case .integer(let raw) = sent, raw < 0,
+                                let permanent = try await device.store.permanentID(of: RecordID(raw))
+                            {
+                                value = .integer(permanent.rawValue)
+                            }
+                            guard let attribute = entity.attribute(name), case .success(let expected) = attribute.accept(value) else {
+                                kept.check(false, "\(device.name)'s change set \(changeSetID) wrote \(changes.entity).\(name), which is not stored")
+                                continue
+                            }
+                            // An erasure may have emptied it since.
+                            kept.check(
+                                record.values[name] == expected || record.values[name] == .null,
+                                "\(device.name)'s change set \(changeSetID) wrote \(changes.entity) \(permanent).\(name) = \(value), the log has \(record.values[name].map { "\($0)" } ?? "nothing")"
+                            )
+                        }
+                    }
+                }
+            }
+        }
+        return [gap, kept]
+    }
+
     private func contents(of store: LocalStore) async throws -> DataSet {
-        let schema = self.schema
+        let schema = lineage == nil ? self.schema : store.schema
         return try await store.read { reader in
             var data: DataSet = [:]
             for entity in schema.entities {
