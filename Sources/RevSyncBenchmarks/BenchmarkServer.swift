@@ -46,7 +46,7 @@ final class BenchmarkServer: Sendable {
     ///   - cpuQuota: each instance's share of the cores (``ServerFleet/start(count:database:binaries:logDirectory:arguments:cpuQuota:)``).
     static func start(
         store: BenchmarkStore, records: Int, devices: Int, viewers: Int = 0, instances: Int = 1, cpuQuota: CPUQuota? = nil,
-        binaries: URL, label: String, serverArguments: [String] = [],
+        binaries: URL, label: String, serverArguments: [String] = [], upgrades: [Schema] = [],
         prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
     ) async throws -> BenchmarkServer {
         let work = try ScratchDatabase.temporaryDirectory("bench")
@@ -76,6 +76,18 @@ final class BenchmarkServer: Sendable {
         }
         if let prepare { try await prepare(SyncEngine(schema: .demo, storage: storage), owners) }
         try await storage.close()
+        // Schema versions after the demo's: the database is upgraded through each (its data
+        // renamed and filled in), and the server serves the last.
+        var serverArguments = serverArguments
+        if let last = upgrades.last {
+            for version in upgrades {
+                BenchmarkProgress.step("upgrading the database to schema version \(version.version)")
+                try await StorageLocation(database.location).open(schema: version, durability: .normal, poolSize: 1).close()
+            }
+            let file = work + "/schema.json"
+            try Data(last.jsonBytes()).write(to: URL(fileURLWithPath: file))
+            serverArguments += ["--schema", file]
+        }
         BenchmarkProgress.step("starting \(instances == 1 ? "the server" : "\(instances) server instances")")
         let fleet = try await ServerFleet.start(
             count: instances, database: database.location, binaries: binaries, logDirectory: work, arguments: serverArguments,

@@ -1,5 +1,5 @@
 public import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 import RevSyncSimulation
 
 /// Scenario 2: many devices syncing small change sets at once.
@@ -34,6 +34,12 @@ public struct ConcurrentSyncBenchmark: Sendable {
     public var claimsDigest = false
     /// More options for `revsync-server` (such as `--durability normal`).
     public var serverArguments: [String] = []
+    /// Schema versions after the demo's that the database is upgraded through before the run
+    /// (the server serves the last): see ``VersionsBenchmark``.
+    public var schemaVersions: [Schema] = []
+    /// The schema version the devices speak (`RevSync-Schema-Version`, their edits in its
+    /// names); `nil`: they send no version, as the demo's devices.
+    public var speaks: Int?
     public var binaries: URL
 
     public init(binaries: URL) {
@@ -58,14 +64,25 @@ public struct ConcurrentSyncBenchmark: Sendable {
     public func run() async throws -> Result {
         let server = try await BenchmarkServer.start(
             store: store, records: records, devices: devices, instances: instances,
-            cpuQuota: cpusPerInstance.map(CPUQuota.init(cores:)), binaries: binaries, label: "load", serverArguments: serverArguments)
-        let result = await load(server)
+            cpuQuota: cpusPerInstance.map(CPUQuota.init(cores:)), binaries: binaries, label: "load", serverArguments: serverArguments,
+            upgrades: schemaVersions)
+        let result = await load(server, speech: try speech())
         await server.stop()
         if let failure = result.failures.first { throw BenchmarkError("\(result.failures.count) syncs failed; the first: \(failure)") }
         return result
     }
 
-    private func load(_ server: BenchmarkServer) async -> Result {
+    /// The version the devices speak and the names of what they edit in it.
+    private func speech() throws -> LoadDevice.Speech? {
+        guard let speaks else { return nil }
+        let lineage = try SchemaLineage([Schema.demo] + schemaVersions)
+        let renames = lineage.renames(from: Schema.demo.version, to: speaks)
+        let notes = renames.entity("notes")
+        return LoadDevice.Speech(
+            version: speaks, notes: notes, position: renames.attributes[renames.entity("players")]?["position"] ?? "position")
+    }
+
+    private func load(_ server: BenchmarkServer, speech: LoadDevice.Speech?) async -> Result {
         let perDevice = rate.map { $0 / Double(devices) }
         let outcomes = OutcomeBox()
         // The window opens once every device's thread runs and waits at the gate: on a loaded
@@ -85,7 +102,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
                         index: index, port: server.fleet.ports[index % server.fleet.ports.count], token: server.tokens[index],
                         revision: server.seedRevision,
                         player: server.players[index % server.players.count], team: server.teams[index % server.teams.count],
-                        claimsDigest: claimsDigest)
+                        claimsDigest: claimsDigest, speech: speech)
                     finished.enter()
                     let thread = Thread {
                         ready.signal()
@@ -222,6 +239,14 @@ private struct LoadDevice: Sendable {
     let player: RecordID
     let team: RecordID
     let claimsDigest: Bool
+    /// The schema version the device speaks, and what it calls the notes it creates and the
+    /// player's attribute it changes.
+    struct Speech: Sendable {
+        let version: Int
+        let notes: String
+        let position: String
+    }
+    var speech: Speech?
 
     func run(start: Date, measureFrom: Date, end: Date, rate: Double?) -> LoadOutcome {
         var outcome = LoadOutcome()
@@ -251,7 +276,8 @@ private struct LoadDevice: Sendable {
             nextTemporaryID -= 1
             do {
                 let claim = claimsDigest ? digest.map { "RevSync-Digest: \(revision) \($0) \(Schema.demo.version)\r\n" } ?? "" : ""
-                let reply = try connection.sync(message, headers: claim)
+                let version = speech.map { "RevSync-Schema-Version: \($0.version)\r\n" } ?? ""
+                let reply = try connection.sync(message, headers: claim + version)
                 if claimsDigest { digest = reply.digest }
                 let latency = Date().timeIntervalSince(scheduled)
                 guard reply.status == 200, let newRevision = reply.maxRevision else {
@@ -282,10 +308,11 @@ private struct LoadDevice: Sendable {
                     entity: "players", update: [player],
                     attributes: [
                         player: RecordAttributes(
-                            revision: base, values: ["position": .text(["Goalkeeper", "Defender", "Midfielder", "Forward"][sequence % 4])])
+                            revision: base,
+                            values: [speech?.position ?? "position": .text(["Goalkeeper", "Defender", "Midfielder", "Forward"][sequence % 4])])
                     ]),
                 EntityChanges(
-                    entity: "notes", create: [temporaryID],
+                    entity: speech?.notes ?? "notes", create: [temporaryID],
                     attributes: [
                         temporaryID: RecordAttributes(values: [
                             "body": .text("Session \(sequence): good progress on passing under pressure."),

@@ -394,3 +394,29 @@ struct Verify: AsyncParsableCommand {
         printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
     }
 }
+
+struct Versions: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Old and new app versions side by side: syncs per second of devices of an old schema version against the server's latest, vs devices of the latest.",
+        discussion:
+            "The server's database is upgraded through two schema versions that rename an attribute and an entity, add a required attribute with a default and drop one; old-version devices are translated both ways. Old and new alternate --rounds times in the one run."
+    )
+
+    @Option(help: "Devices.") var devices = 20
+    @Option(help: "Seconds measured per round and version (after the warm-up).") var seconds = 8.0
+    @Option(help: "Seconds of warm-up, not measured.") var warmUp = 2.0
+    @Option(help: "Records seeded before each measurement.") var records = 10_000
+    @Option(help: "Rounds: each measures the old version and the new once.") var rounds = 2
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        var benchmark = VersionsBenchmark(binaries: try productsDirectory)
+        benchmark.devices = devices
+        benchmark.seconds = seconds
+        benchmark.warmUp = warmUp
+        benchmark.records = records
+        benchmark.rounds = max(1, rounds)
+        benchmark.store = try await options.choice()
+        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}

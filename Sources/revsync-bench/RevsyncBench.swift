@@ -30,7 +30,7 @@ struct RevsyncBench: AsyncParsableCommand {
         subcommands: [
             FullSync.self, FreshDevice.self, Concurrent.self, BulkLoad.self, CatchUp.self, Client.self, TypedInsert.self, Payload.self,
             Hostile.self, Contention.self, AttributeCost.self, Attachments.self, Erasure.self,
-            Live.self, Verify.self,
+            Live.self, Verify.self, Versions.self,
             Simulate.self,
         ])
 }

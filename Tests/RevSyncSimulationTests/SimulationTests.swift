@@ -46,6 +46,33 @@ import Testing
         for check in attachments { #expect(check.total > 0, "\(check.promise)") }
     }
 
+    /// Old and new app versions side by side: three schema versions live at once, devices
+    /// updating their app on random days, on a harsh network with crashes.
+    @Test(arguments: StoreKind.all)
+    func aFleetOnThreeSchemaVersionsKeepsEveryPromise(store: StoreKind) async throws {
+        var configuration = SimulationConfiguration(binaries: ExecutableProcess.productsDirectory)
+        configuration.rollout = true
+        configuration.devices = 8
+        configuration.days = 12
+        configuration.editsPerDevice = 36
+        configuration.seed = 7
+        configuration.faults = .harsh()
+        configuration.serverCrashes = 1
+        configuration.deviceCrashRate = 0.1
+        if store == .postgres {
+            configuration.store = .postgres(serverURL: try #require(ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"]))
+            configuration.instances = 2
+        }
+        let report = try await Simulation.run(configuration)
+        #expect(report.passed, "\(report.text)")
+        #expect(report.appUpdates > 0 && report.mostVersionsAtOnce == 3, "\(report.text)")
+        #expect(report.devicesPerVersion.keys.count >= 2, "\(report.text)")
+        let gap = try #require(report.checks.first { $0.promise.hasPrefix("no change set was refused for the schema version gap") })
+        let kept = try #require(report.checks.first { $0.promise.hasPrefix("every value written under any schema version") })
+        #expect(gap.passed && kept.passed && kept.total > 100, "\(report.text)")
+        #expect(report.faults.responsesDropped > 0 && report.edits > 100)
+    }
+
     @Test func theProxyBreaksRequestsAtTheRatesAsked() async throws {
         // Every request refused: a client sees its connection closed, nothing reaches the server.
         // The upstream is a server that listens: with none, the proxy may close the connection

@@ -1,0 +1,108 @@
+public import Foundation
+public import RevSyncProtocol
+
+/// Old and new app versions side by side: the sync throughput of devices of the demo's schema
+/// version (2) against a server on version 4, whose answers and reads are translated
+/// (``SchemaLens``), against devices of version 4 itself.
+///
+/// Version 3 renames `players.position` to `field_position` and adds `players.kit_size`
+/// (required, default `"M"`); version 4 renames the entity `notes` to `comments`. Nothing is
+/// dropped, so that version 4's devices take the path with nothing to translate (after a
+/// drop, the latest version's answers leave the dropped attribute out, a translation too;
+/// `docs/benchmarks.md`). Every device's edit touches both renamed names: a note created and a
+/// player's position changed (scenario 2's edit). The database is seeded and upgraded through
+/// both versions, the same way, for each measurement; old and new alternate `rounds` times in
+/// the one run, so that the machine's drift falls on both.
+public struct VersionsBenchmark: Sendable {
+    public var devices = 20
+    public var seconds = 8.0
+    public var warmUp = 2.0
+    public var records = 10_000
+    public var rounds = 2
+    public var store: BenchmarkStore = .sqlite
+    public var binaries: URL
+
+    public init(binaries: URL) {
+        self.binaries = binaries
+    }
+
+    /// Versions 3 and 4 of the demo's data model.
+    public static let versions: [Schema] = {
+        let demo = Schema.demo
+        func rebuild(_ schema: Schema, _ version: Int, _ change: (Entity) throws -> Entity) throws -> Schema {
+            try Schema(version: version, entities: try schema.entities.map(change), users: schema.users, roles: schema.roles)
+        }
+        func entity(_ entity: Entity, name: String? = nil, attributes: [Attribute]? = nil, renamedFrom: String? = nil) throws -> Entity {
+            try Entity(
+                name: name ?? entity.name, attributes: attributes ?? entity.attributes, summary: entity.summary,
+                permissions: entity.permissions, swiftName: entity.swiftName, staleness: entity.staleness, renamedFrom: renamedFrom)
+        }
+        let v3 = try! rebuild(demo, 3) { players in
+            guard players.name == "players" else { return players }
+            var attributes = players.attributes.map { attribute in
+                attribute.name == "position" ? Attribute(name: "field_position", type: .text, renamedFrom: "position") : attribute
+            }
+            attributes.append(Attribute(name: "kit_size", type: .text, isRequired: true, defaultValue: "M"))
+            return try entity(players, attributes: attributes)
+        }
+        let v4 = try! rebuild(v3, 4) { entity0 in
+            entity0.name == "notes" ? try entity(entity0, name: "comments", renamedFrom: "notes") : entity0
+        }
+        return [v3, v4]
+    }()
+
+    public struct Result: Sendable {
+        /// Each round's result for devices of the oldest version and of the latest.
+        public var old: [ConcurrentSyncBenchmark.Result] = []
+        public var new: [ConcurrentSyncBenchmark.Result] = []
+
+        static func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            guard !sorted.isEmpty else { return 0 }
+            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        }
+
+        public var oldRate: Double { Self.median(old.map(\.syncsPerSecond)) }
+        public var newRate: Double { Self.median(new.map(\.syncsPerSecond)) }
+        /// How much slower the old version's syncs are, in percent (negative: faster).
+        public var slowdown: Double { newRate > 0 ? (1 - oldRate / newRate) * 100 : 0 }
+    }
+
+    public func run() async throws -> Result {
+        var result = Result()
+        let latest = Self.versions[Self.versions.count - 1].version
+        for round in 0..<rounds {
+            for speaks in round % 2 == 0 ? [Schema.demo.version, latest] : [latest, Schema.demo.version] {
+                BenchmarkProgress.step("round \(round + 1) of \(rounds): devices of schema version \(speaks)")
+                var load = ConcurrentSyncBenchmark(binaries: binaries)
+                load.devices = devices
+                load.seconds = seconds
+                load.warmUp = warmUp
+                load.records = records
+                load.store = store
+                load.schemaVersions = Self.versions
+                load.speaks = speaks
+                let measured = try await load.run()
+                if speaks == latest { result.new.append(measured) } else { result.old.append(measured) }
+            }
+        }
+        return result
+    }
+
+    public func row(_ result: Result, command: String) -> BenchmarkRow {
+        let latest = Self.versions[Self.versions.count - 1].version
+        func p50(_ results: [ConcurrentSyncBenchmark.Result]) -> String { Format.milliseconds(Result.median(results.map(\.p50))) }
+        return BenchmarkRow(
+            scenario:
+                "\(devices) devices syncing small change sets as fast as they can against a server on schema version \(latest): devices of version \(Schema.demo.version) (translated) vs devices of version \(latest), \(store)",
+            figures: [
+                ("version \(Schema.demo.version) devices (syncs/s)", Format.rate(result.oldRate) + ", p50 \(p50(result.old))"),
+                ("version \(latest) devices (syncs/s)", Format.rate(result.newRate) + ", p50 \(p50(result.new))"),
+                ("old version slower by", String(format: "%.1f %%", result.slowdown) + " (goal: at most 10 %)"),
+                (
+                    "rounds", "\(rounds), alternating (old: \(result.old.map { Format.rate($0.syncsPerSecond) }.joined(separator: ", ")); new: \(result.new.map { Format.rate($0.syncsPerSecond) }.joined(separator: ", ")))"
+                ),
+            ],
+            command: command)
+    }
+}
