@@ -309,7 +309,9 @@ private struct LoadDevice: Sendable {
                     attributes: [
                         player: RecordAttributes(
                             revision: base,
-                            values: [speech?.position ?? "position": .text(["Goalkeeper", "Defender", "Midfielder", "Forward"][sequence % 4])])
+                            values: [
+                                speech?.position ?? "position": .text(["Goalkeeper", "Defender", "Midfielder", "Forward"][sequence % 4])
+                            ])
                     ]),
                 EntityChanges(
                     entity: speech?.notes ?? "notes", create: [temporaryID],

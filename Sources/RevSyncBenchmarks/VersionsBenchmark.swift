@@ -100,7 +100,8 @@ public struct VersionsBenchmark: Sendable {
                 ("version \(latest) devices (syncs/s)", Format.rate(result.newRate) + ", p50 \(p50(result.new))"),
                 ("old version slower by", String(format: "%.1f %%", result.slowdown) + " (goal: at most 10 %)"),
                 (
-                    "rounds", "\(rounds), alternating (old: \(result.old.map { Format.rate($0.syncsPerSecond) }.joined(separator: ", ")); new: \(result.new.map { Format.rate($0.syncsPerSecond) }.joined(separator: ", ")))"
+                    "rounds",
+                    "\(rounds), alternating (old: \(result.old.map { Format.rate($0.syncsPerSecond) }.joined(separator: ", ")); new: \(result.new.map { Format.rate($0.syncsPerSecond) }.joined(separator: ", ")))"
                 ),
             ],
             command: command)

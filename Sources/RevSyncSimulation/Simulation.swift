@@ -106,7 +106,7 @@ public struct SimulationReport: Sendable {
             )
         }
         lines += [
-            "Invariants:",
+            "Invariants:"
         ]
         for check in checks {
             lines.append("  \(check.passed ? "ok  " : "FAIL") \(check.promise): \(check.held)/\(check.total)")
@@ -182,7 +182,8 @@ public enum Simulation {
             var stores: [LocalStore] = []
             for (index, (_, token)) in tokens.enumerated() {
                 let url = URL(string: "http://127.0.0.1:\(proxies[index % proxies.count].port)")!
-                let store = try LocalStore.create(at: work + "/device-\(index).sqlite", schema: versions[0], server: .init(url: url, token: token))
+                let store = try LocalStore.create(
+                    at: work + "/device-\(index).sqlite", schema: versions[0], server: .init(url: url, token: token))
                 // An app built for version 1, as every device's was when the rollout began.
                 if configuration.rollout { try await store.pin(toSchemaVersion: versions[0].version) }
                 stores.append(store)

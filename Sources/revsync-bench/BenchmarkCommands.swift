@@ -397,7 +397,8 @@ struct Verify: AsyncParsableCommand {
 
 struct Versions: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Old and new app versions side by side: syncs per second of devices of an old schema version against the server's latest, vs devices of the latest.",
+        abstract:
+            "Old and new app versions side by side: syncs per second of devices of an old schema version against the server's latest, vs devices of the latest.",
         discussion:
             "The server's database is upgraded through two schema versions that rename an attribute and an entity, add a required attribute with a default and drop one; old-version devices are translated both ways. Old and new alternate --rounds times in the one run."
     )

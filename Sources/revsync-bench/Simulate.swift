@@ -30,7 +30,8 @@ struct Simulate: AsyncParsableCommand {
     var storeCorruptions = 0.05
     @Option(help: "Keep the stores and logs here (they are removed after a successful run otherwise).") var workDirectory: String?
     @Flag(
-        help: "Old and new app versions side by side: the server serves three schema versions (renames, a new required attribute with a default, a dropped attribute); devices start on version 1 and update their app on random days, some never."
+        help:
+            "Old and new app versions side by side: the server serves three schema versions (renames, a new required attribute with a default, a dropped attribute); devices start on version 1 and update their app on random days, some never."
     )
     var rollout = false
     @Option(help: "With --rollout: the days of work (each device's edits are spread over them).") var days = 30

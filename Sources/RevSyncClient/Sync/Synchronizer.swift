@@ -265,7 +265,9 @@ public actor Synchronizer {
     /// (``ResponseBodyPipe``).
     ///
     /// - Parameter pullOnly: send no change set (a verification's sync): the outbox waits.
-    func send(to server: LocalStore.ServerConnection, lenient: Bool, pullOnly: Bool = false, fromScratch: Bool = false) async throws
+    func send(
+        to server: LocalStore.ServerConnection, lenient: Bool, pullOnly: Bool = false, fromScratch: Bool = false
+    ) async throws
         -> SyncReport
     {
         let request = try await store.prepareRequest(

@@ -205,7 +205,8 @@ struct InvariantChecker {
             let expected = translated(state.data, to: device.store.schema.version)
             equal.check(
                 local == expected,
-                "\(device.name) (schema version \(device.store.schema.version)) differs from the server: \(firstDifference(local, expected))")
+                "\(device.name) (schema version \(device.store.schema.version)) differs from the server: \(firstDifference(local, expected))"
+            )
         }
 
         var confirmed = InvariantCheck(promise: "every change set the server confirmed is in the log at its revision")
@@ -304,7 +305,9 @@ struct InvariantChecker {
     /// A change set a device sent, in stored names.
     func stored(_ device: SimulatedDevice, _ changeSetID: String) -> ChangeSet? {
         guard let changeSet = device.sent[changeSetID] else { return nil }
-        guard let lineage, let version = device.sentVersions[changeSetID], let lens = lineage.lens(version: version) else { return changeSet }
+        guard let lineage, let version = device.sentVersions[changeSetID], let lens = lineage.lens(version: version) else {
+            return changeSet
+        }
         return lens.toStored(changeSet)
     }
 
@@ -351,7 +354,9 @@ struct InvariantChecker {
                                 value = .integer(permanent.rawValue)
                             }
                             guard let attribute = entity.attribute(name), case .success(let expected) = attribute.accept(value) else {
-                                kept.check(false, "\(device.name)'s change set \(changeSetID) wrote \(changes.entity).\(name), which is not stored")
+                                kept.check(
+                                    false, "\(device.name)'s change set \(changeSetID) wrote \(changes.entity).\(name), which is not stored"
+                                )
                                 continue
                             }
                             // An erasure may have emptied it since.

@@ -17,7 +17,8 @@ public enum SchemaRollout {
             case "venues": return try Entity(copying: entity, name: "grounds", renamedFrom: "venues")
             case "players":
                 var attributes = entity.attributes.map { attribute in
-                    attribute.name == "position" ? Attribute(copying: attribute, name: "field_position", renamedFrom: "position") : attribute
+                    attribute.name == "position"
+                        ? Attribute(copying: attribute, name: "field_position", renamedFrom: "position") : attribute
                 }
                 attributes.append(Attribute(name: "shirt_size", type: .text, isRequired: true, defaultValue: "M"))
                 return try Entity(copying: entity, attributes: attributes)
@@ -62,7 +63,8 @@ extension Entity {
     /// The same entity with other attributes, or under another name.
     init(copying entity: Entity, name: String? = nil, attributes: [Attribute]? = nil, renamedFrom: String? = nil) throws {
         try self.init(
-            name: name ?? entity.name, attributes: attributes ?? entity.attributes, summary: entity.summary, permissions: entity.permissions,
+            name: name ?? entity.name, attributes: attributes ?? entity.attributes, summary: entity.summary,
+            permissions: entity.permissions,
             swiftName: entity.swiftName, staleness: entity.staleness, renamedFrom: renamedFrom)
     }
 }
