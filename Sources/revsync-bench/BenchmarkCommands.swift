@@ -408,6 +408,8 @@ struct Versions: AsyncParsableCommand {
     @Option(help: "Seconds of warm-up, not measured.") var warmUp = 2.0
     @Option(help: "Records seeded before each measurement.") var records = 10_000
     @Option(help: "Rounds: each measures the old version and the new once.") var rounds = 2
+    @Flag(help: "The control: both groups of devices speak the latest version (how far apart identical runs come out).")
+    var control = false
     @OptionGroup var options: StoreOptions
 
     func run() async throws {
@@ -417,6 +419,7 @@ struct Versions: AsyncParsableCommand {
         benchmark.warmUp = warmUp
         benchmark.records = records
         benchmark.rounds = max(1, rounds)
+        benchmark.control = control
         benchmark.store = try await options.choice()
         printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
     }

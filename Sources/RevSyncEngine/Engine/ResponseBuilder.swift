@@ -124,7 +124,7 @@ struct ResponseBuilder {
             return nil
         }[...]
         // The entry whose body, as it is, was the last thing written.
-        var previous: LogEntry?
+        var previous: (revision: Revision, body: [UInt8])?
         var last: LogEntry?
         for entry in try reader.logEntries(after: revision, through: current) {
             last = entry
@@ -136,17 +136,22 @@ struct ResponseBuilder {
             }
             let start = list.writer.bytes.count
             list.next()
-            if entry.device != device.id, let lens {
-                lens.toDevice(try decodeLogged(entry)).encode(into: &list.writer)
-                previous = nil
-            } else if entry.device != device.id {
-                list.writer.writeRaw(entry.body)
-                if let deflation = entry.deflation, let previous, previous.revision == entry.revision - 1 {
-                    list.compressedSpans.append(
-                        CompressedSpan(
-                            range: start..<list.writer.bytes.count, body: entry.body, deflation: deflation, previous: previous.body))
+            if entry.device != device.id {
+                // Another schema version's answer: each kept entry translated once per version
+                // (``LogEntryTranslations``), and spliced compressed as the latest's are.
+                var body = entry.body
+                var deflation = entry.deflation
+                if let lens {
+                    let translate = { lens.toDevice(try decodeLogged(entry)).jsonBytes() }
+                    body = try entry.translations?.body(for: lens, translate) ?? translate()
+                    deflation = entry.translations?.deflation(for: lens)
                 }
-                previous = entry
+                list.writer.writeRaw(body)
+                if let deflation, let previous, previous.revision == entry.revision - 1 {
+                    list.compressedSpans.append(
+                        CompressedSpan(range: start..<list.writer.bytes.count, body: body, deflation: deflation, previous: previous.body))
+                }
+                previous = (entry.revision, body)
             } else if let committed = fresh[entry.revision] {
                 write(annotated(committed), into: &list.writer)
                 previous = nil

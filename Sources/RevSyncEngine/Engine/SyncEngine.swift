@@ -257,14 +257,13 @@ public struct SyncEngine: Sendable {
         _ request: SyncMessage, _ device: Device, _ outcomes: [ChangeSetOutcome], now: Revision, schema: Schema,
         claimedDigest: DigestSum?, lens: SchemaLens?, _ writer: any StorageWriter
     ) throws -> SyncResponse? {
-        // A device of another schema version has its answer translated by a reader, off the
-        // writer's time.
-        guard lens == nil, now - request.maxRevision <= writerResponseLimit, request.maxRevision > 0,
+        guard now - request.maxRevision <= writerResponseLimit, request.maxRevision > 0,
             request.maxRevision >= (try writer.logFloor()),
             writer.readsLogCheaply(after: request.maxRevision, through: now)
         else { return nil }
         var builder = ResponseBuilder(schema: schema, device: device, reader: writer)
         builder.claimedDigest = claimedDigest
+        builder.lens = lens
         let response = try builder.build(request: request, outcomes: outcomes)
         // Before the answer leaves: in the same commit.
         if response.maxRevision > device.deliveredRevision {

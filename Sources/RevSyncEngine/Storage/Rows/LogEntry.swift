@@ -14,6 +14,8 @@ public struct LogEntry: Sendable {
     public var digest: DigestSum?
     /// Its compressed forms, when the store keeps it in memory (``RecentLog``).
     var deflation: LogEntryDeflation?
+    /// Its body in other schema versions, when the store keeps it in memory.
+    var translations: LogEntryTranslations?
 
     public init(revision: Revision, device: Int64, changeSetID: String?, body: [UInt8], digest: DigestSum? = nil) {
         self.revision = revision

@@ -76,6 +76,7 @@ final class RecentLog: Sendable {
         let new = new.map { entry in
             var entry = entry
             if entry.deflation == nil { entry.deflation = LogEntryDeflation() }
+            if entry.translations == nil { entry.translations = LogEntryTranslations() }
             return entry
         }
         window.withLock { window in

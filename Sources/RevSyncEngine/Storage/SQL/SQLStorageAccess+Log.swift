@@ -95,6 +95,7 @@ extension SQLStorageAccess {
         // One set of compressed forms for the copy this transaction's responses use and the copy kept.
         var kept = entry
         kept.deflation = LogEntryDeflation()
+        kept.translations = LogEntryTranslations()
         pendingLog.append(kept)
     }
 }
