@@ -311,8 +311,10 @@ public final class LocalStore: Sendable {
     /// A store whose records gain attributes (or names) it never received values for asks for
     /// the whole data set at its next sync (a snapshot; its outbox waits and is sent on top).
     ///
-    /// - Parameter intermediates: the versions between the store's and `schema` (each rename
-    ///   names the version before it); the synchronizer fetches them from the server.
+    /// - Parameters:
+    ///   - schema: the version to follow.
+    ///   - intermediates: the versions between the store's and `schema` (each rename names the
+    ///     version before it); the synchronizer fetches them from the server.
     /// - Throws: ``LocalStoreError`` `schemaMismatch` (nothing changed).
     public func upgrade(to schema: Schema, through intermediates: [Schema] = []) async throws {
         let previous = self.schema

@@ -15,8 +15,11 @@ extension Schema {
     /// - Throws: ``SyncFailure`` when the server cannot be reached or answers with an error;
     ///   `SchemaError` when what it serves is not a valid schema.
     ///
-    /// - Parameter version: a schema version the server's data set served (`GET /schema?version=V`);
-    ///   `nil`: the latest.
+    /// - Parameters:
+    ///   - server: the server's base URL.
+    ///   - version: a schema version the server's data set served (`GET /schema?version=V`);
+    ///     `nil`: the latest.
+    ///   - transport: how requests travel.
     public static func fetch(
         from server: URL, version: Int? = nil, transport: any SyncTransport = DefaultTransport()
     ) async throws
