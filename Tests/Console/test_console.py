@@ -382,6 +382,7 @@ class ConsoleTests(unittest.TestCase):
 
         self.wait_for(lambda: alice_behind() == "1", message="the devices page did not follow by itself")
         self.row_text("alice", "RevSyncClient/")  # the CLI's client version
+        self.row_text("alice", "schema v")  # and the schema version its app speaks
         # "A little behind" is a warning, not an alarm: not red.
         colour = self.driver.execute_script(
             "const row = [...document.querySelectorAll('#devices tbody tr')].find(r => r.dataset.name === 'alice');"
@@ -555,6 +556,8 @@ class ConsoleTests(unittest.TestCase):
         current = self.driver.find_element(By.ID, "currency-current")
         self.assertGreaterEqual(int(current.find_element(By.CSS_SELECTOR, ".count").text), 1)
         self.assertNotIn("gina", current.text)
+        # Devices per schema version, so that an operator sees when one can be retired.
+        self.assertRegex(self.text("#schema-versions"), r"v\d+: \d+ \(latest\)")
         self.assert_fits("overview", docs=True)
         current.click()
         self.wait_for(lambda: "currency=current" in self.driver.current_url)
