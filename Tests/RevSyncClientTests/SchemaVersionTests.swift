@@ -343,6 +343,34 @@ import Testing
         }
     }
 
+    /// A refusal kept in the inbox under version 1's names reads in version 2's once the app
+    /// was updated: its entries, and what it wrote, held and the server's truth.
+    @Test func theRefusalInboxFollowsAnAppUpdate() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(.sqlite) { database in
+                let start = try await Self.startAtVersion1(database, in: directory)
+                try await withLiveServer(database: database, schema: Self.v2) { server in
+                    let old = Self.reconnect(start.old, to: server)
+                    let new = try await Self.device("new", server, schema: Self.v2, in: directory)
+                    try await new.sync()
+                    try await new.table("players").update(start.player, ["alias": "Flash"])
+                    try await new.sync()
+                    try await old.table("players").update(start.player, ["nickname": "Rocket"])
+                    #expect(try await old.sync().conflicts.first?.reason == .staleRevision)
+                    #expect(try await old.store.conflicts().first?.entries.first?.attribute == "nickname")
+                    try await old.store.pin(toSchemaVersion: 2)
+                    try await old.sync()
+                    #expect(old.store.schema.version == 2)
+                    let refusal = try #require(try await old.store.conflicts().first)
+                    #expect(refusal.entries.first?.attribute == "alias")
+                    let record = try #require(refusal.records.first)
+                    #expect(record.entity == "players" && record.mine["alias"] == "Rocket" && record.theirs?["alias"] == "Flash")
+                    #expect(record.base["alias"] == "Speedy")
+                }
+            }
+        }
+    }
+
     @Test func commandsPinADeviceAndGenerateAnyVersion() async throws {
         try await withTemporaryDirectory { directory in
             try await withTestDatabase(.sqlite) { database in

@@ -154,6 +154,22 @@ struct ConflictJournal {
         ).map(Self.conflict)
     }
 
+    /// Renames entities and attributes in every kept refusal (its entries, and what it wrote,
+    /// what its records held and the server's truth): a schema upgrade's renames.
+    func rename(_ renames: SchemaRenames) throws {
+        for row in try Row.fetchAll(db, sql: "SELECT id, entries, mine, base, theirs FROM _rs_conflicts") {
+            let id: Int64 = row[0]
+            func renamed(_ index: Int, _ sender: MessageSender) -> Data? {
+                let data: Data? = row[index]
+                guard let data, let changeSet = try? ChangeSet(json: [UInt8](data), sender: sender) else { return data }
+                return Data(renames.renaming(changeSet).jsonBytes())
+            }
+            try db.execute(
+                sql: "UPDATE _rs_conflicts SET entries = ?, mine = ?, base = ?, theirs = ? WHERE id = ?",
+                arguments: [renamed(1, .server), renamed(2, .client), renamed(3, .client), renamed(4, .client), id])
+        }
+    }
+
     private static func conflict(_ row: Row) -> ConflictRecord {
         let body: Data = row[3]
         let entries = (try? ChangeSet(json: [UInt8](body), sender: .server).conflicts) ?? []

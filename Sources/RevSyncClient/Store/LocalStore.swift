@@ -378,7 +378,10 @@ public final class LocalStore: Sendable {
                     )
                 }
             }
-            if !renames.isEmpty { try Outbox(db: db).rename(renames) }
+            if !renames.isEmpty {
+                try Outbox(db: db).rename(renames)
+                try ConflictJournal(db: db).rename(renames)
+            }
             var resync = !renames.isEmpty
             for step in upgrade.steps {
                 switch step {
