@@ -31,25 +31,16 @@ public struct VersionsBenchmark: Sendable {
 
     /// Versions 3 and 4 of the demo's data model.
     public static let versions: [Schema] = {
-        let demo = Schema.demo
-        func rebuild(_ schema: Schema, _ version: Int, _ change: (Entity) throws -> Entity) throws -> Schema {
-            try Schema(version: version, entities: try schema.entities.map(change), users: schema.users, roles: schema.roles)
-        }
-        func entity(_ entity: Entity, name: String? = nil, attributes: [Attribute]? = nil, renamedFrom: String? = nil) throws -> Entity {
-            try Entity(
-                name: name ?? entity.name, attributes: attributes ?? entity.attributes, summary: entity.summary,
-                permissions: entity.permissions, swiftName: entity.swiftName, staleness: entity.staleness, renamedFrom: renamedFrom)
-        }
-        let v3 = try! rebuild(demo, 3) { players in
+        let v3 = try! Schema.demo.changing(version: 3) { players throws(SchemaError) in
             guard players.name == "players" else { return players }
             var attributes = players.attributes.map { attribute in
-                attribute.name == "position" ? Attribute(name: "field_position", type: .text, renamedFrom: "position") : attribute
+                attribute.name == "position" ? attribute.with(name: "field_position", renamedFrom: "position") : attribute
             }
             attributes.append(Attribute(name: "kit_size", type: .text, isRequired: true, defaultValue: "M"))
-            return try entity(players, attributes: attributes)
+            return try players.with(attributes: attributes)
         }
-        let v4 = try! rebuild(v3, 4) { entity0 in
-            entity0.name == "notes" ? try entity(entity0, name: "comments", renamedFrom: "notes") : entity0
+        let v4 = try! v3.changing(version: 4) { entity throws(SchemaError) in
+            entity.name == "notes" ? try entity.with(name: "comments", renamedFrom: "notes") : entity
         }
         return [v3, v4]
     }()

@@ -142,8 +142,7 @@ struct ResponseBuilder {
                 var body = entry.body
                 var deflation = entry.deflation
                 if let lens {
-                    let translate = { lens.toDevice(try decodeLogged(entry)).jsonBytes() }
-                    body = try entry.translations?.body(for: lens, translate) ?? translate()
+                    body = try entry.body(in: lens)
                     deflation = entry.translations?.deflation(for: lens)
                 }
                 list.writer.writeRaw(body)

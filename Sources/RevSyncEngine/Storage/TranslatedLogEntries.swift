@@ -1,4 +1,4 @@
-import RevSyncProtocol
+package import RevSyncProtocol
 
 /// A kept log entry's body as each schema version's devices read it (``SchemaLens``), made the
 /// first time a response to a device of that version holds it: under load, every device of an
@@ -26,5 +26,20 @@ final class LogEntryTranslations: Sendable {
         let made = try translate()
         kept.withLock { if $0[lens.version] == nil { $0[lens.version] = made } }
         return made
+    }
+}
+
+extension LogEntry {
+    /// The change set as a device of `lens`'s version reads it: translated once per version
+    /// while the store keeps the entry in memory (every answer and live event use this).
+    package func body(in lens: SchemaLens) throws -> [UInt8] {
+        let translate = {
+            do {
+                return lens.toDevice(try ChangeSet(json: body, sender: .server)).jsonBytes()
+            } catch {
+                throw StorageError.corrupt("change log entry \(revision) does not decode: \(error)")
+            }
+        }
+        return try translations?.body(for: lens, translate) ?? translate()
     }
 }

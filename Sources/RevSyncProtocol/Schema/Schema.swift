@@ -98,14 +98,16 @@ public struct Schema: Sendable, Hashable {
     /// upgrade switches entities between record and attribute staleness, and how tests,
     /// the simulator and the benchmarks make variants of the demo schema.
     public func setting(_ staleness: Staleness, for names: Set<String>, version: Int) throws(SchemaError) -> Schema {
-        var changed: [Entity] = []
-        for entity in entities {
-            changed.append(
-                try Entity(
-                    name: entity.name, attributes: entity.attributes, summary: entity.summary, permissions: entity.permissions,
-                    swiftName: entity.swiftName, staleness: names.contains(entity.name) ? staleness : entity.staleness,
-                    renamedFrom: entity.renamedFrom))
+        try changing(version: version) { entity throws(SchemaError) in
+            names.contains(entity.name) ? try entity.with(staleness: staleness) : entity
         }
+    }
+
+    /// This schema at `version`, each entity as `change` makes it (users, roles and
+    /// `minimumVersion` kept): how a later version is written from an earlier one in code.
+    public func changing(version: Int, _ change: (Entity) throws(SchemaError) -> Entity) throws(SchemaError) -> Schema {
+        var changed: [Entity] = []
+        for entity in entities { changed.append(try change(entity)) }
         return try Schema(version: version, entities: changed, users: users, roles: roles, minimumVersion: minimumVersion)
     }
 
@@ -285,6 +287,15 @@ public struct Entity: Sendable, Hashable {
         attributeIndex[name].map { attributes[$0] }
     }
 
+    /// The same entity with what is given changed (`nil`: as it is).
+    public func with(
+        name: String? = nil, attributes: [Attribute]? = nil, staleness: Staleness? = nil, renamedFrom: String? = nil
+    ) throws(SchemaError) -> Entity {
+        try Entity(
+            name: name ?? self.name, attributes: attributes ?? self.attributes, summary: summary, permissions: permissions,
+            swiftName: swiftName, staleness: staleness ?? self.staleness, renamedFrom: renamedFrom ?? self.renamedFrom)
+    }
+
     /// The position of attribute `name` in ``attributes``.
     public func index(of name: String) -> Int? {
         attributeIndex[name]
@@ -340,6 +351,13 @@ public struct Attribute: Sendable, Hashable {
 
     /// The target entity if this is a reference.
     public var referenceTarget: String? { type.referenceTarget }
+
+    /// The same attribute with what is given changed (`nil`: as it is).
+    public func with(name: String? = nil, type: AttributeType? = nil, renamedFrom: String? = nil) -> Attribute {
+        Attribute(
+            name: name ?? self.name, type: type ?? self.type, isRequired: isRequired, summary: summary, writeRoles: writeRoles,
+            renamedFrom: renamedFrom ?? self.renamedFrom, defaultValue: defaultValue, isRetained: isRetained)
+    }
 }
 
 /// The type of an attribute.

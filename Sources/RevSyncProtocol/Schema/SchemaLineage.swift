@@ -294,10 +294,7 @@ struct StoredLayout: Sendable {
                 changed = true
             }
             do {
-                entitiesOut.append(
-                    try Entity(
-                        name: entity.name, attributes: attributes, summary: entity.summary, permissions: entity.permissions,
-                        swiftName: entity.swiftName, staleness: entity.staleness, renamedFrom: entity.renamedFrom))
+                entitiesOut.append(try entity.with(attributes: attributes))
             } catch {
                 throw SchemaUpgradeError("\(error)")
             }

@@ -20,6 +20,14 @@ public struct SchemaRenames: Sendable, Hashable {
     /// The new name of entity `name`.
     public func entity(_ name: String) -> String { entities[name] ?? name }
 
+    /// A record's attributes entry of `entity` (its new name) with its attributes renamed.
+    public func renaming(_ record: RecordAttributes, of entity: String) -> RecordAttributes {
+        guard let map = attributes[entity] else { return record }
+        var values: [String: Value] = [:]
+        for (name, value) in record.values { values[map[name] ?? name] = value }
+        return RecordAttributes(revision: record.revision, oldID: record.oldID, values: values)
+    }
+
     /// A change set with every entity and attribute name it holds renamed: its change objects,
     /// conflict entries and erasure notice.
     public func renaming(_ changeSet: ChangeSet) -> ChangeSet {
@@ -28,11 +36,9 @@ public struct SchemaRenames: Sendable, Hashable {
         for index in renamed.changes.indices {
             let entity = entity(renamed.changes[index].entity)
             renamed.changes[index].entity = entity
-            guard let map = attributes[entity] else { continue }
+            guard attributes[entity] != nil else { continue }
             for (id, record) in renamed.changes[index].attributes {
-                var values: [String: Value] = [:]
-                for (name, value) in record.values { values[map[name] ?? name] = value }
-                renamed.changes[index].attributes[id] = RecordAttributes(revision: record.revision, oldID: record.oldID, values: values)
+                renamed.changes[index].attributes[id] = renaming(record, of: entity)
             }
         }
         renamed.conflicts = renamed.conflicts.map { entry in

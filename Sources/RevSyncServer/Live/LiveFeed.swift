@@ -276,7 +276,7 @@ public final class LiveFeed: Service, Sendable {
             writer.writeRaw(",\"changeSets\":[")
             for (index, entry) in entries.enumerated() {
                 if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                lens.toDevice(try ChangeSet(json: entry.body, sender: .server)).encode(into: &writer)
+                writer.writeRaw(try entry.body(in: lens))
             }
             writer.writeRaw("]}")
             return writer.bytes

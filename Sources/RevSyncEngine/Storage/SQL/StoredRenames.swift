@@ -15,12 +15,6 @@ struct StoredRenames {
 
     func renaming(_ changeSet: ChangeSet) -> ChangeSet { names.renaming(changeSet) }
 
-    private func renaming(_ record: RecordAttributes, _ map: [String: String]) -> RecordAttributes {
-        var values: [String: Value] = [:]
-        for (name, value) in record.values { values[map[name] ?? name] = value }
-        return RecordAttributes(revision: record.revision, oldID: record.oldID, values: values)
-    }
-
     /// Runs every rename on `connection`, in its transaction.
     func apply(_ connection: any SQLConnection, schema: Schema) throws {
         guard !isEmpty else { return }
@@ -43,7 +37,7 @@ struct StoredRenames {
         for column in ["conflict", "mine", "base", "theirs"] {
             try rewriteOutcomes(connection, column: column)
         }
-        for (entity, map) in attributes {
+        for entity in attributes.keys {
             let rows = try connection.rows(
                 "SELECT record_id, revision, before FROM _rs_history WHERE entity = ? AND before IS NOT NULL",
                 [
@@ -52,7 +46,7 @@ struct StoredRenames {
             for row in rows {
                 guard let id = row[0].integerValue, let revision = row[1].integerValue, let before = row[2].bytesValue else { continue }
                 var writer = JSONWriter()
-                renaming(try RecordAttributes(json: before), map).encode(into: &writer)
+                names.renaming(try RecordAttributes(json: before), of: entity).encode(into: &writer)
                 try connection.execute(
                     "UPDATE _rs_history SET before = ? WHERE entity = ? AND record_id = ? AND revision = ?",
                     [.bytes(writer.bytes), .text(entity), .integer(id), .integer(revision)])
