@@ -47,6 +47,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .plugin(name: "GitRevision", capability: .buildTool()),
+        .plugin(name: "OpenAPIDocument", capability: .buildTool()),
         .target(
             name: "RevSyncVersion",
             dependencies: ["RevSyncProtocol"],
@@ -99,7 +100,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Mustache", package: "swift-mustache"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["OpenAPIDocument"]
         ),
         .executableTarget(
             name: "revsync-server",

@@ -86,6 +86,7 @@ public struct SyncHTTPServer: Sendable {
         router.add(middleware: JSONErrorMiddleware())
         router.get("/health") { _, _ in try await self.health() }
         router.get("/schema") { request, _ in try await self.schema(request) }
+        router.get("/openapi.json") { request, _ in self.openAPI(request) }
         router.post("/sync") { request, context in try await self.sync(request, context: context) }
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         router.get("/device") { request, context in try await self.device(request, context: context) }

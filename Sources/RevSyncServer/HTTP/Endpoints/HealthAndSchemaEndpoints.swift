@@ -25,6 +25,12 @@ extension SyncHTTPServer {
         return compression.jsonResponse(schema.jsonBytes(), for: request)
     }
 
+    /// `GET /openapi.json`: the HTTP API's contract (`docs/openapi.json`, compiled in), for
+    /// anyone: like the schema, it describes the shape of the API, not the data.
+    func openAPI(_ request: Request) -> Response {
+        compression.jsonResponse(Array(openAPIDocument.utf8), for: request)
+    }
+
     func health() async throws -> Response {
         var writer = JSONWriter()
         do {

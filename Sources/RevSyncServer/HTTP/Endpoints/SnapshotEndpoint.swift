@@ -49,19 +49,23 @@ extension SyncHTTPServer {
         if let tags = request.headers[.ifNoneMatch], Self.entityTags(tags, match: entry.etag) {
             return Response(status: .notModified, headers: headers)
         }
-        if request.acceptsGzip {
-            headers[.contentType] = "application/vnd.sqlite3"
-            headers[.contentEncoding] = "gzip"
-        } else {
-            headers[.contentType] = "application/gzip"
-        }
         let length = entry.gzipBytes
         let range = try ByteRange.requested(by: request, length: length, etag: entry.etag, of: "the snapshot", headers: headers)
         let fileIO = FileIO()
         guard let range else {
+            if request.acceptsGzip {
+                headers[.contentType] = "application/vnd.sqlite3"
+                headers[.contentEncoding] = "gzip"
+            } else {
+                headers[.contentType] = "application/gzip"
+            }
             return Response(
                 status: .ok, headers: headers, body: try await fileIO.loadFile(path: snapshots.path(of: entry), context: context))
         }
+        // A part is bytes of the gzip file, labelled as such whatever the request accepts: a part
+        // from the middle of a gzip stream labelled `Content-Encoding: gzip` cannot be decoded,
+        // and clients that decode on the fly (curl --compressed, Python's requests) fail on it.
+        headers[.contentType] = "application/gzip"
         headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(length)"
         return Response(
             status: .partialContent, headers: headers,
