@@ -33,9 +33,11 @@ struct AdminServerOptions: ParsableArguments {
         throw ExitCode.failure
     }
 
-    /// Sends a request to the admin API and returns the JSON body of a `2xx`; prints the
-    /// server's error and exits otherwise.
-    func call(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> Data {
+    /// Sends a request to the admin API and returns the body of a `2xx`, as it came and as
+    /// `Answer`; prints the server's error and exits otherwise.
+    func call<Answer: Decodable>(
+        _ method: String, _ path: String, body: (some Encodable)? = nil as AdminAPI.RevertRequest?, answer: Answer.Type
+    ) async throws -> (data: Data, answer: Answer) {
         let token = try adminToken()
         guard let base = URL(string: server), base.scheme == "http" || base.scheme == "https" else {
             printError("revsync-server: \(server) is not an http(s) URL")
@@ -45,7 +47,7 @@ struct AdminServerOptions: ParsableArguments {
         request.httpMethod = method
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            request.httpBody = try AdminAPI.encoder().encode(body)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
         let data: Data
@@ -58,13 +60,19 @@ struct AdminServerOptions: ParsableArguments {
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status) else {
-            let error = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? [String: Any]
-            printError(
-                "revsync-server: \(status) \(error?["code"] as? String ?? ""): \(error?["message"] as? String ?? String(decoding: data, as: UTF8.self))"
-            )
+            if let refusal = try? AdminAPI.decoder().decode(AdminAPI.ErrorBody.self, from: data) {
+                printError("revsync-server: \(status) \(refusal.error.code): \(refusal.error.message)")
+            } else {
+                printError("revsync-server: \(status): \(TerminalText.escaped(String(decoding: data.prefix(500), as: UTF8.self)))")
+            }
             throw ExitCode.failure
         }
-        return data
+        do {
+            return (data, try AdminAPI.decoder().decode(Answer.self, from: data))
+        } catch {
+            printError("revsync-server: the server's answer to \(method) \(path) is not what this version reads: \(error)")
+            throw ExitCode.failure
+        }
     }
 }
 
@@ -107,76 +115,72 @@ struct HistoryCommand: AsyncParsableCommand {
         components.queryItems = items
         // `+` is a space in a query: a device named "a+b" must arrive as such.
         let query = (components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
-        let data = try await connection.call("GET", "/admin/api/history?" + query)
-        if json {
-            printOutput(String(decoding: data, as: UTF8.self))
-            return
-        }
-        let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-        if let changes = object["changes"] as? [[String: Any]] {
-            let more = object["next"] is NSNumber ? " (the newest \(changes.count) before \(before.map { "revision \($0)" } ?? "now"))" : ""
-            printOutput(TerminalText.escaped("\(entity!) \(id!): \(changes.count) change\(changes.count == 1 ? "" : "s")\(more)"))
-            for change in changes { printOutput(Self.describe(change)) }
-        } else if let changeSets = object["changeSets"] as? [[String: Any]] {
-            printOutput(TerminalText.escaped("\(device!): \(changeSets.count) change set\(changeSets.count == 1 ? "" : "s")"))
-            for changeSet in changeSets { printOutput(Self.describeChangeSet(changeSet)) }
-        }
-        if let next = object["next"] as? NSNumber {
-            printOutput("  older ones: add --before \(next)")
+        if let device {
+            let (data, page) = try await connection.call("GET", "/admin/api/history?" + query, answer: AdminAPI.DeviceHistoryPage.self)
+            if json { return printOutput(String(decoding: data, as: UTF8.self)) }
+            printOutput(TerminalText.escaped("\(device): \(counted(page.changeSets.count, "change set"))"))
+            for changeSet in page.changeSets { printOutput(Self.describe(changeSet)) }
+            if let next = page.next { printOutput("  older ones: add --before \(next)") }
+        } else {
+            let (data, page) = try await connection.call("GET", "/admin/api/history?" + query, answer: AdminAPI.RecordHistoryPage.self)
+            if json { return printOutput(String(decoding: data, as: UTF8.self)) }
+            let more = page.next != nil ? " (the newest \(page.changes.count) before \(before.map { "revision \($0)" } ?? "now"))" : ""
+            printOutput(TerminalText.escaped("\(entity!) \(id!): \(counted(page.changes.count, "change"))\(more)"))
+            for change in page.changes { printOutput(Self.describe(change)) }
+            if let next = page.next { printOutput("  older ones: add --before \(next)") }
         }
     }
 
-    static func heading(_ item: [String: Any]) -> String {
-        let user = (item["user"] as? NSNumber).map { " (user \($0))" } ?? ""
-        let changeSet = (item["changeSet"] as? String).map { ", change set \($0)" } ?? ""
-        return TerminalText.escaped(
-            "  revision \((item["revision"] as? NSNumber)?.int64Value ?? 0)  \(item["time"] as? String ?? "")  \(item["device"] as? String ?? "?")\(user)\(changeSet)"
-        )
+    static func heading(revision: Int64, time: Date, device: String, user: Int64?, changeSet: String?) -> String {
+        let user = user.map { " (user \($0))" } ?? ""
+        let changeSet = changeSet.map { ", change set \($0)" } ?? ""
+        return TerminalText.escaped("  revision \(revision)  \(time.formatted(.iso8601))  \(device)\(user)\(changeSet)")
     }
 
     /// One change set of a device: its heading, its first records, and how many in all.
-    static func describeChangeSet(_ changeSet: [String: Any]) -> String {
-        let records = (changeSet["records"] as? [[String: Any]] ?? []).map {
-            "\($0["entity"] as? String ?? "?") \(($0["id"] as? NSNumber)?.int64Value ?? 0) \($0["operation"] as? String ?? "?")"
-        }
-        let total = (changeSet["recordCount"] as? NSNumber)?.intValue ?? records.count
-        let more = total > records.count ? " and \(total - records.count) more" : ""
-        let reverted = (changeSet["revertedBy"] as? NSNumber).map { " (reverted by revision \($0))" } ?? ""
-        return heading(changeSet) + reverted + "\n    " + TerminalText.escaped(records.joined(separator: ", ") + more)
+    static func describe(_ changeSet: AdminAPI.DeviceChangeSet) -> String {
+        let records = changeSet.records.map { "\($0.entity) \($0.id) \($0.operation.rawValue)" }
+        let more = changeSet.recordCount > records.count ? " and \(changeSet.recordCount - Int64(records.count)) more" : ""
+        let reverted = changeSet.revertedBy.map { " (reverted by revision \($0))" } ?? ""
+        return heading(
+            revision: changeSet.revision, time: changeSet.time, device: changeSet.device, user: changeSet.user,
+            changeSet: changeSet.changeSet) + reverted + "\n    " + TerminalText.escaped(records.joined(separator: ", ") + more)
     }
 
     /// One change: its heading, then what changed (the values that differ), or the record
     /// created or deleted.
-    static func describe(_ change: [String: Any]) -> String {
-        let operation = change["operation"] as? String ?? "?"
-        let before = change["before"] as? [String: Any]
-        let after = change["after"] as? [String: Any]
-        var lines = [heading(change) + "  " + operation + ((change["revertOf"] as? NSNumber).map { ", a revert of revision \($0)" } ?? "")]
-        let keys = ((after ?? before)?.keys.filter { $0 != "revision" } ?? []).sorted()
-        switch (before, after) {
+    static func describe(_ change: AdminAPI.RecordChange) -> String {
+        var lines = [
+            heading(revision: change.revision, time: change.time, device: change.device, user: change.user, changeSet: change.changeSet)
+                + "  " + change.operation.rawValue + (change.revertOf.map { ", a revert of revision \($0)" } ?? "")
+        ]
+        let names = ((change.after ?? change.before)?.values.map(\.name) ?? []).sorted()
+        switch (change.before, change.after) {
         case (let before?, let after?):
-            for key in keys where text(before[key]) != text(after[key]) {
-                lines.append("      \(key): \(text(before[key])) → \(text(after[key]))")
+            for name in names where text(before[name]) != text(after[name]) {
+                lines.append("      \(name): \(text(before[name])) → \(text(after[name]))")
             }
         case (nil, let after?):
-            lines.append("      " + keys.map { "\($0)=\(text(after[$0]))" }.joined(separator: ", "))
+            lines.append("      " + names.map { "\($0)=\(text(after[$0]))" }.joined(separator: ", "))
         case (let before?, nil):
-            lines.append("      was " + keys.map { "\($0)=\(text(before[$0]))" }.joined(separator: ", "))
+            lines.append("      was " + names.map { "\($0)=\(text(before[$0]))" }.joined(separator: ", "))
         case (nil, nil):
             break
         }
-        if let reverted = change["revertedBy"] as? NSNumber { lines.append("      reverted by revision \(reverted)") }
+        if let reverted = change.revertedBy { lines.append("      reverted by revision \(reverted)") }
         return lines.map(TerminalText.escaped).joined(separator: "\n")
     }
 
     /// A value as JSON would show it: strings quoted, `null` for none.
-    private static func text(_ value: Any?) -> String {
+    private static func text(_ value: AdminAPI.HistoryValue?) -> String {
         switch value {
-        case nil, is NSNull: "null"
-        case let string as String: "\"\(string)\""
-        case let number as NSNumber: "\(number)"
-        case let object as [String: Any] where object["erased"] is NSNumber: "erased (erasure \(object["erased"]!))"
-        default: "\(value!)"
+        case nil, .value(.null): "null"
+        case .value(.text(let string)): "\"\(string)\""
+        case .value(.integer(let number)): "\(number)"
+        case .value(.real(let number)): "\(number)"
+        case .value(.bool(let bool)): "\(bool)"
+        case .value(.attachment(let attachment)): "\(attachment.name ?? attachment.sha256) (\(attachment.type), \(attachment.size) bytes)"
+        case .erased(let erasure): "erased (erasure \(erasure))"
         }
     }
 }
@@ -200,16 +204,11 @@ struct RevertCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let body: [String: Any] = changeSet.map { ["changeSet": $0] } ?? ["revision": revision!]
-        let data = try await connection.call("POST", "/admin/api/revert", body: body)
-        if json {
-            printOutput(String(decoding: data, as: UTF8.self))
-            return
-        }
-        let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-        func number(_ key: String) -> Int64 { (object[key] as? NSNumber)?.int64Value ?? 0 }
+        let request: AdminAPI.RevertRequest = changeSet.map { .changeSet($0) } ?? .revision(revision!)
+        let (data, result) = try await connection.call("POST", "/admin/api/revert", body: request, answer: AdminAPI.RevertResult.self)
+        if json { return printOutput(String(decoding: data, as: UTF8.self)) }
         printOutput(
-            "Reverted revision \(number("reverted")) as revision \(number("revision")) (change set \(object["changeSet"] as? String ?? "?")): \(number("recreated")) records created again, \(number("restored")) restored, \(number("deleted")) deleted."
+            "Reverted revision \(result.reverted) as revision \(result.revision) (change set \(result.changeSet)): \(counted(result.recreated, "record")) created again, \(result.restored) restored, \(result.deleted) deleted."
         )
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import RevSyncProtocol
 
 /// `revsync-server erase`: erases a person's record (or some of its attributes) everywhere,
 /// through the running server's admin API.
@@ -21,38 +22,30 @@ struct EraseCommand: AsyncParsableCommand {
     @Flag(help: "Print the server's JSON.") var json = false
 
     func run() async throws {
-        var body: [String: Any] = ["entity": entity, "id": id, "reason": reason]
-        if dryRun { body["dryRun"] = true }
-        if let attributes {
-            body["attributes"] = attributes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        }
-        let data = try await connection.call("POST", "/admin/api/erase", body: body)
-        if json {
-            printOutput(String(decoding: data, as: UTF8.self))
-            return
-        }
-        let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-        func number(_ key: String) -> Int64 { (object[key] as? NSNumber)?.int64Value ?? 0 }
-        let erased = (object["erased"] as? [[String: Any]]) ?? []
+        let request = AdminAPI.EraseRequest(
+            entity: entity, id: id, attributes: attributes.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
+            reason: reason, dryRun: dryRun)
+        let (data, result) = try await connection.call("POST", "/admin/api/erase", body: request, answer: AdminAPI.EraseResult.self)
+        if json { return printOutput(String(decoding: data, as: UTF8.self)) }
         if dryRun {
             printOutput(
-                "Dry run: erasing would reach \(erased.count) record\(erased.count == 1 ? "" : "s") and clear \(number("nullified")) reference\(number("nullified") == 1 ? "" : "s"); nothing was erased:"
+                "Dry run: erasing would reach \(counted(result.erased.count, "record")) and clear \(counted(result.nullified, "reference")); nothing was erased:"
             )
-            for record in erased {
-                let names = (record["attributes"] as? [String]).map { ": " + $0.joined(separator: ", ") } ?? " (the whole record)"
-                printOutput("  \(record["entity"] as? String ?? "?") \((record["id"] as? NSNumber)?.int64Value ?? 0)\(names)")
+            for record in result.erased {
+                let names = record.attributes.map { ": " + $0.joined(separator: ", ") } ?? " (the whole record)"
+                printOutput(TerminalText.escaped("  \(record.entity) \(record.id)\(names)"))
             }
             printOutput(
-                "It would rewrite \(number("logEntriesRewritten")) log entries, \(number("historyRowsRewritten")) history rows and \(number("refusalsRewritten")) stored refusals."
+                "It would rewrite \(counted(result.logEntriesRewritten, "log entry", plural: "log entries")), \(counted(result.historyRowsRewritten, "history row")) and \(counted(result.refusalsRewritten, "stored refusal"))."
             )
             return
         }
         printOutput(
-            "Erasure \(number("id")) at revision \(number("revision")): \(erased.count) record\(erased.count == 1 ? "" : "s") erased, \(number("nullified")) reference\(number("nullified") == 1 ? "" : "s") cleared; \(number("logEntriesRewritten")) log entries, \(number("historyRowsRewritten")) history rows and \(number("refusalsRewritten")) stored refusals rewritten; \(number("attachmentsDeleted")) attachments deleted."
+            "Erasure \(result.id) at revision \(result.revision): \(counted(result.erased.count, "record")) erased, \(counted(result.nullified, "reference")) cleared; \(counted(result.logEntriesRewritten, "log entry", plural: "log entries")), \(counted(result.historyRowsRewritten, "history row")) and \(counted(result.refusalsRewritten, "stored refusal")) rewritten; \(counted(result.attachmentsDeleted, "attachment")) deleted."
         )
         printOutput("Devices remove the values when they next sync: `revsync-server erasures` shows which still hold them.")
-        for error in (object["errors"] as? [[String: Any]]) ?? [] {
-            FileHandle.standardError.write(Data("revsync-server: error: \(error["message"] as? String ?? "?")\n".utf8))
+        for error in result.errors {
+            FileHandle.standardError.write(Data("revsync-server: error: \(TerminalText.escaped(error.message))\n".utf8))
         }
     }
 }
@@ -66,21 +59,16 @@ struct ErasuresCommand: AsyncParsableCommand {
     @Flag(help: "Print the server's JSON.") var json = false
 
     func run() async throws {
-        let data = try await connection.call("GET", "/admin/api/erasures", body: nil)
-        if json {
-            printOutput(String(decoding: data, as: UTF8.self))
-            return
-        }
-        let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-        let erasures = (object["erasures"] as? [[String: Any]]) ?? []
-        if erasures.isEmpty { printOutput("No erasures.") }
-        for erasure in erasures {
-            func number(_ key: String) -> Int64 { (erasure[key] as? NSNumber)?.int64Value ?? 0 }
-            let attributes = (erasure["attributes"] as? [String]).map { " (\($0.joined(separator: ", ")))" } ?? ""
-            let holding = (erasure["devicesHolding"] as? [String]) ?? []
+        let (data, list) = try await connection.call("GET", "/admin/api/erasures", answer: AdminAPI.ErasureList.self)
+        if json { return printOutput(String(decoding: data, as: UTF8.self)) }
+        if list.erasures.isEmpty { printOutput("No erasures.") }
+        for erasure in list.erasures {
+            let attributes = erasure.attributes.map { " (\($0.joined(separator: ", ")))" } ?? ""
             printOutput(
-                "#\(number("id")) revision \(number("revision")) \(erasure["when"] as? String ?? "") by \(erasure["who"] as? String ?? "?"): \(erasure["entity"] as? String ?? "?") \(number("recordId"))\(attributes), \"\(erasure["reason"] as? String ?? "")\": \(number("devicesErased"))/\(number("devices")) devices erased"
-                    + (holding.isEmpty ? ", complete" : "; still holding: \(holding.joined(separator: ", "))"))
+                TerminalText.escaped(
+                    "#\(erasure.id) revision \(erasure.revision) \(erasure.when.formatted(.iso8601)) by \(erasure.who): \(erasure.entity) \(erasure.recordId)\(attributes), \"\(erasure.reason)\": \(erasure.devicesErased)/\(erasure.devices) devices erased"
+                        + (erasure.devicesHolding.isEmpty
+                            ? ", complete" : "; still holding: \(erasure.devicesHolding.joined(separator: ", "))")))
         }
     }
 }

@@ -120,120 +120,42 @@ struct FleetReport: Sendable {
         return FleetReport(maxRevision: maxRevision, now: now, rows: rows, userNames: userNames)
     }
 
-    // MARK: JSON
+    // MARK: The admin API
 
-    /// `{"maxRevision": N, "devices": [...]}`.
-    func devicesJSON() -> [UInt8] {
-        var writer = JSONWriter(capacity: 256 + rows.count * 400)
-        writer.writeRaw("{\"maxRevision\":")
-        writer.writeInteger(maxRevision)
-        writer.writeRaw(",\"devices\":[")
-        for (index, row) in rows.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            write(row, into: &writer)
-        }
-        writer.writeRaw("]}")
-        return writer.bytes
+    /// `GET /admin/api/devices`.
+    var deviceList: AdminAPI.DeviceList {
+        AdminAPI.DeviceList(maxRevision: maxRevision, devices: rows.map(report))
     }
 
-    private func write(_ row: Row, into writer: inout JSONWriter) {
-        writer.writeByte(UInt8(ascii: "{"))
-        row.device.writeIdentity(into: &writer)
-        writer.writeRaw(",\"userName\":")
-        if let name = row.device.user.flatMap({ userNames[$0] }) { writer.writeString(name) } else { writer.writeNull() }
-        writer.writeRaw(",\"lastSeen\":")
-        writeTime(row.activity?.lastSeen, into: &writer)
-        writer.writeRaw(",\"revision\":")
-        writer.writeInteger(row.revision)
-        writer.writeRaw(",\"behind\":")
-        writer.writeInteger(row.behind)
-        writer.writeRaw(",\"behindSeconds\":")
-        if let seconds = row.behindSeconds { writer.writeInteger(seconds) } else { writer.writeNull() }
-        writer.writeRaw(",\"currency\":")
-        writer.writeString(row.currency.rawValue)
-        writer.writeRaw(",\"claimedRevision\":")
-        if let claimed = row.activity?.claimedRevision { writer.writeInteger(claimed) } else { writer.writeNull() }
-        writer.writeRaw(",\"pending\":")
-        if let pending = row.activity?.pending { writer.writeInteger(Int64(pending)) } else { writer.writeNull() }
-        writer.writeRaw(",\"missingAttachments\":")
-        if let missing = row.activity?.missingAttachments { writer.writeInteger(Int64(missing)) } else { writer.writeNull() }
-        writer.writeRaw(",\"holdsErasures\":[")
-        writer.writeRaw(Array(row.holdsErasures.map(String.init).joined(separator: ",").utf8))
-        writer.writeRaw("],\"live\":")
-        writer.writeRaw(row.live ? "true" : "false")
-        writer.writeRaw(",\"clientVersion\":")
-        if let version = row.activity?.clientVersion { writer.writeString(version) } else { writer.writeNull() }
-        writer.writeRaw(",\"schemaVersion\":")
-        if let version = row.activity?.schemaVersion { writer.writeInteger(Int64(version)) } else { writer.writeNull() }
-        writer.writeRaw(",\"lastRefusal\":")
-        if let refusal = row.activity?.lastRefusal {
-            writer.writeRaw("{\"time\":")
-            writeTime(refusal.time, into: &writer)
-            writer.writeRaw(",\"reason\":")
-            writer.writeString(refusal.reason.rawValue)
-            writer.writeRaw(",\"changeSet\":")
-            writer.writeString(refusal.changeSetID)
-            writer.writeByte(UInt8(ascii: "}"))
-        } else {
-            writer.writeNull()
-        }
-        writer.writeRaw(",\"syncs\":")
-        writer.writeInteger(row.activity?.syncs ?? 0)
-        writer.writeRaw(",\"bytesIn\":")
-        writer.writeInteger(row.activity?.bytesIn ?? 0)
-        writer.writeRaw(",\"bytesOut\":")
-        writer.writeInteger(row.activity?.bytesOut ?? 0)
-        writer.writeRaw(",\"verifiedRevision\":")
-        if let verified = row.activity?.verifiedRevision { writer.writeInteger(verified) } else { writer.writeNull() }
-        writer.writeRaw(",\"verifiedAt\":")
-        writeTime(row.activity?.verifiedAt, into: &writer)
-        writer.writeRaw(",\"verifiedCurrent\":")
-        writer.writeRaw(row.verifiedCurrent(maxRevision: maxRevision) ? "true" : "false")
-        writer.writeRaw(",\"mismatchAt\":")
-        writeTime(row.activity?.mismatchAt, into: &writer)
-        writer.writeRaw(",\"repairs\":")
-        writer.writeInteger(row.activity?.repairs ?? 0)
-        writer.writeRaw(",\"lastRepair\":")
-        if let records = row.activity?.repairedRecords, let at = row.activity?.repairedAt {
-            writer.writeRaw("{\"records\":")
-            writer.writeInteger(records)
-            writer.writeRaw(",\"at\":")
-            writeTime(at, into: &writer)
-            writer.writeByte(UInt8(ascii: "}"))
-        } else {
-            writer.writeNull()
-        }
-        writer.writeRaw(",\"created\":")
-        writeTime(row.record.createdAt, into: &writer)
-        writer.writeRaw(",\"revoked\":")
-        writer.writeRaw(row.isRevoked ? "true" : "false")
-        writer.writeByte(UInt8(ascii: "}"))
+    private func report(_ row: Row) -> AdminAPI.DeviceReport {
+        let activity = row.activity
+        return AdminAPI.DeviceReport(
+            id: row.device.id, name: row.device.name, role: row.device.role.rawValue, user: row.device.user?.rawValue,
+            userName: row.device.user.flatMap { userNames[$0] }, lastSeen: (activity?.lastSeen).map(AdminAPI.time),
+            revision: row.revision, behind: row.behind, behindSeconds: row.behindSeconds,
+            currency: AdminAPI.Currency(rawValue: row.currency.rawValue) ?? .neverSynced, claimedRevision: activity?.claimedRevision,
+            pending: activity?.pending.map(Int64.init), missingAttachments: activity?.missingAttachments.map(Int64.init),
+            holdsErasures: row.holdsErasures.map { Int64($0) }, live: row.live, clientVersion: activity?.clientVersion,
+            schemaVersion: activity?.schemaVersion.map(Int64.init),
+            lastRefusal: activity?.lastRefusal.map {
+                AdminAPI.DeviceReport.Refusal(time: AdminAPI.time($0.time), reason: $0.reason.rawValue, changeSet: $0.changeSetID)
+            },
+            syncs: activity?.syncs ?? 0, bytesIn: activity?.bytesIn ?? 0, bytesOut: activity?.bytesOut ?? 0,
+            verifiedRevision: activity?.verifiedRevision, verifiedAt: activity?.verifiedAt.map(AdminAPI.time),
+            verifiedCurrent: row.verifiedCurrent(maxRevision: maxRevision), mismatchAt: activity?.mismatchAt.map(AdminAPI.time),
+            repairs: activity?.repairs ?? 0,
+            lastRepair: activity.flatMap { activity in
+                guard let records = activity.repairedRecords, let at = activity.repairedAt else { return nil }
+                return AdminAPI.DeviceReport.Repair(records: records, at: AdminAPI.time(at))
+            },
+            created: AdminAPI.time(row.record.createdAt), revoked: row.isRevoked)
     }
 
-    /// The fleet's currency: `{"current": {"count": N, "devices": [names]}, ...}`, revoked
-    /// tokens left out.
-    func writeCurrency(into writer: inout JSONWriter) {
-        writer.writeByte(UInt8(ascii: "{"))
-        for (index, currency) in Currency.allCases.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            let names = activeRows.filter { $0.currency == currency }.map(\.device.name)
-            writer.writeString(currency.rawValue)
-            writer.writeRaw(":{\"count\":")
-            writer.writeInteger(Int64(names.count))
-            writer.writeRaw(",\"devices\":[")
-            for (nameIndex, name) in names.enumerated() {
-                if nameIndex > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writer.writeString(name)
-            }
-            writer.writeRaw("]}")
+    /// The fleet's currency (revoked tokens left out).
+    var fleet: AdminAPI.Overview.Fleet {
+        AdminAPI.Overview.Fleet { currency in
+            activeRows.filter { $0.currency.rawValue == currency.rawValue }.map(\.device.name)
         }
-        writer.writeByte(UInt8(ascii: "}"))
-    }
-
-    /// ISO 8601 (UTC, to the second), or `null`.
-    func writeTime(_ seconds: Int64?, into writer: inout JSONWriter) {
-        guard let seconds else { return writer.writeNull() }
-        writer.writeString(Self.iso8601(seconds))
     }
 
     static func iso8601(_ seconds: Int64) -> String {

@@ -37,76 +37,28 @@ struct Overview: Sendable {
 }
 
 extension Overview {
-    /// `{"maxRevision", "records": {entity: count}, "devices": {"total", "live", "revoked"},
-    /// "schemaVersions": {"latest", "minimum", "devices": [{"version", "devices"}]},
-    /// "fleet": {currency: {"count", "devices"}}, "perMinute": [{"minute", "syncs", "commits",
-    /// "refusals"}], "databaseBytes", "snapshot": {"revision", "created", "ageSeconds",
-    /// "records"} or null}`.
-    func json() -> [UInt8] {
-        var writer = JSONWriter(capacity: 4096)
-        writer.writeRaw("{\"maxRevision\":")
-        writer.writeInteger(report.maxRevision)
-        writer.writeRaw(",\"records\":{")
-        for (index, count) in records.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeString(count.entity)
-            writer.writeByte(UInt8(ascii: ":"))
-            writer.writeInteger(count.count)
-        }
-        writer.writeRaw("},\"devices\":{\"total\":")
-        writer.writeInteger(Int64(report.activeRows.count))
-        writer.writeRaw(",\"live\":")
-        writer.writeInteger(Int64(liveDevices))
-        writer.writeRaw(",\"revoked\":")
-        writer.writeInteger(Int64(report.rows.count - report.activeRows.count))
-        writer.writeRaw(",\"verifiedAtLatest\":")
-        writer.writeInteger(Int64(report.verifiedAtLatest))
-        writer.writeRaw("},\"schemaVersions\":{\"latest\":")
-        writer.writeInteger(Int64(latestSchemaVersion))
-        writer.writeRaw(",\"minimum\":")
-        writer.writeInteger(Int64(minimumSchemaVersion))
-        writer.writeRaw(",\"devices\":[")
-        for (index, entry) in report.devicesPerSchemaVersion.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"version\":")
-            writer.writeInteger(Int64(entry.version))
-            writer.writeRaw(",\"devices\":")
-            writer.writeInteger(Int64(entry.devices))
-            writer.writeByte(UInt8(ascii: "}"))
-        }
-        writer.writeRaw("]},\"fleet\":")
-        report.writeCurrency(into: &writer)
-        writer.writeRaw(",\"perMinute\":[")
-        for (index, counted) in minutes.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"minute\":")
-            report.writeTime(counted.minute * 60, into: &writer)
-            writer.writeRaw(",\"syncs\":")
-            writer.writeInteger(Int64(counted.syncs))
-            writer.writeRaw(",\"commits\":")
-            writer.writeInteger(Int64(counted.commits))
-            writer.writeRaw(",\"refusals\":")
-            writer.writeInteger(Int64(counted.refusals))
-            writer.writeByte(UInt8(ascii: "}"))
-        }
-        writer.writeRaw("],\"databaseBytes\":")
-        if let databaseBytes { writer.writeInteger(databaseBytes) } else { writer.writeNull() }
-        writer.writeRaw(",\"snapshot\":")
-        if let snapshot {
-            let created = Int64(snapshot.created.timeIntervalSince1970)
-            writer.writeRaw("{\"revision\":")
-            writer.writeInteger(snapshot.revision)
-            writer.writeRaw(",\"created\":")
-            report.writeTime(created, into: &writer)
-            writer.writeRaw(",\"ageSeconds\":")
-            writer.writeInteger(max(0, report.now - created))
-            writer.writeRaw(",\"records\":")
-            writer.writeInteger(Int64(snapshot.records))
-            writer.writeByte(UInt8(ascii: "}"))
-        } else {
-            writer.writeNull()
-        }
-        writer.writeByte(UInt8(ascii: "}"))
-        return writer.bytes
+    /// `GET /admin/api/overview`.
+    var typed: AdminAPI.Overview {
+        AdminAPI.Overview(
+            maxRevision: report.maxRevision, records: AdminAPI.EntityCounts(records),
+            devices: AdminAPI.Overview.Devices(
+                total: Int64(report.activeRows.count), live: Int64(liveDevices),
+                revoked: Int64(report.rows.count - report.activeRows.count),
+                verifiedAtLatest: Int64(report.verifiedAtLatest)),
+            schemaVersions: AdminAPI.Overview.SchemaVersions(
+                latest: Int64(latestSchemaVersion), minimum: Int64(minimumSchemaVersion),
+                devices: report.devicesPerSchemaVersion.map { .init(version: Int64($0.version), devices: Int64($0.devices)) }),
+            fleet: report.fleet,
+            perMinute: minutes.map {
+                AdminAPI.Overview.Minute(
+                    minute: AdminAPI.time($0.minute * 60), syncs: Int64($0.syncs), commits: Int64($0.commits), refusals: Int64($0.refusals))
+            },
+            databaseBytes: databaseBytes,
+            snapshot: snapshot.map { snapshot in
+                let created = Int64(snapshot.created.timeIntervalSince1970)
+                return AdminAPI.Overview.Snapshot(
+                    revision: snapshot.revision, created: AdminAPI.time(created), ageSeconds: max(0, report.now - created),
+                    records: Int64(snapshot.records))
+            })
     }
 }

@@ -45,47 +45,32 @@ extension SyncHTTPServer {
         try await requireAdminOrSession(request, context: context)
         let query = try HistoryQuery(request.uri.queryParameters)
         let history = RecordHistory(schema: engine.schema, storage: engine.storage)
-        var writer = JSONWriter(capacity: 4096)
         switch query.subject {
         case .record(let entity, let id):
             guard engine.schema.entity(entity) != nil else {
                 throw APIError(status: .notFound, code: "not_found", message: "\(entity) is not an entity of the schema")
             }
             let page = try await history.changes(entity: entity, id: id, before: query.before, limit: query.limit)
-            writer.writeRaw("{\"entity\":")
-            writer.writeString(entity)
-            writer.writeRaw(",\"id\":")
-            writer.writeInteger(id.rawValue)
-            writer.writeRaw(",\"changes\":")
-            writeItems(of: page, into: &writer, write)
+            return try compression.encodedResponse(
+                AdminAPI.RecordHistoryPage(entity: entity, id: id.rawValue, changes: page.items.map(typed), next: page.next), for: request)
         case .device(let name):
             let page = try await history.changeSets(deviceNamed: name, before: query.before, limit: query.limit, records: query.records)
-            writer.writeRaw("{\"device\":")
-            writer.writeString(name)
-            writer.writeRaw(",\"changeSets\":")
-            writeItems(of: page, into: &writer, write)
+            return try compression.encodedResponse(
+                AdminAPI.DeviceHistoryPage(device: name, changeSets: page.items.map(Self.typed), next: page.next), for: request)
         }
-        return compression.jsonResponse(writer.bytes, for: request)
-    }
-
-    /// A page's items as a JSON array, then its `next` and the end of the object around them.
-    private func writeItems<Item>(
-        of page: RecordHistory.Page<Item>, into writer: inout JSONWriter, _ write: (Item, inout JSONWriter) -> Void
-    ) {
-        writer.writeByte(UInt8(ascii: "["))
-        for (index, item) in page.items.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            write(item, &writer)
-        }
-        writer.writeRaw("],\"next\":")
-        writeOptional(page.next, into: &writer)
-        writer.writeRaw("}")
     }
 
     func adminRevert(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         let admin = try await requireAdmin(request, context: context)
         let body = try await request.jsonBody(limit: 64 * 1024, reservation: bodyBudget.reservation())
-        let target = try Self.revertTarget(body)
+        let target: ChangeSetRevert.Target =
+            switch try AdminRequestBody.decode(
+                AdminAPI.RevertRequest.self, from: body, integers: ["revision"],
+                refusal: #"the body must be {"changeSet": "<id>"} or {"revision": R}, R an integer"#)
+            {
+            case .changeSet(let id): .changeSet(id)
+            case .revision(let revision): .revision(revision)
+            }
         let result: ChangeSetRevert.Result
         do {
             result = try await engine.revert(target, by: admin)
@@ -93,23 +78,11 @@ extension SyncHTTPServer {
             throw APIError(refusal)
         }
         Self.logRevert(result, by: admin, logger: logger)
-        var writer = JSONWriter()
-        writer.writeRaw("{\"revision\":")
-        writer.writeInteger(result.revision)
-        writer.writeRaw(",\"changeSet\":")
-        writer.writeString(result.changeSetID)
-        writer.writeRaw(",\"reverted\":")
-        writer.writeInteger(result.reverted)
-        writer.writeRaw(",\"recreated\":")
-        writer.writeInteger(result.recreated)
-        writer.writeRaw(",\"restored\":")
-        writer.writeInteger(result.restored)
-        writer.writeRaw(",\"deleted\":")
-        writer.writeInteger(result.deleted)
-        writer.writeRaw(",\"requestedBy\":")
-        writer.writeString(admin.name)
-        writer.writeByte(UInt8(ascii: "}"))
-        return compression.jsonResponse(writer.bytes, for: request)
+        return try compression.encodedResponse(
+            AdminAPI.RevertResult(
+                revision: result.revision, changeSet: result.changeSetID, reverted: result.reverted,
+                recreated: Int64(result.recreated), restored: Int64(result.restored), deleted: Int64(result.deleted),
+                requestedBy: admin.name), for: request)
     }
 
     /// The log line of a revert, naming the admin token that asked (the API's and the console's).
@@ -121,120 +94,50 @@ extension SyncHTTPServer {
             ])
     }
 
-    /// `{"changeSet": "<id>"}` or `{"revision": R}`, typed strictly: a revision is an integer
-    /// (not `true`, not `1.0`), a change set `id` a string, and nothing else is there.
-    static func revertTarget(_ body: [UInt8]) throws -> ChangeSetRevert.Target {
-        let refusal = APIError(
-            status: .badRequest, code: "invalid_json", message: #"the body must be {"changeSet": "<id>"} or {"revision": R}, R an integer"#)
-        guard let members = (try? JSONValue.parse(json: body))?.members, members.count == 1 else { throw refusal }
-        switch (members[0].key, members[0].value) {
-        case ("changeSet", .string(let id)) where !id.isEmpty: return .changeSet(id)
-        case ("revision", let value): if let revision = value.integer, revision > 0 { return .revision(revision) }
-        default: break
-        }
-        throw refusal
-    }
-
-    /// One change to a record: who, when, what it did, the values before and after, and whether
-    /// it can be reverted.
-    private func write(_ change: RecordHistory.Change, into writer: inout JSONWriter) {
-        writeAuthorship(
-            revision: change.revision, time: change.time, device: change.device, user: change.user, changeSetID: change.changeSetID,
-            into: &writer)
-        writer.writeRaw(",\"requestedBy\":")
-        if let requester = change.requestedBy { writer.writeString(requester) } else { writer.writeNull() }
-        writer.writeRaw(",\"operation\":")
-        writer.writeString(change.operation.rawValue)
-        writer.writeRaw(",\"before\":")
-        write(change.before, of: change.entity, erased: change.erasedBefore, into: &writer)
-        writer.writeRaw(",\"after\":")
-        write(change.after, of: change.entity, erased: change.erasedAfter, into: &writer)
-        writer.writeRaw(",\"revertOf\":")
-        writeOptional(change.revertOf, into: &writer)
-        writer.writeRaw(",\"revertedBy\":")
-        writeOptional(change.revertedBy, into: &writer)
-        writer.writeRaw(",\"revert\":{\"possible\":")
-        switch change.revert {
-        case .possible: writer.writeRaw("true,\"reason\":null")
-        case .impossible(let reason):
-            writer.writeRaw("false,\"reason\":")
-            writer.writeString(reason)
-        case .unchecked: writer.writeRaw("null,\"reason\":\"too large to check on a page of history; POST /admin/api/revert checks it\"")
-        }
-        writer.writeRaw("}}")
-    }
-
-    /// One change set of a device: who, when, its first records and how many of each kind.
-    private func write(_ changeSet: RecordHistory.DeviceChangeSet, into writer: inout JSONWriter) {
-        writeAuthorship(
-            revision: changeSet.revision, time: changeSet.time, device: changeSet.device, user: changeSet.user,
-            changeSetID: changeSet.changeSetID, into: &writer)
-        writer.writeRaw(",\"recordCount\":")
-        writer.writeInteger(Int64(changeSet.listing.total))
-        writer.writeRaw(",\"counts\":[")
-        for (index, count) in changeSet.listing.counts.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"entity\":")
-            writer.writeString(count.entity)
-            writer.writeRaw(",\"operation\":")
-            writer.writeString(count.operation.rawValue)
-            writer.writeRaw(",\"count\":")
-            writer.writeInteger(Int64(count.count))
-            writer.writeByte(UInt8(ascii: "}"))
-        }
-        writer.writeRaw("],\"records\":[")
-        for (index, record) in changeSet.listing.records.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"entity\":")
-            writer.writeString(record.entity)
-            writer.writeRaw(",\"id\":")
-            writer.writeInteger(record.id.rawValue)
-            writer.writeRaw(",\"operation\":")
-            writer.writeString(record.operation.rawValue)
-            writer.writeByte(UInt8(ascii: "}"))
-        }
-        writer.writeRaw("],\"revertedBy\":")
-        writeOptional(changeSet.revertedBy, into: &writer)
-        writer.writeByte(UInt8(ascii: "}"))
-    }
-
-    private func writeOptional(_ value: Int64?, into writer: inout JSONWriter) {
-        if let value { writer.writeInteger(value) } else { writer.writeNull() }
-    }
-
-    private func writeAuthorship(
-        revision: Revision, time: Date, device: String, user: RecordID?, changeSetID: String?, into writer: inout JSONWriter
-    ) {
-        writer.writeRaw("{\"revision\":")
-        writer.writeInteger(revision)
-        writer.writeRaw(",\"time\":")
-        writer.writeString(time.formatted(.iso8601))
-        writer.writeRaw(",\"device\":")
-        writer.writeString(device)
-        writer.writeRaw(",\"user\":")
-        if let user { writer.writeInteger(user.rawValue) } else { writer.writeNull() }
-        writer.writeRaw(",\"changeSet\":")
-        if let changeSetID { writer.writeString(changeSetID) } else { writer.writeNull() }
-    }
-
-    /// A record's values as an object, in the schema's attribute order, with its revision; an
-    /// erased value is `{"erased": <the erasure's id>}`.
-    private func write(_ attributes: RecordAttributes?, of entityName: String, erased: [String: Int64], into writer: inout JSONWriter) {
-        guard let attributes else { return writer.writeNull() }
-        writer.writeRaw("{\"revision\":")
-        if let revision = attributes.revision { writer.writeInteger(revision) } else { writer.writeNull() }
-        let names = engine.schema.entity(entityName)?.attributes.map(\.name) ?? attributes.values.keys.sorted()
-        for name in names {
-            writer.writeByte(UInt8(ascii: ","))
-            writer.writeKey(name)
-            if let erasure = erased[name] {
-                writer.writeRaw("{\"erased\":")
-                writer.writeInteger(erasure)
-                writer.writeByte(UInt8(ascii: "}"))
-            } else {
-                writer.write(attributes.values[name] ?? .null)
+    /// One change to a record, as the API shows it.
+    private func typed(_ change: RecordHistory.Change) -> AdminAPI.RecordChange {
+        let revert: AdminAPI.RevertCheck =
+            switch change.revert {
+            case .possible: AdminAPI.RevertCheck(possible: true, reason: nil)
+            case .impossible(let reason): AdminAPI.RevertCheck(possible: false, reason: reason)
+            case .unchecked:
+                AdminAPI.RevertCheck(possible: nil, reason: "too large to check on a page of history; POST /admin/api/revert checks it")
             }
-        }
-        writer.writeByte(UInt8(ascii: "}"))
+        return AdminAPI.RecordChange(
+            revision: change.revision, time: change.time, device: change.device, user: change.user?.rawValue,
+            changeSet: change.changeSetID, requestedBy: change.requestedBy,
+            operation: AdminAPI.Operation(rawValue: change.operation.rawValue) ?? .update,
+            before: typed(change.before, of: change.entity, erased: change.erasedBefore),
+            after: typed(change.after, of: change.entity, erased: change.erasedAfter), revertOf: change.revertOf,
+            revertedBy: change.revertedBy, revert: revert)
+    }
+
+    /// One change set of a device, as the API shows it.
+    private static func typed(_ changeSet: RecordHistory.DeviceChangeSet) -> AdminAPI.DeviceChangeSet {
+        AdminAPI.DeviceChangeSet(
+            revision: changeSet.revision, time: changeSet.time, device: changeSet.device, user: changeSet.user?.rawValue,
+            changeSet: changeSet.changeSetID, recordCount: Int64(changeSet.listing.total),
+            counts: changeSet.listing.counts.map {
+                AdminAPI.DeviceChangeSet.Count(
+                    entity: $0.entity, operation: AdminAPI.Operation(rawValue: $0.operation.rawValue) ?? .update, count: Int64($0.count))
+            },
+            records: changeSet.listing.records.map {
+                AdminAPI.DeviceChangeSet.Record(
+                    entity: $0.entity, id: $0.id.rawValue, operation: AdminAPI.Operation(rawValue: $0.operation.rawValue) ?? .update)
+            },
+            revertedBy: changeSet.revertedBy)
+    }
+
+    /// A record's values in the schema's attribute order, with its revision; an erased value
+    /// shows as the erasure that took it.
+    private func typed(_ attributes: RecordAttributes?, of entityName: String, erased: [String: Int64]) -> AdminAPI.HistoryValues? {
+        guard let attributes else { return nil }
+        let names = engine.schema.entity(entityName)?.attributes.map(\.name) ?? attributes.values.keys.sorted()
+        return AdminAPI.HistoryValues(
+            revision: attributes.revision,
+            values: names.map { name in
+                AdminAPI.HistoryValues.Attribute(
+                    name: name, value: erased[name].map(AdminAPI.HistoryValue.erased) ?? .value(attributes.values[name] ?? .null))
+            })
     }
 }

@@ -10,13 +10,13 @@ extension SyncHTTPServer {
     func adminDevices(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         try await requireAdminOrSession(request, context: context)
         let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
-        return compression.jsonResponse(report.devicesJSON(), for: request)
+        return try compression.encodedResponse(report.deviceList, for: request)
     }
 
     func adminOverview(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         try await requireAdminOrSession(request, context: context)
         let overview = try await Overview.load(
             storage: engine.storage, schema: engine.schema, lineage: engine.lineage, snapshots: snapshots)
-        return compression.jsonResponse(overview.json(), for: request)
+        return try compression.encodedResponse(overview.typed, for: request)
     }
 }

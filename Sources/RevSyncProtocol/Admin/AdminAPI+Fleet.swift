@@ -1,0 +1,414 @@
+public import Foundation
+
+/// `GET /admin/api/devices` and `GET /admin/api/overview` (protocol section 10).
+extension AdminAPI {
+    /// How current a device is.
+    public enum Currency: String, Codable, Sendable, CaseIterable {
+        /// It has the latest revision and every file.
+        case current
+        /// It lacks changes less than an hour old and was seen within a day, or lacks files.
+        case behind
+        /// It lacks changes an hour old or more.
+        case farBehind
+        /// It lacks changes and was not seen for a day.
+        case silent
+        /// The server delivered it nothing and it never synced.
+        case neverSynced
+    }
+
+    /// `GET /admin/api/devices`: every token, revoked ones included, in order of creation.
+    public struct DeviceList: Codable, Sendable, Equatable {
+        /// The server's revision.
+        public var maxRevision: Int64
+        /// The devices.
+        public var devices: [DeviceReport]
+
+        /// A list.
+        public init(maxRevision: Int64, devices: [DeviceReport]) {
+            self.maxRevision = maxRevision
+            self.devices = devices
+        }
+    }
+
+    /// One device as the server knows it.
+    public struct DeviceReport: Codable, Sendable, Equatable {
+        /// The token's number.
+        public var id: Int64
+        /// Its name.
+        public var name: String
+        /// Its role.
+        public var role: String
+        /// Its user (a record of the schema's `users`).
+        public var user: Int64?
+        /// That user's name.
+        public var userName: String?
+        /// Its latest request.
+        public var lastSeen: Date?
+        /// The revision the server delivered to it.
+        public var revision: Int64
+        /// The server's revision minus `revision`.
+        public var behind: Int64
+        /// How long ago the oldest change it lacks was committed.
+        public var behindSeconds: Int64?
+        /// How current it is.
+        public var currency: Currency
+        /// The revision its latest sync claimed.
+        public var claimedRevision: Int64?
+        /// The change sets still in its outbox, as its latest request said.
+        public var pending: Int64?
+        /// The attachments it lacked after its last sync.
+        public var missingAttachments: Int64?
+        /// The erasures whose values it may still hold.
+        public var holdsErasures: [Int64]
+        /// Whether it holds a live stream.
+        public var live: Bool
+        /// Its client library and version.
+        public var clientVersion: String?
+        /// The schema version its app speaks.
+        public var schemaVersion: Int64?
+        /// Its latest refused change set.
+        public var lastRefusal: Refusal?
+        /// Its syncs.
+        public var syncs: Int64
+        /// Bytes it sent.
+        public var bytesIn: Int64
+        /// Bytes sent to it.
+        public var bytesOut: Int64
+        /// The last revision at which its records were proven equal to the server's.
+        public var verifiedRevision: Int64?
+        /// When.
+        public var verifiedAt: Date?
+        /// Whether that is the latest revision.
+        public var verifiedCurrent: Bool
+        /// When its records were last found to differ.
+        public var mismatchAt: Date?
+        /// Records repairs sent it or had it drop, in all.
+        public var repairs: Int64
+        /// Its last repair.
+        public var lastRepair: Repair?
+        /// When the token was created.
+        public var created: Date
+        /// Whether it is revoked.
+        public var revoked: Bool
+
+        /// A device's latest refused change set.
+        public struct Refusal: Codable, Sendable, Equatable {
+            /// When.
+            public var time: Date
+            /// The reason (`stale_revision`, `forbidden`, ...).
+            public var reason: String
+            /// The change set's id.
+            public var changeSet: String
+
+            /// A refusal.
+            public init(time: Date, reason: String, changeSet: String) {
+                self.time = time
+                self.reason = reason
+                self.changeSet = changeSet
+            }
+        }
+
+        /// A device's last repair.
+        public struct Repair: Codable, Sendable, Equatable {
+            /// The records it moved.
+            public var records: Int64
+            /// When.
+            public var at: Date
+
+            /// A repair.
+            public init(records: Int64, at: Date) {
+                self.records = records
+                self.at = at
+            }
+        }
+
+        /// A device (every member, in the order the body holds them).
+        public init(
+            id: Int64, name: String, role: String, user: Int64?, userName: String?, lastSeen: Date?, revision: Int64, behind: Int64,
+            behindSeconds: Int64?, currency: Currency, claimedRevision: Int64?, pending: Int64?, missingAttachments: Int64?,
+            holdsErasures: [Int64], live: Bool, clientVersion: String?, schemaVersion: Int64?, lastRefusal: Refusal?, syncs: Int64,
+            bytesIn: Int64, bytesOut: Int64, verifiedRevision: Int64?, verifiedAt: Date?, verifiedCurrent: Bool, mismatchAt: Date?,
+            repairs: Int64, lastRepair: Repair?, created: Date, revoked: Bool
+        ) {
+            self.id = id
+            self.name = name
+            self.role = role
+            self.user = user
+            self.userName = userName
+            self.lastSeen = lastSeen
+            self.revision = revision
+            self.behind = behind
+            self.behindSeconds = behindSeconds
+            self.currency = currency
+            self.claimedRevision = claimedRevision
+            self.pending = pending
+            self.missingAttachments = missingAttachments
+            self.holdsErasures = holdsErasures
+            self.live = live
+            self.clientVersion = clientVersion
+            self.schemaVersion = schemaVersion
+            self.lastRefusal = lastRefusal
+            self.syncs = syncs
+            self.bytesIn = bytesIn
+            self.bytesOut = bytesOut
+            self.verifiedRevision = verifiedRevision
+            self.verifiedAt = verifiedAt
+            self.verifiedCurrent = verifiedCurrent
+            self.mismatchAt = mismatchAt
+            self.repairs = repairs
+            self.lastRepair = lastRepair
+            self.created = created
+            self.revoked = revoked
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(name, forKey: .name)
+            try container.encode(role, forKey: .role)
+            try container.encode(user, forKey: .user)
+            try container.encode(userName, forKey: .userName)
+            try container.encode(lastSeen, forKey: .lastSeen)
+            try container.encode(revision, forKey: .revision)
+            try container.encode(behind, forKey: .behind)
+            try container.encode(behindSeconds, forKey: .behindSeconds)
+            try container.encode(currency, forKey: .currency)
+            try container.encode(claimedRevision, forKey: .claimedRevision)
+            try container.encode(pending, forKey: .pending)
+            try container.encode(missingAttachments, forKey: .missingAttachments)
+            try container.encode(holdsErasures, forKey: .holdsErasures)
+            try container.encode(live, forKey: .live)
+            try container.encode(clientVersion, forKey: .clientVersion)
+            try container.encode(schemaVersion, forKey: .schemaVersion)
+            try container.encode(lastRefusal, forKey: .lastRefusal)
+            try container.encode(syncs, forKey: .syncs)
+            try container.encode(bytesIn, forKey: .bytesIn)
+            try container.encode(bytesOut, forKey: .bytesOut)
+            try container.encode(verifiedRevision, forKey: .verifiedRevision)
+            try container.encode(verifiedAt, forKey: .verifiedAt)
+            try container.encode(verifiedCurrent, forKey: .verifiedCurrent)
+            try container.encode(mismatchAt, forKey: .mismatchAt)
+            try container.encode(repairs, forKey: .repairs)
+            try container.encode(lastRepair, forKey: .lastRepair)
+            try container.encode(created, forKey: .created)
+            try container.encode(revoked, forKey: .revoked)
+        }
+    }
+
+    /// `GET /admin/api/overview`: the console's overview.
+    public struct Overview: Codable, Sendable, Equatable {
+        /// The server's revision.
+        public var maxRevision: Int64
+        /// Every entity's rows.
+        public var records: EntityCounts
+        /// The devices, revoked ones apart.
+        public var devices: Devices
+        /// The schema versions served, and the devices speaking each.
+        public var schemaVersions: SchemaVersions
+        /// The devices (not revoked) by how current they are.
+        public var fleet: Fleet
+        /// The last 60 minutes, oldest first, the empty ones included.
+        public var perMinute: [Minute]
+        /// The database's size.
+        public var databaseBytes: Int64?
+        /// The newest snapshot made for `GET /snapshot`.
+        public var snapshot: Snapshot?
+
+        /// How many devices.
+        public struct Devices: Codable, Sendable, Equatable {
+            /// Not revoked.
+            public var total: Int64
+            /// Holding a live stream.
+            public var live: Int64
+            /// Revoked.
+            public var revoked: Int64
+            /// Proven equal at the latest revision.
+            public var verifiedAtLatest: Int64
+
+            /// Counts.
+            public init(total: Int64, live: Int64, revoked: Int64, verifiedAtLatest: Int64) {
+                self.total = total
+                self.live = live
+                self.revoked = revoked
+                self.verifiedAtLatest = verifiedAtLatest
+            }
+        }
+
+        /// The schema versions the data set serves.
+        public struct SchemaVersions: Codable, Sendable, Equatable {
+            /// The latest.
+            public var latest: Int64
+            /// The oldest still served (`minimumVersion`).
+            public var minimum: Int64
+            /// How many devices speak each version, oldest first.
+            public var devices: [Version]
+
+            /// One version and its devices.
+            public struct Version: Codable, Sendable, Equatable {
+                /// The version.
+                public var version: Int64
+                /// How many devices speak it.
+                public var devices: Int64
+
+                /// A count.
+                public init(version: Int64, devices: Int64) {
+                    self.version = version
+                    self.devices = devices
+                }
+            }
+
+            /// Versions.
+            public init(latest: Int64, minimum: Int64, devices: [Version]) {
+                self.latest = latest
+                self.minimum = minimum
+                self.devices = devices
+            }
+        }
+
+        /// The devices of one currency.
+        public struct Group: Codable, Sendable, Equatable {
+            /// How many.
+            public var count: Int64
+            /// Their names.
+            public var devices: [String]
+
+            /// A group.
+            public init(devices: [String]) {
+                self.count = Int64(devices.count)
+                self.devices = devices
+            }
+        }
+
+        /// The fleet by currency.
+        public struct Fleet: Codable, Sendable, Equatable {
+            /// Current.
+            public var current: Group
+            /// Behind.
+            public var behind: Group
+            /// Far behind.
+            public var farBehind: Group
+            /// Silent.
+            public var silent: Group
+            /// Never synced.
+            public var neverSynced: Group
+
+            /// The fleet, from each currency's devices.
+            public init(_ devices: (Currency) -> [String]) {
+                current = Group(devices: devices(.current))
+                behind = Group(devices: devices(.behind))
+                farBehind = Group(devices: devices(.farBehind))
+                silent = Group(devices: devices(.silent))
+                neverSynced = Group(devices: devices(.neverSynced))
+            }
+
+            /// The group of a currency.
+            public subscript(currency: Currency) -> Group {
+                switch currency {
+                case .current: current
+                case .behind: behind
+                case .farBehind: farBehind
+                case .silent: silent
+                case .neverSynced: neverSynced
+                }
+            }
+        }
+
+        /// One minute's traffic, summed over the instances.
+        public struct Minute: Codable, Sendable, Equatable {
+            /// The minute's start.
+            public var minute: Date
+            /// Syncs.
+            public var syncs: Int64
+            /// Committed change sets.
+            public var commits: Int64
+            /// Refused change sets.
+            public var refusals: Int64
+
+            /// A minute.
+            public init(minute: Date, syncs: Int64, commits: Int64, refusals: Int64) {
+                self.minute = minute
+                self.syncs = syncs
+                self.commits = commits
+                self.refusals = refusals
+            }
+        }
+
+        /// The newest snapshot.
+        public struct Snapshot: Codable, Sendable, Equatable {
+            /// Its revision.
+            public var revision: Int64
+            /// When it was made.
+            public var created: Date
+            /// How old it is.
+            public var ageSeconds: Int64
+            /// The records it holds.
+            public var records: Int64
+
+            /// A snapshot.
+            public init(revision: Int64, created: Date, ageSeconds: Int64, records: Int64) {
+                self.revision = revision
+                self.created = created
+                self.ageSeconds = ageSeconds
+                self.records = records
+            }
+        }
+
+        /// An overview.
+        public init(
+            maxRevision: Int64, records: EntityCounts, devices: Devices, schemaVersions: SchemaVersions, fleet: Fleet,
+            perMinute: [Minute], databaseBytes: Int64?, snapshot: Snapshot?
+        ) {
+            self.maxRevision = maxRevision
+            self.records = records
+            self.devices = devices
+            self.schemaVersions = schemaVersions
+            self.fleet = fleet
+            self.perMinute = perMinute
+            self.databaseBytes = databaseBytes
+            self.snapshot = snapshot
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(maxRevision, forKey: .maxRevision)
+            try container.encode(records, forKey: .records)
+            try container.encode(devices, forKey: .devices)
+            try container.encode(schemaVersions, forKey: .schemaVersions)
+            try container.encode(fleet, forKey: .fleet)
+            try container.encode(perMinute, forKey: .perMinute)
+            try container.encode(databaseBytes, forKey: .databaseBytes)
+            try container.encode(snapshot, forKey: .snapshot)
+        }
+    }
+
+    /// A count per entity, as a JSON object (``counts`` in the schema's order on the server; the
+    /// wire sorts them by name).
+    public struct EntityCounts: Codable, Sendable, Equatable {
+        /// Each entity and its count.
+        public var counts: [(entity: String, count: Int64)]
+
+        /// Counts.
+        public init(_ counts: [(entity: String, count: Int64)]) {
+            self.counts = counts
+        }
+
+        /// The count of `entity`.
+        public subscript(entity: String) -> Int64? {
+            counts.first { $0.entity == entity }?.count
+        }
+
+        public static func == (left: EntityCounts, right: EntityCounts) -> Bool {
+            left.counts.elementsEqual(right.counts) { $0.entity == $1.entity && $0.count == $1.count }
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: DynamicKey.self)
+            counts = try container.allKeys.map { ($0.stringValue, try container.decode(Int64.self, forKey: $0)) }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: DynamicKey.self)
+            for (entity, count) in counts { try container.encode(count, forKey: DynamicKey(entity)) }
+        }
+    }
+}
