@@ -212,3 +212,34 @@ struct RevertCommand: AsyncParsableCommand {
         )
     }
 }
+
+/// `revsync-server devices`: every device as the running server knows it (`GET /admin/api/devices`).
+struct DevicesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices",
+        abstract: "List every device as the running server knows it: how current, when last seen, proven equal or not.",
+        discussion:
+            "Needs an admin token. One line per token, revoked ones included, in order of creation: its name and role, how current it is (current, behind, farBehind, silent, neverSynced) and the revision delivered to it, its latest request, its outbox, and the last revision at which its records were proven equal to the server's."
+    )
+
+    @OptionGroup var connection: AdminServerOptions
+    @Flag(help: "Print the server's JSON.") var json = false
+
+    func run() async throws {
+        let (data, list) = try await connection.call("GET", "/admin/api/devices", answer: AdminAPI.DeviceList.self)
+        if json { return printOutput(String(decoding: data, as: UTF8.self)) }
+        printOutput("\(counted(list.devices.count, "device")) at revision \(list.maxRevision):")
+        for device in list.devices {
+            var facts = [
+                device.revoked ? "revoked" : device.currency.rawValue,
+                "revision \(device.revision)" + (device.behind > 0 ? " (\(device.behind) behind)" : ""),
+                device.lastSeen.map { "seen \($0.formatted(.iso8601))" } ?? "never seen",
+            ]
+            if device.live { facts.append("live") }
+            if let pending = device.pending, pending > 0 { facts.append("\(counted(pending, "change set")) pending") }
+            facts.append(device.verifiedRevision.map { "proven at \($0)" + (device.verifiedCurrent ? " (latest)" : "") } ?? "never proven")
+            if let refusal = device.lastRefusal { facts.append("last refusal: \(refusal.reason)") }
+            printOutput(TerminalText.escaped("  \(device.name) (\(device.role)): " + facts.joined(separator: ", ")))
+        }
+    }
+}

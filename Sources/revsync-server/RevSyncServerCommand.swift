@@ -13,7 +13,7 @@ struct RevSyncServerCommand: AsyncParsableCommand {
         version: RevSyncVersion.line("revsync-server"),
         subcommands: [
             Serve.self, TokenCommand.self, SeedCommand.self, SnapshotCommand.self, HistoryCommand.self, RevertCommand.self,
-            EraseCommand.self, ErasuresCommand.self,
+            EraseCommand.self, ErasuresCommand.self, DevicesCommand.self,
         ],
         defaultSubcommand: Serve.self
     )

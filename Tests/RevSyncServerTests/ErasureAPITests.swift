@@ -300,6 +300,26 @@ import Testing
                 #expect(list.stdout.contains("players \(player) (position, last_name)") && list.stdout.contains("\"request 12\""))
                 #expect(list.stdout.contains("0/1 devices erased; still holding: alice"), "\(list.stdout)")
 
+                // The devices, read as the shared AdminAPI types (one device in words, the JSON as sent).
+                let devices = try await ExecutableProcess.run("revsync-server", ["devices", "--server", url, "--token-file", tokenFile])
+                #expect(devices.status == 0, "\(devices.stderr)")
+                #expect(devices.stdout.contains("2 devices at revision"), "\(devices.stdout)")
+                #expect(devices.stdout.contains("  alice (member): "), "\(devices.stdout)")
+                #expect(devices.stdout.contains("  dpo (admin): neverSynced, revision 0"), "\(devices.stdout)")
+                let devicesJSON = try await ExecutableProcess.run(
+                    "revsync-server", ["devices", "--server", url, "--token-file", tokenFile, "--json"])
+                let typed = try AdminAPI.decoder().decode(AdminAPI.DeviceList.self, from: Data(devicesJSON.stdout.utf8))
+                #expect(typed.devices.map(\.name) == ["dpo", "alice"])
+                #expect(typed.devices.last?.holdsErasures == [1])
+                // One erasure, one record: no "1 records".
+                let dry = try await ExecutableProcess.run(
+                    "revsync-server",
+                    [
+                        "erase", "--server", url, "--token-file", tokenFile, "--entity", "players", "--id", String(player.rawValue),
+                        "--reason", "r", "--dry-run",
+                    ])
+                #expect(dry.stdout.contains("would reach 1 record and clear 0 references"), "\(dry.stdout)")
+
                 let denied = try await ExecutableProcess.run(
                     "revsync-server",
                     ["erase", "--server", url, "--token", alice.token, "--entity", "players", "--id", "1", "--reason", "r"])
