@@ -66,6 +66,12 @@ func loadNamedSchema(_ path: String?) throws -> (schema: Schema, name: String) {
         guard let path else { return (.demo, "demo") }
         // A built-in schema's name, unless a file has that name.
         if let builtIn = Schema.builtIn[path], !FileManager.default.fileExists(atPath: path) { return (builtIn, path) }
+        guard FileManager.default.fileExists(atPath: path) else {
+            printError(
+                "revsync-server: --schema \(path) is neither a schema file nor a built-in schema (\(Schema.builtIn.keys.sorted().joined(separator: ", ")))"
+            )
+            throw ExitCode.failure
+        }
         return (try Schema(contentsOfFile: path), path)
     } catch {
         printError("revsync-server: \(error)")

@@ -21,7 +21,7 @@ struct SnapshotCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "A schema file (JSON), or a built-in schema: demo (the default) or club (with roles and permissions). Must be the schema the server serves."
+            "A schema file (JSON), or a built-in schema (demo, club); it must be the one the data set is served with. By default, the schema the database holds (the one the server set it up with)."
     )
     var schema: String?
 
@@ -29,11 +29,29 @@ struct SnapshotCommand: AsyncParsableCommand {
     var out: String
 
     func run() async throws {
-        let schema = try loadSchema(self.schema)
         guard !FileManager.default.fileExists(atPath: out) else {
             printError("revsync-server: \(out) already exists; a snapshot is never written over a file")
             throw ExitCode.failure
         }
+        // The schema the data set is served with, as the database holds it; a --schema given
+        // must be that one (a snapshot of another schema's tables would be a wrong file).
+        let served = try await database.open(schema: nil, hint: "start the server on it once")
+        let stored = try await served.withReader { try $0.storedSchema() }
+        try await served.close()
+        guard let stored else {
+            printError("revsync-server: \(database.location) holds no schema yet: start the server on it once")
+            throw ExitCode.failure
+        }
+        if let named = self.schema {
+            let given = try loadSchema(named)
+            guard given.version == stored.version, given.jsonBytes() == stored.jsonBytes() else {
+                printError(
+                    "revsync-server: --schema \(named) (version \(given.version)) is not the schema \(database.location) is served with (version \(stored.version)); leave --schema out to use that one"
+                )
+                throw ExitCode.failure
+            }
+        }
+        let schema = stored
         let storage = try await database.open(schema: schema)
         let started = ContinuousClock.now
         let out = self.out
@@ -48,7 +66,7 @@ struct SnapshotCommand: AsyncParsableCommand {
         try await storage.close()
         let seconds = (ContinuousClock.now - started) / .seconds(1)
         printOutput(
-            "Wrote \(out): \(info.records) record\(info.records == 1 ? "" : "s") at revision \(info.revision), data set \(info.dataset), schema version \(info.schemaVersion), \(info.bytes) bytes, SHA-256 \(info.sha256) (also in \(out).sha256), in \(String(format: "%.1f", seconds)) s"
+            "Wrote \(out): \(counted(info.records, "record")) at revision \(info.revision), data set \(info.dataset), schema version \(info.schemaVersion), \(info.bytes) bytes, SHA-256 \(info.sha256) (also in \(out).sha256), in \(String(format: "%.1f", seconds)) s"
         )
     }
 }

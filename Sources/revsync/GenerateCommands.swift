@@ -74,7 +74,7 @@ struct Generate: AsyncParsableCommand {
                 } catch {
                     throw CommandFailure("cannot write \(out): \(error.localizedDescription)")
                 }
-                say("wrote \(out): \(generator.schema.entities.count) types from schema version \(generator.schema.version)")
+                say("wrote \(out): \(counted(generator.schema.entities.count, "type")) from schema version \(generator.schema.version)")
             }
         }
 

@@ -192,7 +192,7 @@ struct Init: AsyncParsableCommand {
                 })
         } else {
             say(
-                "Created \(options.store) for \(url.absoluteString) from \(snapshot): \(records) record\(records == 1 ? "" : "s") at revision \(status.maxRevision); `revsync sync` brings what changed since."
+                "Created \(options.store) for \(url.absoluteString) from \(snapshot): \(counted(records, "record")) at revision \(status.maxRevision); `revsync sync` brings what changed since."
             )
         }
     }
@@ -222,7 +222,7 @@ struct Init: AsyncParsableCommand {
         } else {
             let resumed = report.resumedAt > 0 ? ", resumed at byte \(report.resumedAt)" : ""
             say(
-                "Created \(options.store) for \(url.absoluteString) from the server's snapshot: \(report.records) record\(report.records == 1 ? "" : "s") at revision \(report.revision) (\(report.gzipBytes) bytes gzip\(resumed)); `revsync sync` brings what changed since."
+                "Created \(options.store) for \(url.absoluteString) from the server's snapshot: \(counted(report.records, "record")) at revision \(report.revision) (\(report.gzipBytes) bytes gzip\(resumed)); `revsync sync` brings what changed since."
             )
         }
     }

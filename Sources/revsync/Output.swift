@@ -80,11 +80,11 @@ enum Output {
             )
         }
         lines += [
-            "Sent \(report.sent) change set\(report.sent == 1 ? "" : "s"), received \(report.received)\(report.snapshot ? " (a snapshot of the whole data set)" : ""); now at revision \(report.maxRevision)."
+            "Sent \(RevSyncProtocol.counted(report.sent, "change set")), received \(report.received)\(report.snapshot ? " (a snapshot of the whole data set)" : ""); now at revision \(report.maxRevision)."
         ]
         if report.attachmentsUploaded > 0 {
             lines.append(
-                "Uploaded \(report.attachmentsUploaded) attachment\(report.attachmentsUploaded == 1 ? "" : "s") first (\(report.attachmentBytesSent) bytes sent)."
+                "Uploaded \(RevSyncProtocol.counted(report.attachmentsUploaded, "attachment")) first (\(report.attachmentBytesSent) bytes sent)."
             )
         }
         for (temporary, permanent) in report.permanentIDs.sorted(by: { ($0.key.entity, $0.key.id) < ($1.key.entity, $1.key.id) }) {

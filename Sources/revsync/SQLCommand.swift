@@ -47,7 +47,7 @@ struct SQL: AsyncParsableCommand {
                     say(String(decoding: data, as: UTF8.self))
                 }
                 if rows.isEmpty, changes > 0 || !statement.lowercased().hasPrefix("select") {
-                    say("\(changes) row\(changes == 1 ? "" : "s") changed")
+                    say("\(counted(changes, "row")) changed")
                 }
             } catch let error as DatabaseError {
                 throw CommandFailure("SQL: \(error.message ?? "\(error)")")

@@ -82,6 +82,15 @@ struct Watch: AsyncParsableCommand {
                 try await live.value
             } catch is CancellationError {}
             _ = stop
+            // Ctrl-C ends it: say so, and where the store stands.
+            let status = try await store.status()
+            if json {
+                say(#"{"stopped":true,"maxRevision":\#(status.maxRevision),"pendingChangeSets":\#(status.pendingChangeSets)}"#)
+            } else {
+                say(
+                    "Stopped watching \(options.store) at revision \(status.maxRevision); \(counted(status.pendingChangeSets, "change set")) waiting to be sent."
+                )
+            }
         }
     }
 
@@ -95,7 +104,7 @@ struct Watch: AsyncParsableCommand {
             changeLines(report).forEach(say)
         case .received(let report):
             if json { return say(Output.json(for: report)) }
-            say("Received \(report.received) change set\(report.received == 1 ? "" : "s"); now at revision \(report.maxRevision).")
+            say("Received \(counted(report.received, "change set")); now at revision \(report.maxRevision).")
             changeLines(report).forEach(say)
         case .statusChanged(let status) where !json:
             let reason = status.lastError.map { " \(TerminalText.escaped($0))" } ?? ""

@@ -44,7 +44,7 @@ struct Verify: AsyncParsableCommand {
             lines.append("The store's records equal the server's at revision \(report.revision).")
         } else {
             lines.append(
-                "\(report.differences.count) record\(report.differences.count == 1 ? "" : "s") differed from the server's at revision \(report.revision):"
+                "\(counted(report.differences.count, "record")) differed from the server's at revision \(report.revision):"
             )
             for difference in report.differences {
                 lines.append("  \(difference.record.entity) \(difference.record.id): \(difference.kind.rawValue)")
@@ -59,7 +59,7 @@ struct Verify: AsyncParsableCommand {
                     : "Not repaired\(report.repaired.isEmpty ? " (--no-repair)" : ""): the records still differ.")
         }
         lines.append(
-            "\(report.roundTrips) round trip\(report.roundTrips == 1 ? "" : "s"), \(report.bytesSent) bytes sent, \(report.bytesReceived) received."
+            "\(counted(report.roundTrips, "round trip")), \(report.bytesSent) bytes sent, \(report.bytesReceived) received."
         )
         return lines
     }

@@ -478,8 +478,12 @@ extension RevsyncCommandLineTests {
                 _ = try await watch.waitForOutput(containing: "venues -1 is now 1", timeout: 30)
                 #expect(try await server.count("venues") == 1)
                 #expect(try await device.store.status().pendingChangeSets == 0)
-                watch.terminate()
+                // Ctrl-C: it says it stopped, and where the store stands.
+                watch.interrupt()
                 #expect(await watch.exitStatus() == 0)
+                #expect(
+                    watch.standardOutput.contains("Stopped watching \(device.store.path) at revision 1; 0 change sets waiting to be sent."),
+                    "\(watch.standardOutput)")
             }
         }
     }

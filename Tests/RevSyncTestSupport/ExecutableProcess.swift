@@ -102,6 +102,11 @@ public final class ExecutableProcess: Sendable {
     }
 
     /// Sends SIGTERM.
+    /// Sends SIGINT, as Ctrl-C in a terminal does.
+    public func interrupt() {
+        if isRunning { kill(pid, SIGINT) }
+    }
+
     public func terminate() {
         if isRunning { kill(pid, SIGTERM) }
     }
