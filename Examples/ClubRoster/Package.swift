@@ -1,8 +1,11 @@
 // swift-tools-version:6.2
 import PackageDescription
 
-// The club's roster app, on the command line: plain GRDB code with generated types on a
-// RevSync device store. Depends on the repository by path.
+// The club's roster app, as the DocC catalog's Getting started article builds it: the app's
+// code in ClubRosterKit (the store at launch, the token, the roster's model, syncing around the
+// scene's phase, the SwiftUI screen on Apple platforms), a command-line front end that runs it
+// against a server, and tests with a store and no server. Depends on the repository by path;
+// an app names the repository's URL instead.
 let package = Package(
     name: "ClubRoster",
     platforms: [.macOS(.v14), .iOS(.v17)],
@@ -10,10 +13,21 @@ let package = Package(
         .package(name: "RevSync", path: "../..")
     ],
     targets: [
+        .target(
+            name: "ClubRosterKit",
+            dependencies: [.product(name: "RevSyncClient", package: "RevSync")],
+            resources: [.copy("Resources/schema.json")],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
         .executableTarget(
             name: "ClubRoster",
-            dependencies: [.product(name: "RevSyncClient", package: "RevSync")],
+            dependencies: ["ClubRosterKit", .product(name: "RevSyncClient", package: "RevSync")],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
-        )
+        ),
+        .testTarget(
+            name: "ClubRosterKitTests",
+            dependencies: ["ClubRosterKit", .product(name: "RevSyncClient", package: "RevSync")],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
     ]
 )

@@ -253,9 +253,11 @@ import Testing
     @Test func snapshotReadsTheSchemaFromTheDatabase() async throws {
         try await withTemporaryDirectory { directory in
             let database = directory.file("club.sqlite")
-            let setUp = try await ExecutableProcess.run("revsync-server", ["seed", "--database", database, "--schema", "club", "--records", "100", "--create"])
+            let setUp = try await ExecutableProcess.run(
+                "revsync-server", ["seed", "--database", database, "--schema", "club", "--records", "100", "--create"])
             #expect(setUp.status == 0, "\(setUp.stderr)")
-            let snapshot = try await ExecutableProcess.run("revsync-server", ["snapshot", "--database", database, "--out", directory.file("club.revsync")])
+            let snapshot = try await ExecutableProcess.run(
+                "revsync-server", ["snapshot", "--database", database, "--out", directory.file("club.revsync")])
             #expect(snapshot.status == 0, "\(snapshot.stderr)")
             #expect(snapshot.stdout.contains("schema version \(Schema.club.version)"), "\(snapshot.stdout)")
             let store = try LocalStore.bootstrap(at: directory.file("device.sqlite"), from: directory.file("club.revsync"))
@@ -268,7 +270,8 @@ import Testing
             #expect(wrong.stderr.contains("is not the schema"), "\(wrong.stderr)")
             #expect(!FileManager.default.fileExists(atPath: directory.file("demo.revsync")))
 
-            let typo = try await ExecutableProcess.run("revsync-server", ["serve", "--database", database, "--schema", "clubb", "--port", "0"])
+            let typo = try await ExecutableProcess.run(
+                "revsync-server", ["serve", "--database", database, "--schema", "clubb", "--port", "0"])
             #expect(typo.status != 0)
             #expect(typo.stderr.contains("--schema clubb is neither a schema file nor a built-in schema (club, demo)"), "\(typo.stderr)")
         }

@@ -1,3 +1,4 @@
+import ClubRosterKit
 import Foundation
 import RevSyncClient
 
@@ -22,20 +23,17 @@ struct ClubRoster {
     }
 
     static func run(_ options: Options) async throws {
-        let store = try await openStore(at: options.store, server: options.server, token: options.token)
+        // As the app opens it at launch: the store on disk, or one started from the server's
+        // snapshot with the device's token (here in a file; in the app, the Keychain).
+        let store = try await ClubDatabase.openAtLaunch(
+            directory: URL(fileURLWithPath: options.store).deletingLastPathComponent(), server: options.server,
+            tokens: FileTokenStore(path: options.tokenFile))
         let synchronizer = Synchronizer(store: store)
         _ = try await synchronizer.fetchDevice()
         try await synchronizer.sync()
 
         // The roster, kept current by GRDB: local writes and syncs alike.
-        let roster = ValueObservation.tracking { db in
-            try TeamPlayer
-                .including(required: TeamPlayer.player)
-                .including(required: TeamPlayer.team)
-                .order(TeamPlayer.Columns.jerseyNumber)
-                .asRequest(of: RosterLine.self)
-                .fetchAll(db)
-        }
+        let roster = ValueObservation.tracking(RosterLine.all().fetchAll)
         let printer = Task {
             for try await lines in roster.values(in: store.database) {
                 print("Roster (\(lines.count)):")
@@ -73,6 +71,13 @@ struct ClubRoster {
         try await pause()
         report = try await synchronizer.sync()
         print("Synced: \(report.committed.count) change set(s) committed")
+
+        // The app in front: live; sent to the background: one last sync, and the stream ends.
+        let coordinator = await SyncCoordinator(synchronizer: synchronizer)
+        await coordinator.sceneChanged(to: .active)
+        print("In front: live \(await coordinator.isLive)")
+        await coordinator.sceneChanged(to: .background)
+        print("In the background: live \(await coordinator.isLive)")
 
         guard let colleagueToken = options.colleagueToken else { return }
         // A colleague changes Ana's position first...
@@ -123,31 +128,12 @@ struct ClubRoster {
     static func pause() async throws { try await Task.sleep(for: .milliseconds(200)) }
 }
 
-/// One line of the roster: a membership with its player and team.
-struct RosterLine: FetchableRecord, CustomStringConvertible {
-    var teamPlayer: TeamPlayer
-    var player: Player
-    var team: Team
-
-    init(row: Row) throws {
-        teamPlayer = try TeamPlayer(row: row)
-        guard let player = row.scopes["player"], let team = row.scopes["team"] else { throw UsageError() }
-        self.player = try Player(row: player)
-        self.team = try Team(row: team)
-    }
-
-    var description: String {
-        let photo = player.photo.map { " [photo \($0.name ?? $0.sha256.prefix(8) + "…")]" } ?? ""
-        return
-            "#\(teamPlayer.jerseyNumber.map(String.init) ?? "-") \(player.firstName) \(player.lastName), \(player.position ?? "?") (\(team.name))\(photo)"
-    }
-}
-
 /// The command line.
 struct Options {
     var server: URL
-    var token: String
+    var tokenFile: String
     var colleagueToken: String?
+    /// The store's file: `roster.sqlite` in the folder of the app's data.
     var store = "roster.sqlite"
 
     init(_ arguments: ArraySlice<String>) throws {
@@ -159,7 +145,7 @@ struct Options {
         }
         guard let server = values["server"].flatMap(URL.init(string:)), let tokenFile = values["token-file"] else { throw UsageError() }
         self.server = server
-        token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        self.tokenFile = tokenFile
         colleagueToken = try values["colleague-token-file"].map {
             try String(contentsOfFile: $0, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         }

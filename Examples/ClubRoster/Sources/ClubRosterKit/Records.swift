@@ -3,32 +3,32 @@
 // One RevSyncRecord per entity, for plain GRDB code on LocalStore.database: every write
 // transaction on it becomes one change set.
 
-import GRDB
-import RevSyncClient
+public import GRDB
+public import RevSyncClient
 
 /// Staff members.
-struct User: RevSyncRecord {
-    static let databaseTableName = "users"
+public struct User: RevSyncRecord {
+    public static let databaseTableName = "users"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `first_name` (text, required).
-    var firstName: String
+    public var firstName: String
     /// `last_name` (text, required).
-    var lastName: String
+    public var lastName: String
     /// `date_of_birth` (date).
-    var dateOfBirth: String?
+    public var dateOfBirth: String?
     /// `email` (text).
-    var email: String?
+    public var email: String?
     /// coach, physio, scout, ...
-    var role: String?
+    public var role: String?
 
     /// A new record (or one with a known `id`).
-    init(
+    public init(
         id: RecordID = .new,
         firstName: String,
         lastName: String,
@@ -46,17 +46,17 @@ struct User: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `User.Columns.firstName`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let firstName = Column("first_name")
-        static let lastName = Column("last_name")
-        static let dateOfBirth = Column("date_of_birth")
-        static let email = Column("email")
-        static let role = Column("role")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let firstName = Column("first_name")
+        public static let lastName = Column("last_name")
+        public static let dateOfBirth = Column("date_of_birth")
+        public static let email = Column("email")
+        public static let role = Column("role")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case firstName = "first_name"
         case lastName = "last_name"
@@ -65,7 +65,7 @@ struct User: RevSyncRecord {
         case role
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         firstName = try row.decode(forColumn: "first_name")
@@ -76,7 +76,7 @@ struct User: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["first_name"] = firstName
         container["last_name"] = lastName
@@ -87,24 +87,24 @@ struct User: RevSyncRecord {
 }
 
 /// A record of `seasons`.
-struct Season: RevSyncRecord {
-    static let databaseTableName = "seasons"
+public struct Season: RevSyncRecord {
+    public static let databaseTableName = "seasons"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `name` (text, required).
-    var name: String
+    public var name: String
     /// `starts_on` (date).
-    var startsOn: String?
+    public var startsOn: String?
     /// `ends_on` (date).
-    var endsOn: String?
+    public var endsOn: String?
 
     /// A new record (or one with a known `id`).
-    init(id: RecordID = .new, name: String, startsOn: String? = nil, endsOn: String? = nil) {
+    public init(id: RecordID = .new, name: String, startsOn: String? = nil, endsOn: String? = nil) {
         self.id = id
         self.revision = nil
         self.name = name
@@ -113,22 +113,22 @@ struct Season: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `Season.Columns.name`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let name = Column("name")
-        static let startsOn = Column("starts_on")
-        static let endsOn = Column("ends_on")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let name = Column("name")
+        public static let startsOn = Column("starts_on")
+        public static let endsOn = Column("ends_on")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case name
         case startsOn = "starts_on"
         case endsOn = "ends_on"
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         name = try row.decode(forColumn: "name")
@@ -137,7 +137,7 @@ struct Season: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["name"] = name
         container["starts_on"] = startsOn
@@ -146,26 +146,26 @@ struct Season: RevSyncRecord {
 }
 
 /// A record of `teams`.
-struct Team: RevSyncRecord {
-    static let databaseTableName = "teams"
+public struct Team: RevSyncRecord {
+    public static let databaseTableName = "teams"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `name` (text, required).
-    var name: String
+    public var name: String
     /// `age_group` (text).
-    var ageGroup: String?
+    public var ageGroup: String?
     /// `season_id` (reference).
-    var seasonID: RecordID?
+    public var seasonID: RecordID?
     /// `coach_id` (reference).
-    var coachID: RecordID?
+    public var coachID: RecordID?
 
     /// A new record (or one with a known `id`).
-    init(
+    public init(
         id: RecordID = .new,
         name: String,
         ageGroup: String? = nil,
@@ -181,16 +181,16 @@ struct Team: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `Team.Columns.name`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let name = Column("name")
-        static let ageGroup = Column("age_group")
-        static let seasonID = Column("season_id")
-        static let coachID = Column("coach_id")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let name = Column("name")
+        public static let ageGroup = Column("age_group")
+        public static let seasonID = Column("season_id")
+        public static let coachID = Column("coach_id")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case name
         case ageGroup = "age_group"
@@ -198,7 +198,7 @@ struct Team: RevSyncRecord {
         case coachID = "coach_id"
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         name = try row.decode(forColumn: "name")
@@ -208,7 +208,7 @@ struct Team: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["name"] = name
         container["age_group"] = ageGroup
@@ -217,40 +217,40 @@ struct Team: RevSyncRecord {
     }
 
     /// The `seasons` record `season_id` points to.
-    static let season = belongsTo(
+    public static let season = belongsTo(
         Season.self, key: "season", using: ForeignKey(["season_id"], to: ["id"]))
     /// The `users` record `coach_id` points to.
-    static let coach = belongsTo(
+    public static let coach = belongsTo(
         User.self, key: "coach", using: ForeignKey(["coach_id"], to: ["id"]))
 }
 
 /// A record of `players`.
-struct Player: RevSyncRecord {
-    static let databaseTableName = "players"
+public struct Player: RevSyncRecord {
+    public static let databaseTableName = "players"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `first_name` (text, required).
-    var firstName: String
+    public var firstName: String
     /// `last_name` (text, required).
-    var lastName: String
+    public var lastName: String
     /// `date_of_birth` (date).
-    var dateOfBirth: String?
+    public var dateOfBirth: String?
     /// `position` (text).
-    var position: String?
+    public var position: String?
     /// `height_cm` (real).
-    var heightCm: Double?
+    public var heightCm: Double?
     /// `active` (boolean).
-    var active: Bool?
+    public var active: Bool?
     /// A portrait for the team sheet.
-    var photo: Attachment?
+    public var photo: Attachment?
 
     /// A new record (or one with a known `id`).
-    init(
+    public init(
         id: RecordID = .new,
         firstName: String,
         lastName: String,
@@ -272,19 +272,19 @@ struct Player: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `Player.Columns.firstName`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let firstName = Column("first_name")
-        static let lastName = Column("last_name")
-        static let dateOfBirth = Column("date_of_birth")
-        static let position = Column("position")
-        static let heightCm = Column("height_cm")
-        static let active = Column("active")
-        static let photo = Column("photo")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let firstName = Column("first_name")
+        public static let lastName = Column("last_name")
+        public static let dateOfBirth = Column("date_of_birth")
+        public static let position = Column("position")
+        public static let heightCm = Column("height_cm")
+        public static let active = Column("active")
+        public static let photo = Column("photo")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case firstName = "first_name"
         case lastName = "last_name"
@@ -295,7 +295,7 @@ struct Player: RevSyncRecord {
         case photo
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         firstName = try row.decode(forColumn: "first_name")
@@ -308,7 +308,7 @@ struct Player: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["first_name"] = firstName
         container["last_name"] = lastName
@@ -321,26 +321,26 @@ struct Player: RevSyncRecord {
 }
 
 /// Which players play in which team.
-struct TeamPlayer: RevSyncRecord {
-    static let databaseTableName = "team_players"
+public struct TeamPlayer: RevSyncRecord {
+    public static let databaseTableName = "team_players"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `team_id` (reference, required).
-    var teamID: RecordID
+    public var teamID: RecordID
     /// `player_id` (reference, required).
-    var playerID: RecordID
+    public var playerID: RecordID
     /// `jersey_number` (integer).
-    var jerseyNumber: Int64?
+    public var jerseyNumber: Int64?
     /// `joined_on` (date).
-    var joinedOn: String?
+    public var joinedOn: String?
 
     /// A new record (or one with a known `id`).
-    init(
+    public init(
         id: RecordID = .new,
         teamID: RecordID,
         playerID: RecordID,
@@ -356,16 +356,16 @@ struct TeamPlayer: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `TeamPlayer.Columns.teamID`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let teamID = Column("team_id")
-        static let playerID = Column("player_id")
-        static let jerseyNumber = Column("jersey_number")
-        static let joinedOn = Column("joined_on")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let teamID = Column("team_id")
+        public static let playerID = Column("player_id")
+        public static let jerseyNumber = Column("jersey_number")
+        public static let joinedOn = Column("joined_on")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case teamID = "team_id"
         case playerID = "player_id"
@@ -373,7 +373,7 @@ struct TeamPlayer: RevSyncRecord {
         case joinedOn = "joined_on"
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         teamID = try row.decode(forColumn: "team_id")
@@ -383,7 +383,7 @@ struct TeamPlayer: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["team_id"] = teamID
         container["player_id"] = playerID
@@ -392,32 +392,32 @@ struct TeamPlayer: RevSyncRecord {
     }
 
     /// The `teams` record `team_id` points to.
-    static let team = belongsTo(
+    public static let team = belongsTo(
         Team.self, key: "team", using: ForeignKey(["team_id"], to: ["id"]))
     /// The `players` record `player_id` points to.
-    static let player = belongsTo(
+    public static let player = belongsTo(
         Player.self, key: "player", using: ForeignKey(["player_id"], to: ["id"]))
 }
 
 /// A record of `venues`.
-struct Venue: RevSyncRecord {
-    static let databaseTableName = "venues"
+public struct Venue: RevSyncRecord {
+    public static let databaseTableName = "venues"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `name` (text, required).
-    var name: String
+    public var name: String
     /// `address` (text).
-    var address: String?
+    public var address: String?
     /// `capacity` (integer).
-    var capacity: Int64?
+    public var capacity: Int64?
 
     /// A new record (or one with a known `id`).
-    init(id: RecordID = .new, name: String, address: String? = nil, capacity: Int64? = nil) {
+    public init(id: RecordID = .new, name: String, address: String? = nil, capacity: Int64? = nil) {
         self.id = id
         self.revision = nil
         self.name = name
@@ -426,22 +426,22 @@ struct Venue: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `Venue.Columns.name`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let name = Column("name")
-        static let address = Column("address")
-        static let capacity = Column("capacity")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let name = Column("name")
+        public static let address = Column("address")
+        public static let capacity = Column("capacity")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case name
         case address
         case capacity
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         name = try row.decode(forColumn: "name")
@@ -450,7 +450,7 @@ struct Venue: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["name"] = name
         container["address"] = address
@@ -459,28 +459,28 @@ struct Venue: RevSyncRecord {
 }
 
 /// A record of `training_sessions`.
-struct TrainingSession: RevSyncRecord {
-    static let databaseTableName = "training_sessions"
+public struct TrainingSession: RevSyncRecord {
+    public static let databaseTableName = "training_sessions"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `team_id` (reference, required).
-    var teamID: RecordID
+    public var teamID: RecordID
     /// `venue_id` (reference).
-    var venueID: RecordID?
+    public var venueID: RecordID?
     /// `starts_at` (date, required).
-    var startsAt: String
+    public var startsAt: String
     /// `duration_minutes` (integer).
-    var durationMinutes: Int64?
+    public var durationMinutes: Int64?
     /// `cancelled` (boolean).
-    var cancelled: Bool?
+    public var cancelled: Bool?
 
     /// A new record (or one with a known `id`).
-    init(
+    public init(
         id: RecordID = .new,
         teamID: RecordID,
         venueID: RecordID? = nil,
@@ -498,17 +498,17 @@ struct TrainingSession: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `TrainingSession.Columns.teamID`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let teamID = Column("team_id")
-        static let venueID = Column("venue_id")
-        static let startsAt = Column("starts_at")
-        static let durationMinutes = Column("duration_minutes")
-        static let cancelled = Column("cancelled")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let teamID = Column("team_id")
+        public static let venueID = Column("venue_id")
+        public static let startsAt = Column("starts_at")
+        public static let durationMinutes = Column("duration_minutes")
+        public static let cancelled = Column("cancelled")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case teamID = "team_id"
         case venueID = "venue_id"
@@ -517,7 +517,7 @@ struct TrainingSession: RevSyncRecord {
         case cancelled
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         teamID = try row.decode(forColumn: "team_id")
@@ -528,7 +528,7 @@ struct TrainingSession: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["team_id"] = teamID
         container["venue_id"] = venueID
@@ -538,34 +538,40 @@ struct TrainingSession: RevSyncRecord {
     }
 
     /// The `teams` record `team_id` points to.
-    static let team = belongsTo(
+    public static let team = belongsTo(
         Team.self, key: "team", using: ForeignKey(["team_id"], to: ["id"]))
     /// The `venues` record `venue_id` points to.
-    static let venue = belongsTo(
+    public static let venue = belongsTo(
         Venue.self, key: "venue", using: ForeignKey(["venue_id"], to: ["id"]))
 }
 
 /// A record of `attendances`.
-struct Attendance: RevSyncRecord {
-    static let databaseTableName = "attendances"
+public struct Attendance: RevSyncRecord {
+    public static let databaseTableName = "attendances"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `training_session_id` (reference, required).
-    var trainingSessionID: RecordID
+    public var trainingSessionID: RecordID
     /// `player_id` (reference, required).
-    var playerID: RecordID
+    public var playerID: RecordID
     /// `present` (boolean, required).
-    var present: Bool
+    public var present: Bool
     /// `comment` (text).
-    var comment: String?
+    public var comment: String?
 
     /// A new record (or one with a known `id`).
-    init(id: RecordID = .new, trainingSessionID: RecordID, playerID: RecordID, present: Bool, comment: String? = nil) {
+    public init(
+        id: RecordID = .new,
+        trainingSessionID: RecordID,
+        playerID: RecordID,
+        present: Bool,
+        comment: String? = nil
+    ) {
         self.id = id
         self.revision = nil
         self.trainingSessionID = trainingSessionID
@@ -575,16 +581,16 @@ struct Attendance: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `Attendance.Columns.trainingSessionID`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let trainingSessionID = Column("training_session_id")
-        static let playerID = Column("player_id")
-        static let present = Column("present")
-        static let comment = Column("comment")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let trainingSessionID = Column("training_session_id")
+        public static let playerID = Column("player_id")
+        public static let present = Column("present")
+        public static let comment = Column("comment")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case trainingSessionID = "training_session_id"
         case playerID = "player_id"
@@ -592,7 +598,7 @@ struct Attendance: RevSyncRecord {
         case comment
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         trainingSessionID = try row.decode(forColumn: "training_session_id")
@@ -602,7 +608,7 @@ struct Attendance: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["training_session_id"] = trainingSessionID
         container["player_id"] = playerID
@@ -611,32 +617,32 @@ struct Attendance: RevSyncRecord {
     }
 
     /// The `training_sessions` record `training_session_id` points to.
-    static let trainingSession = belongsTo(
+    public static let trainingSession = belongsTo(
         TrainingSession.self, key: "trainingSession", using: ForeignKey(["training_session_id"], to: ["id"]))
     /// The `players` record `player_id` points to.
-    static let player = belongsTo(
+    public static let player = belongsTo(
         Player.self, key: "player", using: ForeignKey(["player_id"], to: ["id"]))
 }
 
 /// A kind of player screening (a test protocol).
-struct Screen: RevSyncRecord {
-    static let databaseTableName = "screens"
+public struct Screen: RevSyncRecord {
+    public static let databaseTableName = "screens"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `name` (text, required).
-    var name: String
+    public var name: String
     /// `description` (text).
-    var description: String?
+    public var description: String?
     /// `active` (boolean).
-    var active: Bool?
+    public var active: Bool?
 
     /// A new record (or one with a known `id`).
-    init(id: RecordID = .new, name: String, description: String? = nil, active: Bool? = nil) {
+    public init(id: RecordID = .new, name: String, description: String? = nil, active: Bool? = nil) {
         self.id = id
         self.revision = nil
         self.name = name
@@ -645,22 +651,22 @@ struct Screen: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `Screen.Columns.name`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let name = Column("name")
-        static let description = Column("description")
-        static let active = Column("active")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let name = Column("name")
+        public static let description = Column("description")
+        public static let active = Column("active")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case name
         case description
         case active
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         name = try row.decode(forColumn: "name")
@@ -669,7 +675,7 @@ struct Screen: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["name"] = name
         container["description"] = description
@@ -678,26 +684,26 @@ struct Screen: RevSyncRecord {
 }
 
 /// One measurement of a screen.
-struct ScreenItem: RevSyncRecord {
-    static let databaseTableName = "screen_items"
+public struct ScreenItem: RevSyncRecord {
+    public static let databaseTableName = "screen_items"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `screen_id` (reference, required).
-    var screenID: RecordID
+    public var screenID: RecordID
     /// `label` (text, required).
-    var label: String
+    public var label: String
     /// `unit` (text).
-    var unit: String?
+    public var unit: String?
     /// `position` (integer).
-    var position: Int64?
+    public var position: Int64?
 
     /// A new record (or one with a known `id`).
-    init(id: RecordID = .new, screenID: RecordID, label: String, unit: String? = nil, position: Int64? = nil) {
+    public init(id: RecordID = .new, screenID: RecordID, label: String, unit: String? = nil, position: Int64? = nil) {
         self.id = id
         self.revision = nil
         self.screenID = screenID
@@ -707,16 +713,16 @@ struct ScreenItem: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `ScreenItem.Columns.screenID`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let screenID = Column("screen_id")
-        static let label = Column("label")
-        static let unit = Column("unit")
-        static let position = Column("position")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let screenID = Column("screen_id")
+        public static let label = Column("label")
+        public static let unit = Column("unit")
+        public static let position = Column("position")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case screenID = "screen_id"
         case label
@@ -724,7 +730,7 @@ struct ScreenItem: RevSyncRecord {
         case position
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         screenID = try row.decode(forColumn: "screen_id")
@@ -734,7 +740,7 @@ struct ScreenItem: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["screen_id"] = screenID
         container["label"] = label
@@ -743,33 +749,33 @@ struct ScreenItem: RevSyncRecord {
     }
 
     /// The `screens` record `screen_id` points to.
-    static let screen = belongsTo(
+    public static let screen = belongsTo(
         Screen.self, key: "screen", using: ForeignKey(["screen_id"], to: ["id"]))
 }
 
 /// One screening of a player; a screen that has been used cannot be deleted.
-struct Screening: RevSyncRecord {
-    static let databaseTableName = "screen_instances"
+public struct Screening: RevSyncRecord {
+    public static let databaseTableName = "screen_instances"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `screen_id` (reference, required).
-    var screenID: RecordID
+    public var screenID: RecordID
     /// `player_id` (reference).
-    var playerID: RecordID?
+    public var playerID: RecordID?
     /// `recorded_by_id` (reference).
-    var recordedByID: RecordID?
+    public var recordedByID: RecordID?
     /// `date` (date).
-    var date: String?
+    public var date: String?
     /// `comment` (text).
-    var comment: String?
+    public var comment: String?
 
     /// A new record (or one with a known `id`).
-    init(
+    public init(
         id: RecordID = .new,
         screenID: RecordID,
         playerID: RecordID? = nil,
@@ -787,17 +793,17 @@ struct Screening: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `Screening.Columns.screenID`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let screenID = Column("screen_id")
-        static let playerID = Column("player_id")
-        static let recordedByID = Column("recorded_by_id")
-        static let date = Column("date")
-        static let comment = Column("comment")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let screenID = Column("screen_id")
+        public static let playerID = Column("player_id")
+        public static let recordedByID = Column("recorded_by_id")
+        public static let date = Column("date")
+        public static let comment = Column("comment")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case screenID = "screen_id"
         case playerID = "player_id"
@@ -806,7 +812,7 @@ struct Screening: RevSyncRecord {
         case comment
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         screenID = try row.decode(forColumn: "screen_id")
@@ -817,7 +823,7 @@ struct Screening: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["screen_id"] = screenID
         container["player_id"] = playerID
@@ -827,37 +833,37 @@ struct Screening: RevSyncRecord {
     }
 
     /// The `screens` record `screen_id` points to.
-    static let screen = belongsTo(
+    public static let screen = belongsTo(
         Screen.self, key: "screen", using: ForeignKey(["screen_id"], to: ["id"]))
     /// The `players` record `player_id` points to.
-    static let player = belongsTo(
+    public static let player = belongsTo(
         Player.self, key: "player", using: ForeignKey(["player_id"], to: ["id"]))
     /// The `users` record `recorded_by_id` points to.
-    static let recordedBy = belongsTo(
+    public static let recordedBy = belongsTo(
         User.self, key: "recordedBy", using: ForeignKey(["recorded_by_id"], to: ["id"]))
 }
 
 /// One measured value of a screening.
-struct ScreeningValue: RevSyncRecord {
-    static let databaseTableName = "screen_instance_items"
+public struct ScreeningValue: RevSyncRecord {
+    public static let databaseTableName = "screen_instance_items"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `screen_instance_id` (reference, required).
-    var screenInstanceID: RecordID
+    public var screenInstanceID: RecordID
     /// `screen_item_id` (reference).
-    var screenItemID: RecordID?
+    public var screenItemID: RecordID?
     /// `numeric_value` (real).
-    var numericValue: Double?
+    public var numericValue: Double?
     /// `text_value` (text).
-    var textValue: String?
+    public var textValue: String?
 
     /// A new record (or one with a known `id`).
-    init(
+    public init(
         id: RecordID = .new,
         screenInstanceID: RecordID,
         screenItemID: RecordID? = nil,
@@ -873,16 +879,16 @@ struct ScreeningValue: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `ScreeningValue.Columns.screenInstanceID`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let screenInstanceID = Column("screen_instance_id")
-        static let screenItemID = Column("screen_item_id")
-        static let numericValue = Column("numeric_value")
-        static let textValue = Column("text_value")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let screenInstanceID = Column("screen_instance_id")
+        public static let screenItemID = Column("screen_item_id")
+        public static let numericValue = Column("numeric_value")
+        public static let textValue = Column("text_value")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case screenInstanceID = "screen_instance_id"
         case screenItemID = "screen_item_id"
@@ -890,7 +896,7 @@ struct ScreeningValue: RevSyncRecord {
         case textValue = "text_value"
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         screenInstanceID = try row.decode(forColumn: "screen_instance_id")
@@ -900,7 +906,7 @@ struct ScreeningValue: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["screen_instance_id"] = screenInstanceID
         container["screen_item_id"] = screenItemID
@@ -909,36 +915,36 @@ struct ScreeningValue: RevSyncRecord {
     }
 
     /// The `screen_instances` record `screen_instance_id` points to.
-    static let screenInstance = belongsTo(
+    public static let screenInstance = belongsTo(
         Screening.self, key: "screenInstance", using: ForeignKey(["screen_instance_id"], to: ["id"]))
     /// The `screen_items` record `screen_item_id` points to.
-    static let screenItem = belongsTo(
+    public static let screenItem = belongsTo(
         ScreenItem.self, key: "screenItem", using: ForeignKey(["screen_item_id"], to: ["id"]))
 }
 
 /// A record of `notes`.
-struct Note: RevSyncRecord {
-    static let databaseTableName = "notes"
+public struct Note: RevSyncRecord {
+    public static let databaseTableName = "notes"
     /// The schema version this type was generated from: the version to pin the store to.
-    static let schemaVersion = 2
+    public static let schemaVersion = 2
 
     /// The record's ID: `.new` until inserted, negative until the server gives it a permanent one.
-    var id: RecordID
+    public var id: RecordID
     /// The revision of the server's copy; `nil` until the server sent it.
-    private(set) var revision: Revision?
+    public private(set) var revision: Revision?
     /// `body` (text, required).
-    var body: String
+    public var body: String
     /// `author_id` (reference).
-    var authorID: RecordID?
+    public var authorID: RecordID?
     /// `player_id` (reference).
-    var playerID: RecordID?
+    public var playerID: RecordID?
     /// `team_id` (reference).
-    var teamID: RecordID?
+    public var teamID: RecordID?
     /// `created_at` (date).
-    var createdAt: String?
+    public var createdAt: String?
 
     /// A new record (or one with a known `id`).
-    init(
+    public init(
         id: RecordID = .new,
         body: String,
         authorID: RecordID? = nil,
@@ -956,17 +962,17 @@ struct Note: RevSyncRecord {
     }
 
     /// The table's columns, for the query interface: `Note.Columns.body`.
-    enum Columns {
-        static let id = Column("id")
-        static let revision = Column("revision")
-        static let body = Column("body")
-        static let authorID = Column("author_id")
-        static let playerID = Column("player_id")
-        static let teamID = Column("team_id")
-        static let createdAt = Column("created_at")
+    public enum Columns {
+        public static let id = Column("id")
+        public static let revision = Column("revision")
+        public static let body = Column("body")
+        public static let authorID = Column("author_id")
+        public static let playerID = Column("player_id")
+        public static let teamID = Column("team_id")
+        public static let createdAt = Column("created_at")
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey {
         case id, revision
         case body
         case authorID = "author_id"
@@ -975,7 +981,7 @@ struct Note: RevSyncRecord {
         case createdAt = "created_at"
     }
 
-    init(row: Row) throws {
+    public init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         revision = try row.decode(forColumn: "revision")
         body = try row.decode(forColumn: "body")
@@ -986,7 +992,7 @@ struct Note: RevSyncRecord {
     }
 
     /// The attributes to write; never the revision, which is the server's.
-    func encode(to container: inout PersistenceContainer) throws {
+    public func encode(to container: inout PersistenceContainer) throws {
         container["id"] = id
         container["body"] = body
         container["author_id"] = authorID
@@ -996,12 +1002,12 @@ struct Note: RevSyncRecord {
     }
 
     /// The `users` record `author_id` points to.
-    static let author = belongsTo(
+    public static let author = belongsTo(
         User.self, key: "author", using: ForeignKey(["author_id"], to: ["id"]))
     /// The `players` record `player_id` points to.
-    static let player = belongsTo(
+    public static let player = belongsTo(
         Player.self, key: "player", using: ForeignKey(["player_id"], to: ["id"]))
     /// The `teams` record `team_id` points to.
-    static let team = belongsTo(
+    public static let team = belongsTo(
         Team.self, key: "team", using: ForeignKey(["team_id"], to: ["id"]))
 }

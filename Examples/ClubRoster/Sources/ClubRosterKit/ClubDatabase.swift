@@ -1,0 +1,89 @@
+import Foundation
+public import RevSyncClient
+
+/// Where the app's store lives, and how it is opened at launch.
+///
+/// The store is one SQLite file holding the whole data set, the outbox of changes not yet sent,
+/// and the server's address and token: `Application Support/ClubRoster/roster.sqlite` on Apple
+/// platforms (backed up, never purged by the system), the directory given elsewhere. Open it
+/// once at launch and keep it for the app's life; every screen reads and writes through
+/// `store.database`.
+public enum ClubDatabase {
+    /// The schema the app was built for: the file `revsync generate swift` made `Records.swift`
+    /// from, bundled, so that previews and tests need no server.
+    public static func bundledSchema() throws -> Schema {
+        guard let url = Bundle.module.url(forResource: "schema", withExtension: "json") else {
+            throw ClubDatabaseError.missingSchema
+        }
+        return try Schema(json: [UInt8](try Data(contentsOf: url)))
+    }
+
+    /// The store's file in `directory` (on Apple platforms, ``defaultDirectory()``).
+    public static func storePath(in directory: URL) -> String {
+        directory.appending(path: "roster.sqlite").path
+    }
+
+    /// `Application Support/ClubRoster`, made if missing.
+    public static func defaultDirectory() throws -> URL {
+        let support = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true)
+        let directory = support.appending(path: "ClubRoster", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// The store at launch: the one on disk, or, on the first launch (and after a reinstall,
+    /// which deletes the file but not the Keychain), a new one started from the server's
+    /// snapshot with the token the device was given.
+    ///
+    /// - Throws: ``ClubDatabaseError/noToken`` when the device has no token yet: show the
+    ///   sign-in screen.
+    public static func openAtLaunch(directory: URL, server: URL, tokens: any TokenStore) async throws -> LocalStore {
+        let path = storePath(in: directory)
+        if FileManager.default.fileExists(atPath: path) { return try LocalStore.open(at: path) }
+        guard let token = try tokens.token() else { throw ClubDatabaseError.noToken }
+        let connection = LocalStore.ServerConnection(url: server, token: token)
+        let latest = try await Schema.fetch(from: server)
+        let store: LocalStore
+        if latest.version == Player.schemaVersion {
+            // The server's snapshot (a store file, checked before it is opened), then only what
+            // changed since: a new device is ready in a second, not after a JSON sync of everything.
+            store = try await LocalStore.bootstrap(at: path, downloadingFrom: connection).store
+        } else {
+            // The server is past the version this app was built for (the app is not updated
+            // yet): start from that version's schema; the first sync brings every record in it.
+            store = try LocalStore.create(
+                at: path, schema: try await Schema.fetch(from: server, version: Player.schemaVersion), server: connection)
+        }
+        // Pinned to the version the app's types were generated from: the store follows the
+        // server's upgrades up to it, never past (SchemaVersions in the DocC catalog).
+        try await store.pin(toSchemaVersion: Player.schemaVersion)
+        return store
+    }
+
+    /// A store with no server, filled with a small roster: for SwiftUI previews and tests.
+    /// Writes to it are queued as change sets that never leave.
+    public static func preview(at path: String? = nil) throws -> LocalStore {
+        let path = path ?? FileManager.default.temporaryDirectory.appending(path: "roster-preview-\(UUID().uuidString).sqlite").path
+        let store = try LocalStore.create(at: path, schema: try bundledSchema())
+        try store.database.write { db in
+            var team = Team(name: "U12 Lions", ageGroup: "U12")
+            try team.insert(db)
+            for (number, first, last, position) in [
+                (8, "Ana", "Lopez", "Forward"), (4, "Ben", "Okafor", "Defender"), (1, "Chloe", "Martin", "Goalkeeper"),
+            ] {
+                var player = Player(firstName: first, lastName: last, position: position)
+                try player.insert(db)
+                _ = try TeamPlayer(teamID: team.id, playerID: player.id, jerseyNumber: Int64(number)).inserted(db)
+            }
+        }
+        return store
+    }
+}
+
+/// Why the store could not be opened.
+public enum ClubDatabaseError: Error, Equatable {
+    /// The device has no token: it has not been signed in (provisioned) yet.
+    case noToken
+    /// The app bundle lacks `schema.json`.
+    case missingSchema
+}
