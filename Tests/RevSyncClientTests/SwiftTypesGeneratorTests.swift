@@ -82,7 +82,7 @@ import Testing
     @Test func committedFilesAreCurrent() throws {
         let demo = try String(contentsOf: Self.root.appendingPathComponent("Sources/RevSyncDemoRecords/DemoRecords.swift"), encoding: .utf8)
         #expect(try SwiftTypesGenerator(schema: .demo, access: .public).firstDifference(from: demo) == nil)
-        let file = try Data(contentsOf: Self.root.appendingPathComponent("Examples/ClubRoster/schema.json"))
+        let file = try Data(contentsOf: Self.root.appendingPathComponent("Examples/ClubRoster/Sources/ClubRosterKit/Resources/schema.json"))
         #expect(try Schema(json: [UInt8](file)) == .demo)
     }
 

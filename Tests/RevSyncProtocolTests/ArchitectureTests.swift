@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The layout the documentation promises: the engine imports nothing of the web layer, every
-/// folder is named in the README, every server table in the architecture page, and no source
+/// folder is named in the architecture page's "Where things are", every server table in the architecture page, and no source
 /// file grows past what a reader takes in.
 @Suite struct ArchitectureTests {
     static let root = DocumentationTests.root
@@ -42,8 +42,8 @@ import Testing
         }
     }
 
-    @Test func theReadmeNamesEveryFolder() throws {
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+    @Test func theArchitecturePageNamesEveryFolder() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         let start = try #require(readme.range(of: "## Where things are"))
         let rest = readme[start.upperBound...]
         let end = rest.range(of: "\n## ")?.lowerBound ?? rest.endIndex
@@ -53,7 +53,7 @@ import Testing
             .filter { !["Sources", "Tests", "Plugins"].contains($0) && !$0.hasSuffix("/Sources") }
         #expect(folders.count > 60)
         for folder in folders {
-            #expect(named.contains(folder), "README's \"Where things are\" does not name \(folder)")
+            #expect(named.contains(folder), "docs/architecture.md's \"Where things are\" does not name \(folder)")
         }
     }
 

@@ -35,33 +35,23 @@ public final class ExecutableProcess: Sendable {
         let base = NSTemporaryDirectory() + "revsync-process-\(UUID().uuidString)"
         outputPath = base + ".out"
         errorPath = base + ".err"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
         var inputPath = "/dev/null"
         if let standardInput {
             inputPath = base + ".in"
             try Data(standardInput.utf8).write(to: URL(fileURLWithPath: inputPath))
         }
-        posix_spawn_file_actions_addopen(&actions, 0, inputPath, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }.map { "\($0.key)=\($0.value)" }
-        let envp = variables.map { strdup($0) } + [nil]
-        defer { for variable in envp { free(variable) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw RawHTTPClient.Failure(description: "cannot start \(path): error \(spawned)") }
+        let pid: pid_t
+        do {
+            pid = try Spawn.start(
+                path, arguments, environment: environment,
+                redirects: [(0, .read(inputPath)), (1, .truncate(outputPath)), (2, .truncate(errorPath))])
+        } catch {
+            throw RawHTTPClient.Failure(description: error.description)
+        }
         self.pid = pid
         let child = pid
         let exit = self.exit
-        Thread {
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) == -1 && errno == EINTR {}
-            exit.set(status)
-        }.start()
+        Thread { exit.set(Spawn.wait(for: child)) }.start()
     }
 
     /// The process's ID.

@@ -1,4 +1,5 @@
 import Foundation
+import RevSyncProtocol
 
 #if canImport(Glibc)
 import Glibc
@@ -51,19 +52,12 @@ public final class PrivatePostgres: Sendable {
     }
 }
 
-/// Runs a command with its standard output in a file and waits for it with `waitpid`, on the
-/// calling thread.
+/// Runs a command with its standard output in a file and waits for it, on the calling thread.
 private func spawnAndWait(_ arguments: [String], output: String) throws -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    let argv = arguments.map { strdup($0) } + [nil]
-    defer { for argument in argv { free(argument) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
-    guard spawned == 0 else { throw RawHTTPClient.Failure(description: "cannot run \(arguments[0]): \(spawned)") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-    return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : -1
+    do {
+        let pid = try Spawn.start(arguments[0], Array(arguments.dropFirst()), redirects: [(1, .truncate(output))])
+        return Spawn.exitCode(Spawn.wait(for: pid)) ?? -1
+    } catch {
+        throw RawHTTPClient.Failure(description: error.description)
+    }
 }

@@ -63,7 +63,7 @@ struct AttachmentTransfer: Sendable {
                 throw error
             }
             sent += Int64(bytes.count)
-            let told = Int64(response.headers["revsync-received"] ?? "") ?? received
+            let told = Int64(response.headers[RevSyncHeader.key(RevSyncHeader.received)] ?? "") ?? received
             switch response.status {
             case 201:
                 _ = Self.broken.withLock { $0.remove(attachment.sha256) }
@@ -94,7 +94,7 @@ struct AttachmentTransfer: Sendable {
         let head = try await send(TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
         if head.status == 200 { return nil }
         guard head.status == 404 else { throw Self.failure(head) }
-        return Int64(head.headers["revsync-received"] ?? "0") ?? 0
+        return Int64(head.headers[RevSyncHeader.key(RevSyncHeader.received)] ?? "0") ?? 0
     }
 
     /// Downloads the bytes of `attachment` into the store, resuming a download in progress.

@@ -29,7 +29,7 @@ public struct ServerIdentity: Sendable, Hashable {
         }
         var body = [UInt8](response.body)
         if Gzip.isGzip(body) { body = try Gzip.decompress(body, limit: 1 << 20) }
-        guard response.status == 200 else { throw Synchronizer.rejection(status: response.status, body: body) }
+        guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: body) }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let dataset = object["dataset"] as? String, let version = object["schemaVersion"] as? Int
         else { throw SyncFailure.invalidResponse("GET /health names no dataset and schemaVersion") }

@@ -106,7 +106,7 @@ struct SnapshotDownload {
         if let known, start == known.gzipBytes { return (known, Receipt(received: 0, resumedAt: start)) }
 
         var headers = [
-            "Authorization": "Bearer \(server.token)", "Accept-Encoding": "identity", "RevSync-Schema-Version": String(schemaVersion),
+            "Authorization": "Bearer \(server.token)", "Accept-Encoding": "identity", RevSyncHeader.schemaVersion: String(schemaVersion),
         ]
         if let known, start > 0 {
             headers["Range"] = "bytes=\(start)-"
@@ -135,7 +135,7 @@ struct SnapshotDownload {
             throw SyncFailure.invalidResponse("the server has no such part of the snapshot; the next attempt starts over")
         default:
             if known == nil { discard() }
-            throw Synchronizer.rejection(status: response.status, body: [UInt8](response.body))
+            throw SyncFailure.rejection(status: response.status, body: [UInt8](response.body))
         }
         try file.synchronize()
         let (announced, offset) = sink.result
@@ -166,9 +166,10 @@ struct SnapshotDownload {
     }
 
     fileprivate static func announced(_ headers: [String: String]) throws -> Announced {
-        guard let etag = headers["etag"], let revision = headers["x-revsync-revision"].flatMap(Revision.init),
-            let records = headers["x-revsync-records"].flatMap(Int.init), let sha256 = headers["x-revsync-snapshot-sha256"],
-            let storeBytes = headers["x-revsync-snapshot-length"].flatMap(Int.init), let gzipBytes = Self.total(headers)
+        guard let etag = headers["etag"], let revision = headers[RevSyncHeader.key(RevSyncHeader.revision)].flatMap(Revision.init),
+            let records = headers[RevSyncHeader.key(RevSyncHeader.records)].flatMap(Int.init),
+            let sha256 = headers[RevSyncHeader.key(RevSyncHeader.snapshotSHA256)],
+            let storeBytes = headers[RevSyncHeader.key(RevSyncHeader.snapshotLength)].flatMap(Int.init), let gzipBytes = Self.total(headers)
         else { throw SyncFailure.invalidResponse("GET /snapshot did not describe the snapshot (ETag, X-RevSync-* headers)") }
         return Announced(etag: etag, revision: revision, records: records, sha256: sha256, storeBytes: storeBytes, gzipBytes: gzipBytes)
     }

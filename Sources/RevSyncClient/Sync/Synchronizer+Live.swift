@@ -192,7 +192,7 @@ extension Synchronizer {
             url: server.url.appendingPathComponent("events"), method: "GET",
             headers: [
                 "Authorization": "Bearer \(server.token)", "Accept": "text/event-stream", "Last-Event-ID": String(since),
-                "RevSync-Schema-Version": String(store.schema.version),
+                RevSyncHeader.schemaVersion: String(store.schema.version),
             ],
             body: Data())
         let (events, continuation) = AsyncThrowingStream<ServerSentEvent, any Error>.makeStream()
@@ -204,7 +204,7 @@ extension Synchronizer {
                     for event in try parser.withLock({ try $0.feed(bytes) }) { continuation.yield(event) }
                 }
                 if response.status != 200 {
-                    continuation.finish(throwing: Self.rejection(status: response.status, body: [UInt8](response.body)))
+                    continuation.finish(throwing: SyncFailure.rejection(status: response.status, body: [UInt8](response.body)))
                 } else {
                     continuation.finish(throwing: SyncFailure.network("the server ended the live stream"))
                 }

@@ -285,16 +285,16 @@ public actor Synchronizer {
             "Authorization": "Bearer \(server.token)", "Content-Type": "application/json", "Content-Encoding": "gzip",
             "Accept-Encoding": "gzip",
         ]
-        if let proof = request.snapshotProof { headers["RevSync-Snapshot-Proof"] = proof }
+        if let proof = request.snapshotProof { headers[RevSyncHeader.snapshotProof] = proof }
         // The server reads the change sets, and answers, in the store's schema version.
-        headers["RevSync-Schema-Version"] = String(store.schema.version)
-        headers["RevSync-Pending"] = String(request.pendingAfter)
+        headers[RevSyncHeader.schemaVersion] = String(store.schema.version)
+        headers[RevSyncHeader.pending] = String(request.pendingAfter)
         // What the store holds at the revision it claims, for the server to check.
         if let digest = request.digest {
-            headers["RevSync-Digest"] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"
+            headers[RevSyncHeader.digest] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"
         }
         if store.schema.hasAttachments, let missing = try? await store.lackedAttachments() {
-            headers["RevSync-Missing-Attachments"] = String(missing)
+            headers[RevSyncHeader.missingAttachments] = String(missing)
         }
         let pipe = ResponseBodyPipe(threshold: configuration.streamingThreshold)
         defer { pipe.abandon() }
@@ -318,7 +318,7 @@ public actor Synchronizer {
         switch start {
         case .whole(let response):
             let json = try decompressedBody(of: response)
-            guard response.status == 200 else { throw Self.rejection(status: response.status, body: json) }
+            guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: json) }
             stageHook?(.responseReceived)
             let actor = Self.actor(in: response.headers)
             do {
@@ -330,13 +330,13 @@ public actor Synchronizer {
                 report = try await apply(.whole(json), to: request, lenient: true, actor: actor)
             }
             report.responseBytes = json.count
-            report.serverSchemaVersion = response.headers["x-revsync-schema-version"].flatMap { Int($0) }
+            report.serverSchemaVersion = response.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
         case .streaming(let head):
             stageHook?(.responseReceived)
             let decompressed = ResponseBodyPipe.DecompressedBody(pipe, limit: configuration.maxResponseSize)
             report = try await apply(.pieces(decompressed.next), to: request, lenient: lenient, actor: Self.actor(in: head.headers))
             report.responseBytes = decompressed.producedBytes
-            report.serverSchemaVersion = head.headers["x-revsync-schema-version"].flatMap { Int($0) }
+            report.serverSchemaVersion = head.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
         }
         report.bytesSent = body.count
         report.bytesReceived = pipe.receivedBytes
@@ -345,79 +345,6 @@ public actor Synchronizer {
         report.attachmentsUploaded = uploaded.count
         report.attachmentBytesSent = uploaded.bytes
         return report
-    }
-
-    /// The attachments a request's change sets write, each once.
-    static func attachments(in message: SyncMessage) -> [Attachment] {
-        var seen = Set<String>()
-        var found: [Attachment] = []
-        for changeSet in message.changeSets {
-            for changes in changeSet.changes {
-                for attributes in changes.attributes.values {
-                    for value in attributes.values.values {
-                        if case .attachment(let attachment) = value, seen.insert(attachment.sha256).inserted { found.append(attachment) }
-                    }
-                }
-            }
-        }
-        return found
-    }
-
-    /// With ``Configuration/attachments`` `.eager`, downloads the bytes of every attachment a
-    /// record refers to that the device lacks. Returns how many it still lacks (a download
-    /// that failed is tried again after the next sync; the sync itself succeeded).
-    ///
-    /// The scan of the attachment columns is skipped after a sync that received nothing, when
-    /// nothing was missing before: local writes bring their bytes with them.
-    private func downloadAttachments(after report: SyncReport, from server: LocalStore.ServerConnection) async -> Int {
-        guard store.schema.hasAttachments else { return 0 }
-        let quiet = report.received == 0 && !report.snapshot && report.startedFromSnapshot == nil
-        if quiet, (try? await store.lackedAttachments()) == 0 { return 0 }
-        guard let missing = try? await store.missingAttachments() else { return 0 }
-        guard configuration.attachments == .eager else { return missing.count }
-        let transfer = AttachmentTransfer(transport: transport, server: server, files: store.attachments)
-        var failed = 0
-        for attachment in missing {
-            do {
-                try await transfer.download(attachment)
-            } catch {
-                failed += 1
-            }
-        }
-        return failed
-    }
-
-    /// Upgrades the store to the server's schema, if it is newer: to its latest, or, for a
-    /// store pinned to the version its app was built for, to that version and never past it.
-    /// The versions in between are fetched too, so that the store follows each one's renames.
-    func followSchema(of server: LocalStore.ServerConnection) async throws {
-        let current = store.schema.version
-        let target: Schema
-        if let pinned = try await store.pinnedSchemaVersion {
-            guard pinned > current else { return }
-            do {
-                target = try await Schema.fetch(from: server.url, version: pinned, transport: transport)
-            } catch SyncFailure.rejected(let status, _, _) where status == 404 {
-                return  // the server does not serve the app's version yet: the store stays as it is
-            }
-        } else {
-            target = try await Schema.fetch(from: server.url, transport: transport)
-            guard target.version > current else { return }
-        }
-        var intermediates: [Schema] = []
-        for version in (current + 1)..<max(current + 1, target.version) {
-            if let schema = try? await Schema.fetch(from: server.url, version: version, transport: transport) {
-                intermediates.append(schema)
-            }
-        }
-        try await store.upgrade(to: target, through: intermediates)
-    }
-
-    /// Whether the store should follow a server whose latest schema version is `version`.
-    private func follows(serverVersion version: Int?) async throws -> Bool {
-        guard let version, version > store.schema.version else { return false }
-        guard let pinned = try await store.pinnedSchemaVersion else { return true }
-        return pinned > store.schema.version
     }
 
     /// Applies the response (see ``LocalStore/apply(response:to:lenient:overwritten:stageHook:)``);
@@ -438,87 +365,6 @@ public actor Synchronizer {
         }
     }
 
-    /// Asks the server who this device is (`GET /device`: its role and user) and remembers it
-    /// in the store, so that local writes are checked against the schema's permission rules.
-    /// Every sync keeps it up to date too. A store that has sent nothing yet also moves its
-    /// temporary IDs below every one its token used before (a new store on an earlier store's
-    /// token), as its first sync would.
-    ///
-    /// - Throws: ``SyncFailure``.
-    @discardableResult
-    public func fetchDevice() async throws -> Actor {
-        var server = self.server
-        if server == nil { server = try await store.server() }
-        guard let server else { throw SyncFailure.notConfigured }
-        let identity = try await Self.fetchIdentity(from: server, transport: transport, maxResponseSize: configuration.maxResponseSize)
-        try await store.setActor(identity.actor)
-        try await store.agreeOnTemporaryIDs(lowest: identity.lowestTemporaryID)
-        return identity.actor
-    }
-
-    /// Before the store's first change set leaves: its temporary IDs must start below every one
-    /// its token used (``fetchDevice()`` does it; once per store).
-    private func agreeOnTemporaryIDs(with server: LocalStore.ServerConnection) async throws {
-        guard try await !store.temporaryIDsAgreed() else { return }
-        let identity = try await Self.fetchIdentity(from: server, transport: transport, maxResponseSize: configuration.maxResponseSize)
-        try await store.setActor(identity.actor)
-        try await store.agreeOnTemporaryIDs(lowest: identity.lowestTemporaryID)
-    }
-
-    /// Who a token belongs to, as the server says (`GET /device`), without a store: what
-    /// `revsync init` asks before it creates one, so that a wrong or revoked token creates
-    /// nothing.
-    ///
-    /// - Throws: ``SyncFailure`` (`rejected` with status 401 for a token the server does not
-    ///   know, or a revoked one; `network` when it cannot be reached).
-    public static func fetchActor(
-        from server: LocalStore.ServerConnection, transport: any SyncTransport = DefaultTransport(), maxResponseSize: Int = 1 << 20
-    ) async throws -> Actor {
-        try await fetchIdentity(from: server, transport: transport, maxResponseSize: maxResponseSize).actor
-    }
-
-    /// What `GET /device` says: the role and user, and the lowest temporary ID the token used.
-    struct DeviceIdentity {
-        var actor: Actor
-        var lowestTemporaryID: RecordID?
-    }
-
-    static func fetchIdentity(
-        from server: LocalStore.ServerConnection, transport: any SyncTransport, maxResponseSize: Int
-    ) async throws -> DeviceIdentity {
-        let response: TransportResponse
-        do {
-            response = try await transport.send(
-                TransportRequest(
-                    url: server.url.appendingPathComponent("device"), method: "GET", headers: ["Authorization": "Bearer \(server.token)"],
-                    body: Data()))
-        } catch {
-            throw SyncFailure.network("\(error)")
-        }
-        var body = [UInt8](response.body)
-        if Gzip.isGzip(body) {
-            do {
-                body = try Gzip.decompress(body, limit: maxResponseSize)
-            } catch {
-                throw SyncFailure.invalidResponse("the gzip body does not decompress: \(error)")
-            }
-        }
-        guard response.status == 200 else { throw rejection(status: response.status, body: body) }
-        guard let actor = actor(in: response.headers) else {
-            throw SyncFailure.invalidResponse("GET /device names no role (RevSync-Role)")
-        }
-        // A server before release 0.9 does not say: nothing to move below.
-        let object = (try? JSONValue.parse(json: body))?.members ?? []
-        let lowest = object.first { $0.key == "lowestTemporaryID" }?.value.integer.map(RecordID.init(rawValue:))
-        return DeviceIdentity(actor: actor, lowestTemporaryID: lowest)
-    }
-
-    /// The device's role and user from a response's `RevSync-Role` and `RevSync-User`.
-    static func actor(in headers: [String: String]) -> Actor? {
-        guard let role = headers["revsync-role"], !role.isEmpty else { return nil }
-        return Actor(role: Role(rawValue: role), user: headers["revsync-user"].flatMap(Int64.init).map { RecordID($0) })
-    }
-
     /// The body, gunzipped if it is gzip (URLSession may already have done it).
     private func decompressedBody(of response: TransportResponse) throws -> [UInt8] {
         let bytes = [UInt8](response.body)
@@ -528,19 +374,5 @@ public actor Synchronizer {
         } catch {
             throw SyncFailure.invalidResponse("the gzip body does not decompress: \(error)")
         }
-    }
-
-    /// The server's JSON error, as a failure.
-    static func rejection(status: Int, body: [UInt8]) -> SyncFailure {
-        var code = "http_\(status)"
-        var message = String(decoding: body.prefix(500), as: UTF8.self)
-        if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-            let error = object["error"] as? [String: Any]
-        {
-            code = error["code"] as? String ?? code
-            message = error["message"] as? String ?? message
-            if let path = error["path"] as? String, !path.isEmpty { message += " (at \(path))" }
-        }
-        return .rejected(status: status, code: code, message: message)
     }
 }

@@ -36,9 +36,9 @@ extension TransportRequest {
     /// The request with `RevSync-Client` (``RevSyncClientVersion/header``), which the server
     /// shows its operator, unless it has one.
     func identifyingClient() -> TransportRequest {
-        guard headers["RevSync-Client"] == nil else { return self }
+        guard headers[RevSyncHeader.client] == nil else { return self }
         var request = self
-        request.headers["RevSync-Client"] = RevSyncClientVersion.header
+        request.headers[RevSyncHeader.client] = RevSyncClientVersion.header
         return request
     }
 }

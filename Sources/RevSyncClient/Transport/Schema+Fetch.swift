@@ -36,7 +36,7 @@ extension Schema {
         }
         var body = [UInt8](response.body)
         if Gzip.isGzip(body) { body = try Gzip.decompress(body, limit: 64 << 20) }
-        guard response.status == 200 else { throw Synchronizer.rejection(status: response.status, body: body) }
+        guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: body) }
         return try Schema(json: body)
     }
 }

@@ -87,7 +87,7 @@ struct Verifier {
                     url: server.url.appendingPathComponent("verify"), method: "POST",
                     headers: [
                         "Authorization": "Bearer \(server.token)", "Content-Type": "application/json", "Content-Encoding": "gzip",
-                        "Accept-Encoding": "gzip", "RevSync-Schema-Version": String(store.schema.version),
+                        "Accept-Encoding": "gzip", RevSyncHeader.schemaVersion: String(store.schema.version),
                     ], body: Data(body)))
         } catch {
             throw SyncFailure.network("\(error)")
@@ -97,10 +97,10 @@ struct Verifier {
         outcome.bytesReceived += response.body.count
         var bytes = [UInt8](response.body)
         if Gzip.isGzip(bytes) { bytes = try Gzip.decompress(bytes, limit: 256 << 20) }
-        if response.status == 409, let revision = response.headers["x-revsync-revision"].flatMap({ Revision($0) }) {
+        if response.status == 409, let revision = response.headers[RevSyncHeader.key(RevSyncHeader.revision)].flatMap({ Revision($0) }) {
             throw RevisionMoved(revision: revision)
         }
-        guard response.status == 200 else { throw Synchronizer.rejection(status: response.status, body: bytes) }
+        guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: bytes) }
         do {
             return try VerifyResponse(json: bytes)
         } catch {

@@ -67,20 +67,12 @@ public struct AttachmentRetention: Service {
     }
 
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    let pruned = try await prune()
-                    if pruned.attachments + pruned.uploads > 0 {
-                        logger.info(
-                            "attachment retention: deleted \(pruned.attachments) attachments nothing refers to and \(pruned.uploads) abandoned uploads"
-                        )
-                    }
-                } catch {
-                    logger.error("attachment retention failed: \(error)")
-                }
-                // Cancelled at shutdown: the loop ends, and the service with it, cleanly.
-                try? await Task.sleep(for: .seconds(3600))
+        try await runHourly(logger: logger, failure: "attachment retention failed") { [self] in
+            let pruned = try await prune()
+            if pruned.attachments + pruned.uploads > 0 {
+                logger.info(
+                    "attachment retention: deleted \(pruned.attachments) attachments nothing refers to and \(pruned.uploads) abandoned uploads"
+                )
             }
         }
     }

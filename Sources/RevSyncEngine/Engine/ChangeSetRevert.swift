@@ -97,7 +97,7 @@ public struct ChangeSetRevert: Sendable {
     /// The revision `target` names.
     ///
     /// - Throws: ``Refusal/notFound(_:)``, ``Refusal/ambiguous(_:_:)``.
-    public func revision(of target: Target, reader: any StorageReader) throws -> Revision {
+    public func revision(of target: Target, reader: any HistoryReading) throws -> Revision {
         switch target {
         case .revision(let revision): return revision
         case .changeSet(let id):

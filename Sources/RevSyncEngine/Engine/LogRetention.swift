@@ -93,19 +93,12 @@ public struct LogRetention: Service {
     }
 
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    let pruned = try await prune()
-                    if pruned.entries > 0 {
-                        logger.info(
-                            "log retention: dropped \(pruned.entries) log entries and \(pruned.history) history rows; the log starts after revision \(pruned.floor)"
-                        )
-                    }
-                } catch {
-                    logger.error("log retention failed: \(error)")
-                }
-                try await Task.sleep(for: .seconds(3600))
+        try await runHourly(logger: logger, failure: "log retention failed") { [self] in
+            let pruned = try await prune()
+            if pruned.entries > 0 {
+                logger.info(
+                    "log retention: dropped \(pruned.entries) log entries and \(pruned.history) history rows; the log starts after revision \(pruned.floor)"
+                )
             }
         }
     }

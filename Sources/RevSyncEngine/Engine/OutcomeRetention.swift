@@ -29,16 +29,9 @@ public struct OutcomeRetention: Service {
     }
 
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    let purged = try await purge()
-                    if purged > 0 { logger.info("forgot \(purged) change set outcomes older than \(days) days") }
-                } catch {
-                    logger.error("purging old outcomes failed: \(error)")
-                }
-                try await Task.sleep(for: .seconds(3600))
-            }
+        try await runHourly(logger: logger, failure: "purging old outcomes failed") { [self] in
+            let purged = try await purge()
+            if purged > 0 { logger.info("forgot \(purged) change set outcomes older than \(days) days") }
         }
     }
 }

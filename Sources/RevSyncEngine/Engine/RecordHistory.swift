@@ -178,7 +178,7 @@ public struct RecordHistory: Sendable {
 
     // MARK: Reading
 
-    private static func devices(_ reader: any StorageReader) throws -> [Int64: (name: String, user: RecordID?)] {
+    private static func devices(_ reader: any DeviceReading) throws -> [Int64: (name: String, user: RecordID?)] {
         var devices: [Int64: (name: String, user: RecordID?)] = [Device.server.id: (Device.server.name, nil)]
         for record in try reader.allDevices() { devices[record.device.id] = (record.device.name, record.device.user) }
         return devices
@@ -187,7 +187,7 @@ public struct RecordHistory: Sendable {
     /// The record's values after its newest change below `before`: the values before its next
     /// change, or the record as it is now (`nil`: it does not exist).
     private static func valuesAfter(
-        entity: String, id: RecordID, before: Revision?, schema: Schema, reader: any StorageReader
+        entity: String, id: RecordID, before: Revision?, schema: Schema, reader: any HistoryReading & RecordReading
     ) throws -> RecordAttributes? {
         if let before, let next = try reader.historyEntry(entity: entity, id: id, atOrAfter: before) {
             return try next.before.map { try attributes($0) }
@@ -215,7 +215,7 @@ public struct RecordHistory: Sendable {
         }
     }
 
-    private static func listing(of revision: Revision, keeping records: Int, reader: any StorageReader) throws -> ChangeSetListing {
+    private static func listing(of revision: Revision, keeping records: Int, reader: any LogReading) throws -> ChangeSetListing {
         guard let entry = try reader.logEntry(at: revision) else {
             throw StorageError.corrupt("change log entry \(revision) is missing")
         }

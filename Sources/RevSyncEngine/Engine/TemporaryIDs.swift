@@ -21,13 +21,13 @@ final class TemporaryIDResolver {
 
     /// The permanent ID of `id` if it is a record of `entity`; positive IDs are returned as
     /// they are. `nil` when the temporary ID was never committed, or names another entity.
-    func resolve(_ id: RecordID, entity: String, reader: any StorageReader) throws -> RecordID? {
+    func resolve(_ id: RecordID, entity: String, reader: any OutcomeReading) throws -> RecordID? {
         guard id.isTemporary else { return id }
         return try mapping(of: id, reader: reader).flatMap { $0.entity == entity ? $0.permanentID : nil }
     }
 
     /// The mapping of a temporary ID, whatever its entity.
-    func mapping(of id: RecordID, reader: any StorageReader) throws -> IDMapping? {
+    func mapping(of id: RecordID, reader: any OutcomeReading) throws -> IDMapping? {
         if let mapping = known[id] { return mapping }
         if unknown.contains(id) { return nil }
         if let mapping = try reader.mapping(device: device, temporaryID: id) {

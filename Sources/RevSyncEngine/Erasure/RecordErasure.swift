@@ -170,7 +170,7 @@ public struct RecordErasure: Sendable {
     /// How many records of a cascade a preview lists with their values (the counts cover all).
     public static let reachedLimit = 100
 
-    public func preview(entity: Entity, id: RecordID, reader: any StorageReader) throws -> Preview {
+    public func preview(entity: Entity, id: RecordID, reader: any RecordReading) throws -> Preview {
         guard let record = try reader.records(entity, ids: [id]).first else {
             return Preview(exists: false, deletes: [], nullified: 0, denial: nil)
         }
@@ -217,147 +217,194 @@ public struct RecordErasure: Sendable {
         }
     }
 
-    /// The erasure's steps, in the caller's transaction.
-    private func erase(_ request: Request, entity: Entity, by device: Device, writer: any StorageWriter) throws -> Result {
-        do {
-            let revision = try writer.lockRevision() + 1
-            let record = try writer.records(entity, ids: [request.id]).first
-            let known = try writer.history(entity: entity.name, id: request.id, before: nil, limit: 1)
-            guard record != nil || !known.isEmpty else {
-                throw Refusal.notFound("\(entity.name) \(request.id) does not exist and has no history")
-            }
-            var log = CommittedLog(revision: revision)
-            var history: [HistoryEntry] = []
-            var erased: [ErasedRecord] = []
-            var attachments = Set<String>()
-            var nullified = 0
-            var changes: [RecordChange] = []
-            func collect(_ values: some Sequence<Value>) {
-                for value in values { if let attachment = value.attachmentValue { attachments.insert(attachment.sha256) } }
-            }
-            if let attributes = request.attributes {
-                erased.append(ErasedRecord(entity: entity.name, id: request.id, attributes: attributes))
-                if var record {
-                    let original = record
-                    // Attributes a later schema version dropped keep their columns: set them null too.
-                    try writer.nullifyDroppedColumns(entity, id: record.id, attributes.filter { entity.attribute($0) == nil })
-                    let indices = attributes.compactMap { name in entity.attributes.firstIndex { $0.name == name } }
-                    collect(indices.map { record.values[$0] })
-                    history.append(
-                        HistoryEntry(
-                            entity: entity.name, id: record.id, revision: revision, operation: .update,
-                            before: Self.json(entity, record, erasing: Set(attributes))))
-                    for index in indices { record.values[index] = .null }
-                    if entity.staleness == .attribute {
-                        record.written(attributes, by: Device.server.id, at: revision)
-                    } else {
-                        record.written(by: Device.server.id, at: revision)
-                    }
-                    try writer.update(entity, record)
-                    log.updated(entity, record)
-                    changes.append(RecordChange(entity: entity, old: original, new: record))
-                }
-            } else if let record {
-                let plan = try DeletePlan<StoredRecord>(schema: schema, deleting: [(entity, record)], reader: writer)
-                if let denial = plan.denials.first {
-                    throw Refusal.denied(
-                        "erasing \(denial.parentReference) would delete it, which \(denial.child) references (\(denial.attribute), delete rule deny): erase or change \(denial.child) first"
-                    )
-                }
-                for deleted in plan.deleted {
-                    erased.append(ErasedRecord(entity: deleted.entity.name, id: deleted.record.id))
-                    collect(deleted.record.values)
-                    try writer.delete(deleted.entity, id: deleted.record.id)
-                    log.deleted(deleted.entity, deleted.record.id)
-                    changes.append(RecordChange(entity: deleted.entity, old: deleted.record, new: nil))
-                    history.append(
-                        HistoryEntry(
-                            entity: deleted.entity.name, id: deleted.record.id, revision: revision,
-                            operation: deleted.explicit ? .delete : .cascade,
-                            before: Self.json(deleted.entity, deleted.record, erasing: nil)))
-                }
-                for nullification in plan.nullified {
-                    var changed = log.record(nullification.entity, nullification.record.id) ?? nullification.record
-                    history.append(
-                        HistoryEntry(
-                            entity: nullification.entity.name, id: changed.id, revision: revision, operation: .nullify,
-                            before: Self.json(nullification.entity, nullification.record, erasing: [])))
-                    for index in nullification.attributeIndices { changed.values[index] = .null }
-                    if nullification.entity.staleness == .attribute {
-                        changed.written(nullification.attributeNames, by: Device.server.id, at: revision)
-                    } else {
-                        changed.written(by: Device.server.id, at: revision)
-                    }
-                    try writer.update(nullification.entity, changed)
-                    log.updated(nullification.entity, changed)
-                    changes.append(RecordChange(entity: nullification.entity, old: nullification.record, new: changed))
-                    nullified += 1
-                }
-            } else {
-                erased.append(ErasedRecord(entity: entity.name, id: request.id))
-            }
+    /// What an erasure has done so far, in its transaction: the change set it commits, the
+    /// history rows of what it changed, the records it reached.
+    private struct Erasing {
+        let revision: Revision
+        var log: CommittedLog
+        var history: [HistoryEntry] = []
+        var erased: [ErasedRecord] = []
+        /// The digests of the attachments the erased values named (deleted if nothing else does).
+        var attachments = Set<String>()
+        var nullified = 0
+        /// The records' changes, for the data set's digest.
+        var changes: [RecordChange] = []
+        /// The oldest revision that held the erased values (devices delivered only below it never had them).
+        var written: Revision
+        var historyRowsRewritten = 0
+        var logEntriesRewritten = 0
 
-            // Earlier history and log entries, and stored refusals.
-            let scrub = ErasureScrub(erased)
-            var written = revision
-            var logRevisions = Set<Revision>()
-            var historyRows = 0
-            for target in erased {
-                guard let targetEntity = schema.entity(target.entity) else { continue }
-                let entries = try writer.history(entity: target.entity, id: target.id, before: revision, limit: .max).map(\.entry)
-                // Held since its create; a record whose create is not in the history (seeded,
-                // kept from before history, or pruned with the log) may have been held since
-                // the first revision.
-                written = min(written, entries.last.map { $0.operation == .create ? $0.revision : 1 } ?? 1)
-                for entry in entries {
-                    logRevisions.insert(entry.revision)
-                    guard let before = entry.before else { continue }
-                    let values = try RecordHistory.attributes(before)
-                    collect(values.values.filter { target.covers($0.key) }.map(\.value))
-                    guard values.values.contains(where: { target.covers($0.key) && $0.value != .null }) else { continue }
-                    try writer.rewriteHistory(
-                        entity: target.entity, id: target.id, revision: entry.revision,
-                        before: Self.json(targetEntity, values, erasing: target.attributes.map(Set.init)))
-                    historyRows += 1
-                }
-            }
-            var logEntries = 0
-            for logged in logRevisions.sorted() {
-                guard let entry = try writer.logEntry(at: logged) else { continue }
-                let changeSet: ChangeSet
-                do {
-                    changeSet = try ChangeSet(json: entry.body, sender: .server)
-                } catch {
-                    throw StorageError.corrupt("change log entry \(logged) does not decode: \(error)")
-                }
-                guard let scrubbed = scrub.nullifying(changeSet) else { continue }
-                try writer.rewriteLog(revision: logged, body: scrubbed.jsonBytes())
-                logEntries += 1
-            }
-            let id = try writer.recordErasure(
-                ErasureRow(
-                    id: 0, revision: revision, entity: entity.name, recordID: request.id, attributes: request.attributes,
-                    reason: request.reason.trimmingCharacters(in: .whitespacesAndNewlines), device: device.id,
-                    erasedAt: Int64(Date().timeIntervalSince1970), writtenRevision: written, recordCount: erased.count),
-                records: erased)
-            let refusals = try Self.scrubRefusals(scrub, erasure: id, writer: writer)
-            var changeSet = log.changeSet
-            changeSet.erased = ErasureNotice(erasure: id, records: erased)
-            let changeSetID = UUID().uuidString
-            var digest = try writer.dataSetDigest()
-            digest?.apply(changes)
-            try writer.appendLog(
-                LogEntry(
-                    revision: revision, device: Device.server.id, changeSetID: changeSetID, body: changeSet.jsonBytes(),
-                    digest: digest?.total))
-            try writer.appendHistory(history)
-            try writer.setRevision(revision, digest: digest)
-            return Result(
-                id: id, revision: revision, changeSetID: changeSetID, erased: erased, nullified: nullified,
-                logEntriesRewritten: logEntries, historyRowsRewritten: historyRows, refusalsRewritten: refusals.rewritten,
-                errors: refusals.errors, attachmentsDeleted: 0, attachments: attachments,
-                entities: Set(erased.map(\.entity) + changeSet.types))
+        init(revision: Revision) {
+            self.revision = revision
+            log = CommittedLog(revision: revision)
+            written = revision
         }
+
+        mutating func collect(_ values: some Sequence<Value>) {
+            for value in values { if let attachment = value.attachmentValue { attachments.insert(attachment.sha256) } }
+        }
+    }
+
+    /// The erasure's steps, in the caller's transaction: the record (or its attributes) out of
+    /// the live tables, then out of earlier history and log entries, then committed as a change
+    /// set of the server's with its receipt.
+    private func erase(_ request: Request, entity: Entity, by device: Device, writer: any StorageWriter) throws -> Result {
+        let revision = try writer.lockRevision() + 1
+        let record = try writer.records(entity, ids: [request.id]).first
+        let known = try writer.history(entity: entity.name, id: request.id, before: nil, limit: 1)
+        guard record != nil || !known.isEmpty else {
+            throw Refusal.notFound("\(entity.name) \(request.id) does not exist and has no history")
+        }
+        var work = Erasing(revision: revision)
+        if let attributes = request.attributes {
+            work.erased.append(ErasedRecord(entity: entity.name, id: request.id, attributes: attributes))
+            if let record { try eraseAttributes(attributes, of: record, entity: entity, into: &work, writer: writer) }
+        } else if let record {
+            try eraseRecord(record, entity: entity, into: &work, writer: writer)
+        } else {
+            work.erased.append(ErasedRecord(entity: entity.name, id: request.id))
+        }
+        let logRevisions = try scrubHistory(into: &work, writer: writer)
+        try scrubLog(at: logRevisions, into: &work, writer: writer)
+        return try commit(work, of: request, entity: entity, by: device, writer: writer)
+    }
+
+    /// Sets the attributes null on the live record (columns a later schema version dropped too).
+    private func eraseAttributes(
+        _ attributes: [String], of record: StoredRecord, entity: Entity, into work: inout Erasing, writer: any StorageWriter
+    ) throws {
+        var record = record
+        let original = record
+        // Attributes a later schema version dropped keep their columns: set them null too.
+        try writer.nullifyDroppedColumns(entity, id: record.id, attributes.filter { entity.attribute($0) == nil })
+        let indices = attributes.compactMap { name in entity.attributes.firstIndex { $0.name == name } }
+        work.collect(indices.map { record.values[$0] })
+        work.history.append(
+            HistoryEntry(
+                entity: entity.name, id: record.id, revision: work.revision, operation: .update,
+                before: Self.json(entity, record, erasing: Set(attributes))))
+        for index in indices { record.values[index] = .null }
+        if entity.staleness == .attribute {
+            record.written(attributes, by: Device.server.id, at: work.revision)
+        } else {
+            record.written(by: Device.server.id, at: work.revision)
+        }
+        try writer.update(entity, record)
+        work.log.updated(entity, record)
+        work.changes.append(RecordChange(entity: entity, old: original, new: record))
+    }
+
+    /// Deletes the record with its delete rules: what it cascades to is erased too, references
+    /// to it are set to null, a `deny` child refuses the erasure.
+    private func eraseRecord(_ record: StoredRecord, entity: Entity, into work: inout Erasing, writer: any StorageWriter) throws {
+        let plan = try DeletePlan<StoredRecord>(schema: schema, deleting: [(entity, record)], reader: writer)
+        if let denial = plan.denials.first {
+            throw Refusal.denied(
+                "erasing \(denial.parentReference) would delete it, which \(denial.child) references (\(denial.attribute), delete rule deny): erase or change \(denial.child) first"
+            )
+        }
+        for deleted in plan.deleted {
+            work.erased.append(ErasedRecord(entity: deleted.entity.name, id: deleted.record.id))
+            work.collect(deleted.record.values)
+            try writer.delete(deleted.entity, id: deleted.record.id)
+            work.log.deleted(deleted.entity, deleted.record.id)
+            work.changes.append(RecordChange(entity: deleted.entity, old: deleted.record, new: nil))
+            work.history.append(
+                HistoryEntry(
+                    entity: deleted.entity.name, id: deleted.record.id, revision: work.revision,
+                    operation: deleted.explicit ? .delete : .cascade,
+                    before: Self.json(deleted.entity, deleted.record, erasing: nil)))
+        }
+        for nullification in plan.nullified {
+            var changed = work.log.record(nullification.entity, nullification.record.id) ?? nullification.record
+            work.history.append(
+                HistoryEntry(
+                    entity: nullification.entity.name, id: changed.id, revision: work.revision, operation: .nullify,
+                    before: Self.json(nullification.entity, nullification.record, erasing: [])))
+            for index in nullification.attributeIndices { changed.values[index] = .null }
+            if nullification.entity.staleness == .attribute {
+                changed.written(nullification.attributeNames, by: Device.server.id, at: work.revision)
+            } else {
+                changed.written(by: Device.server.id, at: work.revision)
+            }
+            try writer.update(nullification.entity, changed)
+            work.log.updated(nullification.entity, changed)
+            work.changes.append(RecordChange(entity: nullification.entity, old: nullification.record, new: changed))
+            work.nullified += 1
+        }
+    }
+
+    /// Rewrites the earlier history rows of every erased record without the values, and notes
+    /// since when they were held. Returns the revisions whose log entries may hold them.
+    private func scrubHistory(into work: inout Erasing, writer: any StorageWriter) throws -> Set<Revision> {
+        var logRevisions = Set<Revision>()
+        for target in work.erased {
+            guard let targetEntity = schema.entity(target.entity) else { continue }
+            let entries = try writer.history(entity: target.entity, id: target.id, before: work.revision, limit: .max).map(\.entry)
+            // Held since its create; a record whose create is not in the history (seeded,
+            // kept from before history, or pruned with the log) may have been held since
+            // the first revision.
+            work.written = min(work.written, entries.last.map { $0.operation == .create ? $0.revision : 1 } ?? 1)
+            for entry in entries {
+                logRevisions.insert(entry.revision)
+                guard let before = entry.before else { continue }
+                let values = try RecordHistory.attributes(before)
+                work.collect(values.values.filter { target.covers($0.key) }.map(\.value))
+                guard values.values.contains(where: { target.covers($0.key) && $0.value != .null }) else { continue }
+                try writer.rewriteHistory(
+                    entity: target.entity, id: target.id, revision: entry.revision,
+                    before: Self.json(targetEntity, values, erasing: target.attributes.map(Set.init)))
+                work.historyRowsRewritten += 1
+            }
+        }
+        return logRevisions
+    }
+
+    /// Rewrites the change log entries at `revisions` with the erased values null.
+    private func scrubLog(at revisions: Set<Revision>, into work: inout Erasing, writer: any StorageWriter) throws {
+        let scrub = ErasureScrub(work.erased)
+        for logged in revisions.sorted() {
+            guard let entry = try writer.logEntry(at: logged) else { continue }
+            let changeSet: ChangeSet
+            do {
+                changeSet = try ChangeSet(json: entry.body, sender: .server)
+            } catch {
+                throw StorageError.corrupt("change log entry \(logged) does not decode: \(error)")
+            }
+            guard let scrubbed = scrub.nullifying(changeSet) else { continue }
+            try writer.rewriteLog(revision: logged, body: scrubbed.jsonBytes())
+            work.logEntriesRewritten += 1
+        }
+    }
+
+    /// Records the erasure with its receipt's facts, scrubs the stored refusals, and commits
+    /// its change set (carrying `__erased__`) at its revision with its history and digest.
+    private func commit(
+        _ work: Erasing, of request: Request, entity: Entity, by device: Device, writer: any StorageWriter
+    ) throws -> Result {
+        let id = try writer.recordErasure(
+            ErasureRow(
+                id: 0, revision: work.revision, entity: entity.name, recordID: request.id, attributes: request.attributes,
+                reason: request.reason.trimmingCharacters(in: .whitespacesAndNewlines), device: device.id,
+                erasedAt: Int64(Date().timeIntervalSince1970), writtenRevision: work.written, recordCount: work.erased.count),
+            records: work.erased)
+        let refusals = try Self.scrubRefusals(ErasureScrub(work.erased), erasure: id, writer: writer)
+        var changeSet = work.log.changeSet
+        changeSet.erased = ErasureNotice(erasure: id, records: work.erased)
+        let changeSetID = UUID().uuidString
+        var digest = try writer.dataSetDigest()
+        digest?.apply(work.changes)
+        try writer.appendLog(
+            LogEntry(
+                revision: work.revision, device: Device.server.id, changeSetID: changeSetID, body: changeSet.jsonBytes(),
+                digest: digest?.total))
+        try writer.appendHistory(work.history)
+        try writer.setRevision(work.revision, digest: digest)
+        return Result(
+            id: id, revision: work.revision, changeSetID: changeSetID, erased: work.erased, nullified: work.nullified,
+            logEntriesRewritten: work.logEntriesRewritten, historyRowsRewritten: work.historyRowsRewritten,
+            refusalsRewritten: refusals.rewritten, errors: refusals.errors, attachmentsDeleted: 0, attachments: work.attachments,
+            entities: Set(work.erased.map(\.entity) + changeSet.types))
     }
 
     /// Drops erased values from every stored refusal's detail. A detail left writing nothing
@@ -406,7 +453,7 @@ public struct RecordErasure: Sendable {
     /// What a refused change set must not leave in its stored detail: the erasures, since the
     /// base revision of each record it changes, of those records (`nil`: none). One read when
     /// no erasure is newer than its bases.
-    static func scrub(forRefused changeSet: ChangeSet, reader: any StorageReader) throws -> ErasureScrub? {
+    static func scrub(forRefused changeSet: ChangeSet, reader: any ErasureReading) throws -> ErasureScrub? {
         guard let newest = try reader.newestErasureRevision() else { return nil }
         var records: [ErasedRecord] = []
         for changes in changeSet.changes {

@@ -6,7 +6,7 @@ import RevSyncProtocol
 /// and `last_name`, or its first text attribute that has a value.
 enum UserNames {
     /// The names of the users `ids` (those that exist and have one), in one read.
-    static func read(_ ids: Set<RecordID>, schema: Schema, reader: any StorageReader) throws -> [RecordID: String] {
+    static func read(_ ids: Set<RecordID>, schema: Schema, reader: any RecordReading) throws -> [RecordID: String] {
         guard !ids.isEmpty, let users = schema.users.flatMap(schema.entity) else { return [:] }
         var names: [RecordID: String] = [:]
         for record in try reader.records(users, ids: Array(ids)) {

@@ -5,7 +5,7 @@ import RevSyncProtocol
 extension HTTPField.Name {
     /// A request header: the schema version the device's app was built for. Its change sets are
     /// read, and its answers written, in that version (``SchemaLens``).
-    static let revSyncDeviceSchemaVersion = Self("RevSync-Schema-Version")!
+    static let revSyncDeviceSchemaVersion = Self(RevSyncHeader.schemaVersion)!
 }
 
 extension SyncHTTPServer {

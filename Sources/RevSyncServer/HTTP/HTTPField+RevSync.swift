@@ -1,29 +1,30 @@
 import HTTPTypes
 import RevSyncEngine
+import RevSyncProtocol
 
 /// The HTTP headers RevSync reads and writes beyond the standard ones.
 extension HTTPField.Name {
-    static let revSyncRevision = Self("X-RevSync-Revision")!
+    static let revSyncRevision = Self(RevSyncHeader.revision)!
     /// How many attachments records refer to whose bytes the device lacked after its last sync.
-    static let revSyncMissingAttachments = Self("RevSync-Missing-Attachments")!
+    static let revSyncMissingAttachments = Self(RevSyncHeader.missingAttachments)!
     /// How many bytes of an attachment the server has (`PUT`, `HEAD /attachments/{sha256}`).
-    static let revSyncReceived = Self("RevSync-Received")!
-    static let revSyncDataset = Self("X-RevSync-Dataset")!
-    static let revSyncSchemaVersion = Self("X-RevSync-Schema-Version")!
-    static let revSyncRecords = Self("X-RevSync-Records")!
-    static let revSyncSnapshotSHA256 = Self("X-RevSync-Snapshot-SHA256")!
-    static let revSyncSnapshotLength = Self("X-RevSync-Snapshot-Length")!
-    static let revSyncRole = Self("RevSync-Role")!
-    static let revSyncUser = Self("RevSync-User")!
+    static let revSyncReceived = Self(RevSyncHeader.received)!
+    static let revSyncDataset = Self(RevSyncHeader.dataset)!
+    static let revSyncSchemaVersion = Self(RevSyncHeader.latestSchemaVersion)!
+    static let revSyncRecords = Self(RevSyncHeader.records)!
+    static let revSyncSnapshotSHA256 = Self(RevSyncHeader.snapshotSHA256)!
+    static let revSyncSnapshotLength = Self(RevSyncHeader.snapshotLength)!
+    static let revSyncRole = Self(RevSyncHeader.role)!
+    static let revSyncUser = Self(RevSyncHeader.user)!
     /// A request header: the proof a snapshot file carries (``SnapshotProof``).
-    static let revSyncSnapshotProof = Self("RevSync-Snapshot-Proof")!
+    static let revSyncSnapshotProof = Self(RevSyncHeader.snapshotProof)!
     /// A request header: the client library and its version (`RevSyncClient/0.5 (Linux)`).
-    static let revSyncClient = Self("RevSync-Client")!
+    static let revSyncClient = Self(RevSyncHeader.client)!
     /// A request header: the change sets still waiting in the device's outbox after this request.
-    static let revSyncPending = Self("RevSync-Pending")!
+    static let revSyncPending = Self(RevSyncHeader.pending)!
     /// A request header of a sync: `R count:hex`, the digest of the device's records at revision
     /// `R` (its claimed revision), which the server compares with its own (``DataSetDigest``).
-    static let revSyncDigest = Self("RevSync-Digest")!
+    static let revSyncDigest = Self(RevSyncHeader.digest)!
     static let xForwardedFor = Self("X-Forwarded-For")!
     /// Set by a proxy: `https` when the browser reached it over TLS.
     static let xForwardedProto = Self("X-Forwarded-Proto")!

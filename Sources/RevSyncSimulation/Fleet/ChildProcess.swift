@@ -22,19 +22,12 @@ package final class ChildProcess: Sendable {
 
     /// Starts `executable` with `arguments`, appending its output to `log`.
     package init(_ executable: String, _ arguments: [String], log: String, environment: [String: String] = [:]) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        let variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }.map { "\($0.key)=\($0.value)" }
-        let envp = variables.map { strdup($0) } + [nil]
-        defer { for variable in envp { free(variable) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw SimulationError("cannot start \(executable): \(String(cString: strerror(spawned)))") }
+        let pid: pid_t
+        do {
+            pid = try Spawn.start(executable, arguments, environment: environment, redirects: [(1, .append(log)), (2, .sameAs(1))])
+        } catch {
+            throw SimulationError(error.description)
+        }
         self.pid = pid
         let child = pid
         Thread { [state] in

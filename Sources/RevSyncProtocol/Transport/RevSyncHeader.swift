@@ -1,0 +1,39 @@
+/// The names of the HTTP headers RevSync adds, written once for the server (which reads and
+/// writes them as `HTTPField.Name`s) and the client (which looks responses' headers up
+/// lowercased: use ``key(_:)``). What each means is in `docs/protocol.md` and
+/// `docs/openapi.json`.
+package enum RevSyncHeader {
+    /// Request: the schema version the device's app was built for.
+    package static let schemaVersion = "RevSync-Schema-Version"
+    /// Request: the client library and its version.
+    package static let client = "RevSync-Client"
+    /// Request (`POST /sync`): the change sets still waiting in the outbox after this request.
+    package static let pending = "RevSync-Pending"
+    /// Request (`POST /sync`): the digest of the device's records at the revision it claims.
+    package static let digest = "RevSync-Digest"
+    /// Request (`POST /sync`): the attachments the device lacked after its previous sync.
+    package static let missingAttachments = "RevSync-Missing-Attachments"
+    /// Request (`POST /sync`): the proof a snapshot file carries.
+    package static let snapshotProof = "RevSync-Snapshot-Proof"
+    /// Response: the token's role.
+    package static let role = "RevSync-Role"
+    /// Response: the token's user.
+    package static let user = "RevSync-User"
+    /// Response (attachments): the bytes of the token's upload the server holds.
+    package static let received = "RevSync-Received"
+    /// Response: a revision (`GET /snapshot`: of the file; `409 revision_moved`: the server's).
+    package static let revision = "X-RevSync-Revision"
+    /// Response (`GET /snapshot`): the data set's identity.
+    package static let dataset = "X-RevSync-Dataset"
+    /// Response: the latest schema version (`POST /sync`), the file's (`GET /snapshot`).
+    package static let latestSchemaVersion = "X-RevSync-Schema-Version"
+    /// Response (`GET /snapshot`): the records in the file.
+    package static let records = "X-RevSync-Records"
+    /// Response (`GET /snapshot`): the SHA-256 of the decompressed file.
+    package static let snapshotSHA256 = "X-RevSync-Snapshot-SHA256"
+    /// Response (`GET /snapshot`): the decompressed file's length.
+    package static let snapshotLength = "X-RevSync-Snapshot-Length"
+
+    /// `name` as a lowercased dictionary key, the way the client's transports keep headers.
+    package static func key(_ name: String) -> String { name.lowercased() }
+}
