@@ -4,7 +4,7 @@ it, on a real revsync-server over SQLite and over PostgreSQL, authenticated as e
 
 Run by scripts/test (scripts/contract-tests); alone:
 
-    python3 -m venv .build/contract-venv && .build/contract-venv/bin/pip install 'schemathesis>=4.32,<5'
+    python3 -m venv .build/contract-venv && .build/contract-venv/bin/pip install 'schemathesis>=4.32,<5' 'openapi-spec-validator>=0.7,<1'
     swift build && .build/contract-venv/bin/python -m unittest discover -s Tests/Contract -v
 
 PostgreSQL runs when REVSYNC_POSTGRES_URL names a server (scripts/test starts one) and
@@ -132,6 +132,15 @@ class ContractTests:
             self.assertEqual(json.load(response)["status"], "ok")
         with open(self.server.log_path) as file:
             self.assertNotIn("request failed", file.read())
+
+    def test_0_the_document_is_valid_openapi_3_1(self):
+        """The served document passes openapi-spec-validator's OpenAPI 3.1 checks (schemathesis
+        reads documents leniently)."""
+        from openapi_spec_validator import validate
+        with urllib.request.urlopen(self.server.url + "/openapi.json", timeout=10) as response:
+            document = json.load(response)
+        self.assertEqual(document["openapi"], "3.1.0")
+        validate(document)
 
     # The stream of GET /events never ends by design: the runs with a token leave it out (the
     # Swift tests cover it); the run without one reaches it, as its answers end (401).
