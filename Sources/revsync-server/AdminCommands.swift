@@ -60,7 +60,7 @@ struct AdminServerOptions: ParsableArguments {
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status) else {
-            if let refusal = try? AdminAPI.decoder().decode(AdminAPI.ErrorBody.self, from: data) {
+            if let refusal = try? AdminAPI.decoder().decode(ErrorResponse.self, from: data) {
                 printError("revsync-server: \(status) \(refusal.error.code): \(refusal.error.message)")
             } else {
                 printError("revsync-server: \(status): \(TerminalText.escaped(String(decoding: data.prefix(500), as: UTF8.self)))")

@@ -35,15 +35,12 @@ public enum SyncFailure: Error, Sendable, Hashable, CustomStringConvertible {
 extension SyncFailure {
     /// The server's JSON error, as a failure.
     static func rejection(status: Int, body: [UInt8]) -> SyncFailure {
-        var code = "http_\(status)"
-        var message = String(decoding: body.prefix(500), as: UTF8.self)
-        if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-            let error = object["error"] as? [String: Any]
-        {
-            code = error["code"] as? String ?? code
-            message = error["message"] as? String ?? message
-            if let path = error["path"] as? String, !path.isEmpty { message += " (at \(path))" }
+        guard let body = try? JSONDecoder().decode(ErrorResponse.self, from: Data(body)) else {
+            return .rejected(status: status, code: "http_\(status)", message: String(decoding: body.prefix(500), as: UTF8.self))
         }
+        var message = body.error.message
+        if let path = body.error.path, !path.isEmpty { message += " (at \(path))" }
+        let code = body.error.code
         return .rejected(status: status, code: code, message: message)
     }
 }

@@ -4,7 +4,7 @@ public import Foundation
 extension AdminAPI {
     /// How current a device is.
     public enum Currency: String, Codable, Sendable, CaseIterable {
-        /// It has the latest revision and every file.
+        /// It was delivered the latest revision and lacks no file.
         case current
         /// It lacks changes less than an hour old and was seen within a day, or lacks files.
         case behind
@@ -12,7 +12,8 @@ extension AdminAPI {
         case farBehind
         /// It lacks changes and was not seen for a day.
         case silent
-        /// The server delivered it nothing and it never synced.
+        /// The server delivered it nothing and it never synced (a token made for a device that
+        /// has not started): neither behind nor silent.
         case neverSynced
     }
 

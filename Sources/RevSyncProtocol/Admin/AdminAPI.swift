@@ -31,22 +31,6 @@ public enum AdminAPI {
     public static func time(_ secondsSince1970: Int64) -> Date {
         Date(timeIntervalSince1970: TimeInterval(secondsSince1970))
     }
-
-    /// The error body of every refused request: `{"error": {"code", "message", "path"}}`.
-    public struct ErrorBody: Codable, Sendable, Equatable {
-        /// The error itself.
-        public var error: Detail
-
-        /// What went wrong.
-        public struct Detail: Codable, Sendable, Equatable {
-            /// What went wrong, for programs (`later_changes`, `forbidden`, ...).
-            public var code: String
-            /// What went wrong, for people.
-            public var message: String
-            /// The JSON path of an error in a request body.
-            public var path: String?
-        }
-    }
 }
 
 /// A JSON object key that is not known in advance: an attribute or entity name.

@@ -1,5 +1,6 @@
 import Foundation
 import RevSyncEngine
+import RevSyncProtocol
 
 /// The devices an operator should look at, and why: what the console's overview lists by name
 /// (the others are counted) and the devices page's `currency=attention` filter shows.

@@ -6,21 +6,9 @@ import RevSyncProtocol
 /// revisions the server delivered), and how current the fleet is: what
 /// `GET /admin/api/devices` and `GET /admin/api/overview` answer and the console shows.
 struct FleetReport: Sendable {
-    /// How current a device is.
-    enum Currency: String, Sendable, CaseIterable {
-        /// It was delivered the latest revision.
-        case current
-        /// It lacks changes committed less than ``farBehindSeconds`` ago, and was seen within
-        /// ``silentSeconds``.
-        case behind
-        /// It lacks changes committed ``farBehindSeconds`` ago or more.
-        case farBehind
-        /// It lacks changes and was not seen for ``silentSeconds``.
-        case silent
-        /// It never synced: the server delivered nothing to it yet (a token made for a device
-        /// that has not started, say). Neither behind nor silent: it has not begun.
-        case neverSynced
-    }
+    /// How current a device is: the admin API's type (``AdminAPI/Currency``), whose cases the
+    /// report decides (``farBehindSeconds``, ``silentSeconds``).
+    typealias Currency = AdminAPI.Currency
 
     /// One device.
     struct Row: Sendable {
@@ -133,7 +121,7 @@ struct FleetReport: Sendable {
             id: row.device.id, name: row.device.name, role: row.device.role.rawValue, user: row.device.user?.rawValue,
             userName: row.device.user.flatMap { userNames[$0] }, lastSeen: (activity?.lastSeen).map(AdminAPI.time),
             revision: row.revision, behind: row.behind, behindSeconds: row.behindSeconds,
-            currency: AdminAPI.Currency(rawValue: row.currency.rawValue) ?? .neverSynced, claimedRevision: activity?.claimedRevision,
+            currency: row.currency, claimedRevision: activity?.claimedRevision,
             pending: activity?.pending.map(Int64.init), missingAttachments: activity?.missingAttachments.map(Int64.init),
             holdsErasures: row.holdsErasures.map { Int64($0) }, live: row.live, clientVersion: activity?.clientVersion,
             schemaVersion: activity?.schemaVersion.map(Int64.init),
@@ -154,7 +142,7 @@ struct FleetReport: Sendable {
     /// The fleet's currency (revoked tokens left out).
     var fleet: AdminAPI.Overview.Fleet {
         AdminAPI.Overview.Fleet { currency in
-            activeRows.filter { $0.currency.rawValue == currency.rawValue }.map(\.device.name)
+            activeRows.filter { $0.currency == currency }.map(\.device.name)
         }
     }
 

@@ -28,8 +28,11 @@ extension SyncHTTPServer {
     /// `GET /openapi.json`: the HTTP API's contract (`docs/openapi.json`, compiled in), for
     /// anyone: like the schema, it describes the shape of the API, not the data.
     func openAPI(_ request: Request) -> Response {
-        compression.jsonResponse(Array(openAPIDocument.utf8), for: request)
+        compression.jsonResponse(Self.openAPIBytes, for: request)
     }
+
+    /// The document's bytes, made once.
+    private static let openAPIBytes = Array(openAPIDocument.utf8)
 
     func health() async throws -> Response {
         var writer = JSONWriter()
