@@ -297,6 +297,39 @@ import Testing
         }
     }
 
+    /// An attachment value in a record's history reads back through the admin API's shared
+    /// types as an attachment (not text), and `revsync-server history` names the file.
+    @Test(arguments: StoreKind.all)
+    func theAdminAPIsHistoryTypesReadAnAttachmentValue(store: StoreKind) async throws {
+        try await withLiveServer(store: store, schema: .attachments) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let device = try await server.device("ipad")
+            let photo = Self.bytes(1500)
+            let value = try Attachment(sha256: Self.digest(photo), size: 1500, type: "image/png", name: "knee.png")
+            #expect(try await server.send("PUT", "/attachments/\(value.sha256)", headers: [Self.auth(device)], body: photo).status == 201)
+            let player = device.temporaryID()
+            let create = ChangeSet.new().creating("players", player, ["first_name": "A", "last_name": "B", "photo": .attachment(value)])
+            let id = try #require(try await device.sync([create]).permanentID(of: player, in: "players"))
+
+            let response = try await server.send(
+                "GET", "/admin/api/history?entity=players&id=\(id.rawValue)", headers: [("Authorization", "Bearer \(admin.token)")])
+            #expect(response.status == 200)
+            let page = try AdminAPI.decoder().decode(AdminAPI.RecordHistoryPage.self, from: Data(response.body))
+            #expect(page.changes.count == 1)
+            #expect(page.changes.first?.after?["photo"] == .value(.attachment(value)))
+            #expect(page.changes.first?.after?["first_name"] == .value(.text("A")))
+
+            let command = try await ExecutableProcess.run(
+                "revsync-server",
+                [
+                    "history", "--server", "http://127.0.0.1:\(server.port)", "--token", admin.token, "--entity", "players", "--id",
+                    String(id.rawValue),
+                ])
+            #expect(command.status == 0, "\(command.stderr)")
+            #expect(command.stdout.contains("photo=knee.png (image/png, 1500 bytes)"), "\(command.stdout)")
+        }
+    }
+
     @Test func onSQLiteTheBytesArePrivateFilesBesideTheDatabase() async throws {
         try await withLiveServer(store: .sqlite, schema: .attachments) { server in
             let device = try await server.device("ipad")
