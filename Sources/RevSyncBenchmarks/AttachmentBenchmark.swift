@@ -159,6 +159,11 @@ public struct AttachmentBenchmark: Sendable {
                 ("loopback upload", String(format: "%.0f MB/s", result.uploadMBps)),
                 ("loopback download", String(format: "%.0f MB/s", result.downloadMBps)),
             ],
+            numbers: [
+                ("resentPercent", result.resentShare * 100), ("uploadMBps", result.uploadMBps), ("downloadMBps", result.downloadMBps),
+                ("sentBytes", Double(result.sentBytes)), ("fileBytes", Double(result.fileBytes)),
+                ("failedSyncs", Double(result.failedSyncs)),
+            ],
             command: command)
     }
 }

@@ -157,6 +157,11 @@ public struct AttributeCostBenchmark: Sendable {
                     "\(Format.count(attribute.trackedRecords)) records, \(Format.bytes(attribute.trackedBytes)) (\(attribute.trackedRecords == 0 ? 0 : attribute.trackedBytes / attribute.trackedRecords) B each)"
                 ),
             ],
+            numbers: [
+                ("recordSeconds", record.seconds), ("attributeSeconds", attribute.seconds),
+                ("slowerPercent", record.seconds > 0 ? (attribute.seconds / record.seconds - 1) * 100 : 0),
+                ("recordDatabaseBytes", Double(record.databaseBytes)), ("attributeDatabaseBytes", Double(attribute.databaseBytes)),
+            ],
             command: command)
     }
 }

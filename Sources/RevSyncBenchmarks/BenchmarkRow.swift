@@ -7,15 +7,19 @@ public struct BenchmarkRow: Sendable {
     /// Figures in the order they are shown, as people read them: `("wall time", "1.42 s")`.
     public let figures: [Figure]
     public let command: String
+    /// The figures a program reads (`revsync-bench --json`), by key, in the order given: plain
+    /// numbers in the unit the key names (`uploadMBps`, `p99Ms`, `answeredSeconds`).
+    public let numbers: [(key: String, value: Double)]
 
     public struct Figure: Sendable {
         public let name: String
         public let value: String
     }
 
-    public init(scenario: String, figures: [(String, String)], command: String) {
+    public init(scenario: String, figures: [(String, String)], numbers: [(String, Double)] = [], command: String) {
         self.scenario = scenario
         self.figures = figures.map { Figure(name: $0.0, value: $0.1) }
+        self.numbers = numbers.map { (key: $0.0, value: $0.1) }
         self.command = command
     }
 

@@ -43,10 +43,11 @@ final class BenchmarkServer: Sendable {
     /// - Parameters:
     ///   - viewers: how many of the devices (the last ones) have the `viewer` role.
     ///   - instances: server processes on the database (more than one on PostgreSQL only).
-    ///   - cpuQuota: each instance's share of the cores (``ServerFleet/start(count:database:binaries:logDirectory:arguments:cpuQuota:)``).
+    ///   - cpuQuota: each instance's share of the cores (``ServerFleet/start(count:database:binaries:logDirectory:arguments:cpuQuota:wrapper:)``).
+    ///   - wrapper: a command the server runs under (valgrind).
     static func start(
         store: BenchmarkStore, records: Int, devices: Int, viewers: Int = 0, instances: Int = 1, cpuQuota: CPUQuota? = nil,
-        binaries: URL, label: String, serverArguments: [String] = [], upgrades: [Schema] = [],
+        binaries: URL, label: String, serverArguments: [String] = [], upgrades: [Schema] = [], wrapper: [String] = [],
         prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
     ) async throws -> BenchmarkServer {
         let work = try ScratchDatabase.temporaryDirectory("bench")
@@ -91,7 +92,7 @@ final class BenchmarkServer: Sendable {
         BenchmarkProgress.step("starting \(instances == 1 ? "the server" : "\(instances) server instances")")
         let fleet = try await ServerFleet.start(
             count: instances, database: database.location, binaries: binaries, logDirectory: work, arguments: serverArguments,
-            cpuQuota: cpuQuota)
+            cpuQuota: cpuQuota, wrapper: wrapper)
         return BenchmarkServer(
             work: work, database: database, fleet: fleet, tokens: tokens, seedRevision: summary.revision,
             players: players, teams: teams)

@@ -42,6 +42,15 @@ public struct ConcurrentSyncBenchmark: Sendable {
     public var speaks: Int?
     public var binaries: URL
 
+    /// What each device's requests ask for.
+    public enum Request: Sendable {
+        /// A small sync (the scenario).
+        case sync
+        /// `GET /health`: the cheapest answer the server gives, on the same connections with
+        /// the same tokens (the ceiling a sync is measured against).
+        case health
+    }
+
     public init(binaries: URL) {
         self.binaries = binaries
     }
@@ -58,6 +67,18 @@ public struct ConcurrentSyncBenchmark: Sendable {
         public var serverPeakMemory = 0
         /// What the window used of the machine's cores (Linux), and the syncs it measured.
         var cpu: (used: CPUAccount, seconds: Double)?
+
+        /// CPU seconds per request of the server processes, PostgreSQL's and the load
+        /// generator's (`nil` without `/proc`).
+        public var cpuPerRequest: (servers: Double, postgres: Double, loadGenerator: Double)? {
+            guard let (used, seconds) = cpu else { return nil }
+            let requests = syncsPerSecond * seconds
+            guard requests > 0 else { return nil }
+            return (used.servers / requests, used.postgres / requests, used.loadGenerator / requests)
+        }
+
+        /// The share of the machine's cores left idle in the window.
+        public var idleShare: Double? { cpu?.used.idleShare }
         public var syncsPerSecond: Double { Double(syncs) / Swift.max(seconds, 0.001) }
     }
 
@@ -82,7 +103,16 @@ public struct ConcurrentSyncBenchmark: Sendable {
             version: speaks, notes: notes, position: renames.attributes[renames.entity("players")]?["position"] ?? "position")
     }
 
-    private func load(_ server: BenchmarkServer, speech: LoadDevice.Speech?) async -> Result {
+    /// Runs the devices against `server` for the warm-up and the window.
+    ///
+    /// - Parameters:
+    ///   - request: what each device asks for.
+    ///   - from: the revision every device holds at the start (default: the seed's); a second
+    ///     load on the same server starts from the revision the first left.
+    ///   - run: told apart in change set IDs, so that a second load's are new ones.
+    func load(
+        _ server: BenchmarkServer, speech: LoadDevice.Speech?, request: Request = .sync, from: Revision? = nil, run: Int = 0
+    ) async -> Result {
         let perDevice = rate.map { $0 / Double(devices) }
         let outcomes = OutcomeBox()
         // The window opens once every device's thread runs and waits at the gate: on a loaded
@@ -100,9 +130,9 @@ public struct ConcurrentSyncBenchmark: Sendable {
                 for index in 0..<devices {
                     let device = LoadDevice(
                         index: index, port: server.fleet.ports[index % server.fleet.ports.count], token: server.tokens[index],
-                        revision: server.seedRevision,
+                        revision: from ?? server.seedRevision, run: run,
                         player: server.players[index % server.players.count], team: server.teams[index % server.teams.count],
-                        claimsDigest: claimsDigest, speech: speech)
+                        claimsDigest: claimsDigest, speech: speech, request: request)
                     finished.enter()
                     let thread = Thread {
                         ready.signal()
@@ -165,6 +195,11 @@ public struct ConcurrentSyncBenchmark: Sendable {
                 ("syncs measured", "\(Format.count(result.syncs)) in \(Format.seconds(result.seconds)), \(result.conflicts) conflicts"),
                 ("server peak memory", Format.bytes(result.serverPeakMemory) + (instances > 1 ? " (first instance)" : "")),
             ] + cpuFigures(result),
+            numbers: [
+                ("syncsPerSecond", result.syncsPerSecond), ("p50Ms", result.p50 * 1000), ("p95Ms", result.p95 * 1000),
+                ("p99Ms", result.p99 * 1000), ("maxMs", result.max * 1000), ("syncs", Double(result.syncs)),
+                ("conflicts", Double(result.conflicts)), ("serverPeakMemoryMB", Double(result.serverPeakMemory) / 1_048_576),
+            ],
             command: command)
     }
 }
@@ -193,7 +228,7 @@ extension ConcurrentSyncBenchmark {
 }
 
 /// What one device saw.
-private struct LoadOutcome: Sendable {
+struct LoadOutcome: Sendable {
     var latencies = Latencies()
     /// When the last measured sync ended.
     var lastEnd = Date.distantPast
@@ -231,11 +266,13 @@ private final class OutcomeBox: Sendable {
 }
 
 /// One device of the load: its connection, the revision it holds, its temporary IDs.
-private struct LoadDevice: Sendable {
+struct LoadDevice: Sendable {
     let index: Int
     let port: Int
     let token: String
     var revision: Revision
+    /// Which load on the server this is (change set IDs differ between loads).
+    var run = 0
     let player: RecordID
     let team: RecordID
     let claimsDigest: Bool
@@ -247,13 +284,16 @@ private struct LoadDevice: Sendable {
         let position: String
     }
     var speech: Speech?
+    var request: ConcurrentSyncBenchmark.Request = .sync
 
     func run(start: Date, measureFrom: Date, end: Date, rate: Double?) -> LoadOutcome {
         var outcome = LoadOutcome()
         let connection = SyncConnection(port: port, token: token)
         var revision = self.revision
         var digest: String?
-        var nextTemporaryID: Int64 = -1
+        // A device's temporary IDs are its own for good (the server maps them once): a later
+        // load on the same server starts where an earlier one could not have reached.
+        var nextTemporaryID: Int64 = -1 - Int64(run) * 100_000_000
         var sequence = 0
         // Spread the devices' schedules over one interval, so that they do not all start at once.
         let interval = rate.map { 1 / $0 }
@@ -271,6 +311,25 @@ private struct LoadDevice: Sendable {
             }
             if scheduled >= end { break }
             sequence += 1
+            if request == .health {
+                do {
+                    let reply = try connection.get("/health")
+                    let latency = Date().timeIntervalSince(scheduled)
+                    guard reply.status == 200 else {
+                        outcome.failures.append("GET /health: HTTP \(reply.status)")
+                        break
+                    }
+                    if scheduled >= measureFrom {
+                        outcome.latencies.add(latency)
+                        outcome.lastEnd = Date()
+                    }
+                } catch {
+                    outcome.failures.append("\(error)")
+                    break
+                }
+                if let interval { scheduled = scheduled.addingTimeInterval(interval) }
+                continue
+            }
             let message = SyncMessage(
                 maxRevision: revision, changeSets: [edit(sequence: sequence, temporaryID: RecordID(nextTemporaryID), base: revision)])
             nextTemporaryID -= 1
@@ -300,9 +359,9 @@ private struct LoadDevice: Sendable {
     }
 
     /// A person's small edit: a new note about the team, and the player's position changed.
-    private func edit(sequence: Int, temporaryID: RecordID, base: Revision) -> ChangeSet {
+    func edit(sequence: Int, temporaryID: RecordID, base: Revision) -> ChangeSet {
         ChangeSet(
-            id: "bench-\(index)-\(sequence)-\(token.suffix(6))",
+            id: "bench-\(run)-\(index)-\(sequence)-\(token.suffix(6))",
             changes: [
                 EntityChanges(
                     entity: "players", update: [player],

@@ -132,6 +132,11 @@ public struct ErasureBenchmark: Sendable {
                     ("a colleague's slowest write meanwhile", Format.milliseconds(result.colleagueSlowest)),
                     ("before it", Format.milliseconds(result.colleagueSlowestBefore)),
                     ("the colleague's writes meanwhile", Format.count(result.colleagueWrites)),
+                ],
+                numbers: [
+                    ("answeredSeconds", result.seconds), ("slowestColleagueWriteMs", result.colleagueSlowest * 1000),
+                    ("slowestColleagueWriteBeforeMs", result.colleagueSlowestBefore * 1000), ("snapshotSeconds", result.snapshotSeconds),
+                    ("erasedRecords", Double(result.erasedRecords)), ("colleagueWrites", Double(result.colleagueWrites)),
                 ], command: command)
         ]
     }

@@ -44,12 +44,13 @@ struct FullSync: AsyncParsableCommand {
 
     @Option(help: "Records in the store.") var records = 100_000
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = FullSyncBenchmark(binaries: try productsDirectory)
         benchmark.records = records
         benchmark.store = try await options.choice()
-        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
 
@@ -63,6 +64,7 @@ struct FreshDevice: AsyncParsableCommand {
     @Option(help: "Instead: this many fresh devices doing a full JSON sync at the same time (the server's peak memory).")
     var concurrent: Int?
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         if let concurrent, concurrent < 1 { throw ValidationError("--concurrent must be 1 or more") }
@@ -82,7 +84,7 @@ struct FreshDevice: AsyncParsableCommand {
                 rows += benchmark.rows(try await benchmark.run(), command: commandLine)
             }
         }
-        printTable(rows)
+        try output.print(rows)
     }
 }
 
@@ -109,6 +111,7 @@ struct Concurrent: AsyncParsableCommand {
     @Flag(help: "Each device claims the digest of its records (RevSync-Digest), as the client library does.")
     var claimDigest = false
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard instances >= 1 else { throw ValidationError("--instances must be 1 or more") }
@@ -128,7 +131,7 @@ struct Concurrent: AsyncParsableCommand {
         benchmark.serverArguments = serverOption
         benchmark.claimsDigest = claimDigest
         benchmark.store = try await options.choice()
-        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
 
@@ -140,6 +143,7 @@ struct CatchUp: AsyncParsableCommand {
     @Option(parsing: .upToNextOption, help: "Missed revisions.") var missed = [10, 1_000, 10_000]
     @Option(help: "Measured syncs per case.") var repetitions = 20
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = CatchUpBenchmark(binaries: try productsDirectory)
@@ -147,7 +151,7 @@ struct CatchUp: AsyncParsableCommand {
         benchmark.missed = missed
         benchmark.repetitions = repetitions
         benchmark.store = try await options.choice()
-        printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
+        try output.print(benchmark.rows(try await benchmark.run(), command: commandLine))
     }
 }
 
@@ -158,13 +162,14 @@ struct BulkLoad: AsyncParsableCommand {
     @Option(help: "Change sets in all.") var changeSets = 10_000
     @Option(help: "Change sets per request.") var perRequest = 5_000
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = BulkLoadBenchmark(binaries: try productsDirectory)
         benchmark.changeSets = changeSets
         benchmark.perRequest = perRequest
         benchmark.store = try await options.choice()
-        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
 
@@ -175,11 +180,13 @@ struct Client: AsyncParsableCommand {
     @Option(help: "Records in the applied snapshot.") var records = 100_000
     @Option(help: "Local writes measured.") var writes = 1_000
 
+    @OptionGroup var output: OutputOptions
+
     func run() async throws {
         var benchmark = ClientBenchmark()
         benchmark.records = records
         benchmark.writes = writes
-        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
 
@@ -191,11 +198,13 @@ struct TypedInsert: AsyncParsableCommand {
     @Option(help: "Players inserted (each with a team membership).") var records = 10_000
     @Option(help: "Rounds per path; the best is kept.") var rounds = 3
 
+    @OptionGroup var output: OutputOptions
+
     func run() async throws {
         var benchmark = TypedInsertBenchmark()
         benchmark.records = records
         benchmark.rounds = rounds
-        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
 
@@ -211,6 +220,7 @@ struct Contention: AsyncParsableCommand {
     @Option(help: "Share of edits that write two attributes instead of one (0...1).") var twoAttributeEdits = 0.0
     @Option(help: "Seed: the same seed makes the same edits.") var seed: UInt64 = 1
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard (0...1).contains(twoAttributeEdits) else { throw ValidationError("--two-attribute-edits must be between 0 and 1") }
@@ -228,7 +238,7 @@ struct Contention: AsyncParsableCommand {
         benchmark.twoAttributeShare = twoAttributeEdits
         benchmark.store = try await options.choice()
         let result = try await benchmark.run()
-        printTable([benchmark.row(result, command: commandLine)])
+        try output.print([benchmark.row(result, command: commandLine)])
         guard result.failedInvariants.isEmpty else { throw BenchmarkError("invariants violated: \(result.failedInvariants)") }
     }
 }
@@ -241,13 +251,14 @@ struct Attachments: AsyncParsableCommand {
     @Option(help: "The photo's size in MiB.") var megabytes = 12
     @Option(help: "Connections the fault proxy resets during the upload.") var drops = 20
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = AttachmentBenchmark(binaries: try productsDirectory)
         benchmark.megabytes = max(1, megabytes)
         benchmark.drops = max(0, drops)
         benchmark.store = try await options.choice()
-        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
 
@@ -262,6 +273,7 @@ struct AttributeCost: AsyncParsableCommand {
     @Option(help: "Updates of one random attribute of a random record.") var updates = 100_000
     @Option(help: "Pairs of runs, the order alternating; each side keeps its fastest.") var rounds = 1
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = AttributeCostBenchmark()
@@ -269,7 +281,7 @@ struct AttributeCost: AsyncParsableCommand {
         benchmark.updates = updates
         benchmark.rounds = max(1, rounds)
         benchmark.store = try await options.choice()
-        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
 
@@ -286,6 +298,7 @@ struct Hostile: AsyncParsableCommand {
     @Option(help: "The server's --max-inflight-body-bytes for the memory run (default: the server's default).") var budget: Int?
     @Flag(help: "Skip the memory run.") var skipMemory = false
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = HostileBenchmark(binaries: try productsDirectory)
@@ -296,7 +309,7 @@ struct Hostile: AsyncParsableCommand {
         benchmark.budget = budget
         let refusals = try await benchmark.refusals()
         let memory = skipMemory ? nil : try await benchmark.memory()
-        printTable(benchmark.rows(refusals: refusals, memory: memory, command: commandLine))
+        try output.print(benchmark.rows(refusals: refusals, memory: memory, command: commandLine))
     }
 }
 
@@ -309,13 +322,14 @@ struct Erasure: AsyncParsableCommand {
     @Option(help: "Seeded records.") var records = 100_000
     @Option(help: "Edits of the erased player before the erasure.") var edits = 20
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = ErasureBenchmark(binaries: try productsDirectory)
         benchmark.store = try await options.choice()
         benchmark.records = records
         benchmark.edits = edits
-        printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
+        try output.print(benchmark.rows(try await benchmark.run(), command: commandLine))
     }
 }
 
@@ -325,10 +339,12 @@ struct Payload: AsyncParsableCommand {
 
     @Option(help: "Records in the full sync.") var records = 100_000
 
+    @OptionGroup var output: OutputOptions
+
     func run() async throws {
         var benchmark = PayloadBenchmark()
         benchmark.snapshotRecords = records
-        printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
+        try output.print(benchmark.rows(try await benchmark.run(), command: commandLine))
     }
 }
 
@@ -346,6 +362,7 @@ struct Live: AsyncParsableCommand {
     @Option(help: "Seconds the idle streams are measured.") var idleSeconds = 30.0
     @Flag(help: "Skip the latency row.") var skipLatency = false
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard devices >= 2, rate > 0, seconds > 0, instances >= 1, idleStreams >= 0, idleSeconds > 0 else {
@@ -365,7 +382,7 @@ struct Live: AsyncParsableCommand {
         benchmark.idleSeconds = idleSeconds
         let latency = skipLatency ? nil : try await benchmark.latency()
         let idle = idleStreams == 0 ? nil : try await benchmark.idle()
-        printTable(benchmark.rows(latency: latency, idle: idle, command: commandLine))
+        try output.print(benchmark.rows(latency: latency, idle: idle, command: commandLine))
     }
 }
 
@@ -382,6 +399,7 @@ struct Verify: AsyncParsableCommand {
     @Option(help: "Devices of the concurrent scenario.") var devices = 50
     @Option(help: "Seconds measured per concurrent run.") var seconds = 10.0
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = VerifyBenchmark(binaries: try productsDirectory)
@@ -391,7 +409,7 @@ struct Verify: AsyncParsableCommand {
         benchmark.pairs = pairs
         benchmark.devices = devices
         benchmark.seconds = seconds
-        printTable(benchmark.rows(try await benchmark.run(), command: commandLine))
+        try output.print(benchmark.rows(try await benchmark.run(), command: commandLine))
     }
 }
 
@@ -411,6 +429,7 @@ struct Versions: AsyncParsableCommand {
     @Flag(help: "The control: both groups of devices speak the latest version (how far apart identical runs come out).")
     var control = false
     @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         var benchmark = VersionsBenchmark(binaries: try productsDirectory)
@@ -421,6 +440,75 @@ struct Versions: AsyncParsableCommand {
         benchmark.rounds = max(1, rounds)
         benchmark.control = control
         benchmark.store = try await options.choice()
-        printTable([benchmark.row(try await benchmark.run(), command: commandLine)])
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
+struct Ceiling: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "The ceiling: the same devices, connections and tokens against GET /health (the server's cheapest answer) and against small syncs, side by side; rates, their ratio, CPU per request of each process."
+    )
+
+    @Option(help: "Devices (connections).") var devices = 50
+    @Option(help: "Seconds measured per round and request (after the warm-up).") var seconds = 10.0
+    @Option(help: "Seconds of warm-up, not measured.") var warmUp = 2.0
+    @Option(help: "Rounds: each measures GET /health and small syncs once, the order alternating.") var rounds = 2
+    @Option(help: "Records seeded before the run.") var records = 10_000
+    @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        guard devices >= 1, seconds > 0, rounds >= 1 else {
+            throw ValidationError("--devices and --rounds must be 1 or more, --seconds more than 0")
+        }
+    }
+
+    func run() async throws {
+        var benchmark = CeilingBenchmark(binaries: try productsDirectory)
+        benchmark.devices = devices
+        benchmark.seconds = seconds
+        benchmark.warmUp = warmUp
+        benchmark.rounds = rounds
+        benchmark.records = records
+        benchmark.store = try await options.choice()
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
+struct Instructions: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "The server's instructions per request under valgrind's callgrind (repeatable where times are not): GET /health, a small sync, a catch-up, a full sync.",
+        discussion:
+            "Needs valgrind, objcopy (binutils) and a C compiler (cc) on the PATH. Slow: the server runs about 50 times slower under callgrind."
+    )
+
+    @Option(help: "Records seeded (the full sync sends them all).") var records = 10_000
+    @Option(help: "Small syncs counted.") var smallSyncs = 200
+    @Option(help: "Catch-ups counted.") var catchUps = 100
+    @Option(help: "Revisions a catching-up device missed.") var missed = 10
+    @Option(help: "Full syncs counted.") var fullSyncs = 3
+    @Option(help: "Keep callgrind's dumps here (callgrind.out.small-sync …), for callgrind_annotate.") var keepDumps: String?
+    @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        guard records >= 100, smallSyncs >= 1, catchUps >= 1, missed >= 1, fullSyncs >= 1 else {
+            throw ValidationError("--records must be 100 or more; the counts and --missed 1 or more")
+        }
+        guard smallSyncs + 5 >= missed else { throw ValidationError("--missed must be at most --small-syncs + 5 (the revisions made)") }
+    }
+
+    func run() async throws {
+        var benchmark = InstructionCountBenchmark(binaries: try productsDirectory)
+        benchmark.records = records
+        benchmark.smallSyncs = smallSyncs
+        benchmark.catchUps = catchUps
+        benchmark.missed = missed
+        benchmark.fullSyncs = fullSyncs
+        benchmark.keepDumps = keepDumps
+        benchmark.store = try await options.choice()
+        try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }

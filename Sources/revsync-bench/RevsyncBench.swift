@@ -28,9 +28,10 @@ struct RevsyncBench: AsyncParsableCommand {
             "Each benchmark prints its result as a row of the Markdown table in docs/benchmarks.md, with the command that produced it.",
         version: RevSyncVersion.line("revsync-bench"),
         subcommands: [
-            FullSync.self, FreshDevice.self, Concurrent.self, BulkLoad.self, CatchUp.self, Client.self, TypedInsert.self, Payload.self,
+            FullSync.self, FreshDevice.self, Concurrent.self, Ceiling.self, BulkLoad.self, CatchUp.self, Client.self, TypedInsert.self,
+            Payload.self,
             Hostile.self, Contention.self, AttributeCost.self, Attachments.self, Erasure.self,
-            Live.self, Verify.self, Versions.self,
+            Live.self, Verify.self, Versions.self, Instructions.self,
             Simulate.self,
         ])
 }

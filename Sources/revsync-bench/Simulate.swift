@@ -35,6 +35,7 @@ struct Simulate: AsyncParsableCommand {
     )
     var rollout = false
     @Option(help: "With --rollout: the days of work (each device's edits are spread over them).") var days = 30
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard devices >= 1, edits >= 0, instances >= 1 else { throw ValidationError("--devices and --instances must be 1 or more") }
@@ -76,8 +77,37 @@ struct Simulate: AsyncParsableCommand {
             rates.stallDuration = .seconds(3)
             configuration.faults = rates
         }
-        let report = try await Simulation.run(configuration) { say("… \($0)") }
-        say(report.text)
+        let json = output.json
+        let report = try await Simulation.run(configuration) { step in json ? warn("… \(step)") : say("… \(step)") }
+        if json {
+            try printJSON(Self.object(report))
+        } else {
+            say(report.text)
+        }
         if !report.passed { throw ExitCode.failure }
+    }
+
+    /// The report as one JSON object: the counts, and every invariant with what it held.
+    static func object(_ report: SimulationReport) -> [String: Any] {
+        [
+            "scenario": "simulate", "command": commandLine, "passed": report.passed, "seconds": report.seconds,
+            "edits": report.edits, "syncs": report.syncs, "failedAttempts": report.failedAttempts,
+            "localRefusals": report.localRefusals, "conflicts": report.conflicts, "records": report.records,
+            "maxRevision": report.maxRevision, "serverCrashes": report.serverCrashes, "deviceCrashes": report.deviceCrashes,
+            "storeCorruptions": report.storeCorruptions, "repairedRecords": report.repairedRecords,
+            "attributeMerges": report.attributeMerges, "appUpdates": report.appUpdates,
+            "devicesPerVersion": Dictionary(uniqueKeysWithValues: report.devicesPerVersion.map { (String($0.key), $0.value) }),
+            "faults": [
+                "requests": report.faults.requests, "responsesDropped": report.faults.responsesDropped,
+                "refused": report.faults.refused, "resets": report.faults.resets, "stalls": report.faults.stalls,
+            ],
+            "invariants": report.checks.map { check in
+                [
+                    "promise": check.promise, "passed": check.passed, "held": check.held, "total": check.total,
+                    "violations": check.violations,
+                ]
+                    as [String: Any]
+            },
+        ]
     }
 }

@@ -238,3 +238,42 @@ import Testing
         #expect(sizes.allSatisfy { $0.raw > $0.gzip && $0.gzip > 0 })
     }
 }
+
+extension BenchmarkSmokeTests {
+    /// `GET /health` and small syncs on the same server, connections and tokens, alternating:
+    /// a second round of syncs starts from the revision the first left (no conflict, no failure).
+    @Test(arguments: StoreKind.all)
+    func theCeilingMeasuresHealthAndSyncsSideBySide(store: StoreKind) async throws {
+        var benchmark = CeilingBenchmark(binaries: Self.binaries)
+        benchmark.devices = 3
+        benchmark.seconds = 0.6
+        benchmark.warmUp = 0
+        benchmark.rounds = 2
+        benchmark.records = 200
+        benchmark.store = Self.store(store)
+        let result = try await benchmark.run()  // fails if a request failed
+        #expect(result.health.count == 2 && result.syncs.count == 2)
+        #expect(result.syncs.allSatisfy { $0.syncs > 0 && $0.conflicts == 0 }, "\(result.syncs.map { ($0.syncs, $0.conflicts) })")
+        #expect(result.health.allSatisfy { $0.syncs > 0 })
+        let row = benchmark.row(result, command: "revsync-bench ceiling")
+        #expect(row.value("ratio") != nil && row.value("CPU per small sync")?.contains("server ") == true)
+        #expect(row.numbers.contains { $0.key == "ratio" })
+    }
+
+    /// The server under callgrind: every kind of request counted, a full sync costing more than
+    /// a small sync, which costs more than `/health`.
+    @Test(.enabled(if: InstructionCountBenchmark.toolsAreInstalled, "needs valgrind, objcopy and cc"))
+    func instructionCountsComeFromCallgrind() async throws {
+        var benchmark = InstructionCountBenchmark(binaries: Self.binaries)
+        benchmark.records = 300
+        benchmark.smallSyncs = 5
+        benchmark.catchUps = 3
+        benchmark.missed = 3
+        benchmark.fullSyncs = 1
+        benchmark.healthRequests = 5
+        let result = try await benchmark.run()
+        #expect(result.health > 10_000)
+        #expect(result.smallSync > result.health && result.fullSync > result.smallSync && result.catchUp > result.health)
+        #expect(result.valgrind.hasPrefix("valgrind-"))
+    }
+}

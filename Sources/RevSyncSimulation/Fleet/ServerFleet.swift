@@ -22,6 +22,9 @@ public final class ServerFleet: Sendable {
     private let extraArguments: [String]
     /// Each instance's share of the cores, if limited.
     private let cpuQuota: CPUQuota?
+    /// A command each instance runs under (`valgrind --tool=callgrind …`), its first element
+    /// an absolute path; empty: none.
+    private let wrapper: [String]
     private struct State {
         var processes: [ChildProcess?]
         var quotaGroups: [CPUQuotaGroup?]
@@ -34,10 +37,14 @@ public final class ServerFleet: Sendable {
 
     /// Starts `count` instances of `binaries/revsync-server` on `database`.
     ///
-    /// - Parameter cpuQuota: each instance's share of the cores (a control group of its own),
-    ///   as if each ran on a machine of its own; `nil` for no limit.
+    /// - Parameters:
+    ///   - cpuQuota: each instance's share of the cores (a control group of its own), as if
+    ///     each ran on a machine of its own; `nil` for no limit.
+    ///   - wrapper: a command each instance runs under, such as `["/usr/bin/valgrind",
+    ///     "--tool=callgrind"]` (the process ID is then the wrapper's, which valgrind keeps).
     public static func start(
-        count: Int, database: String, binaries: URL, logDirectory: String, arguments: [String] = [], cpuQuota: CPUQuota? = nil
+        count: Int, database: String, binaries: URL, logDirectory: String, arguments: [String] = [], cpuQuota: CPUQuota? = nil,
+        wrapper: [String] = []
     ) async throws -> ServerFleet {
         var attempt = 1
         while true {
@@ -45,7 +52,7 @@ public final class ServerFleet: Sendable {
             for _ in 0..<count { ports.append(try freePort(excluding: ports)) }
             let fleet = ServerFleet(
                 database: database, ports: ports, executable: binaries.appendingPathComponent("revsync-server").path,
-                logDirectory: logDirectory, arguments: arguments, cpuQuota: cpuQuota)
+                logDirectory: logDirectory, arguments: arguments, cpuQuota: cpuQuota, wrapper: wrapper)
             do {
                 for index in 0..<count { try await fleet.start(index) }
                 return fleet
@@ -67,7 +74,11 @@ public final class ServerFleet: Sendable {
         }
     }
 
-    private init(database: String, ports: [Int], executable: String, logDirectory: String, arguments: [String], cpuQuota: CPUQuota?) {
+    private init(
+        database: String, ports: [Int], executable: String, logDirectory: String, arguments: [String], cpuQuota: CPUQuota?,
+        wrapper: [String]
+    ) {
+        self.wrapper = wrapper
         self.database = database
         self.ports = ports
         self.executable = executable
@@ -80,9 +91,10 @@ public final class ServerFleet: Sendable {
 
     /// Starts instance `index` (again) and waits until it answers `/health`.
     public func start(_ index: Int) async throws {
+        let command = wrapper + [executable]
         let process = try ChildProcess(
-            executable,
-            [
+            command[0],
+            Array(command.dropFirst()) + [
                 "--port", String(ports[index]), "--database", database, "--log-level", "error", "--admin-token-file",
                 logDirectory + "/admin-token",
             ]
@@ -99,7 +111,8 @@ public final class ServerFleet: Sendable {
                 throw error
             }
         }
-        let deadline = Date().addingTimeInterval(60)
+        // Under a wrapper such as valgrind the server starts many times slower.
+        let deadline = Date().addingTimeInterval(wrapper.isEmpty ? 60 : 600)
         while Date() < deadline {
             if try await Self.isHealthy(port: ports[index]) { return }
             guard process.isRunning else {
@@ -107,7 +120,7 @@ public final class ServerFleet: Sendable {
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw SimulationError("revsync-server \(index) did not answer /health within 60 s")
+        throw SimulationError("revsync-server \(index) did not answer /health within \(wrapper.isEmpty ? 60 : 600) s")
     }
 
     /// A fleet nobody holds any more (a run that failed half-way) leaves no server behind.
