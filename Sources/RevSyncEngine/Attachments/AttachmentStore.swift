@@ -53,7 +53,7 @@ public final class AttachmentStore: Sendable {
     private let busy = Locked<Set<String>>([])
 
     /// A part kept in the database holds at most this many bytes.
-    static let partBytes = 1 << 20
+    static let partBytes = 4 << 20
 
     /// The attachments of `storage`: files where it has an ``SyncStorage/attachmentDirectory``
     /// (created `0700` with the first upload), the database otherwise.
@@ -211,6 +211,8 @@ public final class AttachmentStore: Sendable {
         private var file: FileHandle?
         private var pending: [UInt8] = []
         private var ended = false
+        /// The last part kept by a commit that did not wait for the disk, until a durable one.
+        private var undurablePart: Int64?
 
         init(store: AttachmentStore, sha256: String, start: Int64, end: Int64, total: Int64, device: Int64) throws {
             self.store = store
@@ -237,16 +239,31 @@ public final class AttachmentStore: Sendable {
                 received += Int64(bytes.count)
             } else {
                 pending.append(contentsOf: bytes)
-                if pending.count >= AttachmentStore.partBytes { try await flush() }
+                if pending.count >= AttachmentStore.partBytes { try await flush(durable: false) }
             }
         }
 
         /// Keeps what is pending (the database's parts).
-        private func flush() async throws {
-            guard !pending.isEmpty else { return }
+        ///
+        /// Parts kept in the middle of a request are committed without waiting for the disk
+        /// (``AttachmentWriting/relaxCommitDurability()``): nobody has been told of them yet. The
+        /// request's last flush (`durable`) commits durably, which makes every part before it
+        /// durable too, before the request is answered: one wait for the disk per request
+        /// instead of one per part. A crash in between loses only parts no answer counted, and
+        /// the device resumes from what the server then has.
+        private func flush(durable: Bool) async throws {
             let (sha256, device, start, part) = (self.sha256, self.device, received, pending)
+            guard !pending.isEmpty else {
+                guard durable, let last = undurablePart else { return }
+                try await store.storage.withAutocommitWriter { writer in
+                    try writer.transaction { try writer.confirmAttachmentPart(sha256, owner: device, start: last) }
+                }
+                undurablePart = nil
+                return
+            }
             let stored = try await store.storage.withAutocommitWriter { writer in
                 try writer.transaction {
+                    if !durable { try writer.relaxCommitDurability() }
                     try writer.lockAttachment(sha256, owner: device)
                     let end = AttachmentStore.contiguousEnd(try writer.attachmentParts(sha256, owner: device))
                     guard end == start else { return false }
@@ -255,6 +272,7 @@ public final class AttachmentStore: Sendable {
                 }
             }
             guard stored else { throw UploadRefusal.conflict(received: try await store.received(sha256, by: device)) }
+            undurablePart = durable ? nil : start
             received += Int64(part.count)
             pending = []
         }
@@ -264,7 +282,7 @@ public final class AttachmentStore: Sendable {
         /// to its digest).
         public func finish() async throws -> UploadOutcome {
             defer { end() }
-            try await flush()
+            try await flush(durable: true)
             try file?.synchronize()
             try file?.close()
             file = nil
@@ -281,7 +299,7 @@ public final class AttachmentStore: Sendable {
         /// device to resume from.
         public func abandon() async {
             defer { end() }
-            try? await flush()
+            try? await flush(durable: true)
             try? file?.synchronize()
             try? file?.close()
             file = nil

@@ -59,6 +59,13 @@ public protocol AttachmentWriting: AnyObject {
     func markReferenced(_ digests: some Collection<String>, revision: Revision) throws
     /// Keeps a part of `owner`'s upload in the database, at `start`.
     func saveAttachmentPart(_ sha256: String, owner: Int64, start: Int64, bytes: [UInt8]) throws
+    /// This transaction's commit need not wait for the disk (PostgreSQL: `synchronous_commit`
+    /// off for it): a later durable commit on the same database makes it durable with it, as
+    /// the write-ahead log is flushed in order. Nothing here may be acknowledged before then.
+    func relaxCommitDurability() throws
+    /// Touches the part at `start` of `owner`'s upload, in a transaction of its own whose
+    /// durable commit makes the parts committed before it durable too.
+    func confirmAttachmentPart(_ sha256: String, owner: Int64, start: Int64) throws
     /// Forgets every part of `owner`'s upload (discarded, or redundant).
     func deleteAttachmentParts(_ sha256: String, owner: Int64) throws
     /// Holds, until the transaction ends, the lock of `owner`'s upload of a digest

@@ -180,12 +180,27 @@ final class LibpqConnection: SQLConnection {
             result = PQexec(connection, sql)
         } else {
             let name = try statementName(sql)
-            let texts = arguments.map(Self.text)
-            result = withCStrings(texts) { pointers in
-                PQexecPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0)
+            result = withParameters(arguments) { values, lengths, formats in
+                PQexecPrepared(connection, name, Int32(values.count), values, lengths, formats, 0)
             }
         }
         return try check(result, sql)
+    }
+
+    /// The first column of the first row, read in binary: a `bytea` as its bytes, where text
+    /// results would double them into hexadecimal.
+    func blob(_ sql: String, _ arguments: [SQLValue]) throws -> [UInt8]? {
+        try flush()
+        let name = try statementName(sql)
+        sent += 1
+        let result = try check(
+            withParameters(arguments) { values, lengths, formats in
+                PQexecPrepared(connection, name, Int32(values.count), values, lengths, formats, 1)
+            }, sql)
+        defer { PQclear(result) }
+        guard PQntuples(result) > 0, PQnfields(result) > 0 else { return nil }
+        guard PQgetisnull(result, 0, 0) == 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: PQgetvalue(result, 0, 0), count: Int(PQgetlength(result, 0, 0))))
     }
 
     private func statementName(_ sql: String) throws -> String {
@@ -222,10 +237,9 @@ final class LibpqConnection: SQLConnection {
             pending.append(PendingStatement(sql: sql, preparing: newName))
             name = newName
         }
-        let texts = arguments.map(Self.text)
-        let accepted = withCStrings(texts) { pointers in
+        let accepted = withParameters(arguments) { values, lengths, formats in
             if let name {
-                PQsendQueryPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0)
+                PQsendQueryPrepared(connection, name, Int32(values.count), values, lengths, formats, 0)
             } else {
                 PQsendQueryParams(connection, sql, 0, nil, nil, nil, nil, 0)
             }
@@ -327,7 +341,7 @@ final class LibpqConnection: SQLConnection {
         return result
     }
 
-    private static func text(_ value: SQLValue) -> String? {
+    fileprivate static func parameterText(_ value: SQLValue) -> String? {
         switch value {
         case .null: nil
         case .integer(let integer): String(integer)
@@ -335,6 +349,7 @@ final class LibpqConnection: SQLConnection {
         case .text(let text): text
         case .boolean(let bool): bool ? "t" : "f"
         case .bytes(let bytes): String(decoding: bytes, as: UTF8.self)
+        case .blob: nil  // sent in binary (withParameters)
         }
     }
 
@@ -354,6 +369,42 @@ final class LibpqConnection: SQLConnection {
             return .boolean(bytes.first == UInt8(ascii: "t"))
         default:
             return .text(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+}
+
+/// Calls `body` with a statement's parameters as libpq takes them, valid during the call: each
+/// value (a C string; a null pointer for NULL) and, when one is a blob, every value's length and
+/// format (1, binary, for a blob; 0, text, for the others). Without a blob both are `nil`, as
+/// libpq reads text then.
+private func withParameters<R>(
+    _ arguments: [SQLValue], _ body: ([UnsafePointer<CChar>?], UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R
+) -> R {
+    guard arguments.contains(where: { if case .blob = $0 { true } else { false } }) else {
+        return withCStrings(arguments.map(LibpqConnection.parameterText)) { body($0, nil, nil) }
+    }
+    var copies: [UnsafeMutablePointer<CChar>?] = []
+    var lengths: [Int32] = []
+    var formats: [Int32] = []
+    for argument in arguments {
+        if case .blob(let bytes) = argument {
+            let copy = malloc(max(bytes.count, 1))!.assumingMemoryBound(to: CChar.self)
+            bytes.withUnsafeBytes { raw in
+                if let base = raw.baseAddress { UnsafeMutableRawPointer(copy).copyMemory(from: base, byteCount: raw.count) }
+            }
+            copies.append(copy)
+            lengths.append(Int32(bytes.count))
+            formats.append(1)
+        } else {
+            copies.append(LibpqConnection.parameterText(argument).flatMap { strdup($0) })
+            lengths.append(0)
+            formats.append(0)
+        }
+    }
+    defer { for copy in copies { free(copy) } }
+    return lengths.withUnsafeBufferPointer { lengths in
+        formats.withUnsafeBufferPointer { formats in
+            body(copies.map { $0.map { UnsafePointer($0) } }, lengths.baseAddress, formats.baseAddress)
         }
     }
 }

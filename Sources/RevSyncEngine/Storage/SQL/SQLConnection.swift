@@ -7,6 +7,9 @@ enum SQLValue: Sendable, Hashable {
     case boolean(Bool)
     /// Bytes; a document column (JSON) in either store.
     case bytes([UInt8])
+    /// Binary data (an attachment's part): a blob in SQLite; in PostgreSQL a `bytea` parameter
+    /// sent in binary, not as hexadecimal text.
+    case blob([UInt8])
 
     var integerValue: Int64? {
         if case .integer(let value) = self { return value }
@@ -20,7 +23,7 @@ enum SQLValue: Sendable, Hashable {
 
     var bytesValue: [UInt8]? {
         switch self {
-        case .bytes(let bytes): bytes
+        case .bytes(let bytes), .blob(let bytes): bytes
         case .text(let text): Array(text.utf8)
         default: nil
         }
@@ -55,6 +58,9 @@ protocol SQLConnection: AnyObject {
     /// How many statements this connection ran or sent so far, if it counts them: two
     /// savepoints with nothing sent between them are one point of the transaction.
     var statementsSent: Int? { get }
+    /// The first column of a query's first row as raw bytes (a blob, or `bytea` read in
+    /// binary), or `nil` without a row.
+    func blob(_ sql: String, _ arguments: [SQLValue]) throws -> [UInt8]?
 }
 
 extension SQLConnection {
@@ -72,6 +78,11 @@ extension SQLConnection {
 
     /// Not counted: every savepoint is opened (SQLite's cost nothing to speak of).
     var statementsSent: Int? { nil }
+
+    func blob(_ sql: String, _ arguments: [SQLValue]) throws -> [UInt8]? {
+        guard let row = try firstRow(sql, arguments) else { return nil }
+        return row.first?.bytesValue ?? []
+    }
 
     func queries(_ statements: [(sql: String, arguments: [SQLValue])]) throws -> [[[SQLValue]]] {
         try statements.map { try rows($0.sql, $0.arguments) }

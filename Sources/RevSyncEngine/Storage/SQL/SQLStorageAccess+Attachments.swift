@@ -29,18 +29,10 @@ extension SQLStorageAccess {
     }
 
     func attachmentPart(_ sha256: String, owner: Int64, start: Int64) throws -> [UInt8]? {
-        // PostgreSQL's parameters and results travel as text here: bytea as hexadecimal.
-        let column = dialect.database == .sqlite ? "data" : "encode(data, 'hex')"
-        guard
-            let value = try connection.firstRow(
-                "SELECT \(column) FROM _rs_attachment_parts WHERE sha256 = ? AND device_id = ? AND start = ?",
-                [.text(sha256), .integer(owner), .integer(start)])?.first
-        else { return nil }
-        if dialect.database == .sqlite { return value.bytesValue ?? [] }
-        guard let hex = value.textValue, let bytes = Hex.decode(hex) else {
-            throw StorageError.corrupt("a part of attachment \(sha256) does not read")
-        }
-        return bytes
+        // Read in binary: PostgreSQL's text results would double a part into hexadecimal.
+        try connection.blob(
+            "SELECT data FROM _rs_attachment_parts WHERE sha256 = ? AND device_id = ? AND start = ?",
+            [.text(sha256), .integer(owner), .integer(start)])
     }
 
     func unreferencedAttachmentBytes(device: Int64?) throws -> Int64 {
@@ -98,10 +90,22 @@ extension SQLStorageAccess {
     }
 
     func saveAttachmentPart(_ sha256: String, owner: Int64, start: Int64, bytes: [UInt8]) throws {
-        let sqlite = dialect.database == .sqlite
+        // A binary parameter: PostgreSQL receives the part's bytes, not twice as many in hexadecimal.
         try write(
-            "INSERT INTO _rs_attachment_parts (sha256, device_id, start, data, received_at) VALUES (?, ?, ?, \(sqlite ? "?" : "decode(?, 'hex')"), ?)",
-            [.text(sha256), .integer(owner), .integer(start), sqlite ? .bytes(bytes) : .text(Hex.encode(bytes)), .integer(Self.now())])
+            "INSERT INTO _rs_attachment_parts (sha256, device_id, start, data, received_at) VALUES (?, ?, ?, ?, ?)",
+            [.text(sha256), .integer(owner), .integer(start), .blob(bytes), .integer(Self.now())])
+    }
+
+    func relaxCommitDurability() throws {
+        // SQLite keeps attachments in files, synchronised once per request.
+        guard dialect.database == .postgres else { return }
+        try connection.execute("SET LOCAL synchronous_commit TO OFF", [])
+    }
+
+    func confirmAttachmentPart(_ sha256: String, owner: Int64, start: Int64) throws {
+        try write(
+            "UPDATE _rs_attachment_parts SET received_at = ? WHERE sha256 = ? AND device_id = ? AND start = ?",
+            [.integer(Self.now()), .text(sha256), .integer(owner), .integer(start)])
     }
 
     func deleteAttachmentParts(_ sha256: String, owner: Int64) throws {

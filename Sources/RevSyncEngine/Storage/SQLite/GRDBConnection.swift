@@ -97,7 +97,7 @@ final class GRDBConnection: SQLConnection {
                     sqlite3_bind_text(statement, index, $0, Int32(utf8.count), transient)
                 }
             }
-        case .bytes(let bytes):
+        case .bytes(let bytes), .blob(let bytes):
             return bytes.withUnsafeBytes { raw in
                 // A nil pointer would bind NULL, not an empty blob.
                 guard let base = raw.baseAddress, !raw.isEmpty else { return sqlite3_bind_zeroblob(statement, index, 0) }
