@@ -72,7 +72,7 @@ public struct AttributeCostBenchmark: Sendable {
             let engine = SyncEngine(schema: schema, storage: storage)
             var random = SeededRandom(seed: seed)
             let counts = summary.counts.compactMap { entry -> (entity: Entity, count: Int)? in
-                guard let entity = schema.entity(entry.entity), entity.attributes.contains(where: { $0.referenceTarget == nil }) else {
+                guard let entity = schema.entity(entry.entity), entity.attributes.contains(where: Self.isUpdated) else {
                     return nil
                 }
                 return (entity, entry.count)
@@ -95,7 +95,7 @@ public struct AttributeCostBenchmark: Sendable {
                     let entity = counts[index].entity
                     let id = RecordID(Int64(pick + 1))
                     guard chosen.insert(RecordReference(entity: entity.name, id: id)).inserted else { continue }
-                    let attribute = random.pick(entity.attributes.filter { $0.referenceTarget == nil })!
+                    let attribute = random.pick(entity.attributes.filter(Self.isUpdated))!
                     changeSet[entity: entity.name].update.append(id)
                     changeSet[entity: entity.name].attributes[id] = RecordAttributes(
                         revision: revision, values: [attribute.name: Self.value(attribute, sequence)])
@@ -128,6 +128,12 @@ public struct AttributeCostBenchmark: Sendable {
         try await storage.close()
         await database.remove()
         return run
+    }
+
+    /// Whether the updates write this attribute: not a reference (its target must exist) nor an
+    /// attachment (its bytes must be uploaded first).
+    static func isUpdated(_ attribute: Attribute) -> Bool {
+        attribute.referenceTarget == nil && attribute.type != .attachment
     }
 
     /// A value of the attribute's type that differs from update to update.

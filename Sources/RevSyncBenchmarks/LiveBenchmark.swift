@@ -95,7 +95,7 @@ public struct LiveBenchmark: Sendable {
     }
 
     /// A change arriving at a device: when, and whether by a push or a sync.
-    private typealias Arrivals = Locked<[(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)]>
+    typealias Arrivals = Locked<[(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)]>
 
     /// What the writer did: when each revision left, and how long its syncs took.
     private struct Commits {
@@ -116,7 +116,7 @@ public struct LiveBenchmark: Sendable {
     }
 
     /// Records every revision each device receives, pushed or synced.
-    private static func listen(to synchronizers: ArraySlice<Synchronizer>, into arrivals: Arrivals) -> [Task<Void, Never>] {
+    static func listen(to synchronizers: ArraySlice<Synchronizer>, into arrivals: Arrivals) -> [Task<Void, Never>] {
         synchronizers.enumerated().map { offset, synchronizer in
             let index = synchronizers.startIndex + offset
             let events = synchronizer.events()
@@ -140,7 +140,7 @@ public struct LiveBenchmark: Sendable {
     }
 
     /// Everyone connected before the clock starts.
-    private static func waitUntilLive(_ synchronizers: ArraySlice<Synchronizer>) async throws {
+    static func waitUntilLive(_ synchronizers: ArraySlice<Synchronizer>) async throws {
         let connectDeadline = ContinuousClock.now + .seconds(60)
         for synchronizer in synchronizers {
             while try await synchronizer.status().state != .live {
@@ -170,7 +170,7 @@ public struct LiveBenchmark: Sendable {
     }
 
     /// Each device's first arrival of each revision, timed from when it left the writer.
-    private static func latencies(
+    static func latencies(
         of arrivals: [(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)],
         sent: [Revision: ContinuousClock.Instant]
     ) -> (latencies: [Double], bySync: Int) {

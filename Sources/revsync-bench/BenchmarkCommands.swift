@@ -512,3 +512,41 @@ struct Instructions: AsyncParsableCommand {
         try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
     }
 }
+
+struct Fleet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "A fleet of live devices through a working day compressed: quiet work, training bursts, devices offline and back, fresh devices; commit to every device p50/p99, syncs/s, each instance's memory and CPU, refused and lost."
+    )
+
+    @Option(help: "Devices live all day (each a store file and a live stream).") var devices = 500
+    @Option(help: "Seconds the day takes.") var seconds = 60.0
+    @Option(help: "Commits a second in all outside the bursts.") var quietRate = 2.0
+    @Option(help: "Seconds each training burst takes (a fifth of the devices commit once in it).") var burstSeconds = 5.0
+    @Option(help: "Devices that start from nothing at half the day.") var freshDevices = 5
+    @Option(help: "Records seeded.") var records = 1_000
+    @Option(help: "Server instances (PostgreSQL); device i is on instance i % instances.") var instances = 1
+    @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        guard devices >= 2, seconds > 0, quietRate > 0, burstSeconds > 0, freshDevices >= 0, instances >= 1 else {
+            throw ValidationError(
+                "--devices must be 2 or more; --seconds, --quiet-rate, --burst-seconds more than 0; --instances 1 or more")
+        }
+        if instances > 1 && options.store != "postgres" { throw ValidationError("--instances above 1 needs --store postgres") }
+    }
+
+    func run() async throws {
+        var benchmark = FleetBenchmark(binaries: try productsDirectory)
+        benchmark.store = try await options.choice()
+        benchmark.devices = devices
+        benchmark.seconds = seconds
+        benchmark.quietRate = quietRate
+        benchmark.burstSeconds = burstSeconds
+        benchmark.freshDevices = freshDevices
+        benchmark.records = records
+        benchmark.instances = instances
+        try output.print(benchmark.rows(try await benchmark.run(), command: commandLine))
+    }
+}

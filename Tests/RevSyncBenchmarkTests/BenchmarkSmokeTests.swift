@@ -277,3 +277,28 @@ extension BenchmarkSmokeTests {
         #expect(result.valgrind.hasPrefix("valgrind-"))
     }
 }
+
+extension BenchmarkSmokeTests {
+    /// A small fleet's day: every commit reaches every device live then, devices offline come
+    /// back with their edits, a fresh device starts; nothing refused, lost or unequal.
+    @Test func aFleetsDayLosesNothing() async throws {
+        var benchmark = FleetBenchmark(binaries: Self.binaries)
+        benchmark.devices = 6
+        benchmark.seconds = 4
+        benchmark.quietRate = 3
+        benchmark.burstSeconds = 0.5
+        benchmark.freshDevices = 1
+        benchmark.records = 200
+        let result = try await benchmark.run()
+        #expect(result.commits > 5 && result.expected > 0)
+        #expect(result.latencies.count == result.expected, "every live device got every commit")
+        #expect(result.refused == 0 && result.lost == 0 && result.unconverged == 0)
+        #expect(result.offlineEdits >= 1 && result.freshDevices == 1)
+        #expect(result.instanceMemory.count == 1 && result.instanceMemory[0] > 0)
+        let row = try #require(benchmark.rows(result, command: "revsync-bench fleet").first)
+        #expect(
+            ["p50Ms", "p99Ms", "syncsPerSecond", "maxInstanceMemoryMB", "refused", "lost"].allSatisfy { key in
+                row.numbers.contains { $0.key == key }
+            })
+    }
+}

@@ -42,7 +42,7 @@ public struct RecordErasure: Sendable {
     }
 
     /// Something an erasure met and dealt with, for the operator: it is done, but this needs
-    /// looking at (`code`: `unreadable_refusal`, `snapshot_failed`).
+    /// looking at (`code`: `unreadable_refusal`).
     public struct Problem: Sendable, Hashable {
         public var code: String
         public var message: String
@@ -69,8 +69,7 @@ public struct RecordErasure: Sendable {
         public var historyRowsRewritten: Int
         public var refusalsRewritten: Int
         /// What the erasure met and dealt with that the operator must hear of: a stored refusal
-        /// that does not decode (removed whole, so that nothing erased could stay in it), a
-        /// snapshot that could not be made (every older one was deleted all the same).
+        /// that does not decode (removed whole, so that nothing erased could stay in it).
         public var errors: [Problem] = []
         /// Whether nothing was erased: what it would reach, for a confirmation.
         public var dryRun = false
@@ -80,7 +79,8 @@ public struct RecordErasure: Sendable {
         /// (``SyncStorage/reclaimErasedSpace(entities:)``); `false` when readers held the SQLite
         /// WAL past the wait (the next erasure, or the next automatic checkpoint, completes it).
         public var spaceReclaimed = false
-        /// The revision of the snapshot made after it (`nil`: none was made, or it failed).
+        /// The revision of a snapshot made after it by the time it answered: `nil`, as the
+        /// snapshot served from now on is made in the background (``SnapshotCache/retire(before:)``).
         public var snapshotRevision: Revision?
         /// The attachments erased values referred to (candidates for deletion).
         var attachments: Set<String>

@@ -84,22 +84,39 @@ public actor SnapshotCache {
     /// The snapshot to serve now: the one on disk while it is fewer than `interval` revisions
     /// behind the data set (and of the same data set and schema version), else a new one.
     ///
-    /// A snapshot older than the newest erasure is never served (another instance erased, say):
-    /// a new one is made, and the older files are deleted.
+    /// A snapshot older than the newest erasure is never served (another instance erased, say,
+    /// or a build that began before this instance's erasure ended after it): its files are
+    /// deleted and a new one is made.
     public func snapshot() async throws -> Entry {
-        let (revision, dataset, erased) = try await storage.withReader {
-            (try $0.currentRevision(), try $0.datasetID(), try $0.newestErasureRevision() ?? 0)
+        while true {
+            let (revision, dataset, erased) = try await storage.withReader {
+                (try $0.currentRevision(), try $0.datasetID(), try $0.newestErasureRevision() ?? 0)
+            }
+            if current == nil || !FileManager.default.fileExists(atPath: path(of: current!)) { current = latestOnDisk(dataset: dataset) }
+            if let current, current.dataset == dataset, current.schemaVersion == schema.version,
+                current.revision <= revision, revision - current.revision < interval, current.revision >= erased
+            {
+                return current
+            }
+            if let current, current.revision < erased { removeSnapshots(before: erased) }
+            let entry = try await built()
+            // A build that began before an erasure may end after it: never served, never kept.
+            let erasedSince = try await storage.withReader { try $0.newestErasureRevision() ?? 0 }
+            guard entry.revision >= erasedSince else {
+                removeSnapshots(before: erasedSince)
+                continue
+            }
+            return entry
         }
-        if current == nil || !FileManager.default.fileExists(atPath: path(of: current!)) { current = latestOnDisk(dataset: dataset) }
-        if let current, current.dataset == dataset, current.schemaVersion == schema.version,
-            current.revision <= revision, revision - current.revision < interval, current.revision >= erased
-        {
-            return current
-        }
-        if let current, current.revision < erased {
-            return try await replace(after: erased)
-        }
+    }
+
+    /// The build under way (one at a time, whoever asks), or a new one.
+    private func built() async throws -> Entry {
         if let building { return try await building.value }
+        if let failure = nextBuildFailure {
+            nextBuildFailure = nil
+            throw failure
+        }
         let task = Task { [directory, storage, schema] in try await Self.build(in: directory, storage: storage, schema: schema) }
         building = task
         defer { building = nil }
@@ -117,23 +134,22 @@ public actor SnapshotCache {
 
     /// After an erasure at `revision`: deletes every snapshot file made before it (this
     /// instance's and others' in the directory, whatever their data set: none may hold what was
-    /// erased), then makes the snapshot to serve from now on (at that revision or later, so
-    /// without the erased values). If making it fails, the older files are gone all the same.
-    @discardableResult
-    public func replace(after revision: Revision) async throws -> Entry {
-        if let building { _ = try? await building.value }
+    /// erased), and starts making the snapshot to serve from now on in the background, without
+    /// waiting for it: making one reads every record (14 s at a million), and the erasure is
+    /// done without it. `GET /snapshot` waits for that build (or makes one itself if it
+    /// failed); a build that began before the erasure is thrown away when it ends
+    /// (``snapshot()``).
+    public func retire(before revision: Revision) {
         removeSnapshots(before: revision)
-        if let failure = nextBuildFailure {
-            nextBuildFailure = nil
-            throw failure
+        let logger = self.logger
+        Task {
+            do {
+                let entry = try await self.snapshot()
+                logger.info("snapshot made after an erasure; older snapshots deleted", metadata: ["revision": "\(entry.revision)"])
+            } catch {
+                logger.error("the snapshot after an erasure could not be made; GET /snapshot makes one before serving any: \(error)")
+            }
         }
-        let task = Task { [directory, storage, schema] in try await Self.build(in: directory, storage: storage, schema: schema) }
-        building = task
-        defer { building = nil }
-        let entry = try await task.value
-        current = entry
-        logger.info("snapshot made after an erasure; older snapshots deleted", metadata: ["revision": "\(entry.revision)"])
-        return entry
     }
 
     /// Deletes every snapshot file (and manifest) of a revision before `revision`, with or

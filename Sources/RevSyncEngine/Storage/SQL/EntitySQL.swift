@@ -91,7 +91,8 @@ struct EntitySQL: Sendable {
         var statements = [
             "CREATE TABLE \(quoted(entity.name)) (id \(dialect.bigint) PRIMARY KEY, revision \(dialect.bigint) NOT NULL, "
                 + "_writer \(dialect.bigint) NOT NULL, _other_revision \(dialect.bigint) NOT NULL"
-                + (entity.staleness == .attribute ? ", \(attributeWritesColumn) TEXT" : "") + "\(columns))",
+                + (entity.staleness == .attribute ? ", \(attributeWritesColumn) TEXT" : "") + "\(columns))"
+                + (dialect.database == .postgres ? " WITH (fillfactor = \(Self.postgresFillFactor))" : ""),
             "INSERT INTO _rs_ids (entity, next_id) VALUES (\(SQLIdentifier.literal(entity.name)), 1) ON CONFLICT (entity) DO NOTHING",
         ]
         for attribute in entity.attributes where attribute.referenceTarget != nil {
@@ -99,6 +100,12 @@ struct EntitySQL: Sendable {
         }
         return statements
     }
+
+    /// How full PostgreSQL fills an entity table's pages when rows are inserted: the room left
+    /// lets an update write the row's new version on the same page (a heap-only tuple, HOT), with
+    /// no new entry in any index; on full pages every update moves the row and adds an entry to
+    /// every index of the table.
+    static let postgresFillFactor = 85
 
     static func addColumn(_ entity: Entity, _ attribute: Attribute, _ dialect: SQLDialect) -> [String] {
         var statements = ["ALTER TABLE \(quoted(entity.name)) ADD COLUMN \(quoted(attribute.name)) \(dialect.columnType(attribute.type))"]

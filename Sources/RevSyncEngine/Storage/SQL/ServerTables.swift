@@ -309,6 +309,16 @@ enum ServerTables {
                     .integer(Int64(Date().timeIntervalSince1970)),
                 ])
         }
+        // PostgreSQL: entity tables made before their pages left room for updates get it from now
+        // on (new and rewritten pages; a metadata change, no rewrite).
+        if dialect.database == .postgres {
+            for entity in upgrade.lineage.storage.entities {
+                let options = try connection.firstRow(
+                    "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass(?)", [.text(quoted(entity.name))])
+                guard !(options?.first?.textValue ?? "").contains("fillfactor") else { continue }
+                try connection.execute("ALTER TABLE \(quoted(entity.name)) SET (fillfactor = \(EntitySQL.postgresFillFactor))", [])
+            }
+        }
         // Record hashes name entities and attributes, and a default changes records: the
         // digests are computed again, whole (the log's totals at older revisions are forgotten).
         if rehash {

@@ -70,8 +70,5 @@ extension SyncHTTPServer {
             logger.warning("erasure \(result.id): readers held the WAL; its checkpoint did not complete (the next one will)")
         }
         for error in result.errors { logger.error("erasure \(result.id): \(error.message)", metadata: ["code": "\(error.code)"]) }
-        if result.snapshotRevision == nil {
-            logger.warning("erasure \(result.id): no snapshot was made after it; GET /snapshot makes one before serving any")
-        }
     }
 }

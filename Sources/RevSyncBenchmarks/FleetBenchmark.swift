@@ -1,0 +1,407 @@
+public import Foundation
+import RevSyncClient
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncSimulation
+
+/// A fleet through a working day compressed into `seconds`: `devices` devices on the client
+/// library (a store file each), every one live (`GET /events`) on instance `i % instances`.
+///
+/// The day, from its start:
+/// - **Quiet work**: random devices commit a small change set (a venue) at `quietRate` a second
+///   in all, all day.
+/// - **Training bursts** at a third and at two thirds of the day: a fifth of the devices each
+///   commit once within `burstSeconds`.
+/// - **Offline and back**: every tenth of the day, a twentieth of the devices leave live mode
+///   (out of coverage), make an edit offline, and come back a tenth of the day later (their live
+///   mode syncs the outbox and catches up).
+/// - **Fresh devices**: at half the day, `freshDevices` devices that hold nothing start (a first
+///   sync of the whole data set) and go live.
+///
+/// Figures: the time from each commit (when its sync left the writer) to its change applied on
+/// every device that was live then (p50, p99); syncs a second the server answered; each
+/// instance's peak memory and CPU; change sets refused; and, at the end, after every device
+/// synced once more, what was lost: committed change sets missing from the server, and devices
+/// whose venues differ from the server's.
+public struct FleetBenchmark: Sendable {
+    public let binaries: URL
+    public var store: BenchmarkStore = .sqlite
+    public var instances = 1
+    public var devices = 500
+    public var seconds = 60.0
+    /// Commits a second in all outside the bursts.
+    public var quietRate = 2.0
+    public var burstSeconds = 5.0
+    public var freshDevices = 5
+    public var records = 1_000
+
+    public init(binaries: URL) {
+        self.binaries = binaries
+    }
+
+    public struct Result: Sendable {
+        public var commits = 0
+        public var latencies: [Double] = []
+        /// Arrivals expected: each commit times the devices live when it was made.
+        public var expected = 0
+        public var syncs = 0
+        public var seconds = 0.0
+        /// Each instance's peak resident memory, in bytes, and its CPU seconds a second.
+        public var instanceMemory: [Int] = []
+        public var instanceCPU: [Double] = []
+        public var refused = 0
+        public var lost = 0
+        public var unconverged = 0
+        public var offlineEdits = 0
+        public var freshDevices = 0
+
+        public var p50: Double { percentile(50) }
+        public var p99: Double { percentile(99) }
+
+        func percentile(_ p: Double) -> Double {
+            var all = Latencies()
+            for latency in latencies { all.add(latency) }
+            return all.percentile(p)
+        }
+    }
+
+    public func run() async throws -> Result {
+        OpenFileLimit.raise()
+        let total = devices + freshDevices
+        let server = try await BenchmarkServer.start(
+            store: store, records: records, devices: total, instances: instances, binaries: binaries, label: "fleet",
+            serverArguments: ["--durability", "full", "--max-streams", String(total + 100)])
+        return try await server.use { server in
+            let directory = try ScratchDatabase.temporaryDirectory("fleet-devices")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let urls = server.fleet.ports.map { URL(string: "http://127.0.0.1:\($0)")! }
+            var stores: [LocalStore] = []
+            for index in 0..<total {
+                stores.append(
+                    try LocalStore.create(
+                        at: directory + "/device-\(index).sqlite", schema: .demo,
+                        server: .init(url: urls[index % urls.count], token: server.tokens[index])))
+            }
+            let synchronizers = stores.map { Synchronizer(store: $0) }
+            // The day's devices start from the data set (as from a snapshot); the fresh ones later.
+            BenchmarkProgress.step("\(devices) devices take the data set")
+            try await Self.inParallel(0..<devices, width: 16) { _ = try await synchronizers[$0].sync() }
+            let arrivals = LiveBenchmark.Arrivals([])
+            let listeners = LiveBenchmark.listen(to: synchronizers[...], into: arrivals)
+            let day = Day(synchronizers: synchronizers)
+            defer {
+                day.stopAll()
+                for task in listeners { task.cancel() }
+            }
+            for index in 0..<devices { day.goLive(index) }
+            BenchmarkProgress.step("waiting until \(devices) devices are live")
+            try await LiveBenchmark.waitUntilLive(synchronizers[0..<devices])
+            let cpuBefore = server.usage.map(\.cpuSeconds)
+            BenchmarkProgress.step("a working day in \(Int(seconds)) s")
+            var result = try await work(day, stores: stores)
+            let elapsed = result.seconds
+            let cpuAfter = server.usage.map(\.cpuSeconds)
+            result.instanceCPU = zip(cpuAfter, cpuBefore).map { ($0 - $1) / elapsed }
+            result.instanceMemory = server.fleet.ports.indices.compactMap { server.fleet.pid(of: $0) }.map(residentPeak(ofProcess:))
+            // Every commit's arrivals at the devices live when it was made.
+            let drainDeadline = ContinuousClock.now + .seconds(30)
+            while Self.count(arrivals.current, day.commits) < result.expected && ContinuousClock.now < drainDeadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            result.latencies = Self.latencies(arrivals.current, day.commits)
+            // The end of the day: everyone back, one more sync each; nothing lost, everyone equal.
+            BenchmarkProgress.step("every device syncs once more")
+            day.stopAll()
+            try await Self.inParallel(0..<total, width: 16) { index in
+                let report = try await synchronizers[index].sync()
+                day.counted(report)
+            }
+            result.syncs = day.syncs
+            result.refused = day.refused
+            let serverVenues = Set(try await server.venueNames())
+            result.lost = day.committedNames.subtracting(serverVenues).count
+            for store in stores {
+                let names = Set(try await store.table("venues").all().compactMap { $0["name"].textValue })
+                if names != serverVenues { result.unconverged += 1 }
+            }
+            return result
+        }
+    }
+
+    /// The day's work, from the first commit to the last.
+    private func work(_ day: Day, stores: [LocalStore]) async throws -> Result {
+        var result = Result()
+        let started = ContinuousClock.now
+        let bursts = [seconds / 3, seconds * 2 / 3]
+        let burstDevices = max(1, devices / 5)
+        let offlineEvery = seconds / 10
+        let offlineCount = max(1, devices / 20)
+        var random = SeededRandom(seed: 7)
+        // The plan: when each commit happens and by whom, and when devices leave and come back.
+        enum Step {
+            case commit(Int)
+            case leave(Int)
+            case back(Int)
+            case fresh(Int)
+        }
+        var plan: [(at: Double, step: Step)] = []
+        var time = 0.0
+        while time < seconds {
+            plan.append((time, .commit(random.number(in: 0...(devices - 1)))))
+            time += 1 / quietRate
+        }
+        for start in bursts {
+            for device in 0..<burstDevices {
+                plan.append((start + burstSeconds * Double(device) / Double(burstDevices), .commit(random.number(in: 0...(devices - 1)))))
+            }
+        }
+        var away = Set<Int>()
+        for slot in stride(from: offlineEvery / 2, to: seconds - offlineEvery, by: offlineEvery) {
+            for _ in 0..<offlineCount {
+                let device = random.number(in: 0...(devices - 1))
+                guard away.insert(device).inserted else { continue }
+                plan.append((slot, .leave(device)))
+                plan.append((slot + offlineEvery, .back(device)))
+            }
+            away.removeAll()
+        }
+        for fresh in 0..<freshDevices { plan.append((seconds / 2 + Double(fresh) * 0.2, .fresh(devices + fresh))) }
+        plan.sort { $0.at < $1.at }
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (at, step) in plan {
+                let due = started + .milliseconds(Int64(at * 1000))
+                if due > ContinuousClock.now { try await Task.sleep(until: due) }
+                switch step {
+                case .commit(let device):
+                    guard !day.isAway(device) else { continue }
+                    let sequence = day.nextSequence()
+                    group.addTask { try await day.commit(device, store: stores[device], sequence: sequence) }
+                case .leave(let device):
+                    day.leave(device)
+                    let sequence = day.nextSequence()
+                    group.addTask { try await day.editOffline(store: stores[device], device: device, sequence: sequence) }
+                case .back(let device):
+                    day.goLive(device)
+                case .fresh(let device):
+                    group.addTask { try await day.startFresh(device) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        result.seconds = RevSyncBenchmarks.seconds(since: started)
+        result.commits = day.commits.count
+        result.expected = day.commits.reduce(0) { $0 + $1.live.count }
+        result.offlineEdits = day.offlineEdits
+        result.freshDevices = freshDevices
+        return result
+    }
+
+    /// How many of the expected arrivals came.
+    private static func count(
+        _ arrivals: [(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)], _ commits: [Day.Commit]
+    ) -> Int {
+        latencies(arrivals, commits).count
+    }
+
+    /// Each live device's first arrival of each commit, from when the commit's sync left.
+    private static func latencies(
+        _ arrivals: [(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)], _ commits: [Day.Commit]
+    ) -> [Double] {
+        var byRevision: [Revision: Day.Commit] = [:]
+        for commit in commits { byRevision[commit.revision] = commit }
+        var seen = Set<String>()
+        var latencies: [Double] = []
+        for arrival in arrivals {
+            guard let commit = byRevision[arrival.revision], commit.live.contains(arrival.device),
+                seen.insert("\(arrival.device)/\(arrival.revision)").inserted
+            else { continue }
+            let duration = arrival.at - commit.leaving
+            latencies.append(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+        }
+        return latencies
+    }
+
+    /// Runs `body` for each index, `width` at a time.
+    static func inParallel(_ indices: Range<Int>, width: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = indices.lowerBound
+            while next < indices.upperBound && next - indices.lowerBound < width {
+                let index = next
+                group.addTask { try await body(index) }
+                next += 1
+            }
+            while try await group.next() != nil {
+                guard next < indices.upperBound else { continue }
+                let index = next
+                group.addTask { try await body(index) }
+                next += 1
+            }
+        }
+    }
+
+    public func rows(_ result: Result, command: String) -> [BenchmarkRow] {
+        let memory = result.instanceMemory.map { Format.bytes($0) }.joined(separator: ", ")
+        let cpu = result.instanceCPU.map { Format.cores($0) }.joined(separator: ", ")
+        return [
+            BenchmarkRow(
+                scenario:
+                    "A fleet of \(devices) live devices through a working day in \(Int(seconds)) s (quiet work at \(Format.rate(quietRate)) commits/s, two training bursts of \(max(1, devices / 5)) commits in \(Format.rate(burstSeconds)) s, devices offline and back, \(freshDevices) fresh devices), \(store)\(instances > 1 ? ", \(instances) instances" : "")",
+                figures: [
+                    (
+                        "commit to applied on every live device, p50 / p99",
+                        "\(Format.milliseconds(result.p50)) / \(Format.milliseconds(result.p99))"
+                    ),
+                    (
+                        "arrivals",
+                        "\(Format.count(result.latencies.count)) of \(Format.count(result.expected)) (\(Format.count(result.commits)) commits)"
+                    ),
+                    (
+                        "syncs answered",
+                        "\(Format.count(result.syncs)), \(Format.rate(Double(result.syncs) / max(result.seconds, 0.001)))/s"
+                    ),
+                    ("each instance's peak memory", memory),
+                    ("each instance's CPU", cpu),
+                    ("refused / lost / devices unequal at the end", "\(result.refused) / \(result.lost) / \(result.unconverged)"),
+                    ("offline edits, fresh devices", "\(result.offlineEdits), \(result.freshDevices)"),
+                ],
+                numbers: [
+                    ("p50Ms", result.p50 * 1000), ("p99Ms", result.p99 * 1000),
+                    ("syncsPerSecond", Double(result.syncs) / max(result.seconds, 0.001)),
+                    ("maxInstanceMemoryMB", Double(result.instanceMemory.max() ?? 0) / 1_048_576),
+                    ("maxInstanceCores", result.instanceCPU.max() ?? 0), ("refused", Double(result.refused)),
+                    ("lost", Double(result.lost + result.unconverged)), ("commits", Double(result.commits)),
+                    ("arrivals", Double(result.latencies.count)), ("expectedArrivals", Double(result.expected)),
+                ],
+                command: command)
+        ]
+    }
+}
+
+/// The day's shared state: who is live, what was committed and when.
+private final class Day: @unchecked Sendable {
+    // Safe: every mutable member is read and written under `lock`.
+    struct Commit {
+        var revision: Revision
+        var leaving: ContinuousClock.Instant
+        /// The devices live when it was committed.
+        var live: Set<Int>
+    }
+
+    let synchronizers: [Synchronizer]
+    private let lock = NSLock()
+    private var liveTasks: [Int: Task<Void, Never>] = [:]
+    private var _commits: [Commit] = []
+    private var _committedNames = Set<String>()
+    private var _syncs = 0
+    private var _refused = 0
+    private var _offlineEdits = 0
+    private var sequence = 0
+    private var away = Set<Int>()
+
+    init(synchronizers: [Synchronizer]) {
+        self.synchronizers = synchronizers
+    }
+
+    var commits: [Commit] { lock.withLock { _commits } }
+    var committedNames: Set<String> { lock.withLock { _committedNames } }
+    var syncs: Int { lock.withLock { _syncs } }
+    var refused: Int { lock.withLock { _refused } }
+    var offlineEdits: Int { lock.withLock { _offlineEdits } }
+
+    func nextSequence() -> Int {
+        lock.withLock {
+            sequence += 1
+            return sequence
+        }
+    }
+    func isAway(_ device: Int) -> Bool { lock.withLock { away.contains(device) } }
+
+    func goLive(_ device: Int) {
+        let synchronizer = synchronizers[device]
+        let task = Task { _ = try? await synchronizer.live() }
+        lock.withLock {
+            away.remove(device)
+            liveTasks[device] = task
+        }
+    }
+
+    func leave(_ device: Int) {
+        let task = lock.withLock {
+            away.insert(device)
+            return liveTasks.removeValue(forKey: device)
+        }
+        task?.cancel()
+    }
+
+    func stopAll() {
+        let tasks = lock.withLock {
+            defer { liveTasks.removeAll() }
+            return Array(liveTasks.values)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    func counted(_ report: SyncReport) {
+        lock.withLock {
+            _syncs += 1
+            _refused += report.conflicts.count
+        }
+    }
+
+    /// A venue inserted and synced at once; the commit's revision and the devices live then.
+    func commit(_ device: Int, store: LocalStore, sequence: Int) async throws {
+        let name = "venue \(device)-\(sequence)"
+        try await store.table("venues").insert(["name": .text(name)])
+        let live = lock.withLock { Set(liveTasks.keys).subtracting([device]) }
+        let leaving = ContinuousClock.now
+        let report = try await synchronizers[device].sync()
+        counted(report)
+        lock.withLock {
+            if !report.committed.isEmpty { _committedNames.insert(name) }
+            for revision in Set(report.committedRevisions.values) {
+                _commits.append(Commit(revision: revision, leaving: leaving, live: live))
+            }
+        }
+    }
+
+    /// An edit while out of coverage: queued, sent when the device is back.
+    func editOffline(store: LocalStore, device: Int, sequence: Int) async throws {
+        let name = "venue \(device)-\(sequence) offline"
+        try await store.table("venues").insert(["name": .text(name)])
+        lock.withLock {
+            _offlineEdits += 1
+            // Committed once the device is back (checked at the end with everyone's).
+            _committedNames.insert(name)
+        }
+    }
+
+    /// A device that holds nothing: its first sync, then live.
+    func startFresh(_ device: Int) async throws {
+        counted(try await synchronizers[device].sync())
+        goLive(device)
+    }
+}
+
+extension BenchmarkServer {
+    /// The names of every venue on the server, read from its database.
+    func venueNames() async throws -> [String] {
+        let storage = try await StorageLocation(database.location).open(schema: .demo, durability: .normal, poolSize: 1)
+        do {
+            let venues = Schema.demo.entity("venues")!
+            let name = venues.attributes.firstIndex { $0.name == "name" }!
+            let names = try await storage.withReader { reader in
+                var names: [String] = []
+                try reader.allRecords(venues) { record in
+                    if case .text(let text) = record.values[name] { names.append(text) }
+                }
+                return names
+            }
+            try await storage.close()
+            return names
+        } catch {
+            try? await storage.close()
+            throw error
+        }
+    }
+}
