@@ -28,7 +28,10 @@ public struct ErasureBenchmark: Sendable {
         /// What making (and downloading) a snapshot took before the erasure.
         public let snapshotSeconds: Double
         public let colleagueSlowestBefore: Double
+        /// Over the erasure and the snapshot's build after it.
         public let colleagueSlowest: Double
+        /// Over the erasure alone, until it answered.
+        public let colleagueSlowestUntilAnswered: Double
         public let colleagueWrites: Int
     }
 
@@ -73,6 +76,7 @@ public struct ErasureBenchmark: Sendable {
                 port: port, token: colleague, seed: server.seedRevision, until: Date().addingTimeInterval(2))
             BenchmarkProgress.step("erasing player \(player) while the colleague writes")
             let done = Locked(false)
+            let answeredAt = Locked<Date?>(nil)
             let started = Date()
             async let erased: (reply: SyncConnection.Reply, seconds: Double, served: Double) = onThread {
                 // The colleague writes until the snapshot after the erasure is served (its build
@@ -81,13 +85,15 @@ public struct ErasureBenchmark: Sendable {
                 let body = Array(#"{"entity": "players", "id": \#(player.rawValue), "reason": "benchmark"}"#.utf8)
                 let reply = try SyncConnection(port: port, token: adminToken).post("/admin/api/erase", json: body, timeout: 600)
                 let answered = Date().timeIntervalSince(started)
+                answeredAt.withLock { $0 = Date() }
                 let snapshot = try SyncConnection(port: port, token: editor).get("/snapshot", timeout: 600)
                 guard snapshot.status == 200 else {
                     throw BenchmarkError("GET /snapshot after the erasure was answered \(snapshot.status)")
                 }
                 return (reply, answered, Date().timeIntervalSince(started))
             }
-            let meanwhile = try await Self.colleague(port: port, token: colleague, seed: server.seedRevision, until: nil, done: done)
+            let meanwhile = try await Self.colleague(
+                port: port, token: colleague, seed: server.seedRevision, until: nil, done: done, answered: answeredAt)
             let (reply, seconds, served) = try await erased
             guard reply.status == 200,
                 let json = try? JSONSerialization.jsonObject(with: Data(reply.body)) as? [String: Any]
@@ -101,32 +107,45 @@ public struct ErasureBenchmark: Sendable {
                 logEntries: number("logEntriesRewritten"), seconds: seconds, snapshotServedSeconds: served,
                 snapshotSeconds: snapshotSeconds,
                 colleagueSlowestBefore: before.slowest,
-                colleagueSlowest: meanwhile.slowest, colleagueWrites: meanwhile.writes)
+                colleagueSlowest: meanwhile.slowest, colleagueSlowestUntilAnswered: meanwhile.slowestUntilAnswered,
+                colleagueWrites: meanwhile.writes)
         }
     }
 
-    /// A colleague writing one note after another until `until` or `done`: the slowest write.
+    /// A colleague writing one note after another until `until` or `done`, holding the revision
+    /// each answer gives (as a device does): the slowest write, the slowest of those that began
+    /// before `answered` was set, and how many.
     private static func colleague(
-        port: Int, token: String, seed: Revision, until: Date?, done: Locked<Bool>? = nil
-    ) async throws -> (slowest: Double, writes: Int) {
+        port: Int, token: String, seed: Revision, until: Date?, done: Locked<Bool>? = nil, answered: Locked<Date?>? = nil
+    ) async throws -> (slowest: Double, slowestUntilAnswered: Double, writes: Int) {
         try await onThread {
             let connection = SyncConnection(port: port, token: token)
             var slowest = 0.0
+            var slowestUntilAnswered = 0.0
             var writes = 0
             var temporaryID: Int64 = -1_000_000 * Int64.random(in: 1...1000)
             // One write first, unmeasured: the connection's first is not an everyday write.
             temporaryID -= 1
-            _ = try connection.sync(SyncMessage(maxRevision: seed, changeSets: [ChangeSet.note(temporaryID: RecordID(temporaryID))]))
+            let first = try connection.sync(
+                SyncMessage(maxRevision: seed, changeSets: [ChangeSet.note(temporaryID: RecordID(temporaryID))]))
+            var revision = first.maxRevision ?? seed
             repeat {
                 temporaryID -= 1
                 let start = Date()
                 let reply = try connection.sync(
-                    SyncMessage(maxRevision: seed, changeSets: [ChangeSet.note(temporaryID: RecordID(temporaryID))]))
-                guard reply.status == 200 else { throw BenchmarkError("the colleague's write was answered \(reply.status)") }
-                slowest = max(slowest, Date().timeIntervalSince(start))
+                    SyncMessage(maxRevision: revision, changeSets: [ChangeSet.note(temporaryID: RecordID(temporaryID))]))
+                guard reply.status == 200, let next = reply.maxRevision else {
+                    throw BenchmarkError("the colleague's write was answered \(reply.status)")
+                }
+                revision = next
+                let took = Date().timeIntervalSince(start)
+                slowest = max(slowest, took)
+                if answered.map({ $0.current.map { start < $0 } ?? true }) ?? true {
+                    slowestUntilAnswered = max(slowestUntilAnswered, took)
+                }
                 writes += 1
             } while until.map { Date() < $0 } ?? !(done?.current ?? true)
-            return (slowest, writes)
+            return (slowest, slowestUntilAnswered, writes)
         }
     }
 
@@ -141,12 +160,14 @@ public struct ErasureBenchmark: Sendable {
                     ("a snapshot alone, before it", Format.seconds(result.snapshotSeconds)),
                     ("records erased", Format.count(result.erasedRecords)),
                     ("history rows and log entries rewritten", "\(result.historyRows) and \(result.logEntries)"),
-                    ("a colleague's slowest write until then", Format.milliseconds(result.colleagueSlowest)),
+                    ("a colleague's slowest write until it answered", Format.milliseconds(result.colleagueSlowestUntilAnswered)),
+                    ("until the snapshot after it was served", Format.milliseconds(result.colleagueSlowest)),
                     ("before it", Format.milliseconds(result.colleagueSlowestBefore)),
                     ("the colleague's writes meanwhile", Format.count(result.colleagueWrites)),
                 ],
                 numbers: [
                     ("answeredSeconds", result.seconds), ("slowestColleagueWriteMs", result.colleagueSlowest * 1000),
+                    ("slowestColleagueWriteUntilAnsweredMs", result.colleagueSlowestUntilAnswered * 1000),
                     ("snapshotServedSeconds", result.snapshotServedSeconds),
                     ("slowestColleagueWriteBeforeMs", result.colleagueSlowestBefore * 1000), ("snapshotSeconds", result.snapshotSeconds),
                     ("erasedRecords", Double(result.erasedRecords)), ("colleagueWrites", Double(result.colleagueWrites)),
