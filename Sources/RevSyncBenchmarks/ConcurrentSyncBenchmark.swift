@@ -311,43 +311,37 @@ struct LoadDevice: Sendable {
             }
             if scheduled >= end { break }
             sequence += 1
-            if request == .health {
-                do {
-                    let reply = try connection.get("/health")
-                    let latency = Date().timeIntervalSince(scheduled)
-                    guard reply.status == 200 else {
-                        outcome.failures.append("GET /health: HTTP \(reply.status)")
-                        break
-                    }
-                    if scheduled >= measureFrom {
-                        outcome.latencies.add(latency)
-                        outcome.lastEnd = Date()
-                    }
-                } catch {
-                    outcome.failures.append("\(error)")
-                    break
-                }
-                if let interval { scheduled = scheduled.addingTimeInterval(interval) }
-                continue
-            }
-            let message = SyncMessage(
-                maxRevision: revision, changeSets: [edit(sequence: sequence, temporaryID: RecordID(nextTemporaryID), base: revision)])
-            nextTemporaryID -= 1
             do {
-                let claim = claimsDigest ? digest.map { "RevSync-Digest: \(revision) \($0) \(Schema.demo.version)\r\n" } ?? "" : ""
-                let version = speech.map { "RevSync-Schema-Version: \($0.version)\r\n" } ?? ""
-                let reply = try connection.sync(message, headers: claim + version)
-                if claimsDigest { digest = reply.digest }
-                let latency = Date().timeIntervalSince(scheduled)
-                guard reply.status == 200, let newRevision = reply.maxRevision else {
-                    outcome.failures.append("HTTP \(reply.status): \(String(decoding: reply.body.prefix(300), as: UTF8.self))")
-                    break
+                // One request; `nil` when it failed (said in the outcome), else whether it was refused.
+                let refused: Bool?
+                switch request {
+                case .health:
+                    let reply = try connection.get("/health")
+                    refused = reply.status == 200 ? false : nil
+                    if refused == nil { outcome.failures.append("GET /health: HTTP \(reply.status)") }
+                case .sync:
+                    let message = SyncMessage(
+                        maxRevision: revision,
+                        changeSets: [edit(sequence: sequence, temporaryID: RecordID(nextTemporaryID), base: revision)])
+                    nextTemporaryID -= 1
+                    let claim = claimsDigest ? digest.map { "RevSync-Digest: \(revision) \($0) \(Schema.demo.version)\r\n" } ?? "" : ""
+                    let version = speech.map { "RevSync-Schema-Version: \($0.version)\r\n" } ?? ""
+                    let reply = try connection.sync(message, headers: claim + version)
+                    if claimsDigest { digest = reply.digest }
+                    if reply.status == 200, let newRevision = reply.maxRevision {
+                        revision = newRevision
+                        refused = reply.hasConflict
+                    } else {
+                        refused = nil
+                        outcome.failures.append("HTTP \(reply.status): \(String(decoding: reply.body.prefix(300), as: UTF8.self))")
+                    }
                 }
-                revision = newRevision
+                let latency = Date().timeIntervalSince(scheduled)
+                guard let refused else { break }
                 if scheduled >= measureFrom {
                     outcome.latencies.add(latency)
                     outcome.lastEnd = Date()
-                    if reply.hasConflict { outcome.conflicts += 1 }
+                    if refused { outcome.conflicts += 1 }
                 }
             } catch {
                 outcome.failures.append("\(error)")

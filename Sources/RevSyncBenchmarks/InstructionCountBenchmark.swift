@@ -267,13 +267,8 @@ private final class CallgrindCounter: @unchecked Sendable {
     }
 
     private func command(_ option: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: control)
-        process.arguments = [option, String(pid)]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkError("callgrind_control \(option) \(pid) failed") }
+        // Spawn, as the project starts every child (Foundation's Process reaps on a thread of its own).
+        let child = try Spawn.start(control, [option, String(pid)], redirects: [(1, .append(output + ".control.log")), (2, .sameAs(1))])
+        guard Spawn.exitCode(Spawn.wait(for: child)) == 0 else { throw BenchmarkError("callgrind_control \(option) \(pid) failed") }
     }
 }
