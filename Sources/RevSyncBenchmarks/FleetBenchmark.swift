@@ -4,8 +4,12 @@ import RevSyncEngine
 import RevSyncProtocol
 import RevSyncSimulation
 
-/// A fleet through a working day compressed into `seconds`: `devices` devices on the client
-/// library (a store file each), every one live (`GET /events`) on instance `i % instances`.
+/// A fleet through a working day compressed into `seconds`: `devices` devices, every one live
+/// (`GET /events`) on instance `i % instances`. The first `stores` of them are the client
+/// library's (a store file each): they do the day's work and apply every commit. The others are
+/// stream readers (``StreamReaders``): a token, a stream and a revision each, no store, so that
+/// the server's fan-out to hundreds of devices is measured rather than this process applying
+/// every commit to hundreds of stores.
 ///
 /// The day, from its start:
 /// - **Quiet work**: random devices commit a small change set (a venue) at `quietRate` a second
@@ -18,20 +22,22 @@ import RevSyncSimulation
 /// - **Fresh devices**: at half the day, `freshDevices` devices that hold nothing start (a first
 ///   sync of the whole data set) and go live.
 ///
-/// Figures: the time from each commit (when its sync left the writer) to its change applied on
-/// every device that was live then (p50, p99); syncs a second the server answered; each
+/// Figures: the time from each commit (when its sync left the writer) to its change on every
+/// device that was live then, applied to a store or read from a reader's stream (p50, p99); syncs a second the server answered; each
 /// instance's peak memory and CPU; change sets refused; and, at the end, after every device
 /// synced once more, what was lost: committed change sets missing from the server, and devices
 /// whose venues differ from the server's.
 ///
-/// The devices are the client library's, all in this process: at hundreds of devices the
-/// load generator (every device applying every commit to its own store) is the limit before
-/// the server is; the row gives each part's CPU.
+/// Every device is in this process; the row gives each part's CPU. With every device a store
+/// (`stores` = `devices`), at hundreds of devices this process (every store applying every
+/// commit) is the limit before the server is.
 public struct FleetBenchmark: Sendable {
     public let binaries: URL
     public var store: BenchmarkStore = .sqlite
     public var instances = 1
     public var devices = 500
+    /// How many of the devices are client-library stores; the rest are stream readers.
+    public var stores = 50
     public var seconds = 60.0
     /// Commits a second in all outside the bursts.
     public var quietRate = 2.0
@@ -46,6 +52,11 @@ public struct FleetBenchmark: Sendable {
     public struct Result: Sendable {
         public var commits = 0
         public var latencies: [Double] = []
+        /// The stream readers' and the stores' arrivals alone.
+        public var readerLatencies: [Double] = []
+        public var storeLatencies: [Double] = []
+        /// Each commit's own sync, from when it left the committing device until its answer was applied there.
+        public var commitSyncs: [Double] = []
         /// Arrivals expected: each commit times the devices live when it was made.
         public var expected = 0
         public var syncs = 0
@@ -60,13 +71,15 @@ public struct FleetBenchmark: Sendable {
         public var loadGeneratorCores = 0.0
         public var offlineEdits = 0
         public var freshDevices = 0
+        public var stores = 0
+        public var readers = 0
 
         public var p50: Double { percentile(50) }
         public var p99: Double { percentile(99) }
 
-        func percentile(_ p: Double) -> Double {
+        func percentile(_ p: Double, of latencies: [Double]? = nil) -> Double {
             var all = Latencies()
-            for latency in latencies { all.add(latency) }
+            for latency in latencies ?? self.latencies { all.add(latency) }
             return all.percentile(p)
         }
     }
@@ -81,31 +94,45 @@ public struct FleetBenchmark: Sendable {
             let directory = try ScratchDatabase.temporaryDirectory("fleet-devices")
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let urls = server.fleet.ports.map { URL(string: "http://127.0.0.1:\($0)")! }
-            var stores: [LocalStore] = []
-            for index in 0..<total {
-                stores.append(
-                    try LocalStore.create(
-                        at: directory + "/device-\(index).sqlite", schema: .demo,
-                        server: .init(url: urls[index % urls.count], token: server.tokens[index])))
+            let storeCount = min(stores, devices)
+            // Devices 0..<storeCount and the fresh ones are stores; the others stream readers.
+            let storeDevices = Array(0..<storeCount) + Array(devices..<total)
+            var stores: [Int: LocalStore] = [:]
+            for index in storeDevices {
+                stores[index] = try LocalStore.create(
+                    at: directory + "/device-\(index).sqlite", schema: .demo,
+                    server: .init(url: urls[index % urls.count], token: server.tokens[index]))
             }
-            let synchronizers = stores.map { Synchronizer(store: $0) }
+            let synchronizers = stores.mapValues { Synchronizer(store: $0) }
+            let arrivals = LiveBenchmark.Arrivals([])
+            let readers = StreamReaders(arrivals: arrivals)
             // The day's devices start from the data set (as from a snapshot); the fresh ones later.
             BenchmarkProgress.step("\(devices) devices take the data set")
-            try await Self.inParallel(0..<devices, width: 16) { _ = try await synchronizers[$0].sync() }
-            let arrivals = LiveBenchmark.Arrivals([])
-            let listeners = LiveBenchmark.listen(to: synchronizers[...], into: arrivals)
-            let day = Day(synchronizers: synchronizers)
+            try await Self.inParallel(0..<devices, width: 16) { index in
+                if let synchronizer = synchronizers[index] {
+                    _ = try await synchronizer.sync()
+                } else {
+                    let port = server.fleet.ports[index % urls.count]
+                    try await onThread { try readers.add(index: index, port: port, token: server.tokens[index]) }
+                }
+            }
+            let listeners = LiveBenchmark.listen(to: storeDevices.map { ($0, synchronizers[$0]!) }, into: arrivals)
+            let day = Day(synchronizers: synchronizers, readers: readers)
             defer {
                 day.stopAll()
+                readers.stop()
                 for task in listeners { task.cancel() }
             }
             for index in 0..<devices { day.goLive(index) }
             BenchmarkProgress.step("waiting until \(devices) devices are live")
-            try await LiveBenchmark.waitUntilLive(synchronizers[0..<devices])
+            try await LiveBenchmark.waitUntilLive(ArraySlice((0..<storeCount).map { synchronizers[$0]! }))
+            try await readers.waitUntilLive(count: devices - storeCount)
             let cpuBefore = server.usage.map(\.cpuSeconds)
             let generatorBefore = cpuSeconds(ofProcess: getpid())
             BenchmarkProgress.step("a working day in \(Int(seconds)) s")
-            var result = try await work(day, stores: stores)
+            var result = try await work(day, stores: stores, storeCount: storeCount)
+            result.stores = storeCount
+            result.readers = devices - storeCount
             let elapsed = result.seconds
             let cpuAfter = server.usage.map(\.cpuSeconds)
             result.instanceCPU = zip(cpuAfter, cpuBefore).map { ($0 - $1) / elapsed }
@@ -116,32 +143,41 @@ public struct FleetBenchmark: Sendable {
             while Self.count(arrivals.current, day.commits) < result.expected && ContinuousClock.now < drainDeadline {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            result.latencies = Self.latencies(arrivals.current, day.commits)
+            let timed = Self.latencies(arrivals.current, day.commits)
+            result.latencies = timed.map(\.seconds)
+            result.readerLatencies = timed.filter { $0.device >= storeCount && $0.device < devices }.map(\.seconds)
+            result.storeLatencies = timed.filter { $0.device < storeCount || $0.device >= devices }.map(\.seconds)
             // The end of the day: everyone back, one more sync each; nothing lost, everyone equal.
             BenchmarkProgress.step("every device syncs once more")
             day.stopAll()
             // Twice: the first round sends what devices back from offline still queue, which
             // devices that synced earlier in it have not seen.
             for _ in 0..<2 {
-                try await Self.inParallel(0..<total, width: 16) { index in
-                    let report = try await synchronizers[index].sync()
+                try await Self.inParallel(0..<storeDevices.count, width: 16) { slot in
+                    let report = try await synchronizers[storeDevices[slot]]!.sync()
                     day.counted(report)
                 }
             }
-            result.syncs = day.syncs
+            readers.stop()
+            if let failure = readers.errors.first { throw BenchmarkError("a stream reader failed: \(failure)") }
+            let readerRevisions = try await readers.syncAll()
+            result.syncs = day.syncs + readers.syncs
             result.refused = day.refused
             let serverVenues = Set(try await server.venueNames())
             result.lost = day.committedNames.subtracting(serverVenues).count
-            for store in stores {
+            for store in stores.values {
                 let names = Set(try await store.table("venues").all().compactMap { $0["name"].textValue })
                 if names != serverVenues { result.unconverged += 1 }
             }
+            // A reader holds no data: it is unequal when its last sync left it behind the others.
+            let latest = readerRevisions.max() ?? 0
+            result.unconverged += readerRevisions.filter { $0 != latest }.count
             return result
         }
     }
 
     /// The day's work, from the first commit to the last.
-    private func work(_ day: Day, stores: [LocalStore]) async throws -> Result {
+    private func work(_ day: Day, stores: [Int: LocalStore], storeCount: Int) async throws -> Result {
         var result = Result()
         let started = ContinuousClock.now
         let bursts = [seconds / 3, seconds * 2 / 3]
@@ -159,12 +195,13 @@ public struct FleetBenchmark: Sendable {
         var plan: [(at: Double, step: Step)] = []
         var time = 0.0
         while time < seconds {
-            plan.append((time, .commit(random.number(in: 0...(devices - 1)))))
+            plan.append((time, .commit(random.number(in: 0...(storeCount - 1)))))
             time += 1 / quietRate
         }
         for start in bursts {
             for device in 0..<burstDevices {
-                plan.append((start + burstSeconds * Double(device) / Double(burstDevices), .commit(random.number(in: 0...(devices - 1)))))
+                plan.append(
+                    (start + burstSeconds * Double(device) / Double(burstDevices), .commit(random.number(in: 0...(storeCount - 1)))))
             }
         }
         var away = Set<Int>()
@@ -188,11 +225,13 @@ public struct FleetBenchmark: Sendable {
                 case .commit(let device):
                     guard !day.isAway(device) else { continue }
                     let sequence = day.nextSequence()
-                    group.addTask { try await day.commit(device, store: stores[device], sequence: sequence) }
+                    group.addTask { try await day.commit(device, store: stores[device]!, sequence: sequence) }
                 case .leave(let device):
                     day.leave(device)
+                    // A store edits while away; a reader only leaves.
+                    guard let store = stores[device] else { continue }
                     let sequence = day.nextSequence()
-                    group.addTask { try await day.editOffline(store: stores[device], device: device, sequence: sequence) }
+                    group.addTask { try await day.editOffline(store: store, device: device, sequence: sequence) }
                 case .back(let device):
                     day.goLive(device)
                 case .fresh(let device):
@@ -203,8 +242,10 @@ public struct FleetBenchmark: Sendable {
         }
         result.seconds = RevSyncBenchmarks.seconds(since: started)
         result.commits = day.commits.count
+        result.commitSyncs = day.commits.map(\.sync)
         result.expected = day.commits.reduce(0) { $0 + $1.live.count }
         result.offlineEdits = day.offlineEdits
+        if let failure = day.failures.first { throw BenchmarkError("a device could not go live: \(failure)") }
         result.freshDevices = freshDevices
         return result
     }
@@ -219,17 +260,17 @@ public struct FleetBenchmark: Sendable {
     /// Each live device's first arrival of each commit, from when the commit's sync left.
     private static func latencies(
         _ arrivals: [(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)], _ commits: [Day.Commit]
-    ) -> [Double] {
+    ) -> [(device: Int, seconds: Double)] {
         var byRevision: [Revision: Day.Commit] = [:]
         for commit in commits { byRevision[commit.revision] = commit }
         var seen = Set<String>()
-        var latencies: [Double] = []
+        var latencies: [(device: Int, seconds: Double)] = []
         for arrival in arrivals {
             guard let commit = byRevision[arrival.revision], commit.live.contains(arrival.device),
                 seen.insert("\(arrival.device)/\(arrival.revision)").inserted
             else { continue }
             let duration = arrival.at - commit.leaving
-            latencies.append(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+            latencies.append((arrival.device, Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
         }
         return latencies
     }
@@ -258,11 +299,23 @@ public struct FleetBenchmark: Sendable {
         return [
             BenchmarkRow(
                 scenario:
-                    "A fleet of \(devices) live devices through a working day in \(Int(seconds)) s (quiet work at \(Format.rate(quietRate)) commits/s, two training bursts of \(max(1, devices / 5)) commits in \(Format.rate(burstSeconds)) s, devices offline and back, \(freshDevices) fresh devices), \(store)\(instances > 1 ? ", \(instances) instances" : "")",
+                    "A fleet of \(devices) live devices (\(result.stores) client-library stores, \(result.readers) stream readers) through a working day in \(Int(seconds)) s (quiet work at \(Format.rate(quietRate)) commits/s, two training bursts of \(max(1, devices / 5)) commits in \(Format.rate(burstSeconds)) s, devices offline and back, \(freshDevices) fresh devices), \(store)\(instances > 1 ? ", \(instances) instances" : "")",
                 figures: [
                     (
-                        "commit to applied on every live device, p50 / p99",
+                        "commit to every live device (applied to a store, read from a stream), p50 / p99",
                         "\(Format.milliseconds(result.p50)) / \(Format.milliseconds(result.p99))"
+                    ),
+                    (
+                        "the stream readers alone, p50 / p99",
+                        "\(Format.milliseconds(result.percentile(50, of: result.readerLatencies))) / \(Format.milliseconds(result.percentile(99, of: result.readerLatencies)))"
+                    ),
+                    (
+                        "the stores alone, p50 / p99",
+                        "\(Format.milliseconds(result.percentile(50, of: result.storeLatencies))) / \(Format.milliseconds(result.percentile(99, of: result.storeLatencies)))"
+                    ),
+                    (
+                        "the committing device's own sync, p50 / p99",
+                        "\(Format.milliseconds(result.percentile(50, of: result.commitSyncs))) / \(Format.milliseconds(result.percentile(99, of: result.commitSyncs)))"
                     ),
                     (
                         "arrivals",
@@ -286,6 +339,13 @@ public struct FleetBenchmark: Sendable {
                     ("refused", Double(result.refused)),
                     ("lost", Double(result.lost + result.unconverged)), ("commits", Double(result.commits)),
                     ("arrivals", Double(result.latencies.count)), ("expectedArrivals", Double(result.expected)),
+                    ("stores", Double(result.stores)), ("readers", Double(result.readers)),
+                    ("readerP50Ms", result.percentile(50, of: result.readerLatencies) * 1000),
+                    ("readerP99Ms", result.percentile(99, of: result.readerLatencies) * 1000),
+                    ("storeP50Ms", result.percentile(50, of: result.storeLatencies) * 1000),
+                    ("storeP99Ms", result.percentile(99, of: result.storeLatencies) * 1000),
+                    ("commitSyncP50Ms", result.percentile(50, of: result.commitSyncs) * 1000),
+                    ("commitSyncP99Ms", result.percentile(99, of: result.commitSyncs) * 1000),
                 ],
                 command: command)
         ]
@@ -298,11 +358,14 @@ private final class Day: @unchecked Sendable {
     struct Commit {
         var revision: Revision
         var leaving: ContinuousClock.Instant
+        /// How long the committing device's sync took.
+        var sync: Double
         /// The devices live when it was committed.
         var live: Set<Int>
     }
 
-    let synchronizers: [Synchronizer]
+    let synchronizers: [Int: Synchronizer]
+    let readers: StreamReaders
     private let lock = NSLock()
     private var liveTasks: [Int: Task<Void, Never>] = [:]
     private var _commits: [Commit] = []
@@ -312,10 +375,14 @@ private final class Day: @unchecked Sendable {
     private var _offlineEdits = 0
     private var sequence = 0
     private var away = Set<Int>()
+    private var _failures: [String] = []
 
-    init(synchronizers: [Synchronizer]) {
+    init(synchronizers: [Int: Synchronizer], readers: StreamReaders) {
         self.synchronizers = synchronizers
+        self.readers = readers
     }
+
+    var failures: [String] { lock.withLock { _failures } }
 
     var commits: [Commit] { lock.withLock { _commits } }
     var committedNames: Set<String> { lock.withLock { _committedNames } }
@@ -332,7 +399,13 @@ private final class Day: @unchecked Sendable {
     func isAway(_ device: Int) -> Bool { lock.withLock { away.contains(device) } }
 
     func goLive(_ device: Int) {
-        let synchronizer = synchronizers[device]
+        guard let synchronizer = synchronizers[device] else {
+            lock.withLock { _ = away.remove(device) }
+            DispatchQueue.global().async { [self] in
+                do { try readers.goLive(device) } catch { lock.withLock { _failures.append("device \(device): \(error)") } }
+            }
+            return
+        }
         let task = Task { _ = try? await synchronizer.live() }
         lock.withLock {
             away.remove(device)
@@ -341,6 +414,11 @@ private final class Day: @unchecked Sendable {
     }
 
     func leave(_ device: Int) {
+        guard synchronizers[device] != nil else {
+            lock.withLock { _ = away.insert(device) }
+            readers.leave(device)
+            return
+        }
         let task = lock.withLock {
             away.insert(device)
             return liveTasks.removeValue(forKey: device)
@@ -367,14 +445,16 @@ private final class Day: @unchecked Sendable {
     func commit(_ device: Int, store: LocalStore, sequence: Int) async throws {
         let name = "venue \(device)-\(sequence)"
         try await store.table("venues").insert(["name": .text(name)])
-        let live = lock.withLock { Set(liveTasks.keys).subtracting([device]) }
+        let readersLive = readers.live
+        let live = lock.withLock { Set(liveTasks.keys).union(readersLive).subtracting([device]) }
         let leaving = ContinuousClock.now
-        let report = try await synchronizers[device].sync()
+        let report = try await synchronizers[device]!.sync()
+        let sync = RevSyncBenchmarks.seconds(since: leaving)
         counted(report)
         lock.withLock {
             if !report.committed.isEmpty { _committedNames.insert(name) }
             for revision in Set(report.committedRevisions.values) {
-                _commits.append(Commit(revision: revision, leaving: leaving, live: live))
+                _commits.append(Commit(revision: revision, leaving: leaving, sync: sync, live: live))
             }
         }
     }
@@ -392,7 +472,7 @@ private final class Day: @unchecked Sendable {
 
     /// A device that holds nothing: its first sync, then live.
     func startFresh(_ device: Int) async throws {
-        counted(try await synchronizers[device].sync())
+        counted(try await synchronizers[device]!.sync())
         goLive(device)
     }
 }

@@ -117,8 +117,12 @@ public struct LiveBenchmark: Sendable {
 
     /// Records every revision each device receives, pushed or synced.
     static func listen(to synchronizers: ArraySlice<Synchronizer>, into arrivals: Arrivals) -> [Task<Void, Never>] {
-        synchronizers.enumerated().map { offset, synchronizer in
-            let index = synchronizers.startIndex + offset
+        listen(to: synchronizers.enumerated().map { (synchronizers.startIndex + $0, $1) }, into: arrivals)
+    }
+
+    /// The same, for devices numbered as given.
+    static func listen(to devices: [(index: Int, synchronizer: Synchronizer)], into arrivals: Arrivals) -> [Task<Void, Never>] {
+        devices.map { index, synchronizer in
             let events = synchronizer.events()
             return Task {
                 for await event in events {

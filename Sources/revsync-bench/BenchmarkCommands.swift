@@ -519,7 +519,11 @@ struct Fleet: AsyncParsableCommand {
             "A fleet of live devices through a working day compressed: quiet work, training bursts, devices offline and back, fresh devices; commit to every device p50/p99, syncs/s, each instance's memory and CPU, refused and lost."
     )
 
-    @Option(help: "Devices live all day (each a store file and a live stream).") var devices = 500
+    @Option(help: "Devices live all day, each with a live stream.") var devices = 500
+    @Option(
+        help:
+            "How many of the devices are client-library stores (a store file each: they commit, edit offline and apply every commit); the rest are stream readers (a token, a stream and a revision each)."
+    ) var stores = 50
     @Option(help: "Seconds the day takes.") var seconds = 60.0
     @Option(help: "Commits a second in all outside the bursts.") var quietRate = 2.0
     @Option(help: "Seconds each training burst takes (a fifth of the devices commit once in it).") var burstSeconds = 5.0
@@ -530,9 +534,9 @@ struct Fleet: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        guard devices >= 2, seconds > 0, quietRate > 0, burstSeconds > 0, freshDevices >= 0, instances >= 1 else {
+        guard devices >= 2, seconds > 0, quietRate > 0, burstSeconds > 0, freshDevices >= 0, instances >= 1, stores >= 2 else {
             throw ValidationError(
-                "--devices must be 2 or more; --seconds, --quiet-rate, --burst-seconds more than 0; --instances 1 or more")
+                "--devices and --stores must be 2 or more; --seconds, --quiet-rate, --burst-seconds more than 0; --instances 1 or more")
         }
         if instances > 1 && options.store != "postgres" { throw ValidationError("--instances above 1 needs --store postgres") }
     }
@@ -541,6 +545,7 @@ struct Fleet: AsyncParsableCommand {
         var benchmark = FleetBenchmark(binaries: try productsDirectory)
         benchmark.store = try await options.choice()
         benchmark.devices = devices
+        benchmark.stores = stores
         benchmark.seconds = seconds
         benchmark.quietRate = quietRate
         benchmark.burstSeconds = burstSeconds

@@ -284,6 +284,8 @@ extension BenchmarkSmokeTests {
     @Test func aFleetsDayLosesNothing() async throws {
         var benchmark = FleetBenchmark(binaries: Self.binaries)
         benchmark.devices = 6
+        // Three stores and three stream readers.
+        benchmark.stores = 3
         benchmark.seconds = 4
         benchmark.quietRate = 3
         benchmark.burstSeconds = 0.5
@@ -292,6 +294,9 @@ extension BenchmarkSmokeTests {
         let result = try await benchmark.run()
         #expect(result.commits > 5 && result.expected > 0)
         #expect(result.latencies.count == result.expected, "every live device got every commit")
+        #expect(result.stores == 3 && result.readers == 3)
+        #expect(!result.readerLatencies.isEmpty && !result.storeLatencies.isEmpty, "readers and stores alike received commits")
+        #expect(result.commitSyncs.count == result.commits)
         #expect(result.refused == 0 && result.lost == 0 && result.unconverged == 0)
         #expect(result.offlineEdits >= 1 && result.freshDevices == 1)
         #expect(result.instanceMemory.count == 1 && result.instanceMemory[0] > 0)

@@ -15,6 +15,9 @@ package final class Socket: Sendable {
         self.fd = fd
     }
 
+    /// The file descriptor, for a caller that waits on many sockets at once (`poll`).
+    package var descriptor: Int32 { fd }
+
     /// Ends both directions at once, from any thread: a thread waiting on the socket wakes up
     /// and sees the connection closed.
     package func shutdown() {
