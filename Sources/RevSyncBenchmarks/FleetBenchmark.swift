@@ -37,13 +37,17 @@ public struct FleetBenchmark: Sendable {
     public var instances = 1
     public var devices = 500
     /// How many of the devices are client-library stores; the rest are stream readers.
-    public var stores = 50
+    public var stores = 10
     public var seconds = 60.0
     /// Commits a second in all outside the bursts.
     public var quietRate = 2.0
     public var burstSeconds = 5.0
     public var freshDevices = 5
     public var records = 1_000
+    /// Where the stores' files go: `nil` for a temporary directory on the server's disk. Real
+    /// devices have disks of their own; on one machine every store's durable commit (one per
+    /// commit applied) would queue the server's commits behind it on one disk.
+    public var deviceDirectory: String?
 
     public init(binaries: URL) {
         self.binaries = binaries
@@ -91,7 +95,13 @@ public struct FleetBenchmark: Sendable {
             store: store, records: records, devices: total, instances: instances, binaries: binaries, label: "fleet",
             serverArguments: ["--durability", "full", "--max-streams", String(total + 100)])
         return try await server.use { server in
-            let directory = try ScratchDatabase.temporaryDirectory("fleet-devices")
+            let directory: String
+            if let parent = deviceDirectory {
+                directory = parent + "/revsync-fleet-devices-\(UUID().uuidString)"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } else {
+                directory = try ScratchDatabase.temporaryDirectory("fleet-devices")
+            }
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let urls = server.fleet.ports.map { URL(string: "http://127.0.0.1:\($0)")! }
             let storeCount = min(stores, devices)
@@ -328,6 +338,7 @@ public struct FleetBenchmark: Sendable {
                     ("each instance's peak memory", memory),
                     ("each instance's CPU", cpu),
                     ("the devices' CPU (this process)", Format.cores(result.loadGeneratorCores)),
+                    ("the stores' files", deviceDirectory ?? "a temporary directory on the server's disk"),
                     ("refused / lost / devices unequal at the end", "\(result.refused) / \(result.lost) / \(result.unconverged)"),
                     ("offline edits, fresh devices", "\(result.offlineEdits), \(result.freshDevices)"),
                 ],

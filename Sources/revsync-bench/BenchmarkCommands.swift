@@ -523,7 +523,11 @@ struct Fleet: AsyncParsableCommand {
     @Option(
         help:
             "How many of the devices are client-library stores (a store file each: they commit, edit offline and apply every commit); the rest are stream readers (a token, a stream and a revision each)."
-    ) var stores = 50
+    ) var stores = 10
+    @Option(
+        help:
+            "Where the stores' files go (default /dev/shm where it exists): real devices have disks of their own, and here every store's durable commit would share the server's disk. --device-directory '' puts them in a temporary directory on that disk."
+    ) var deviceDirectory = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : ""
     @Option(help: "Seconds the day takes.") var seconds = 60.0
     @Option(help: "Commits a second in all outside the bursts.") var quietRate = 2.0
     @Option(help: "Seconds each training burst takes (a fifth of the devices commit once in it).") var burstSeconds = 5.0
@@ -546,6 +550,7 @@ struct Fleet: AsyncParsableCommand {
         benchmark.store = try await options.choice()
         benchmark.devices = devices
         benchmark.stores = stores
+        benchmark.deviceDirectory = deviceDirectory.isEmpty ? nil : deviceDirectory
         benchmark.seconds = seconds
         benchmark.quietRate = quietRate
         benchmark.burstSeconds = burstSeconds
