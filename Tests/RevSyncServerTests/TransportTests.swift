@@ -44,6 +44,24 @@ import Testing
         }
     }
 
+    /// The scheme in any case, spaces before it, whitespace around the token: the token is the
+    /// same. Anything else in the scheme's place, or no token, is `401`.
+    @Test func theBearerTokenIsReadWhateverTheSchemesCaseAndTheSpaces() async throws {
+        try await withLiveServer(store: .sqlite) { server in
+            let device = try await server.device()
+            for header in ["bearer \(device.token)", "  BEARER   \(device.token)\t ", "Bearer \t\(device.token)"] {
+                let response = try await server.send(
+                    "POST", "/sync", headers: [("Authorization", header), ("Content-Type", "application/json")], body: Self.emptySync)
+                #expect(response.status == 200, "\(header)")
+            }
+            for header in ["Bearer\(device.token)", "Bearerx \(device.token)", "Beare \(device.token)", "Bearer ", "\(device.token)"] {
+                let response = try await server.send(
+                    "POST", "/sync", headers: [("Authorization", header), ("Content-Type", "application/json")], body: Self.emptySync)
+                #expect(response.status == 401, "\(header)")
+            }
+        }
+    }
+
     /// Looks into the SQLite file itself; the SQL that stores tokens is the same for both stores.
     @Test func tokensAreStoredHashed() async throws {
         try await withLiveServer(store: .sqlite) { server in

@@ -102,10 +102,28 @@ struct BearerAuthenticator: Sendable {
         guard let header = headers[.authorization] else {
             throw APIError.unauthorized("missing Authorization: Bearer <token>")
         }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+        guard let token = bearerToken(header) else {
             throw APIError.unauthorized("the Authorization header must be Bearer <token>")
         }
-        return Token.hash(String(parts[1]).trimmingWhitespace())
+        return Token.hash(token)
+    }
+
+    /// The token of `Bearer <token>`: the scheme in any case after any spaces, a space, then
+    /// the token without the whitespace around it; `nil` when the header is not that. Read as
+    /// bytes: it runs on every request, and `split`, `lowercased()` and whitespace by
+    /// `Character` cost ten times as much (`revsync-bench instructions`).
+    static func bearerToken(_ header: String) -> String? {
+        let space = UInt8(ascii: " ")
+        var rest = header.utf8[...]
+        while rest.first == space { rest.removeFirst() }
+        guard let end = rest.firstIndex(of: space) else { return nil }
+        let scheme = rest[..<end]
+        guard scheme.count == 6, zip(scheme, "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        var token = rest[rest.index(after: end)...]
+        guard !token.isEmpty else { return nil }
+        func isWhitespace(_ byte: UInt8) -> Bool { byte == space || (0x09...0x0D).contains(byte) }
+        while let first = token.first, isWhitespace(first) { token.removeFirst() }
+        while let last = token.last, isWhitespace(last) { token.removeLast() }
+        return String(Substring(token))
     }
 }
