@@ -30,7 +30,28 @@ import Testing
             ["syncsPerSecond", "healthPerSecond", "ratio"]
         ),
         (["full-sync", "--records", "200"], []),
+        (
+            Self.smallFleet,
+            ["p50Ms", "p99Ms", "syncsPerSecond", "maxInstanceMemoryMB", "refused", "lost", "readerP99Ms", "storeP99Ms", "commitSyncP99Ms"]
+        ),
     ]
+
+    static let smallFleet = [
+        "fleet", "--devices", "6", "--stores", "3", "--seconds", "3", "--records", "100", "--fresh-devices", "1", "--quiet-rate", "3",
+        "--burst-seconds", "0.5",
+    ]
+
+    /// The stores' files go where `--device-directory` says, and nothing of them stays there.
+    @Test func theFleetsStoresLiveInTheDirectoryGivenAndLeaveNothing() async throws {
+        try await withTemporaryDirectory { directory in
+            let object = try await Self.object(Self.smallFleet + ["--device-directory", directory.path])
+            #expect(Self.number(object, "stores") == 3 && Self.number(object, "readers") == 3)
+            #expect(Self.number(object, "lost") == 0 && Self.number(object, "refused") == 0)
+            let rows = try #require(object["rows"] as? [[String: Any]])
+            #expect((rows.first?["figures"] as? [String: String])?["the stores' files"] == directory.path)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        }
+    }
 
     @Test(arguments: cases.indices)
     func aScenarioPrintsOneObjectWithItsFigures(index: Int) async throws {
