@@ -191,7 +191,13 @@ public final class SimulatedDevice: @unchecked Sendable {
         let coach = try await pick("users")
         let venue = try await pick(named("venues"))
         let size = random.number(in: 2...4)
-        let names = (0..<size).map { _ in "P\(random.number(in: 0...9999))" }
+        let numbers = (0..<size).map { _ in random.number(in: 0...9999) }
+        let names = numbers.map { "P\($0)" }
+        // Every other squad's first player comes with a photo (an attachment created with its
+        // record), decided by a number already drawn, so that the run's other draws stay as
+        // they were: photos set only by updates (a few a run) could all be deleted again,
+        // leaving the attachment invariants nothing to check.
+        let firstPhoto = numbers[0] % 2 == 0 ? named(["photo": .attachment(try photo(numbers[0]))], of: "players") : [:]
         let teamName = "Team \(random.number(in: 0...9999))"
         var team: [String: Value] = ["name": .text(teamName)]
         if let season { team["season_id"] = .integer(season.rawValue) }
@@ -207,8 +213,9 @@ public final class SimulatedDevice: @unchecked Sendable {
             var session: [String: Value] = ["team_id": .integer(teamID.rawValue), "starts_at": "2014-03-01 17:00"]
             if let venue { session[venueKey] = .integer(venue.rawValue) }
             let sessionID = try transaction.insert(into: sessions, session)
-            for name in names {
-                let player = try transaction.insert(into: players, ["first_name": .text(name), "last_name": "Sim"])
+            for (index, name) in names.enumerated() {
+                let player = try transaction.insert(
+                    into: players, ["first_name": .text(name), "last_name": "Sim"].merging(index == 0 ? firstPhoto : [:]) { $1 })
                 try transaction.insert(
                     into: members, ["team_id": .integer(teamID.rawValue), "player_id": .integer(player.rawValue)])
                 try transaction.insert(
