@@ -23,10 +23,11 @@ import RevSyncSimulation
 ///   sync of the whole data set) and go live.
 ///
 /// Figures: the time from each commit (when its sync left the writer) to its change on every
-/// device that was live then, applied to a store or read from a reader's stream (p50, p99); syncs a second the server answered; each
-/// instance's peak memory and CPU; change sets refused; and, at the end, after every device
-/// synced once more, what was lost: committed change sets missing from the server, and devices
-/// whose venues differ from the server's.
+/// device that was live then, applied to a store or read from a reader's stream (p50, p99), and
+/// the committing device's own sync; syncs a second the server answered; each instance's peak
+/// memory and CPU; change sets refused; and, at the end, after every device synced once more,
+/// what was lost: committed change sets missing from the server, stores whose venues differ from
+/// the server's, and readers left at another revision than the others.
 ///
 /// Every device is in this process; the row gives each part's CPU. With every device a store
 /// (`stores` = `devices`), at hundreds of devices this process (every store applying every

@@ -53,7 +53,6 @@ final class StreamReaders: @unchecked Sendable {
     var live: Set<Int> { lock.withLock { Set(readers.values.filter(\.live).map(\.index)) } }
     var errors: [String] { lock.withLock { failures } }
     var syncs: Int { lock.withLock { syncCount } }
-    func revision(of index: Int) -> Revision { lock.withLock { readers[index]?.revision ?? 0 } }
 
     /// A reader for device `index`: its first sync takes the data set.
     func add(index: Int, port: Int, token: String) throws {
@@ -272,8 +271,9 @@ final class StreamReaders: @unchecked Sendable {
     }
 }
 
-/// Decodes a live stream's bytes as they come: the response head, chunked framing, and the
-/// events (section 11 of the protocol), keeping of each only what a reader needs.
+/// Decodes a live stream's bytes as they come: the response head and the chunked framing here,
+/// the events by the protocol's own ``ServerSentEventParser`` (as the client library's live mode
+/// reads them), keeping of each only what a reader needs.
 struct EventStreamDecoder {
     enum Event: Equatable {
         /// A `changes` event: the first change set's revision and the event's `id`.
@@ -288,12 +288,12 @@ struct EventStreamDecoder {
     private var pending: [UInt8] = []
     /// Bytes left in the current chunk, or `nil` while reading a chunk-size line.
     private var chunkLeft: Int?
-    private var events: [UInt8] = []
+    private var parser = ServerSentEventParser()
 
     mutating func feed(_ bytes: ArraySlice<UInt8>) -> [Event] {
         pending.append(contentsOf: bytes)
         if !answered {
-            guard let end = Self.find(Self.headEnd, in: pending, from: 0) else { return [] }
+            guard let end = Self.find(Self.headEnd, in: pending[...]) else { return [] }
             let head = String(decoding: pending[..<end], as: UTF8.self)
             guard head.hasPrefix("HTTP/1.1 200") else {
                 failure = "the stream answered \(head.prefix(40))"
@@ -303,6 +303,7 @@ struct EventStreamDecoder {
             pending.removeSubrange(..<(end + Self.headEnd.count))
         }
         // Chunked framing: size line, data, CRLF.
+        var body: [UInt8] = []
         var offset = 0
         while offset < pending.count {
             if let left = chunkLeft {
@@ -313,11 +314,11 @@ struct EventStreamDecoder {
                     continue
                 }
                 let take = min(left, pending.count - offset)
-                events.append(contentsOf: pending[offset..<(offset + take)])
+                body.append(contentsOf: pending[offset..<(offset + take)])
                 offset += take
                 chunkLeft = left - take
             } else {
-                guard let lineEnd = Self.find(Self.lineEnd, in: pending, from: offset) else { break }
+                guard let lineEnd = Self.find(Self.lineEnd, in: pending[offset...]) else { break }
                 let line = String(decoding: pending[offset..<lineEnd], as: UTF8.self)
                 guard let size = Int(line.split(separator: ";").first ?? "", radix: 16) else {
                     failure = "a chunk size that is not one: \(line.prefix(20))"
@@ -328,86 +329,59 @@ struct EventStreamDecoder {
             }
         }
         pending.removeSubrange(..<offset)
-        return decodeEvents()
+        let events: [ServerSentEvent]
+        do {
+            events = try parser.feed(body)
+        } catch {
+            failure = "a line longer than the parser takes"
+            return []
+        }
+        return events.compactMap { event in
+            switch event.name {
+            case "changes":
+                guard let last = event.id.flatMap({ Revision($0) }) else { return nil }
+                guard let first = Self.number(after: Self.firstRevisionKey, in: event.data[...]) else { return .revision(last) }
+                return .changes(first: first, last: last)
+            case "revision":
+                return event.maxRevision.map { .revision($0) }
+            default:
+                return nil
+            }
+        }
     }
 
     private static let headEnd = Array("\r\n\r\n".utf8)
     private static let lineEnd = Array("\r\n".utf8)
-    private static let eventEnd = Array("\n\n".utf8)
+    private static let firstRevisionKey = Array("\"changeSets\":[{\"revision\":".utf8)
 
-    /// Where `pattern` first starts in `bytes` at or after `from` (`memchr` for its first byte):
-    /// the generic `firstRange(of:)` was most of the polling thread's time at 450 readers.
-    static func find(_ pattern: [UInt8], in bytes: [UInt8], from: Int) -> Int? {
+    /// Where `pattern` first starts in `bytes` (an index of `bytes`' base), found with `memchr`
+    /// for its first byte: the generic `firstRange(of:)` was most of the polling thread's time
+    /// at 450 readers.
+    static func find(_ pattern: [UInt8], in bytes: ArraySlice<UInt8>) -> Int? {
         bytes.withUnsafeBufferPointer { buffer -> Int? in
             guard let base = buffer.baseAddress, !pattern.isEmpty else { return nil }
-            var start = from
+            var start = 0
             while start + pattern.count <= buffer.count {
                 guard let found = memchr(base + start, Int32(pattern[0]), buffer.count - start) else { return nil }
                 let at = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
                 guard at + pattern.count <= buffer.count else { return nil }
-                if memcmp(base + at, pattern, pattern.count) == 0 { return at }
+                if memcmp(base + at, pattern, pattern.count) == 0 { return bytes.startIndex + at }
                 start = at + 1
             }
             return nil
         }
     }
 
-    private mutating func decodeEvents() -> [Event] {
-        var decoded: [Event] = []
-        var start = 0
-        while let end = Self.find(Self.eventEnd, in: events, from: start) {
-            let block = events[start..<end]
-            var kind: ArraySlice<UInt8> = []
-            var id: Revision?
-            var data: ArraySlice<UInt8> = []
-            for line in block.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-                if line.starts(with: Self.eventPrefix) {
-                    kind = line.dropFirst(Self.eventPrefix.count)
-                } else if line.starts(with: Self.idPrefix) {
-                    id = Self.number(line.dropFirst(Self.idPrefix.count))
-                } else if line.starts(with: Self.dataPrefix) {
-                    data = line.dropFirst(Self.dataPrefix.count)
-                }
-            }
-            if kind.elementsEqual(Self.changesKind) {
-                if let id, let first = Self.number(after: Self.firstRevisionKey, in: data) {
-                    decoded.append(.changes(first: first, last: id))
-                } else if let id {
-                    decoded.append(.revision(id))
-                }
-            } else if kind.elementsEqual(Self.revisionKind) {
-                if let revision = Self.number(after: Self.maxRevisionKey, in: data) { decoded.append(.revision(revision)) }
-            }
-            start = end + Self.eventEnd.count
-        }
-        events.removeSubrange(..<start)
-        return decoded
-    }
-
-    private static let eventPrefix = Array("event: ".utf8)
-    private static let idPrefix = Array("id: ".utf8)
-    private static let dataPrefix = Array("data: ".utf8)
-    private static let changesKind = Array("changes".utf8)
-    private static let revisionKind = Array("revision".utf8)
-    private static let firstRevisionKey = Array("\"changeSets\":[{\"revision\":".utf8)
-    private static let maxRevisionKey = Array("\"maxRevision\":".utf8)
-
-    /// The integer at the start of `digits`.
-    static func number(_ digits: ArraySlice<UInt8>) -> Revision? {
-        var value: Revision = 0
-        var count = 0
-        for byte in digits {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
-            value = value * 10 + Revision(byte - UInt8(ascii: "0"))
-            count += 1
-        }
-        return count > 0 ? value : nil
-    }
-
     /// The integer right after `key` in `data`.
     static func number(after key: [UInt8], in data: ArraySlice<UInt8>) -> Revision? {
-        let bytes = Array(data)
-        guard let found = find(key, in: bytes, from: 0) else { return nil }
-        return number(bytes[(found + key.count)...])
+        guard let found = find(key, in: data) else { return nil }
+        var value: Revision = 0
+        var digits = 0
+        for byte in data[(found + key.count)...] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
+            value = value * 10 + Revision(byte - UInt8(ascii: "0"))
+            digits += 1
+        }
+        return digits > 0 ? value : nil
     }
 }

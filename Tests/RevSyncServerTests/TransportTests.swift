@@ -59,6 +59,14 @@ import Testing
                     "POST", "/sync", headers: [("Authorization", header), ("Content-Type", "application/json")], body: Self.emptySync)
                 #expect(response.status == 401, "\(header)")
             }
+            // The admin API reads its tokens the same way, and the role still comes from the token.
+            let admin = try await server.device("admin", role: .admin)
+            #expect(
+                try await server.send("GET", "/admin/api/devices", headers: [("Authorization", "bearer  \(admin.token) ")]).status == 200)
+            #expect(
+                try await server.send("GET", "/admin/api/devices", headers: [("Authorization", "bearer \(device.token)")]).status == 403)
+            #expect(
+                try await server.send("GET", "/admin/api/devices", headers: [("Authorization", "Bearerx \(admin.token)")]).status == 401)
         }
     }
 
