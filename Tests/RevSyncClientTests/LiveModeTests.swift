@@ -10,17 +10,6 @@ import Testing
 /// `Synchronizer.live()`: pushed changes applied without syncing, local edits sent by
 /// themselves, status, reconnects, cancellation; and `revsync watch`.
 @Suite struct LiveModeTests {
-    /// Polls `condition` until it holds; false after `timeout` (generous: the whole suite runs
-    /// in parallel on two cores, and waiting is not what these tests measure).
-    func eventually(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
-    }
-
     /// Collects a synchronizer's events.
     final class EventLog: Sendable {
         private let events = Locked<[SyncEvent]>([])
@@ -171,6 +160,50 @@ import Testing
                 try await Task.sleep(for: .seconds(1))
                 #expect(try await server.count("venues") == 0)
                 #expect(try await alice.store.status().pendingChangeSets == 1)
+            }
+        }
+    }
+
+    /// Live mode started again right after its task was cancelled (as a view's `.task` is)
+    /// waits for the old one to wind down and goes live; started while one runs uncancelled, it
+    /// is refused with its own error, and the running one goes on.
+    @Test func liveModeStartedAgainRightAfterCancelGoesLive() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let alice = try await server.clientDevice("alice", in: directory)
+                let bob = try await server.device("bob")
+                let first = Task { try await alice.synchronizer.live() }
+                #expect(try await eventually { try await alice.synchronizer.status().state == .live })
+                first.cancel()
+                let second = Task { try await alice.synchronizer.live() }
+                try await first.value
+                #expect(try await eventually { try await alice.synchronizer.status().state == .live })
+                #expect(try await eventually { server.http!.liveFeed.streamCount == 1 })
+                let (_, revision) = try await bob.create("venues", ["name": "North"])
+                #expect(try await eventually { try await alice.store.status().maxRevision == revision })
+
+                // Refused at once (a task, so that a live mode wrongly let in cannot hang the test).
+                let outcome = Locked<Result<Void, any Error>?>(nil)
+                let third = Task {
+                    do {
+                        try await alice.synchronizer.live()
+                        outcome.withLock { $0 = .success(()) }
+                    } catch {
+                        outcome.withLock { $0 = .failure(error) }
+                    }
+                }
+                #expect(try await eventually { outcome.current != nil })
+                third.cancel()
+                if case .failure(let error) = outcome.current {
+                    #expect(error is LiveModeAlreadyRuns)
+                } else {
+                    Issue.record("a second live mode was let in")
+                }
+                #expect(try await alice.synchronizer.status().state == .live)
+                second.cancel()
+                try await second.value
+                #expect(try await alice.synchronizer.status().state == .offline)
+                #expect(try await eventually { server.http!.liveFeed.streamCount == 0 })
             }
         }
     }

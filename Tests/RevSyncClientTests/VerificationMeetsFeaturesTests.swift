@@ -12,15 +12,6 @@ import Testing
 /// the refusal inbox's reapply, permissions (a viewer under the club's rules), a device started
 /// from a snapshot, and live mode.
 @Suite struct VerificationMeetsFeaturesTests {
-    static func eventually(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
-    }
-
     /// Typed records written with GRDB are local edits, proven once synced; a typed read sees
     /// a repair.
     @Test func typedRecordsAreProvenAndSeeTheRepair() async throws {
@@ -134,20 +125,20 @@ import Testing
                 try await bob.sync()
                 let live = Task { try await alice.synchronizer.live() }
                 defer { live.cancel() }
-                #expect(try await Self.eventually { try await alice.synchronizer.status().state == .live })
+                #expect(try await eventually { try await alice.synchronizer.status().state == .live })
 
                 _ = try await bob.table("venues").insert(["name": "North"])
                 try await bob.sync()
                 let revision = try await server.revision()
-                #expect(try await Self.eventually { try await alice.store.status().verifiedRevision == revision })
+                #expect(try await eventually { try await alice.store.status().verifiedRevision == revision })
 
                 let player = try #require(try await alice.store.table("players").all().first?.id)
                 try VerificationTests.behindTheStoresBack(
                     alice.store.path, "UPDATE players SET last_name = 'Tampered' WHERE id = \(player.rawValue)")
                 _ = try await bob.table("venues").insert(["name": "South"])
                 try await bob.sync()
-                #expect(try await Self.eventually { try await alice.store.table("players").find(player)?["last_name"] == "Lopez" })
-                #expect(try await Self.eventually { try await alice.store.status().verifiedRevision == (try await server.revision()) })
+                #expect(try await eventually { try await alice.store.table("players").find(player)?["last_name"] == "Lopez" })
+                #expect(try await eventually { try await alice.store.status().verifiedRevision == (try await server.revision()) })
                 #expect(try await alice.store.status().differsFromServer == false)
             }
         }

@@ -38,14 +38,42 @@ extension Synchronizer {
     /// live.cancel()
     /// ```
     ///
+    /// One live mode runs at a time. Called while a cancelled one still winds down (a sync in
+    /// flight runs to its end), it waits for that one to end and then starts, so that
+    /// `old.cancel(); new = Task { try await synchronizer.live() }` (a view's `.task` started
+    /// again) goes live once more instead of failing.
+    ///
     /// - Throws: a ``SyncFailure`` the server's answer makes final (the token was revoked: `401`),
-    ///   after which live mode ends; nothing on cancellation, which ends it cleanly.
+    ///   after which live mode ends; ``LiveModeAlreadyRuns`` while another live mode runs and
+    ///   was not cancelled; nothing on cancellation, which ends it cleanly.
     public func live(_ options: LiveOptions = LiveOptions()) async throws {
-        guard !isLive else { throw SyncFailure.invalidResponse("live mode already runs on this synchronizer") }
+        while isLive {
+            guard liveCancelled.current else { throw LiveModeAlreadyRuns() }
+            await withCheckedContinuation { liveEnded.append($0) }
+        }
         isLive = true
+        liveCancelled.withLock { $0 = false }
         await setConnection(.connecting)
+        let cancelled = liveCancelled
+        let outcome: Result<Void, any Error> = await withTaskCancellationHandler {
+            await followAndSync(options: options)
+        } onCancel: {
+            cancelled.withLock { $0 = true }
+        }
+        // Recorded even though the task is cancelled (a cancelled task's database writes would
+        // not start).
+        await Task { await self.stopped() }.value
+        isLive = false
+        for waiting in liveEnded { waiting.resume() }
+        liveEnded.removeAll()
+        if case .failure(let error) = outcome, !(error is CancellationError) { throw error }
+    }
+
+    /// Live mode's work: the stream, and the syncs it and local writes want; returns how it
+    /// ended (cancelled, or a final failure).
+    private func followAndSync(options: LiveOptions) async -> Result<Void, any Error> {
         let wanted = Broadcaster<Void>(keeping: 1)
-        let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+        return await withTaskGroup(of: Result<Void, any Error>?.self) { group in
             let wants = wanted.stream()
             group.addTask { await Result { try await self.syncWhenWanted(wants, options: options) } }
             let writes = store.localChanges.stream()
@@ -76,11 +104,6 @@ extension Synchronizer {
             group.cancelAll()
             return first
         }
-        isLive = false
-        // Recorded even though the task is cancelled (a cancelled task's database writes would
-        // not start).
-        await Task { await self.stopped() }.value
-        if case .failure(let error) = outcome, !(error is CancellationError) { throw error }
     }
 
     private func stopped() async {
@@ -228,4 +251,11 @@ extension Result where Failure == any Error {
             self = .failure(error)
         }
     }
+}
+
+/// ``Synchronizer/live(_:)`` was called while live mode runs on the same synchronizer and was
+/// not cancelled: one live mode per synchronizer.
+public struct LiveModeAlreadyRuns: Error, CustomStringConvertible {
+    /// What went wrong, and what to do.
+    public var description: String { "live mode already runs on this synchronizer; cancel its task first" }
 }

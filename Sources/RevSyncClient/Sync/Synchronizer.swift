@@ -67,6 +67,11 @@ public actor Synchronizer {
     private var lastPublished: SyncStatus?
     /// Whether ``live(_:)`` runs.
     var isLive = false
+    /// Whether the task running ``live(_:)`` was cancelled (set by its cancellation handler,
+    /// outside the actor, at once).
+    let liveCancelled = Locked(false)
+    /// ``live(_:)`` calls waiting for a cancelled live mode to end.
+    var liveEnded: [CheckedContinuation<Void, Never>] = []
 
     /// - Parameters:
     ///   - store: the local store this synchronizer syncs.
