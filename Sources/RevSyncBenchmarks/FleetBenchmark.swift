@@ -64,6 +64,10 @@ public struct FleetBenchmark: Sendable {
         public var commitSyncs: [Double] = []
         /// Arrivals expected: each commit times the devices live when it was made.
         public var expected = 0
+        /// The expected arrivals that did not come: a device and a commit's revision each.
+        public var missing: [(device: Int, revision: Int64)] = []
+        /// Streams the server refused a stream reader (`429`, `503`); each was opened again later.
+        public var refusedStreams = 0
         public var syncs = 0
         public var seconds = 0.0
         /// Each instance's peak resident memory, in bytes, and its CPU seconds a second.
@@ -155,6 +159,10 @@ public struct FleetBenchmark: Sendable {
                 try await Task.sleep(for: .milliseconds(50))
             }
             let timed = Self.latencies(arrivals.current, day.commits)
+            let arrived = Set(timed.map { "\($0.device)/\($0.revision)" })
+            result.missing = day.commits.flatMap { commit in
+                commit.live.sorted().filter { !arrived.contains("\($0)/\(commit.revision)") }.map { ($0, commit.revision) }
+            }
             result.latencies = timed.map(\.seconds)
             result.readerLatencies = timed.filter { $0.device >= storeCount && $0.device < devices }.map(\.seconds)
             result.storeLatencies = timed.filter { $0.device < storeCount || $0.device >= devices }.map(\.seconds)
@@ -173,6 +181,7 @@ public struct FleetBenchmark: Sendable {
             if let failure = readers.errors.first { throw BenchmarkError("a stream reader failed: \(failure)") }
             let readerRevisions = try await readers.syncAll()
             result.syncs = day.syncs + readers.syncs
+            result.refusedStreams = readers.refusedStreams
             result.refused = day.refused
             let serverVenues = Set(try await server.venueNames())
             result.lost = day.committedNames.subtracting(serverVenues).count
@@ -215,18 +224,22 @@ public struct FleetBenchmark: Sendable {
                     (start + burstSeconds * Double(device) / Double(burstDevices), .commit(random.number(in: 0...(storeCount - 1)))))
             }
         }
+        // A device leaves for one slot; one coming back at a slot does not leave again in it
+        // (back and leave at the same instant would run in either order).
         var away = Set<Int>()
         for slot in stride(from: offlineEvery / 2, to: seconds - offlineEvery, by: offlineEvery) {
+            var leaving = Set<Int>()
             for _ in 0..<offlineCount {
                 let device = random.number(in: 0...(devices - 1))
-                guard away.insert(device).inserted else { continue }
+                guard !away.contains(device), leaving.insert(device).inserted else { continue }
                 plan.append((slot, .leave(device)))
                 plan.append((slot + offlineEvery, .back(device)))
             }
-            away.removeAll()
+            away = leaving
         }
         for fresh in 0..<freshDevices { plan.append((seconds / 2 + Double(fresh) * 0.2, .fresh(devices + fresh))) }
-        plan.sort { $0.at < $1.at }
+        // In time order, steps at the same time as planned (`sort` alone is not stable).
+        plan = plan.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (at, step) in plan {
@@ -271,17 +284,18 @@ public struct FleetBenchmark: Sendable {
     /// Each live device's first arrival of each commit, from when the commit's sync left.
     private static func latencies(
         _ arrivals: [(device: Int, revision: Revision, at: ContinuousClock.Instant, bySync: Bool)], _ commits: [Day.Commit]
-    ) -> [(device: Int, seconds: Double)] {
+    ) -> [(device: Int, revision: Revision, seconds: Double)] {
         var byRevision: [Revision: Day.Commit] = [:]
         for commit in commits { byRevision[commit.revision] = commit }
         var seen = Set<String>()
-        var latencies: [(device: Int, seconds: Double)] = []
+        var latencies: [(device: Int, revision: Revision, seconds: Double)] = []
         for arrival in arrivals {
             guard let commit = byRevision[arrival.revision], commit.live.contains(arrival.device),
                 seen.insert("\(arrival.device)/\(arrival.revision)").inserted
             else { continue }
             let duration = arrival.at - commit.leaving
-            latencies.append((arrival.device, Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
+            latencies.append(
+                (arrival.device, arrival.revision, Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
         }
         return latencies
     }
@@ -341,6 +355,7 @@ public struct FleetBenchmark: Sendable {
                     ("the devices' CPU (this process)", Format.cores(result.loadGeneratorCores)),
                     ("the stores' files", deviceDirectory ?? "a temporary directory on the server's disk"),
                     ("refused / lost / devices unequal at the end", "\(result.refused) / \(result.lost) / \(result.unconverged)"),
+                    ("streams refused to a reader, opened again later", Format.count(result.refusedStreams)),
                     ("offline edits, fresh devices", "\(result.offlineEdits), \(result.freshDevices)"),
                 ],
                 numbers: [
@@ -352,6 +367,7 @@ public struct FleetBenchmark: Sendable {
                     ("lost", Double(result.lost + result.unconverged)), ("commits", Double(result.commits)),
                     ("arrivals", Double(result.latencies.count)), ("expectedArrivals", Double(result.expected)),
                     ("stores", Double(result.stores)), ("readers", Double(result.readers)),
+                    ("refusedStreams", Double(result.refusedStreams)),
                     ("readerP50Ms", result.percentile(50, of: result.readerLatencies) * 1000),
                     ("readerP99Ms", result.percentile(99, of: result.readerLatencies) * 1000),
                     ("storeP50Ms", result.percentile(50, of: result.storeLatencies) * 1000),
@@ -413,16 +429,24 @@ private final class Day: @unchecked Sendable {
     func goLive(_ device: Int) {
         guard let synchronizer = synchronizers[device] else {
             lock.withLock { _ = away.remove(device) }
-            DispatchQueue.global().async { [self] in
-                do { try readers.goLive(device) } catch { lock.withLock { _failures.append("device \(device): \(error)") } }
-            }
+            readers.goLive(device)
             return
         }
-        let task = Task { _ = try? await synchronizer.live() }
-        lock.withLock {
-            away.remove(device)
-            liveTasks[device] = task
+        // Started right after `leave` cancelled the last one, as an app would: live mode waits
+        // for that one to wind down (a sync in flight runs to its end), then goes live.
+        let task = Task { [self] in
+            do {
+                try await synchronizer.live()
+            } catch {
+                lock.withLock { _failures.append("device \(device): live mode ended: \(error)") }
+            }
         }
+        let previous = lock.withLock {
+            away.remove(device)
+            defer { liveTasks[device] = task }
+            return liveTasks[device]
+        }
+        previous?.cancel()
     }
 
     func leave(_ device: Int) {

@@ -16,6 +16,11 @@ import Glibc
 /// other `changes` or `revision` event ahead of it makes it sync (`POST /sync` with its
 /// revision), and the revisions that sync brings are arrivals too. One thread waits on every
 /// stream with `poll`, as a server-side reader would.
+///
+/// A stream the server refuses (`429`: the token holds its most streams, as when connections a
+/// reader closed are still being opened on a loaded server; `503`: the server holds its most)
+/// is counted (``refusedStreams``) and opened again after a backoff, as the client library's
+/// live mode does; the reader is not live meanwhile. Any other failure ends the run.
 final class StreamReaders: @unchecked Sendable {
     // Safe: every mutable member is read and written under `lock`; sockets are read and closed
     // only on the polling thread once registered.
@@ -27,6 +32,12 @@ final class StreamReaders: @unchecked Sendable {
         var socket: Socket?
         /// Set by `leave`; the polling thread closes the socket.
         var closing = false
+        /// Between `goLive` and `leave`: the reader wants its stream (a refused one is retried).
+        var wanted = false
+        /// Bumped by every `goLive`, so that a retry planned for an older one does nothing.
+        var generation = 0
+        /// Refused streams in a row, for the backoff.
+        var refusedInARow = 0
         var live = false
         var syncing = false
         /// The highest revision an event said the server is at.
@@ -40,6 +51,7 @@ final class StreamReaders: @unchecked Sendable {
     private var failures: [String] = []
     /// Syncs after the first: catch-ups and `syncAll`.
     private var syncCount = 0
+    private var refusedCount = 0
     private let arrivals: LiveBenchmark.Arrivals
     private var thread: Thread?
     /// Sockets a reader no longer reads (replaced by a new stream); the polling thread closes them.
@@ -53,6 +65,8 @@ final class StreamReaders: @unchecked Sendable {
     var live: Set<Int> { lock.withLock { Set(readers.values.filter(\.live).map(\.index)) } }
     var errors: [String] { lock.withLock { failures } }
     var syncs: Int { lock.withLock { syncCount } }
+    /// Streams the server refused (`429`, `503`) and the reader opened again later.
+    var refusedStreams: Int { lock.withLock { refusedCount } }
 
     /// A reader for device `index`: its first sync takes the data set.
     func add(index: Int, port: Int, token: String) throws {
@@ -67,15 +81,46 @@ final class StreamReaders: @unchecked Sendable {
         }
     }
 
-    /// Opens the reader's stream from its revision (`Last-Event-ID`).
-    func goLive(_ index: Int) throws {
-        guard let (port, token, revision) = lock.withLock({ readers[index].map { ($0.port, $0.token, $0.revision) } }) else { return }
+    /// Opens the reader's stream from its revision (`Last-Event-ID`), on another thread; a
+    /// `leave` from now on closes it, whenever it opens. A stream that cannot be opened is a
+    /// failure (``errors``).
+    func goLive(_ index: Int) {
+        let generation = lock.withLock { () -> Int? in
+            readers[index]?.wanted = true
+            readers[index]?.generation += 1
+            return readers[index]?.generation
+        }
+        guard let generation else { return }
+        open(index, generation: generation, after: 0)
+    }
+
+    /// Opens the stream after `delay` seconds, unless a later `goLive` or a `leave` came meanwhile.
+    private func open(_ index: Int, generation: Int, after delay: Double) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
+            do {
+                try open(index, generation: generation)
+            } catch {
+                lock.withLock { failures.append("device \(index): its stream: \(error)") }
+            }
+        }
+    }
+
+    private func open(_ index: Int, generation: Int) throws {
+        guard
+            let (port, token, revision) = lock.withLock({
+                readers[index].flatMap { $0.generation == generation && $0.wanted ? ($0.port, $0.token, $0.revision) : nil }
+            })
+        else { return }
         let socket = try Socket.connect(host: "127.0.0.1", port: port, deadline: Date().addingTimeInterval(30))
         let head =
             "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n"
             + "Accept: text/event-stream\r\nLast-Event-ID: \(revision)\r\n\r\n"
         try socket.send(Array(head.utf8), deadline: Date().addingTimeInterval(30))
         lock.withLock {
+            guard readers[index]?.generation == generation, readers[index]?.wanted == true else {
+                retired.append(socket)  // the reader left, or opens another
+                return
+            }
             if let old = readers[index]?.socket { retired.append(old) }
             readers[index]?.socket = socket
             readers[index]?.closing = false
@@ -87,6 +132,7 @@ final class StreamReaders: @unchecked Sendable {
     /// Closes the reader's stream (out of coverage); `goLive` opens it again.
     func leave(_ index: Int) {
         lock.withLock {
+            readers[index]?.wanted = false
             readers[index]?.live = false
             readers[index]?.closing = true
         }
@@ -109,6 +155,7 @@ final class StreamReaders: @unchecked Sendable {
         lock.withLock {
             stopped = true
             for index in readers.keys {
+                readers[index]?.wanted = false  // a planned retry opens nothing
                 readers[index]?.closing = true
                 readers[index]?.live = false
             }
@@ -187,17 +234,34 @@ final class StreamReaders: @unchecked Sendable {
                     // Bytes of a stream the reader has replaced are not its stream's.
                     guard readers[index]?.socket === socket else { return [] }
                     let events = readers[index]!.stream.feed(buffer[0..<count])
-                    if readers[index]!.stream.answered { readers[index]!.live = readers[index]!.closing == false }
+                    if readers[index]!.stream.answered {
+                        readers[index]!.live = readers[index]!.closing == false
+                        readers[index]!.refusedInARow = 0
+                    }
                     if let failure = readers[index]!.stream.failure {
-                        failures.append("device \(index): \(failure)")
                         readers[index]!.closing = true
                         readers[index]!.live = false
+                        if let status = readers[index]!.stream.status, status == 429 || status == 503 {
+                            refused(index)
+                        } else {
+                            failures.append("device \(index): \(failure)")
+                        }
                     }
                     return events
                 }
                 for event in events { received(event, by: index, at: now) }
             }
         }
+    }
+
+    /// A refused stream (called under `lock`): counted, and opened again after a backoff
+    /// (0.25 s doubling up to 8 s, with jitter), unless the reader left or went live again meanwhile.
+    private func refused(_ index: Int) {
+        refusedCount += 1
+        readers[index]!.refusedInARow += 1
+        let generation = readers[index]!.generation
+        let ceiling = min(8.0, 0.25 * pow(2, Double(min(readers[index]!.refusedInARow - 1, 5))))
+        open(index, generation: generation, after: Double.random(in: (ceiling / 2)...ceiling))
     }
 
     /// What an event means for the reader: arrivals, or a sync.
@@ -284,6 +348,8 @@ struct EventStreamDecoder {
 
     /// Whether the head came, with `200`.
     private(set) var answered = false
+    /// The response's status, once its head came.
+    private(set) var status: Int?
     private(set) var failure: String?
     private var pending: [UInt8] = []
     /// Bytes left in the current chunk, or `nil` while reading a chunk-size line.
@@ -295,8 +361,12 @@ struct EventStreamDecoder {
         if !answered {
             guard let end = Self.find(Self.headEnd, in: pending[...]) else { return [] }
             let head = String(decoding: pending[..<end], as: UTF8.self)
-            guard head.hasPrefix("HTTP/1.1 200") else {
-                failure = "the stream answered \(head.prefix(40))"
+            status = head.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) }
+            guard status == 200 else {
+                // The status line and what came of the body (the error's code and message).
+                let status = head.prefix { $0 != "\r\n" }  // one Character
+                let body = String(decoding: pending[(end + Self.headEnd.count)...].prefix(300), as: UTF8.self)
+                failure = "the stream answered \(status.prefix(60)): \(body)"
                 return []
             }
             answered = true

@@ -298,7 +298,9 @@ extension BenchmarkSmokeTests {
         benchmark.records = 200
         let result = try await benchmark.run()
         #expect(result.commits > 5 && result.expected > 0)
-        #expect(result.latencies.count == result.expected, "every live device got every commit")
+        #expect(
+            result.latencies.count == result.expected && result.missing.isEmpty,
+            "every live device got every commit; missing (device, revision): \(result.missing)")
         #expect(result.stores == 3 && result.readers == 3)
         #expect(!result.readerLatencies.isEmpty && !result.storeLatencies.isEmpty, "readers and stores alike received commits")
         #expect(result.commitSyncs.count == result.commits)

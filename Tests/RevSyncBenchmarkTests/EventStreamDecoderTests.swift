@@ -39,12 +39,14 @@ import Testing
         #expect(bytewise.failure == nil)
     }
 
+    /// A refused stream is a failure that says the status and the server's error (its code).
     @Test func aRefusedStreamIsAFailureNotEvents() {
         var decoder = EventStreamDecoder()
-        let refused = Array("HTTP/1.1 429 Too Many Requests\r\nContent-Length: 2\r\n\r\n{}".utf8)
+        let body = #"{"error":{"code":"too_many_streams"}}"#
+        let refused = Array("HTTP/1.1 429 Too Many Requests\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
         #expect(decoder.feed(refused[...]).isEmpty)
         #expect(!decoder.answered)
-        #expect(decoder.failure?.contains("429") == true)
+        #expect(decoder.failure == "the stream answered HTTP/1.1 429 Too Many Requests: \(body)")
     }
 
     @Test func brokenFramingIsAFailure() {
