@@ -167,9 +167,10 @@ import Testing
     /// Live mode started again right after its task was cancelled (as a view's `.task` is)
     /// waits for the old one to wind down and goes live; started while one runs uncancelled, it
     /// is refused with its own error, and the running one goes on.
-    @Test func liveModeStartedAgainRightAfterCancelGoesLive() async throws {
+    @Test(arguments: StoreKind.all)
+    func liveModeStartedAgainRightAfterCancelGoesLive(store: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: store) { server in
                 let alice = try await server.clientDevice("alice", in: directory)
                 let bob = try await server.device("bob")
                 let first = Task { try await alice.synchronizer.live() }
