@@ -27,6 +27,18 @@ public enum SQLiteValues {
         }
     }
 
+    /// A value as a SQL literal, for a column's `DEFAULT` (values are otherwise always bound).
+    public static func literal(_ value: Value) -> String {
+        switch value {
+        case .null: "NULL"
+        case .bool(let bool): bool ? "1" : "0"
+        case .integer(let integer): String(integer)
+        case .real(let real): real.isFinite ? "\(real)" : "NULL"
+        case .text(let text): SQLIdentifier.literal(text)
+        case .attachment(let attachment): SQLIdentifier.literal(attachment.json)
+        }
+    }
+
     /// The wire value of a stored column, read as `attribute` says.
     ///
     /// - Throws: ``StoredValueError`` when the column holds something the attribute's type

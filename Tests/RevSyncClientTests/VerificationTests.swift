@@ -89,7 +89,7 @@ import Testing
                 try Self.behindTheStoresBack(
                     device.store.path,
                     """
-                    DROP TRIGGER _rs_dirty_players_update;
+                    DROP TRIGGER _rs_mark_players_update;
                     UPDATE players SET first_name = 'Unmarked' WHERE id = \(player.rawValue);
                     """)
                 let report = try await device.synchronizer.verify(repair: false)
@@ -143,7 +143,7 @@ import Testing
                 try Self.behindTheStoresBack(
                     device.store.path,
                     """
-                    DROP TRIGGER _rs_dirty_players_update;
+                    DROP TRIGGER _rs_mark_players_update;
                     UPDATE players SET last_name = 'Lopez', revision = \(old.revision ?? 0) WHERE id = \(old.id.rawValue);
                     """)
                 try device.store.close()

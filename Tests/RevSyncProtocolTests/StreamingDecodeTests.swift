@@ -27,7 +27,8 @@ import Testing
         #expect(maxRevision.maxRevision == 9)
         #expect(events == ["change set A", "begins at 9", "teams 5 1", "teams 6 1", "players 7 2", "change set snapshot"])
         #expect(changeSets[0].changes[0].attributes[5]?.oldID == -1)
-        #expect(changeSets[1].snapshot && changeSets[1].changes.map(\.create) == [[5, 6], [7]])
+        // The records went to the handler: their lists are not kept (a million IDs in a full sync).
+        #expect(changeSets[1].snapshot && changeSets[1].changes.map(\.create) == [[], []])
         #expect(changeSets[1].changes.allSatisfy { $0.attributes.isEmpty })
     }
 

@@ -58,8 +58,8 @@ enum CaptureIntegrity {
             refused.append("dropping or changing RevSync's capture triggers (they are installed again)")
         }
         let schema = capture.schema()
-        if try StoreDigest.markerCount(in: db) < schema.entities.count * 3 {
-            // Writes may have gone unmarked meanwhile: every hash is computed again at the next sync.
+        if try StoreMarks.triggerCount(in: db) < schema.entities.count * StoreMarks.triggersPerEntity {
+            // Writes may have gone unmarked meanwhile: the digest is counted again at the next sync.
             try capture.suspended {
                 try StoreDigest.installMarkers(in: db, schema: schema)
                 try StoreState(db: db).set(.digestSchema, nil)

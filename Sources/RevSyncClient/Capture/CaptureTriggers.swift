@@ -54,8 +54,9 @@ enum CaptureTriggers {
                     """)
             }
             // The marks of writes to entity tables come from triggers in the file, while the app
-            // writes too: a mark is only ever added (it makes the store hash a record again).
-            for operation in ["INSERT", "UPDATE", "DELETE"] where !(table == StoreDigest.dirtyTable && operation == "INSERT") {
+            // writes too: a mark is only ever added (it makes the digest count a record again).
+            let marks = table.hasPrefix(StoreMarks.tablePrefix)
+            for operation in ["INSERT", "UPDATE", "DELETE"] where !(marks && operation == "INSERT") {
                 let condition =
                     table == "_rs_capture" && operation == "INSERT"
                     ? "revsync_capturing(\(n)) AND NEW.event IS NOT NULL AND NOT revsync_take_journaling(\(n))" : "revsync_capturing(\(n))"

@@ -54,7 +54,7 @@ public final class LocalStore: Sendable {
     public let path: String
     let pool: DatabasePool
     /// The schema, replaced when the store follows a newer one.
-    private let currentSchema: Locked<Schema>
+    let currentSchema: Locked<Schema>
     /// Told after every local write that queued a change set (for the live mode).
     let localChanges = Broadcaster<Void>(keeping: 1)
     /// What the store tells the app (``events()``).
@@ -300,119 +300,5 @@ public final class LocalStore: Sendable {
     /// The permanent ID the server gave a temporary ID, if known.
     public func permanentID(of temporaryID: RecordID) async throws -> RecordID? {
         try await pool.read { db in try IDMap(db: db).permanentID(of: temporaryID)?.id }
-    }
-
-    // MARK: Schema
-
-    /// Follows a newer schema: new entities get tables, new attributes columns (filled with
-    /// their default), renamed ones are renamed, and the change sets in the outbox follow the
-    /// renames; the same schema changes nothing. See `docs/schema.md` for what is refused.
-    ///
-    /// A store whose records gain attributes (or names) it never received values for asks for
-    /// the whole data set at its next sync (a snapshot; its outbox waits and is sent on top).
-    ///
-    /// - Parameters:
-    ///   - schema: the version to follow.
-    ///   - intermediates: the versions between the store's and `schema` (each rename names the
-    ///     version before it); the synchronizer fetches them from the server.
-    /// - Throws: ``LocalStoreError`` `schemaMismatch` (nothing changed).
-    public func upgrade(to schema: Schema, through intermediates: [Schema] = []) async throws {
-        let previous = self.schema
-        do {
-            try await followSchema(schema, through: intermediates)
-        } catch {
-            currentSchema.withLock { $0 = previous }
-            throw error
-        }
-    }
-
-    /// The schema version the app was built for, if the store is pinned to one: the
-    /// synchronizer upgrades it to that version, never past (``pin(toSchemaVersion:)``).
-    public var pinnedSchemaVersion: Int? {
-        get async throws {
-            try await pool.read { db in try StoreState(db: db).integer(.pinnedSchemaVersion).map { Int($0) } }
-        }
-    }
-
-    /// Whether the store asks for the whole data set at its next sync (a schema upgrade gave its
-    /// records attributes whose values it never received).
-    public var resyncPending: Bool {
-        get async throws { try await pool.read { db in try StoreState(db: db).string(.resyncPending) != nil } }
-    }
-
-    func setResyncPending(_ pending: Bool) async throws {
-        try await ownWrite { db in try StoreState(db: db).set(.resyncPending, pending ? "1" : nil) }
-    }
-
-    /// Pins the store to the schema version the app was built for: generated types carry it
-    /// (`Player.schemaVersion`). The synchronizer then follows the server's schema up to that
-    /// version and no further, and the server answers the store in it, however new the server's
-    /// schema is; `nil` unpins (the store follows the server's latest).
-    public func pin(toSchemaVersion version: Int?) async throws {
-        try await ownWrite { db in try StoreState(db: db).set(.pinnedSchemaVersion, version.map(String.init)) }
-    }
-
-    private func followSchema(_ schema: Schema, through intermediates: [Schema]) async throws {
-        try await ownWrite { db in
-            let stored = try StoreState(db: db).schema()
-            let upgrade: SchemaUpgrade
-            do {
-                upgrade = try SchemaUpgrade(from: stored, through: intermediates, to: schema) { entity in
-                    try LocalTables(schema: stored, db: db).count(entity)
-                }
-            } catch let error as SchemaUpgradeError {
-                throw LocalStoreError(.schemaMismatch, error.message)
-            }
-            let renames = SchemaRenames(upgrade.steps)
-            for (old, new) in renames.entities.sorted(by: { $0.key < $1.key }) {
-                try db.execute(sql: "ALTER TABLE \(SQLIdentifier.quoted(old)) RENAME TO \(SQLIdentifier.quoted(new))")
-                for table in ["_rs_id_map", "_rs_record_hashes", "_rs_digests", "_rs_dirty"] {
-                    try db.execute(sql: "UPDATE \(table) SET entity = ? WHERE entity = ?", arguments: [new, old])
-                }
-            }
-            for (entity, map) in renames.attributes.sorted(by: { $0.key < $1.key }) {
-                for (old, new) in map.sorted(by: { $0.key < $1.key }) {
-                    try db.execute(
-                        sql:
-                            "ALTER TABLE \(SQLIdentifier.quoted(entity)) RENAME COLUMN \(SQLIdentifier.quoted(old)) TO \(SQLIdentifier.quoted(new))"
-                    )
-                }
-            }
-            if !renames.isEmpty {
-                try Outbox(db: db).rename(renames)
-                try ConflictJournal(db: db).rename(renames)
-            }
-            var resync = !renames.isEmpty
-            for step in upgrade.steps {
-                switch step {
-                case .createEntity(let entity):
-                    for statement in StoreTables.createStatements(entity) { try db.execute(sql: statement) }
-                case .addAttribute(let entity, let attribute):
-                    for statement in StoreTables.addColumnStatements(entity, attribute) { try db.execute(sql: statement) }
-                    if let value = attribute.defaultValue {
-                        try db.execute(
-                            sql: "UPDATE \(SQLIdentifier.quoted(entity.name)) SET \(SQLIdentifier.quoted(attribute.name)) = ?",
-                            arguments: [SQLiteValues.databaseValue(value)])
-                    }
-                    resync = true
-                case .fillDefault(let entity, let attribute):
-                    try db.execute(
-                        sql:
-                            "UPDATE \(SQLIdentifier.quoted(entity.name)) SET \(SQLIdentifier.quoted(attribute.name)) = ? WHERE \(SQLIdentifier.quoted(attribute.name)) IS NULL",
-                        arguments: [SQLiteValues.databaseValue(attribute.defaultValue ?? .null)])
-                case .renameEntity, .renameAttribute, .trackAttributeWrites: break  // renamed above; the server's concern
-                }
-            }
-            let state = StoreState(db: db)
-            // Records held before gain attributes whose values this version never received: the
-            // whole data set again, at the next sync.
-            if resync, try state.maxRevision > 0 {
-                try state.set(.resyncPending, "1")
-            }
-            try state.set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
-            self.currentSchema.withLock { $0 = schema }
-            try self.capture.installTriggers(in: db)
-            try StoreDigest.prepare(in: db, schema: schema)
-        }
     }
 }

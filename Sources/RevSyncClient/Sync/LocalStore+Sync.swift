@@ -112,14 +112,7 @@ extension LocalStore {
                     stageHook: stageHook, holdsAttachment: { attachments.has($0) })
             }
             guard bulk else { return try apply() }
-            // The hashes of server data are set as it is written: the change marks would only
-            // cost every row (they are back before the commit).
-            return try capture.withoutTriggers(in: db) {
-                try StoreDigest.dropMarkers(in: db)
-                let report = try apply()
-                try StoreDigest.installMarkers(in: db, schema: schema)
-                return report
-            }
+            return try capture.withoutTriggers(in: db) { try apply() }
         }
         if !report.erasures.isEmpty { report.walTruncated = await forgetErased(report) }
         return report
@@ -186,17 +179,28 @@ extension LocalStore {
     ) throws -> SyncReport {
         let application = try ResponseApplication(
             db: db, schema: schema, request: request, lenient: lenient, holdsAttachment: holdsAttachment)
-        let message =
-            switch body {
-            case .whole(let json):
-                try SyncMessage.decodeResponse(
-                    json: json, snapshotBegins: { _ in try application.beginSnapshot() },
-                    snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
-            case .pieces(let next):
-                try SyncMessage.decodeResponse(
-                    reading: next, snapshotBegins: { _ in try application.beginSnapshot() },
-                    snapshotRecord: application.applySnapshotRecord, changeSet: application.apply)
+        let message: SyncMessage
+        switch body {
+        case .whole(let json):
+            message = try SyncMessage.decodeResponse(
+                json: json, snapshotBegins: { _ in try application.beginSnapshot() },
+                snapshotRecord: { try application.applySnapshotRecord($0, $1, $2) }, changeSet: application.apply)
+        case .pieces(let next):
+            // Decoded (and hashed) on a thread of its own while this one writes.
+            let decoding = ResponseDecodingThread(reading: next, hashers: SchemaHashers(schema))
+            defer { decoding.abandon() }
+            while let events = try decoding.next() {
+                for event in events {
+                    switch event {
+                    case .snapshotBegins: try application.beginSnapshot()
+                    case .record(let entity, let id, let attributes, let hash):
+                        try application.applySnapshotRecord(entity, id, attributes, hash: hash)
+                    case .changeSet(let changeSet): try application.apply(changeSet)
+                    }
+                }
             }
+            message = try decoding.message()
+        }
         if let actor { try StoreState(db: db).setActor(actor) }
         return try application.finish(at: message.maxRevision, digest: message.digest, overwritten: overwritten, stageHook: stageHook)
     }

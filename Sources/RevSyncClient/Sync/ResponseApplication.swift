@@ -19,9 +19,10 @@ import RevSyncSQLite
 ///    response did not answer, which server data overwrote, are reported before the commit.
 /// 4. **The outbox**: answered change sets leave it; those still waiting are applied again on
 ///    top of the server's data, so a local edit made while the sync was in flight stays visible.
-/// 5. **The digest**: server data set each record's hash as the server has it (``StoreDigest``);
-///    other writes marked since are hashed again from their rows, and the total is compared
-///    with the response's (`verified` in the report).
+/// 5. **The digest** settles (``StoreDigest``): each record written moves it from its mark to
+///    its row (a record with queued edits counts as the server sent it), a full sync's records
+///    were added as they came, and the total is compared with the response's (`verified` in
+///    the report).
 /// 6. **The revision** is stored last.
 final class ResponseApplication {
     private let db: Database
@@ -29,6 +30,8 @@ final class ResponseApplication {
     private let request: PreparedRequest
     private let lenient: Bool
     private var tables: LocalTables { LocalTables(schema: schema, db: db) }
+    /// Server data's upserts, one prepared statement per entity.
+    private let upserter: StoreTables.Upserter
     /// Every record the outbox edits, with the `id`s of the change sets that edit it.
     private let pending: [RecordReference: Set<String>]
     /// Records with pending edits that server data touched, in the order touched.
@@ -44,7 +47,7 @@ final class ResponseApplication {
     private var streamingSnapshot = false
     /// Whether the device holds the bytes of an attachment (by digest).
     private let holdsAttachment: (String) -> Bool
-    /// The records' hashes and sums, moved with the server data.
+    /// The store's digest, moved with the server data.
     private let digest: StoreDigest
     private(set) var report: SyncReport
 
@@ -57,6 +60,7 @@ final class ResponseApplication {
         self.lenient = lenient
         self.holdsAttachment = holdsAttachment
         self.pending = try Self.pendingEdits(in: db, schema: schema)
+        self.upserter = StoreTables.Upserter(db: db)
         self.digest = try StoreDigest(db: db, schema: schema)
         self.report = SyncReport(sent: request.message.changeSets.count, received: 0)
     }
@@ -65,20 +69,19 @@ final class ResponseApplication {
 
     /// A snapshot change set begins: its records replace every table's.
     func beginSnapshot() throws {
-        try tables.deleteAll()
         try digest.reset()
+        try tables.deleteAll()
         report.snapshot = true
         streamingSnapshot = true
     }
 
-    /// One record of a snapshot, as it is read.
-    func applySnapshotRecord(_ entityName: String, _ id: RecordID, _ attributes: RecordAttributes) throws {
+    /// One record of a snapshot, as it is read (with its hash, if the decoder computed it).
+    func applySnapshotRecord(_ entityName: String, _ id: RecordID, _ attributes: RecordAttributes, hash: RecordHash? = nil) throws {
         guard let entity = try entity(entityName, attributes.values) else { return }
-        touch(RecordReference(entity: entityName, id: id))
-        try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
-        try digest.serverState(
-            entity, id, revision: attributes.revision, values: attributes.values,
-            pending: pending[RecordReference(entity: entityName, id: id)] != nil)
+        let isPending = !pending.isEmpty && pending[RecordReference(entity: entityName, id: id)] != nil
+        if isPending { touch(RecordReference(entity: entityName, id: id)) }
+        try upserter.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
+        try digest.serverState(entity, id, revision: attributes.revision, values: attributes.values, pending: isPending, hash: hash)
         report.recordsApplied += 1
     }
 
@@ -90,8 +93,8 @@ final class ResponseApplication {
         let appliedAlready = streamingSnapshot
         streamingSnapshot = false
         if changeSet.snapshot && !appliedAlready {
-            try tables.deleteAll()
             try digest.reset()
+            try tables.deleteAll()
             report.snapshot = true
         }
         if !appliedAlready && (changeSet.id == nil || changeSet.conflict == nil) {
@@ -149,7 +152,9 @@ final class ResponseApplication {
         try Outbox(db: db).remove(answered)
         try forgetErasedValues()
         try reapplyQueuedEdits()
-        try digest.settle(pending: Set(try Self.pendingEdits(in: db, schema: schema).keys))
+        let stillPending = Set(try Self.pendingEdits(in: db, schema: schema).keys)
+        try digest.finishReplacing(pending: stillPending)
+        try digest.settle(pending: stillPending)
         try digest.save()
         report.digest = digest.digest.total
         report.serverDigest = serverDigest
@@ -259,10 +264,10 @@ final class ResponseApplication {
                         try idMap.record(oldID, entity: entity.name, permanentID: id)
                         report.permanentIDs[RecordReference(entity: entity.name, id: oldID)] = id
                     }
-                    try tables.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
+                    try upserter.upsert(entity, id: id, revision: attributes.revision, values: attributes.values)
                     try digest.serverState(
                         entity, id, revision: attributes.revision, values: attributes.values,
-                        pending: pending[RecordReference(entity: entity.name, id: id)] != nil)
+                        pending: !pending.isEmpty && pending[RecordReference(entity: entity.name, id: id)] != nil)
                     report.recordsApplied += 1
                     report.changes.append(
                         AppliedChange(

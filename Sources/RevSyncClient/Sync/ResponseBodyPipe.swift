@@ -170,6 +170,10 @@ extension ResponseBodyPipe {
         private var inflater: Gzip.Inflater?
         private var started = false
         private var ended = false
+        /// The compressed piece being inflated, and how far.
+        private var pending: [UInt8] = []
+        private var offset = 0
+        private static let slice = 32 << 10
         /// The decompressed bytes handed over so far.
         private(set) var producedBytes = 0
 
@@ -183,6 +187,16 @@ extension ResponseBodyPipe {
         /// - Throws: ``Interrupted``, or a `GzipError` (corrupt, truncated, over the limit).
         func next() throws -> [UInt8]? {
             while !ended {
+                // A piece is inflated a slice at a time: its output (about eight times its size)
+                // is handed over in parts, never all at once.
+                if let inflater, offset < pending.count {
+                    let end = min(pending.count, offset + Self.slice)
+                    try pending[offset..<end].withUnsafeBytes { try inflater.feed($0) }
+                    offset = end
+                    let output = inflater.drain()
+                    if !output.isEmpty { return try produced(output) }
+                    continue
+                }
                 guard var piece = try pipe.next() else {
                     ended = true
                     guard let inflater else { return nil }
@@ -195,10 +209,9 @@ extension ResponseBodyPipe {
                     started = true
                     if Gzip.isGzip(piece) { inflater = Gzip.Inflater(limit: limit) }
                 }
-                guard let inflater else { return try produced(piece) }
-                try inflater.feed(piece)
-                let output = inflater.drain()
-                if !output.isEmpty { return try produced(output) }
+                guard inflater != nil else { return try produced(piece) }
+                pending = piece
+                offset = 0
             }
             return nil
         }

@@ -14,14 +14,28 @@ extension LocalStore {
         }
     }
 
-    /// Computes every record's hash again from the tables (`revsync verify` trusts no stored
-    /// hash); returns the records whose stored hash was wrong.
-    func rebuildDigest() async throws -> [RecordReference] {
+    /// Counts every entity's sum again from the tables (`revsync verify` trusts no kept sum);
+    /// returns the entities whose kept sum was not their records' (written where no mark
+    /// caught it).
+    func recountDigest() async throws -> [String] {
         let schema = self.schema
         return try await ownWrite { db in
             let pending = Set(try ResponseApplication.pendingEdits(in: db, schema: schema).keys)
             try StoreDigest.installMarkers(in: db, schema: schema)
-            return try StoreDigest(db: db, schema: schema).rebuild(pending: pending)
+            return try StoreDigest(db: db, schema: schema).recount(pending: pending)
+        }
+    }
+
+    /// Counts the sums of `entities` again from their records, if the store is still at
+    /// `revision`; returns the store's digest then.
+    func recountSums(of entities: [String], at revision: Revision) async throws -> DataSetDigest? {
+        let schema = self.schema
+        return try await ownWrite { db in
+            guard try StoreState(db: db).maxRevision == revision else { return nil }
+            let pending = Set(try ResponseApplication.pendingEdits(in: db, schema: schema).keys)
+            let digest = try StoreDigest.prepare(in: db, schema: schema)
+            try digest.recount(pending: pending, keeping: Set(schema.entities.map(\.name)).subtracting(entities))
+            return digest.digest
         }
     }
 

@@ -4,28 +4,26 @@ import RevSyncProtocol
 import RevSyncSQLite
 
 /// The digest of the records a store holds as the server has them (``DataSetDigest``), kept as
-/// they change, inside one transaction of the store's writer.
+/// they change, inside one transaction of the store's writer, with no hash kept per record.
 ///
-/// - Every record with a permanent ID has its hash in `_rs_record_hashes`, and each entity's
-///   count and sum are in `_rs_digests`: the sync compares their total with the server's digest
-///   without reading a record.
-/// - Server data the store writes sets the hash from the server's values (``serverState``), so a
-///   record with local edits not yet synced still counts as the server has it: an unsynced edit
-///   is not a difference.
-/// - Any other write to an entity table (the app's, or another program's: `sqlite3` while
-///   debugging, a maintenance script) is marked in `_rs_dirty` by triggers in the file, which
-///   fire for every connection; ``settle(pending:)`` hashes those records again from their rows
-///   (records with queued edits wait until the server answers them). A write nobody saw is a
-///   difference the next sync finds, and repairs.
-/// - ``rebuild(pending:)`` computes every hash from the tables: at open when the hashes are
-///   missing or were made for other attributes, when the marks' triggers were dropped, and for
-///   `revsync verify`.
+/// - Each entity's count and sum are in `_rs_digests`: the sync compares their total with the
+///   server's digest without reading a record. A snapshot brings the sums the server counted.
+/// - Every write to an entity table, by anything (the app, RevSync's own connection, another
+///   program: `sqlite3` while debugging, a maintenance script), leaves a mark in the file
+///   (``StoreMarks``) that keeps the record *as the digest counts it*. When the digest settles,
+///   each marked record moves it by hash(mark) → hash(row), and its mark goes: the work is
+///   proportional to the records written, never to the store.
+/// - A record with queued edits counts as the server has it, not as its row: its mark stays
+///   while the edits wait and holds the server's version (``serverState``); an unsynced edit is
+///   not a difference. Every record the outbox edits has a mark (absent, for one the server
+///   does not have), so "the mark, else the row" is what the digest counts, everywhere.
+/// - The digest of part of an entity (a repair narrowing a difference down) is computed by
+///   reading and hashing that part's records.
+/// - ``recount(pending:)`` computes every sum from the tables: at open when the marks' triggers
+///   were dropped (writes may have gone unmarked), for entities whose attributes changed (a
+///   schema upgrade: a hash covers every attribute's name), and for `revsync verify`.
 final class StoreDigest {
-    static let hashesTable = "_rs_record_hashes"
-    static let sumsTable = "_rs_digests"
-    static let dirtyTable = "_rs_dirty"
-    /// The prefix of the marking triggers' names.
-    static let markerPrefix = "_rs_dirty_"
+    static let sumsTable = StoreDigestTable.name
 
     let db: Database
     let schema: Schema
@@ -33,87 +31,40 @@ final class StoreDigest {
     /// The sums, as this transaction moved them (written by ``save()``).
     private(set) var digest: DataSetDigest
     private var changed = false
-    /// Whether no record is hashed yet (a store's first sync, or a snapshot replacing its
-    /// data): the records are then hashed in one pass over the tables when the transaction
-    /// settles (``rebuild(pending:)``), not one by one as they are written.
-    private var hashesLater: Bool
+    /// Whether the store's records are being replaced (a full sync): the marks' triggers are
+    /// dropped, and each record the server sends is added as it comes (``reset()``).
+    private var replacing = false
 
-    /// Above this many marked records (or an eighth of those hashed), settling reads the tables
-    /// whole instead of record by record.
+    /// Above this many marked records (or an eighth of those counted), settling counts the
+    /// entity's table whole instead of record by record.
     static let bulkSettle = 1_000
 
     init(db: Database, schema: Schema) throws {
         self.db = db
         self.schema = schema
-        var digest = DataSetDigest()
-        for row in try Row.fetchAll(db, sql: "SELECT entity, count, low, high FROM \(Self.sumsTable)") {
-            let low: Int64 = row[2]
-            let high: Int64 = row[3]
-            digest[row[0]] = DigestSum(count: row[1], sum: RecordHash(low: UInt64(bitPattern: low), high: UInt64(bitPattern: high)))
-        }
-        self.digest = digest
-        hashesLater = try !(Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(Self.hashesTable))") ?? false)
+        digest = try StoreDigestTable.read(in: db)
     }
 
     // MARK: The marks
 
-    /// The statements creating the triggers that mark every write to `entity`'s table. A mark
-    /// is inserted unless it is there (not `INSERT OR IGNORE`: an upsert's conflict clause
-    /// would override the trigger's).
-    static func markerStatements(for entity: Entity) -> [String] {
-        let table = SQLIdentifier.quoted(entity.name)
-        let name = "'" + entity.name.replacingOccurrences(of: "'", with: "''") + "'"
-        func trigger(_ event: String, _ rows: [String]) -> String {
-            let inserts = rows.map { row in
-                "INSERT INTO \(dirtyTable) (entity, id) SELECT \(name), \(row).id "
-                    + "WHERE NOT EXISTS (SELECT 1 FROM \(dirtyTable) WHERE entity = \(name) AND id = \(row).id);"
-            }.joined(separator: " ")
-            return "CREATE TRIGGER IF NOT EXISTS \(SQLIdentifier.quoted(markerPrefix + entity.name + "_" + event.lowercased())) "
-                + "AFTER \(event) ON \(table) BEGIN \(inserts) END"
-        }
-        return [trigger("INSERT", ["NEW"]), trigger("UPDATE", ["OLD", "NEW"]), trigger("DELETE", ["OLD"])]
-    }
-
-    /// How many marking triggers the file has.
-    static func markerCount(in db: Database) throws -> Int {
-        try Int.fetchOne(
-            db, sql: "SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'",
-            arguments: [markerPrefix.replacingOccurrences(of: "_", with: "\\_") + "%"]) ?? 0
-    }
-
-    /// Creates the marking triggers of every entity; returns whether any was missing (writes
-    /// may then have gone unmarked: the hashes must be computed again).
+    /// Creates the marks and their triggers; returns whether a trigger was missing.
     @discardableResult
     static func installMarkers(in db: Database, schema: Schema) throws -> Bool {
-        let expected = schema.entities.count * 3
-        let before = try markerCount(in: db)
-        guard before != expected else { return false }
-        for entity in schema.entities {
-            for statement in markerStatements(for: entity) { try db.execute(sql: statement) }
-        }
-        return before < expected
+        try StoreMarks.install(in: db, schema: schema)
     }
 
-    /// Drops the marking triggers, for one of the store's own bulk writes, which sets the
-    /// hashes itself (``installMarkers(in:schema:)`` puts them back in the same transaction).
-    static func dropMarkers(in db: Database) throws {
-        let names = try String.fetchAll(
-            db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'",
-            arguments: [markerPrefix.replacingOccurrences(of: "_", with: "\\_") + "%"])
-        for name in names { try db.execute(sql: "DROP TRIGGER \(SQLIdentifier.quoted(name))") }
-    }
-
-    /// Makes the digest ready to use: the marking triggers there, every hash computed for this
-    /// schema's attributes (at the first open after an upgrade, after a schema change, or when
-    /// the triggers had been dropped), the marked records settled. Returns the store's digest.
+    /// Makes the digest ready to use: the marks' triggers there, every sum counted for this
+    /// schema's attributes (entities whose attributes changed, and every entity when the
+    /// triggers had been dropped), the marked records settled. Returns the store's digest.
     @discardableResult
     static func prepare(in db: Database, schema: Schema) throws -> StoreDigest {
         let missing = try installMarkers(in: db, schema: schema)
         let digest = try StoreDigest(db: db, schema: schema)
         let pending = Set(try ResponseApplication.pendingEdits(in: db, schema: schema).keys)
-        let hashedFor = try StoreState(db: db).string(.digestSchema)
-        if missing || hashedFor != DataSetDigest.fingerprint(of: schema) {
-            try digest.rebuild(pending: pending)
+        let countedFor = try StoreState(db: db).string(.digestSchema)
+        if missing || countedFor != DataSetDigest.fingerprint(of: schema) {
+            let unchanged = missing ? [] : DataSetDigest.unchangedEntities(of: schema, since: countedFor)
+            try digest.recount(pending: pending, keeping: unchanged)
         } else {
             try digest.settle(pending: pending)
             try digest.save()
@@ -131,42 +82,87 @@ final class StoreDigest {
     }
 
     /// Server data written: the record as the server has it (`values` `nil`: it is gone).
-    /// A record without queued edits is settled (its mark cleared): its row is the server's.
-    func serverState(_ entity: Entity, _ id: RecordID, revision: Revision?, values: [String: Value]?, pending: Bool) throws {
-        // Before the first hashes, only a record whose row holds local edits needs its server
-        // version's hash now; the others are hashed from their rows when the transaction settles.
-        guard id.rawValue > 0, !hashesLater || pending else { return }
-        let new = values.map { hasher(entity).hash(id: id, revision: revision ?? -1, values: $0) }
-        try setHash(entity.name, id, new)
-        if !pending { try clearMark(entity.name, id) }
+    ///
+    /// A record with queued edits (`pending`) now counts as this: its mark holds it. Any other
+    /// is settled from its row like every write (its mark came with the write), except while
+    /// the records are being replaced, when it is added here.
+    ///
+    /// - Parameter hash: the record's hash, if it was computed already (by the response's
+    ///   decoding thread).
+    func serverState(
+        _ entity: Entity, _ id: RecordID, revision: Revision?, values: [String: Value]?, pending: Bool, hash: RecordHash? = nil
+    ) throws {
+        guard pending || replacing else { return }
+        let new = hash ?? values.map { hasher(entity).hash(id: id, revision: revision ?? -1, values: $0) }
+        if pending {
+            let old = try mark(entity, id)
+            try setMark(entity, id, revision: revision, values: values)
+            move(entity.name, old ?? nil, new)
+        } else if replacing {
+            move(entity.name, nil, new)
+        }
     }
 
-    /// Every record and sum forgotten: a snapshot replaces the data set.
+    /// Every record and sum forgotten: a full sync replaces the data set. Until ``finishReplacing(pending:)``
+    /// the marks' triggers are gone and each record the server sends is added as it comes.
     func reset() throws {
-        try db.execute(sql: "DELETE FROM \(Self.hashesTable); DELETE FROM \(Self.dirtyTable)")
+        try StoreMarks.dropTriggers(in: db)
+        for entity in schema.entities { try db.execute(sql: "DELETE FROM \(marksTable(entity))") }
         digest = DataSetDigest()
         changed = true
-        hashesLater = true
+        replacing = true
     }
 
-    /// Hashes again, from their rows, the records marked as written since they were hashed,
-    /// except those with queued edits (`pending`) and temporary ones. Returns the records whose
-    /// hash changed.
+    /// The end of a full sync's replacing: the triggers back; a record with queued edits that
+    /// the server did not send counts as absent.
+    func finishReplacing(pending: Set<RecordReference>) throws {
+        guard replacing else { return }
+        replacing = false
+        for record in pending {
+            guard let entity = schema.entity(record.entity), try mark(entity, record.id) == nil else { continue }
+            try setMark(entity, record.id, revision: nil, values: nil)
+        }
+        try Self.installMarkers(in: db, schema: schema)
+    }
+
+    /// Moves the digest by each record marked as written since it settled, from its mark to its
+    /// row, and drops the marks, except those of records with queued edits (`pending`), which
+    /// keep counting as the server has them. Returns the records whose hash changed.
     @discardableResult
     func settle(pending: Set<RecordReference>) throws -> [RecordReference] {
-        if hashesLater { return try rebuild(pending: pending) }
         var moved: [RecordReference] = []
-        let marks = try Row.fetchAll(db, sql: "SELECT entity, id FROM \(Self.dirtyTable) ORDER BY entity, id")
-        // Most of the store written (a snapshot opened, a bulk import): one pass over the tables.
-        if marks.count > max(Self.bulkSettle, Int(digest.total.count / 8)) { return try rebuild(pending: pending) }
-        for mark in marks {
-            let reference = RecordReference(entity: mark[0], id: RecordID(mark[1] as Int64))
-            if pending.contains(reference) { continue }
-            if reference.id.rawValue > 0, let entity = schema.entity(reference.entity) {
-                let hash = try rowHash(entity, reference.id)
-                if try setHash(entity.name, reference.id, hash) { moved.append(reference) }
+        for entity in schema.entities {
+            let marks = marksTable(entity)
+            let marked = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(marks)") ?? 0
+            guard marked > 0 else { continue }
+            // Most of the entity written (a bulk import by another program): one pass.
+            if marked > max(Self.bulkSettle, Int(digest[entity.name].count / 8)) {
+                if try recountEntity(entity, pending: pending) { moved.append(RecordReference(entity: entity.name, id: 0)) }
+                continue
             }
-            try clearMark(reference.entity, reference.id)
+            var kept: [RecordID] = []
+            let columns = valueColumns(entity)
+            let cursor = try Row.fetchCursor(
+                db,
+                sql:
+                    "SELECT m.id, m._present, \(columns.map { "m." + $0 }.joined(separator: ", ")), t.id, \(columns.map { "t." + $0 }.joined(separator: ", ")) "
+                    + "FROM \(marks) m LEFT JOIN \(q(entity.name)) t ON t.id = m.id")
+            let width = columns.count
+            while let row = try cursor.next() {
+                let id = RecordID(row[0] as Int64)
+                let reference = RecordReference(entity: entity.name, id: id)
+                if pending.contains(reference) {
+                    kept.append(id)
+                    continue
+                }
+                let old = (row[1] as Int64) != 0 ? hash(entity, id, row, from: 2) : nil
+                let new = row.hasNull(atIndex: 2 + width) ? nil : hash(entity, id, row, from: 3 + width)
+                if old != new {
+                    move(entity.name, old, new)
+                    moved.append(reference)
+                }
+            }
+            try dropMarks(entity, keeping: kept)
         }
         return moved
     }
@@ -174,172 +170,158 @@ final class StoreDigest {
     /// Writes the sums this transaction moved.
     func save() throws {
         guard changed else { return }
-        try db.execute(sql: "DELETE FROM \(Self.sumsTable)")
-        let statement = try db.cachedStatement(sql: "INSERT INTO \(Self.sumsTable) (entity, count, low, high) VALUES (?, ?, ?, ?)")
-        for (entity, sum) in digest.entities {
-            try statement.execute(
-                arguments: [entity, sum.count, Int64(bitPattern: sum.sum.low), Int64(bitPattern: sum.sum.high)])
-        }
+        try StoreDigestTable.write(digest, in: db)
         changed = false
     }
 
-    /// Computes every hash from the tables, except those of records with queued edits (kept as
-    /// the server last sent them); clears every mark but theirs. Returns the records whose
-    /// stored hash was wrong (a write nobody marked: triggers dropped, a file restored in part).
+    /// Counts every sum again from the tables (but those of `keeping`, whose records hash as
+    /// they did), a record with queued edits as its mark holds it; drops every other mark.
+    /// Returns the entities whose sum was not their records' (written where no mark caught it).
     @discardableResult
-    func rebuild(pending: Set<RecordReference>) throws -> [RecordReference] {
-        var wrong: [RecordReference] = []
-        var rebuilt = DataSetDigest()
-        for entity in schema.entities {
-            var stored: [RecordID: RecordHash] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT id, hash FROM \(Self.hashesTable) WHERE entity = ?", arguments: [entity.name]) {
-                stored[RecordID(row[0] as Int64)] = Self.hash(row[1])
-            }
-            var sum = DigestSum.empty
-            let columns = (["id", "revision"] + entity.attributes.map { SQLIdentifier.quoted($0.name) }).joined(separator: ", ")
-            let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns) FROM \(SQLIdentifier.quoted(entity.name)) WHERE id > 0")
-            while let row = try cursor.next() {
-                let id = RecordID(row[0] as Int64)
-                let reference = RecordReference(entity: entity.name, id: id)
-                let old = stored.removeValue(forKey: id)
-                if pending.contains(reference) {
-                    if let old { sum.add(old) }
-                    continue
-                }
-                let hash = hasher(entity).hash(id: id, revision: row[1] ?? -1, values: Self.values(of: entity, in: row))
-                sum.add(hash)
-                if old != hash {
-                    wrong.append(reference)
-                    try writeHash(entity.name, id, hash)
-                }
-            }
-            // Hashes of records no longer in the table: gone, unless they wait on queued edits
-            // (a local delete the server has not answered).
-            for (id, hash) in stored {
-                if pending.contains(RecordReference(entity: entity.name, id: id)) {
-                    sum.add(hash)
-                } else {
-                    wrong.append(RecordReference(entity: entity.name, id: id))
-                    try writeHash(entity.name, id, nil)
-                }
-            }
-            rebuilt[entity.name] = sum
+    func recount(pending: Set<RecordReference>, keeping: Set<String> = []) throws -> [String] {
+        var wrong: [String] = []
+        for entity in schema.entities where !keeping.contains(entity.name) {
+            if try recountEntity(entity, pending: pending) { wrong.append(entity.name) }
         }
-        let names = schema.entities.map(\.name)
-        try db.execute(
-            sql:
-                "DELETE FROM \(Self.hashesTable) WHERE entity NOT IN (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))",
-            arguments: StatementArguments(names))
-        if pending.isEmpty {
-            try db.execute(sql: "DELETE FROM \(Self.dirtyTable)")
-        } else {
-            let marks = try Row.fetchAll(db, sql: "SELECT entity, id FROM \(Self.dirtyTable)")
-            for mark in marks where !pending.contains(RecordReference(entity: mark[0], id: RecordID(mark[1] as Int64))) {
-                try clearMark(mark[0], RecordID(mark[1] as Int64))
-            }
-        }
-        hashesLater = false
-        digest = rebuilt
+        let names = Set(schema.entities.map(\.name))
+        for entity in digest.entities.keys where !names.contains(entity) { digest[entity] = .empty }
         changed = true
-        try save()
-        try StoreState(db: db).set(.digestSchema, DataSetDigest.fingerprint(of: schema))
+        try StoreDigestTable.write(digest, countedFor: schema, in: db)
+        changed = false
         return wrong
     }
 
-    // MARK: Ranges
-
-    /// The digest of the hashes of `range`.
-    func sum(of range: DigestRange) throws -> DigestSum {
-        if range.isWhole { return digest[range.entity] }
-        var sum = DigestSum.empty
-        for hash in try hashes(of: range).values { sum.add(hash) }
-        return sum
-    }
-
-    /// The hashes of `range`, by ID.
-    func hashes(of range: DigestRange) throws -> [RecordID: RecordHash] {
-        var hashes: [RecordID: RecordHash] = [:]
-        let rows = try Row.fetchCursor(
-            db, sql: "SELECT id, hash FROM \(Self.hashesTable) WHERE entity = ? AND id >= ? AND id < ?",
-            arguments: [range.entity, range.from ?? .min, range.to ?? .max])
-        while let row = try rows.next() { hashes[RecordID(row[0] as Int64)] = Self.hash(row[1]) }
-        return hashes
-    }
-
-    /// Whether the store holds a hash of the record (the server sent it, or it was settled).
-    func has(_ entity: String, _ id: RecordID) throws -> Bool {
-        try storedHash(entity, id) != nil
-    }
-
-    // MARK: Rows
-
-    /// The hash of a record's row as the table holds it; `nil` when there is none. A value
-    /// that does not read as its attribute's type (another program wrote it) hashes as what it
-    /// is, which no server record matches.
-    private func rowHash(_ entity: Entity, _ id: RecordID) throws -> RecordHash? {
-        let columns = (["id", "revision"] + entity.attributes.map { SQLIdentifier.quoted($0.name) }).joined(separator: ", ")
-        guard
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(columns) FROM \(SQLIdentifier.quoted(entity.name)) WHERE id = ?"),
-                arguments: [id.rawValue])
-        else { return nil }
-        return hasher(entity).hash(id: id, revision: row[1] ?? -1, values: Self.values(of: entity, in: row))
-    }
-
-    private static func values(of entity: Entity, in row: Row) -> [Value] {
-        entity.attributes.enumerated().map { index, attribute in
-            let stored: DatabaseValue = row[2 + index]
-            return (try? SQLiteValues.value(stored, attribute, of: entity.name)) ?? .text("\u{FFFD}not a \(attribute.type.name): \(stored)")
+    /// Counts one entity's sum from its table; returns whether it changed.
+    private func recountEntity(_ entity: Entity, pending: Set<RecordReference>) throws -> Bool {
+        let ids = Set(pending.filter { $0.entity == entity.name }.map(\.id))
+        // Every record with queued edits has a mark: the server's version, or absent.
+        for id in ids where try mark(entity, id) == nil {
+            try setMark(entity, id, revision: nil, values: nil)
         }
-    }
-
-    private func storedHash(_ entity: String, _ id: RecordID) throws -> RecordHash? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT hash FROM \(Self.hashesTable) WHERE entity = ? AND id = ?"), arguments: [entity, id.rawValue]
-        ).map { Self.hash($0[0]) }
-    }
-
-    /// Stores `new` (`nil`: none) as the record's hash and moves the sums; returns whether it changed.
-    @discardableResult
-    private func setHash(_ entity: String, _ id: RecordID, _ new: RecordHash?) throws -> Bool {
-        let old = try storedHash(entity, id)
-        guard old != new else { return false }
-        try writeHash(entity, id, new)
-        digest.replace(entity, old, with: new)
+        try dropMarks(entity, keeping: Array(ids))
+        let sum = try countedSum(of: DigestRange(entity: entity.name))
+        guard sum != digest[entity.name] else { return false }
+        digest[entity.name] = sum
         changed = true
         return true
     }
 
-    private func writeHash(_ entity: String, _ id: RecordID, _ hash: RecordHash?) throws {
-        if let hash {
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO \(Self.hashesTable) (entity, id, hash) VALUES (?, ?, ?)")
-                .execute(arguments: [entity, id.rawValue, Self.bytes(hash)])
+    // MARK: Ranges
+
+    /// The digest of `range`: its records' kept sum when it is a whole entity, else counted
+    /// from its records.
+    func sum(of range: DigestRange) throws -> DigestSum {
+        if range.isWhole { return digest[range.entity] }
+        return try countedSum(of: range)
+    }
+
+    /// The digest of `range`, counted from its records.
+    func countedSum(of range: DigestRange) throws -> DigestSum {
+        var sum = DigestSum.empty
+        try forEachCounted(range) { _, hash in sum.add(hash) }
+        return sum
+    }
+
+    /// The hash of each record of `range` as the digest counts it, by ID.
+    func hashes(of range: DigestRange) throws -> [RecordID: RecordHash] {
+        var hashes: [RecordID: RecordHash] = [:]
+        try forEachCounted(range) { id, hash in hashes[id] = hash }
+        return hashes
+    }
+
+    /// Each record of `range` as the digest counts it: its mark if it has one (a record with
+    /// queued edits), else its row.
+    private func forEachCounted(_ range: DigestRange, _ body: (RecordID, RecordHash) -> Void) throws {
+        guard let entity = schema.entity(range.entity) else { return }
+        let columns = valueColumns(entity).joined(separator: ", ")
+        let marks = marksTable(entity)
+        let bounds: StatementArguments = [range.from ?? .min, range.to ?? .max]
+        let rows = try Row.fetchCursor(
+            db,
+            sql:
+                "SELECT id, \(columns) FROM \(q(entity.name)) t WHERE id >= ? AND id < ? AND NOT EXISTS (SELECT 1 FROM \(marks) m WHERE m.id = t.id)",
+            arguments: bounds)
+        while let row = try rows.next() {
+            let id = RecordID(row[0] as Int64)
+            body(id, hash(entity, id, row, from: 1))
+        }
+        let marked = try Row.fetchCursor(
+            db, sql: "SELECT id, \(columns) FROM \(marks) WHERE _present = 1 AND id >= ? AND id < ?", arguments: bounds)
+        while let row = try marked.next() {
+            let id = RecordID(row[0] as Int64)
+            body(id, hash(entity, id, row, from: 1))
+        }
+    }
+
+    /// Whether the store holds the record (its row, or the server's version kept for it while
+    /// edits wait).
+    func has(_ entity: String, _ id: RecordID) throws -> Bool {
+        guard let entity = schema.entity(entity) else { return false }
+        if let mark = try mark(entity, id) { return mark != nil }
+        return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(q(entity.name)) WHERE id = ?)", arguments: [id.rawValue]) ?? false
+    }
+
+    // MARK: Rows
+
+    private func marksTable(_ entity: Entity) -> String {
+        q(StoreMarks.table(entity.name))
+    }
+
+    /// `revision` and every attribute, quoted, in the schema's order.
+    private func valueColumns(_ entity: Entity) -> [String] {
+        ["revision"] + entity.attributes.map { q($0.name) }
+    }
+
+    /// The hash of the record whose `revision` and attributes start at column `offset` of
+    /// `row`. A value that does not read as its attribute's type (another program wrote it)
+    /// hashes as what it is, which no server record matches.
+    private func hash(_ entity: Entity, _ id: RecordID, _ row: Row, from offset: Int) -> RecordHash {
+        let values = entity.attributes.enumerated().map { index, attribute -> Value in
+            let stored: DatabaseValue = row[offset + 1 + index]
+            return (try? SQLiteValues.value(stored, attribute, of: entity.name)) ?? .text("\u{FFFD}not a \(attribute.type.name): \(stored)")
+        }
+        return hasher(entity).hash(id: id, revision: row[offset] ?? -1, values: values)
+    }
+
+    /// The record's mark: `nil` without one; `.some(nil)` for a mark that counts it absent.
+    private func mark(_ entity: Entity, _ id: RecordID) throws -> RecordHash?? {
+        let statement = try db.cachedStatement(
+            sql: "SELECT _present, \(valueColumns(entity).joined(separator: ", ")) FROM \(marksTable(entity)) WHERE id = ?")
+        guard let row = try Row.fetchOne(statement, arguments: [id.rawValue]) else { return nil }
+        return .some((row[0] as Int64) != 0 ? hash(entity, id, row, from: 1) : nil)
+    }
+
+    /// Makes the record's mark hold the server's version of it (`values` `nil`: absent).
+    private func setMark(_ entity: Entity, _ id: RecordID, revision: Revision?, values: [String: Value]?) throws {
+        let columns = valueColumns(entity)
+        let statement = try db.cachedStatement(
+            sql: "INSERT OR REPLACE INTO \(marksTable(entity)) (id, _present, \(columns.joined(separator: ", "))) VALUES (?, ?"
+                + String(repeating: ", ?", count: columns.count) + ")")
+        var arguments: [DatabaseValue] = [id.rawValue.databaseValue, (values == nil ? 0 : 1 as Int64).databaseValue]
+        arguments.append(values == nil ? .null : revision.databaseValue)
+        for attribute in entity.attributes {
+            arguments.append(values.map { SQLiteValues.databaseValue($0[attribute.name] ?? .null) } ?? .null)
+        }
+        try statement.execute(arguments: StatementArguments(arguments))
+    }
+
+    private func dropMarks(_ entity: Entity, keeping: [RecordID]) throws {
+        if keeping.isEmpty {
+            try db.execute(sql: "DELETE FROM \(marksTable(entity))")
         } else {
-            try db.cachedStatement(sql: "DELETE FROM \(Self.hashesTable) WHERE entity = ? AND id = ?").execute(arguments: [
-                entity, id.rawValue,
-            ])
+            try db.execute(
+                sql: "DELETE FROM \(marksTable(entity)) WHERE id NOT IN (SELECT value FROM json_each(?))",
+                arguments: ["[" + keeping.map { String($0.rawValue) }.joined(separator: ",") + "]"])
         }
     }
 
-    private func clearMark(_ entity: String, _ id: RecordID) throws {
-        try db.cachedStatement(sql: "DELETE FROM \(Self.dirtyTable) WHERE entity = ? AND id = ?").execute(arguments: [entity, id.rawValue])
+    private func move(_ entity: String, _ old: RecordHash?, _ new: RecordHash?) {
+        guard old != new else { return }
+        digest.replace(entity, old, with: new)
+        changed = true
     }
+}
 
-    private static func bytes(_ hash: RecordHash) -> Data {
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(16)
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(hash.high >> UInt64(shift) & 0xFF)) }
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(hash.low >> UInt64(shift) & 0xFF)) }
-        return Data(bytes)
-    }
-
-    private static func hash(_ value: DatabaseValue) -> RecordHash {
-        guard let data = Data.fromDatabaseValue(value), data.count == 16 else { return RecordHash(low: 0, high: 0) }
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        for (index, byte) in data.enumerated() {
-            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
-        }
-        return RecordHash(low: low, high: high)
-    }
+private func q(_ name: String) -> String {
+    SQLIdentifier.quoted(name)
 }

@@ -45,8 +45,8 @@ public struct VerificationReport: Sendable, Hashable {
     public var differences: [RecordDifference] = []
     /// What the repair changed, per entity (empty without one).
     public var repaired: [String: RepairCounts] = [:]
-    /// Records whose stored hash was not their row's: written behind the store's back where no
-    /// mark caught it (the full check trusts no stored hash).
+    /// Records that differed in an entity whose kept sum was not its records': written behind
+    /// the store's back where no mark caught it (the full check counts every sum again).
     public var rehashed: [RecordReference] = []
     /// The bytes of the request bodies sent: the sync that brought the device to the server's
     /// revision, and every request of the comparison.
@@ -82,8 +82,14 @@ extension Synchronizer {
         var server = self.server
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
+        let recounted = Set(try await store.recountDigest())
+        var report = try await compareAndRepair(server, repair: repair)
+        report.rehashed = report.differences.map(\.record).filter { recounted.contains($0.entity) }
+        return report
+    }
+
+    private func compareAndRepair(_ server: LocalStore.ServerConnection, repair: Bool) async throws -> VerificationReport {
         var report = VerificationReport()
-        report.rehashed = try await store.rebuildDigest()
         for _ in 0..<Self.verificationAttempts {
             let pulled = try await send(to: server, lenient: false, pullOnly: true)
             report.roundTrips += 1

@@ -314,18 +314,20 @@ final class WireDecoder {
         try reader.readObject { reader, key in
             try self.enter(key, seen: &seen)
             switch key {
-            case "create": changes.create = try self.decodeIDs(&reader, creating: true)
-            case "update": changes.update = try self.decodeIDs(&reader, creating: false)
+            // A snapshot's records go to `streaming` as they are read: their lists are not kept
+            // (a million IDs that nothing reads again).
+            case "create": changes.create = try self.decodeIDs(&reader, creating: true, keeping: streaming == nil)
+            case "update": changes.update = try self.decodeIDs(&reader, creating: false, keeping: streaming == nil)
             case "delete": changes.delete = try self.decodeIDs(&reader, creating: false)
             case "attributes":
                 // By ID, not by key: a full sync's million keys cost half the memory.
-                var recordIDs = Set<RecordID>()
+                var recordIDs = RecordIDSet()
                 try reader.readObject { reader, idKey in
                     self.path.append(.key(idKey))
                     guard let id = Self.parseID(idKey) else {
                         throw self.error(.invalidID, "\"\(idKey.prefix(40))\" is not a record ID (a non-zero decimal integer)")
                     }
-                    guard recordIDs.insert(id).inserted else {
+                    guard recordIDs.insert(id) else {
                         throw self.error(.duplicateKey, "key \"\(idKey.prefix(80))\" appears twice")
                     }
                     if let streaming {
@@ -371,7 +373,8 @@ final class WireDecoder {
         path.removeLast()
     }
 
-    private func decodeIDs(_ reader: inout JSONReader, creating: Bool) throws -> [RecordID] {
+    /// - Parameter keeping: whether to return the IDs (else they are only checked).
+    private func decodeIDs(_ reader: inout JSONReader, creating: Bool, keeping: Bool = true) throws -> [RecordID] {
         var ids: [RecordID] = []
         try reader.readArray { reader, index in
             self.path.append(.index(index))
@@ -385,7 +388,7 @@ final class WireDecoder {
             if self.sender == .client && creating && value > 0 {
                 throw self.error(.invalidID, "create takes temporary (negative) IDs only, got \(value)")
             }
-            ids.append(RecordID(value))
+            if keeping { ids.append(RecordID(value)) }
             self.records += 1
             guard self.records <= self.limits.maxRecords else {
                 throw self.error(

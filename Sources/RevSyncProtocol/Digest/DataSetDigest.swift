@@ -116,9 +116,20 @@ public struct DataSetDigest: Sendable, Hashable, CustomStringConvertible {
     /// What a data set's digest depends on in a schema: its entities, their attributes' names
     /// and types. Two schemas with the same fingerprint hash every record alike.
     public static func fingerprint(of schema: Schema) -> String {
-        schema.entities.map { entity in
-            entity.name + "(" + entity.attributes.map { "\($0.name):\($0.type.name)" }.sorted().joined(separator: ",") + ")"
-        }.sorted().joined(separator: ";")
+        schema.entities.map(fingerprint(of:)).sorted().joined(separator: ";")
+    }
+
+    /// What the hashes of one entity's records depend on: its name, its attributes' names and
+    /// types (`players(first_name:text,height_cm:real)`).
+    public static func fingerprint(of entity: Entity) -> String {
+        entity.name + "(" + entity.attributes.map { "\($0.name):\($0.type.name)" }.sorted().joined(separator: ",") + ")"
+    }
+
+    /// The entities of `schema` whose records hash alike under `other` (another schema's
+    /// fingerprint, or `nil`): their sums carry over from one to the other.
+    public static func unchangedEntities(of schema: Schema, since other: String?) -> Set<String> {
+        let before = Set((other ?? "").split(separator: ";").map(String.init))
+        return Set(schema.entities.filter { before.contains(fingerprint(of: $0)) }.map(\.name))
     }
 
     /// The digest written as ``description``, or `nil`.

@@ -92,6 +92,20 @@ package enum StoreMigrations {
                     CREATE TABLE _rs_dirty (entity TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (entity, id)) WITHOUT ROWID;
                     """)
         },
+        StoreMigration(version: 5, name: "proof without a hash per record: marks keep each record as the digest counts it") { db in
+            // The digest moves by hash(mark) → hash(row) (``StoreMarks``): the per-record hashes
+            // and the old marks go, with their triggers; the digest is counted again from the
+            // tables at the next open, which also creates the new marks.
+            let triggers = try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '\\_rs\\_dirty\\_%' ESCAPE '\\'")
+            for trigger in triggers { try db.execute(sql: "DROP TRIGGER \(SQLIdentifier.quoted(trigger))") }
+            try db.execute(
+                sql: """
+                    DROP TABLE _rs_record_hashes;
+                    DROP TABLE _rs_dirty;
+                    DELETE FROM _rs_state WHERE key = 'digest_schema';
+                    """)
+        },
     ]
 
     /// The version of the newest released migration.
