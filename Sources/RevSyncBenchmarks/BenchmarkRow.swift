@@ -10,16 +10,21 @@ public struct BenchmarkRow: Sendable {
     /// The figures a program reads (`revsync-bench --json`), by key, in the order given: plain
     /// numbers in the unit the key names (`uploadMBps`, `p99Ms`, `answeredSeconds`).
     public let numbers: [(key: String, value: Double)]
+    /// The yes-or-no figures a program reads, by key (JSON `true`/`false`): `verified`.
+    public let flags: [(key: String, value: Bool)]
 
     public struct Figure: Sendable {
         public let name: String
         public let value: String
     }
 
-    public init(scenario: String, figures: [(String, String)], numbers: [(String, Double)] = [], command: String) {
+    public init(
+        scenario: String, figures: [(String, String)], numbers: [(String, Double)] = [], flags: [(String, Bool)] = [], command: String
+    ) {
         self.scenario = scenario
         self.figures = figures.map { Figure(name: $0.0, value: $0.1) }
         self.numbers = numbers.map { (key: $0.0, value: $0.1) }
+        self.flags = flags.map { (key: $0.0, value: $0.1) }
         self.command = command
     }
 

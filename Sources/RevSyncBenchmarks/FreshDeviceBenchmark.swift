@@ -26,12 +26,17 @@ public struct FreshDeviceBenchmark: Sendable {
         public var requests = 0
         public var clientPeakMemory = 0
         public var records = 0
+        /// Whether the device's sync ended proven equal to the server (`verified` in its report).
+        public var verified = false
     }
 
     public struct Result: Sendable {
         public var records = 0
         public var snapshotMakingSeconds = 0.0
         public var snapshotStoreBytes = 0
+        /// The floor under a first sync from the snapshot: the bare `GET /snapshot`, decompressed
+        /// to a file as it arrives and synced to disk, in this process.
+        public var downloadSeconds = 0.0
         public var snapshot = Path()
         /// `revsync init`, then a first `revsync sync` that starts from the snapshot by itself.
         public var automatic = Path()
@@ -72,6 +77,7 @@ public struct FreshDeviceBenchmark: Sendable {
             revision = next
         }
 
+        result.downloadSeconds = try await bareDownload(server)
         result.snapshot = try await device(
             server, token: server.tokens[0], name: "snapshot", initArguments: ["--download-snapshot"], expectSnapshotSync: false)
         result.automatic = try await device(
@@ -79,6 +85,35 @@ public struct FreshDeviceBenchmark: Sendable {
         result.json = try await device(server, token: server.tokens[1], name: "json", initArguments: [], expectSnapshotSync: true)
         result.serverPeakMemory = server.peakMemory
         return result
+    }
+
+    /// The bare download: `GET /snapshot`, gunzipped into a file as it arrives, the file synced
+    /// to disk. Nothing a device does could be faster than this.
+    private func bareDownload(_ server: BenchmarkServer) async throws -> Double {
+        let path = server.work + "/bare-snapshot.sqlite"
+        guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
+            throw BenchmarkError("cannot create \(path)")
+        }
+        defer {
+            try? file.close()
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        let inflater = Locked(Gzip.Inflater(limit: 1 << 34))
+        let start = ContinuousClock.now
+        let response = try await DefaultTransport(timeout: 600).download(
+            TransportRequest(
+                url: URL(string: server.url)!.appendingPathComponent("snapshot"), method: "GET",
+                headers: ["Authorization": "Bearer \(server.tokens[2])", "Accept-Encoding": "identity"], body: Data())
+        ) { _, bytes in
+            try inflater.withLock { inflater in
+                try inflater.feed(bytes)
+                try file.write(contentsOf: inflater.drain())
+            }
+        }
+        guard response.status == 200 else { throw BenchmarkError("GET /snapshot answered \(response.status)") }
+        try inflater.withLock { inflater in try file.write(contentsOf: inflater.finish()) }
+        try file.synchronize()
+        return seconds(since: start)
     }
 
     /// `revsync init` with `initArguments`, then `revsync sync` with `syncArguments` (by default
@@ -110,6 +145,7 @@ public struct FreshDeviceBenchmark: Sendable {
         guard (started != nil) == syncArguments.isEmpty else {
             throw BenchmarkError("the \(name) device did not start as it should: \(log(syncLog))")
         }
+        path.verified = syncReport["verified"] as? Bool == true
         let downloaded = (initReport["gzipBytes"] as? Int ?? 0) + (started?["gzipBytes"] as? Int ?? 0)
         path.wireBytes = downloaded + (syncReport["bytesReceived"] as? Int ?? 0)
         // init: GET /schema, or GET /health + GET /snapshot; the sync: GET /health + GET /snapshot
@@ -176,7 +212,22 @@ public struct FreshDeviceBenchmark: Sendable {
                 ("client peak memory", Format.bytes(path.clientPeakMemory)),
             ]
         }
+        let megabyte = Double(1 << 20)
         return [
+            BenchmarkRow(
+                scenario:
+                    "Fresh device, \(Format.count(records)) records, \(store): first sync of an empty store (starts from the snapshot by itself) + catch-up of \(missed) revisions",
+                figures: figures(result.automatic, "GET /schema; GET /health, GET /snapshot, 1 sync") + [
+                    ("the floor: the bare GET /snapshot, gunzipped to a file, synced", Format.seconds(result.downloadSeconds)),
+                    ("times the floor", String(format: "%.2f×", result.automatic.seconds / max(result.downloadSeconds, 1e-9))),
+                    ("proven equal", result.automatic.verified ? "yes" : "no"),
+                ],
+                numbers: [
+                    ("firstSyncSeconds", result.automatic.seconds), ("downloadSeconds", result.downloadSeconds),
+                    ("deviceMemoryMB", Double(result.automatic.clientPeakMemory) / megabyte),
+                ],
+                flags: [("verified", result.automatic.verified)],
+                command: command),
             BenchmarkRow(
                 scenario:
                     "Fresh device, \(Format.count(records)) records, \(store): snapshot download + open + catch-up of \(missed) revisions",
@@ -186,14 +237,15 @@ public struct FreshDeviceBenchmark: Sendable {
                         "\(Format.seconds(result.snapshotMakingSeconds)), \(Format.bytes(result.snapshotStoreBytes)) store file"
                     )
                 ],
+                numbers: [("downloadSnapshotSeconds", result.snapshot.seconds), ("snapshotMakingSeconds", result.snapshotMakingSeconds)],
                 command: command),
-            BenchmarkRow(
-                scenario:
-                    "Fresh device, \(Format.count(records)) records, \(store): first sync of an empty store (starts from the snapshot by itself) + catch-up of \(missed) revisions",
-                figures: figures(result.automatic, "GET /schema; GET /health, GET /snapshot, 1 sync"), command: command),
             BenchmarkRow(
                 scenario: "Fresh device, \(Format.count(records)) records, \(store): full JSON sync",
                 figures: figures(result.json, "GET /schema, 1 sync") + [("server peak memory", Format.bytes(result.serverPeakMemory))],
+                numbers: [
+                    ("jsonSyncSeconds", result.json.seconds), ("jsonDeviceMemoryMB", Double(result.json.clientPeakMemory) / megabyte),
+                ],
+                flags: [("jsonVerified", result.json.verified)],
                 command: command),
         ]
     }

@@ -32,6 +32,10 @@ struct OutputOptions: ParsableArguments {
                 numbers[key] = Self.number(value)
                 if object[key] == nil { object[key] = Self.number(value) }
             }
+            for (key, value) in row.flags {
+                numbers[key] = value
+                if object[key] == nil { object[key] = value }
+            }
             rowObjects.append([
                 "scenario": row.scenario,
                 "figures": Dictionary(row.figures.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }),

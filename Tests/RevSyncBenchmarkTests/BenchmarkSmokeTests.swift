@@ -61,9 +61,16 @@ import Testing
         #expect(result.snapshot.wireBytes > 0 && result.json.wireBytes > 0)
         #expect(result.snapshot.clientPeakMemory > 0 && result.json.clientPeakMemory > 0)
         #expect(result.snapshotStoreBytes > 0)
+        #expect(result.automatic.verified && result.json.verified, "both devices end proven")
+        #expect(result.downloadSeconds > 0)
         let rows = benchmark.rows(result, command: "revsync-bench fresh-device --records 300")
         #expect(rows.count == 3)
-        #expect(rows[0].value("requests") == "GET /health, GET /snapshot, 1 sync")
+        #expect(rows[1].value("requests") == "GET /health, GET /snapshot, 1 sync")
+        // The keys `--json` prints for a program: the first sync against its floor, proven.
+        let numbers = Dictionary(uniqueKeysWithValues: rows[0].numbers.map { ($0.key, $0.value) })
+        #expect(numbers["firstSyncSeconds"] == result.automatic.seconds && numbers["downloadSeconds"] == result.downloadSeconds)
+        #expect((numbers["deviceMemoryMB"] ?? 0) > 0)
+        #expect(rows[0].flags.map(\.key) == ["verified"] && rows[0].flags.first?.value == true)
     }
 
     @Test func freshDevicesAtOnceAllGetEverything() async throws {

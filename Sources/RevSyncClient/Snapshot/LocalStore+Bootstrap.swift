@@ -64,11 +64,16 @@ extension LocalStore {
 
     /// Checks the snapshot file `candidate` (a copy next to `path`, which this takes over and
     /// removes on failure) and moves it into place as the store.
+    ///
+    /// - Parameter knownSHA256: the candidate's SHA-256, when it was computed as it was written.
     static func install(
-        _ candidate: String, at path: String, expectedSHA256: String?, expecting identity: ServerIdentity?, server: ServerConnection?
+        _ candidate: String, at path: String, expectedSHA256: String?, knownSHA256: String? = nil, expecting identity: ServerIdentity?,
+        server: ServerConnection?
     ) throws -> LocalStore {
         defer { StoreFile.remove(candidate) }
-        let info = try LocalStoreError.reporting { try SnapshotFile.inspect(candidate, expectedSHA256: expectedSHA256) }
+        let info = try LocalStoreError.reporting {
+            try SnapshotFile.inspect(candidate, expectedSHA256: expectedSHA256, knownSHA256: knownSHA256)
+        }
         if let identity {
             guard info.dataset == identity.dataset else {
                 throw LocalStoreError(.wrongDataset, "the snapshot is of data set \(info.dataset), the server serves \(identity.dataset)")

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 public import RevSyncProtocol
 import RevSyncSQLite
@@ -45,19 +46,22 @@ extension LocalStore {
         let identity = try await ServerIdentity.fetch(from: server.url, transport: transport)
         let download = SnapshotDownload(
             path: path + ".snapshot.gz", server: server, transport: transport, schemaVersion: identity.schemaVersion)
-        let (announced, receipt) = try await download.run()
         let candidate = path + ".bootstrap-\(UUID().uuidString)"
-        do {
-            try Gzip.decompressFile(at: download.path, to: candidate, limit: announced.storeBytes)
-        } catch {
-            download.discard()
-            StoreFile.remove(candidate)
-            throw LocalStoreError(
-                .corrupt, "the downloaded snapshot is damaged (\(error)); it was removed, and the next attempt starts over")
+        let (announced, receipt, inflated) = try await download.run(inflatingInto: candidate, durable: true)
+        if inflated == nil {
+            do {
+                try Gzip.decompressFile(at: download.path, to: candidate, limit: announced.storeBytes)
+            } catch {
+                download.discard()
+                StoreFile.remove(candidate)
+                throw LocalStoreError(
+                    .corrupt, "the downloaded snapshot is damaged (\(error)); it was removed, and the next attempt starts over")
+            }
         }
         let store: LocalStore
         do {
-            store = try install(candidate, at: path, expectedSHA256: announced.sha256, expecting: identity, server: server)
+            store = try install(
+                candidate, at: path, expectedSHA256: announced.sha256, knownSHA256: inflated?.sha256, expecting: identity, server: server)
         } catch {
             download.discard()
             throw error
@@ -97,13 +101,27 @@ struct SnapshotDownload {
     var schemaVersion: Int
     var statePath: String { path + ".json" }
 
+    /// The snapshot decompressed while it arrived (``run(inflatingInto:durable:)``).
+    struct Inflated {
+        /// The SHA-256 of the decompressed file, lowercase hexadecimal.
+        var sha256: String
+    }
+
     /// Downloads the rest of the snapshot (all of it, if nothing is there yet or the server's
     /// snapshot changed).
-    func run() async throws -> (Announced, Receipt) {
+    ///
+    /// - Parameters:
+    ///   - candidate: where to decompress the snapshot as it arrives, when it arrives whole in
+    ///     this call (one pass instead of two); a download that resumed is decompressed by the
+    ///     caller from the gzip file.
+    ///   - durable: whether the decompressed file is synced to disk (one that becomes a store).
+    /// - Returns: what the server announced, what this call received, and the decompressed
+    ///   file (`nil` when it was not decompressed on the way).
+    func run(inflatingInto candidate: String? = nil, durable: Bool = false) async throws -> (Announced, Receipt, Inflated?) {
         let known = announcedSoFar()
         if known == nil { discard() }
         let start = known == nil ? 0 : fileSize()
-        if let known, start == known.gzipBytes { return (known, Receipt(received: 0, resumedAt: start)) }
+        if let known, start == known.gzipBytes { return (known, Receipt(received: 0, resumedAt: start), nil) }
 
         var headers = [
             "Authorization": "Bearer \(server.token)", "Accept-Encoding": "identity", RevSyncHeader.schemaVersion: String(schemaVersion),
@@ -116,7 +134,9 @@ struct SnapshotDownload {
             let file = FileHandle(forUpdatingAtPath: path)
         else { throw LocalStoreError(.notFound, "cannot create \(path)") }
         defer { try? file.close() }
-        let sink = DownloadSink(download: self, file: file, known: known, start: start)
+        let sink = DownloadSink(download: self, file: file, known: known, start: start, candidate: candidate)
+        // A download that fails leaves no half-decompressed file behind.
+        defer { sink.abandonInflation() }
         let response: TransportResponse
         do {
             response = try await transport.download(
@@ -143,7 +163,8 @@ struct SnapshotDownload {
         guard size == announced.gzipBytes else {
             throw SyncFailure.network("the snapshot download ended after \(size) of \(announced.gzipBytes) bytes; call again to resume")
         }
-        return (announced, Receipt(received: size - offset, resumedAt: offset))
+        let inflated = sink.inflated(durable: durable)
+        return (announced, Receipt(received: size - offset, resumedAt: offset), inflated)
     }
 
     /// Forgets the download (file and what the server announced).
@@ -199,13 +220,35 @@ private final class DownloadSink: Sendable {
     private let file: FileHandle
     private let known: SnapshotDownload.Announced?
     private let start: Int
+    private let candidate: String?
     private let state = Locked(State())
+    /// The snapshot decompressed as it arrives, when it arrives from its first byte.
+    private let inflating = Locked<SnapshotInflation?>(nil)
 
-    init(download: SnapshotDownload, file: FileHandle, known: SnapshotDownload.Announced?, start: Int) {
+    init(download: SnapshotDownload, file: FileHandle, known: SnapshotDownload.Announced?, start: Int, candidate: String?) {
         self.download = download
         self.file = file
         self.known = known
         self.start = start
+        self.candidate = candidate
+    }
+
+    /// Removes the file being decompressed, if any (the download failed).
+    func abandonInflation() {
+        inflating.withLock { inflation in
+            inflation?.abandon()
+            inflation = nil
+        }
+    }
+
+    /// The decompressed file, if the whole snapshot was decompressed on the way and its gzip
+    /// stream ended where the file did; otherwise the candidate is removed.
+    func inflated(durable: Bool) -> SnapshotDownload.Inflated? {
+        inflating.withLock { inflation in
+            defer { inflation = nil }
+            guard let inflation else { return nil }
+            return inflation.finish(durable: durable)
+        }
     }
 
     var result: (announced: SnapshotDownload.Announced, offset: Int) { state.withLock { $0.began! } }
@@ -221,6 +264,11 @@ private final class DownloadSink: Sendable {
                 state.refusal = refusal
                 throw refusal
             }
+        }
+        inflating.withLock { inflation in
+            // A snapshot that does not inflate here is decompressed from the file afterwards,
+            // which reports the damage.
+            if let current = inflation, !current.feed(bytes) { inflation = nil }
         }
     }
 
@@ -242,11 +290,97 @@ private final class DownloadSink: Sendable {
                     try file.truncate(atOffset: 0)
                     try download.record(announced)
                     state.began = (announced, 0)
+                    if let candidate {
+                        inflating.withLock { $0 = SnapshotInflation(into: candidate, limit: announced.storeBytes) }
+                    }
                 }
             } catch {
                 state.refusal = error
                 throw error
             }
         }
+    }
+}
+
+/// A snapshot decompressed into its candidate file as it arrives, with the SHA-256 of what it
+/// decompressed to: the download and the decompression in one pass.
+private final class SnapshotInflation: @unchecked Sendable {
+    // Safe: used under the download sink's lock only.
+    private let path: String
+    private let file: FileHandle
+    private let inflater: Gzip.Inflater
+    private var hasher = SHA256()
+
+    private var input: [UInt8] = []
+    private var output: [UInt8] = []
+
+    /// Input is inflated this much at a time, and gathered until there is this much: the
+    /// output (about eight times as large) is written a megabyte or two at a time.
+    private static let slice = 32 << 10
+    private static let batch = 256 << 10
+
+    init?(into path: String, limit: Int) {
+        StoreFile.remove(path)
+        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
+            let file = FileHandle(forWritingAtPath: path)
+        else { return nil }
+        self.path = path
+        self.file = file
+        inflater = Gzip.Inflater(limit: limit)
+    }
+
+    /// Inflates the next bytes of the download; `false` when they do not inflate (the file is
+    /// then removed). The transport hands over small pieces: they are inflated and written a
+    /// few hundred kilobytes at a time.
+    func feed(_ bytes: [UInt8]) -> Bool {
+        input += bytes
+        guard input.count >= Self.batch else { return true }
+        return inflateInput()
+    }
+
+    /// The gzip stream's end (its CRC and length checked): the SHA-256 of the file.
+    func finish(durable: Bool) -> SnapshotDownload.Inflated? {
+        guard inflateInput() else { return nil }
+        do {
+            output += try inflater.finish()
+            try flush()
+            if durable { try file.synchronize() }
+            try file.close()
+            return SnapshotDownload.Inflated(sha256: Hex.encode(hasher.finalize()))
+        } catch {
+            abandon()
+            return nil
+        }
+    }
+
+    private func inflateInput() -> Bool {
+        do {
+            var offset = 0
+            while offset < input.count {
+                let end = min(input.count, offset + Self.slice)
+                try input[offset..<end].withUnsafeBytes { try inflater.feed($0) }
+                offset = end
+                output += inflater.drain()
+                if output.count >= Self.batch * 4 { try flush() }
+            }
+            input.removeAll(keepingCapacity: true)
+            return true
+        } catch {
+            abandon()
+            return false
+        }
+    }
+
+    private func flush() throws {
+        guard !output.isEmpty else { return }
+        hasher.update(data: output)
+        try file.write(contentsOf: output)
+        output.removeAll(keepingCapacity: true)
+    }
+
+    /// Closes and removes the file.
+    func abandon() {
+        try? file.close()
+        StoreFile.remove(path)
     }
 }

@@ -3,25 +3,30 @@ import RevSyncProtocol
 import RevSyncSQLite
 
 /// A new device's first sync starts from the server's snapshot (`GET /snapshot`: the data set
-/// as a store file, compressed, which the server keeps ready) when its store is empty, and the
-/// sync then brings only what was committed since: one file download instead of every record
-/// as JSON, and far less work for the server when many new devices start at once.
+/// as a store file, compressed, which the server keeps ready) when its store holds nothing of
+/// the server's, and the sync then brings only what was committed since (and sends what the
+/// device wrote offline meanwhile): one file download instead of every record as JSON, and far
+/// less work for the server when many new devices start at once.
 extension Synchronizer {
     /// Downloads (resuming an interrupted download), checks and imports the server's snapshot
-    /// into the empty store; `nil` when the store is not empty, the configuration says not to,
-    /// or the server offers no usable snapshot (then the sync is a JSON full sync as before).
+    /// into the store; `nil` when the store holds something of the server's, the configuration
+    /// says not to, or the server offers no usable snapshot (then the sync is a JSON full sync
+    /// as before).
     ///
     /// - Throws: ``SyncFailure`` when the network fails (the download resumes on the next call).
     func startFromServerSnapshot(_ server: LocalStore.ServerConnection) async throws -> SnapshotDownloadReport? {
-        guard configuration.startFromSnapshot, try await store.isEmptyForSnapshot() else { return nil }
+        guard configuration.startFromSnapshot, try await store.holdsNothingOfTheServer() else { return nil }
         let download = SnapshotDownload(
             path: store.path + ".snapshot.gz", server: server, transport: transport, schemaVersion: store.schema.version)
+        let candidate = store.path + ".bootstrap-\(UUID().uuidString)"
+        defer { StoreFile.remove(candidate) }
         let identity: ServerIdentity
         let announced: SnapshotDownload.Announced
         let receipt: SnapshotDownload.Receipt
+        let inflated: SnapshotDownload.Inflated?
         do {
             identity = try await ServerIdentity.fetch(from: server.url, transport: transport)
-            (announced, receipt) = try await download.run()
+            (announced, receipt, inflated) = try await download.run(inflatingInto: candidate)
         } catch let failure as SyncFailure {
             // A server without snapshots (an older one, or one that cannot make one now): the
             // JSON full sync. Anything else (the network) fails the sync; it resumes later.
@@ -32,11 +37,13 @@ extension Synchronizer {
             }
             throw failure
         }
-        let candidate = store.path + ".bootstrap-\(UUID().uuidString)"
-        defer { StoreFile.remove(candidate) }
         do {
-            try Gzip.decompressFile(at: download.path, to: candidate, limit: announced.storeBytes)
-            let info = try SnapshotFile.inspect(candidate, expectedSHA256: announced.sha256)
+            // Decompressed as it arrived, unless it resumed; read once, into the store, and
+            // removed: not made durable on its own.
+            if inflated == nil {
+                try Gzip.decompressFile(at: download.path, to: candidate, limit: announced.storeBytes, durable: false)
+            }
+            let info = try SnapshotFile.inspect(candidate, expectedSHA256: announced.sha256, knownSHA256: inflated?.sha256)
             // Of this data set, with the schema the store has: otherwise the JSON full sync.
             guard info.dataset == identity.dataset, info.schemaVersion == store.schema.version else {
                 download.discard()

@@ -49,10 +49,12 @@ public enum Gzip {
     /// Decompresses the gzip file at `source` into a new file at `destination`, a piece at a
     /// time, refusing to write more than `limit` bytes.
     ///
+    /// - Parameter durable: whether the file is on disk when this returns (`fsync`): not for a
+    ///   file read once and removed.
     /// - Throws: ``GzipError`` when the data is damaged or cut short (the CRC and length in
     ///   gzip's trailer are checked); the destination is then removed.
-    public static func decompressFile(at source: String, to destination: String, limit: Int) throws {
-        try streamFile(at: source, to: destination) { input, write in
+    public static func decompressFile(at source: String, to destination: String, limit: Int, durable: Bool = true) throws {
+        try streamFile(at: source, to: destination, durable: durable) { input, write in
             let inflater = Inflater(limit: limit)
             while let piece = try input() {
                 try inflater.feed(piece)
@@ -63,7 +65,7 @@ public enum Gzip {
     }
 
     private static func streamFile(
-        at source: String, to destination: String,
+        at source: String, to destination: String, durable: Bool = true,
         _ body: (_ input: () throws -> [UInt8]?, _ write: ([UInt8]) throws -> Void) throws -> Void
     ) throws {
         guard let reader = FileHandle(forReadingAtPath: source) else { throw GzipError.corrupt("cannot read \(source)") }
@@ -80,7 +82,7 @@ public enum Gzip {
                 { bytes in
                     if !bytes.isEmpty { try writer.write(contentsOf: bytes) }
                 })
-            try writer.synchronize()
+            if durable { try writer.synchronize() }
             try writer.close()
         } catch {
             try? writer.close()
