@@ -14,7 +14,8 @@ struct SnapshotCommand: AsyncParsableCommand {
             record at one revision, read in one transaction: consistent while the server keeps \
             serving writes. It is compacted (checkpoint, VACUUM), and FILE.sha256 is written next \
             to it. A device opens it with `revsync init --snapshot FILE` (or LocalStore.bootstrap) \
-            and then syncs only what changed since.
+            and then syncs only what changed since. With --schema-version V the file holds the \
+            records as an app of version V has them (an app bundle for an older version).
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -27,6 +28,12 @@ struct SnapshotCommand: AsyncParsableCommand {
 
     @Option(help: "Where to write the snapshot; the file must not exist.")
     var out: String
+
+    @Option(
+        help:
+            "The schema version the snapshot is for (one the data set serves): its records as an app of that version has them. By default the latest."
+    )
+    var schemaVersion: Int?
 
     func run() async throws {
         guard !FileManager.default.fileExists(atPath: out) else {
@@ -55,9 +62,25 @@ struct SnapshotCommand: AsyncParsableCommand {
         let storage = try await database.open(schema: schema)
         let started = ContinuousClock.now
         let out = self.out
+        // A lineage of one version never fails (nothing to translate).
+        let lineage = storage.lineage ?? (try? SchemaLineage([schema]))!
+        let version = schemaVersion ?? lineage.latest.version
+        guard lineage.servedVersions.contains(version) else {
+            try? await storage.close()
+            printError(
+                "revsync-server: the data set does not serve schema version \(version) (it serves \(lineage.servedVersions.map(String.init).joined(separator: ", ")))"
+            )
+            throw ExitCode.failure
+        }
         let info: SnapshotFile.Info
         do {
-            info = try await SnapshotFile.write(from: storage, schema: schema, to: out)
+            let written = try await SnapshotFile.write(from: storage, lineage: lineage, version: version, to: out)
+            info = written.info
+            if !written.agreesWithKept {
+                printError(
+                    "revsync-server: warning: the snapshot's records do not sum to the server's kept digest: its database was written behind the server's back? Devices that start from it are repaired to the database's records."
+                )
+            }
         } catch {
             try? await storage.close()
             printError("revsync-server: the snapshot failed, no file was written: \(error)")

@@ -25,13 +25,17 @@ extension LiveServer {
 
     /// A new device with its own token and store in `directory`.
     func clientDevice(
-        _ name: String, in directory: TemporaryDirectory, role: Role = .member, user: RecordID? = nil, transport: (any SyncTransport)? = nil
+        _ name: String, in directory: TemporaryDirectory, role: Role = .member, user: RecordID? = nil,
+        transport: (any SyncTransport)? = nil,
+        configuration: Synchronizer.Configuration = Synchronizer.Configuration()
     ) async throws -> ClientDevice {
         let (_, token) = try await Token.create(name: name, role: role, user: user, in: storage)
         let connection = LocalStore.ServerConnection(url: url, token: token)
         let store = try LocalStore.create(at: directory.file("\(name).sqlite"), schema: schema, server: connection)
         return ClientDevice(
-            store: store, synchronizer: Synchronizer(store: store, transport: transport ?? DefaultTransport()), connection: connection)
+            store: store,
+            synchronizer: Synchronizer(store: store, transport: transport ?? DefaultTransport(), configuration: configuration),
+            connection: connection)
     }
 
     /// Two devices, an iPad and a laptop, holding the same player (Ana Lopez, a midfielder),

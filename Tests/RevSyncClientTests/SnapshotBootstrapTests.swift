@@ -106,9 +106,10 @@ import Testing
         }
     }
 
-    /// Not when told not to, and not for a store that has work of its own (a device that
-    /// wrote before its first sync): those get the JSON full sync.
-    @Test func notWhenToldNotToOrWhenTheStoreHasWorkOfItsOwn() async throws {
+    /// Not when told not to (the JSON full sync), and not for a store that holds something of
+    /// the server's; a device that wrote before its first sync starts from the snapshot with
+    /// its own records and sends them.
+    @Test func notWhenToldNotToOrWhenTheStoreHoldsSomethingOfTheServers() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
                 let maker = try await server.clientDevice("maker", in: directory)
@@ -122,9 +123,15 @@ import Testing
                 let busy = try await server.clientDevice("busy", in: directory)
                 try await busy.table("venues").insert(["name": "Offline pitch"])
                 let busyReport = try await busy.sync()
-                #expect(busyReport.startedFromSnapshot == nil && busyReport.snapshot && busyReport.committed.count == 1)
+                #expect(busyReport.startedFromSnapshot != nil && !busyReport.snapshot && busyReport.committed.count == 1)
                 #expect(try await busy.store.contents() == server.contents())
                 #expect(try await told.store.contents() == (try await maker.store.contents()))
+
+                // A store that synced (it holds the server's revision) never starts over from a snapshot.
+                try await Self.work(maker, "B")
+                try await told.table("venues").insert(["name": "Later pitch"])
+                let later = try await told.sync()
+                #expect(later.startedFromSnapshot == nil && !later.snapshot && later.committed.count == 1)
             }
         }
     }

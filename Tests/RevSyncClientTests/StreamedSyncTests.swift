@@ -19,6 +19,9 @@ import Testing
     {
         var configuration = Synchronizer.Configuration()
         configuration.streamingThreshold = 8 * 1_024
+        // The JSON full sync, streamed, is what these tests try (a new store would start from
+        // the snapshot otherwise).
+        configuration.startFromSnapshot = false
         return Synchronizer(
             store: device.store, server: device.connection, transport: transport, configuration: configuration, stageHook: stageHook)
     }

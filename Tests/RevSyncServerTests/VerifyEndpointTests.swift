@@ -48,7 +48,7 @@ import Testing
             #expect((row["lastRepair"] as? [String: Any])?["records"] as? NSNumber == 3)
 
             // A proof of the whole data set at the current revision is remembered as such.
-            let digest = try #require(try await server.storage.withReader { try $0.dataSetDigest() }).total
+            let digest = try #require(try await server.storage.withReader { try $0.keptDigests()?[server.schema.version] }).total
             let proof = try await Self.verify(server, device.token, #"{"revision": \#(revision), "report": "\#(digest)"}"#)
             #expect(proof.bodyText.contains(#""verified":true"#), "\(proof.bodyText)")
             let (_, after) = try await HistoryAndRevertTests.admin(server, admin.token, "GET", "/admin/api/devices")

@@ -1,5 +1,5 @@
 public import Foundation
-import RevSyncProtocol
+public import RevSyncProtocol
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -11,6 +11,8 @@ public struct ServerIdentity: Sendable, Hashable {
     public var dataset: String
     /// The version of the schema the server serves.
     public var schemaVersion: Int
+    /// The server's revision when it said (`nil`: it did not say).
+    public var maxRevision: Revision? = nil
 
     /// An identity, as the server states it.
     public init(dataset: String, schemaVersion: Int) {
@@ -33,6 +35,8 @@ public struct ServerIdentity: Sendable, Hashable {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let dataset = object["dataset"] as? String, let version = object["schemaVersion"] as? Int
         else { throw SyncFailure.invalidResponse("GET /health names no dataset and schemaVersion") }
-        return ServerIdentity(dataset: dataset, schemaVersion: version)
+        var identity = ServerIdentity(dataset: dataset, schemaVersion: version)
+        identity.maxRevision = (object["maxRevision"] as? NSNumber)?.int64Value
+        return identity
     }
 }

@@ -26,6 +26,8 @@ extension Synchronizer {
         let inflated: SnapshotDownload.Inflated?
         do {
             identity = try await ServerIdentity.fetch(from: server.url, transport: transport)
+            // An empty data set: one small sync says so; no snapshot to make or download.
+            if identity.maxRevision == 0 { return nil }
             (announced, receipt, inflated) = try await download.run(inflatingInto: candidate)
         } catch let failure as SyncFailure {
             // A server without snapshots (an older one, or one that cannot make one now): the

@@ -47,7 +47,7 @@ struct Verifier {
         for _ in 0..<Self.maxRounds {
             let response = try await send(request, into: &outcome)
             if let verified = response.verified { outcome.equal = verified }
-            if let received = response.repair { Self.merge(received, into: &repair) }
+            if let received = response.repair { repair.merge(received) }
             // The parts of each range that differs: those whose digest the store shares are
             // settled; a small one is listed record by record, a large one split again.
             let parts = response.ranges.flatMap(\.parts)
@@ -120,18 +120,6 @@ struct Verifier {
             return try VerifyResponse(json: bytes)
         } catch {
             throw SyncFailure.invalidResponse("the verification's answer does not decode: \(error)")
-        }
-    }
-
-    private static func merge(_ received: ChangeSet, into repair: inout ChangeSet) {
-        for changes in received.changes {
-            if let index = repair.changes.firstIndex(where: { $0.entity == changes.entity }) {
-                repair.changes[index].update += changes.update
-                repair.changes[index].delete += changes.delete
-                repair.changes[index].attributes.merge(changes.attributes) { _, new in new }
-            } else {
-                repair.changes.append(changes)
-            }
         }
     }
 }

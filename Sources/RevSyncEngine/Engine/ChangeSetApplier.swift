@@ -19,17 +19,10 @@ struct CommittedChangeSet: Sendable {
 }
 
 /// A record as a change set found it (`nil`: not there) and left it (`nil`: gone).
-struct RecordChange: Sendable {
+public struct RecordChange: Sendable {
     var entity: Entity
     var old: StoredRecord?
     var new: StoredRecord?
-}
-
-extension DataSetDigest {
-    /// The digest after `changes`.
-    mutating func apply(_ changes: [RecordChange]) {
-        for change in changes { replace(change.entity, change.old, with: change.new) }
-    }
 }
 
 /// Checks a planned change set against the data and applies it, inside the caller's

@@ -14,6 +14,7 @@ enum ChangeSetOutcome: Sendable {
 /// Processes the change sets of one request, each in its own transaction.
 struct ChangeSetProcessor {
     let schema: Schema
+    let hashers: VersionHashers
     let device: Device
     /// The `maxRevision` the request claims.
     let claimedRevision: Revision
@@ -106,12 +107,6 @@ struct ChangeSetProcessor {
                 return try refusal(changeSet, reason, entries, evaluatedAt: current, digest: digest)
             case .applied(var committed):
                 committed.changeSetID = changeSet.id
-                var dataSetDigest = try writer.dataSetDigest()
-                dataSetDigest?.apply(committed.recordChanges)
-                try writer.appendLog(
-                    LogEntry(
-                        revision: committed.revision, device: device.id, changeSetID: changeSet.id,
-                        body: committed.changeSet.jsonBytes(), digest: dataSetDigest?.total))
                 for mapping in committed.mappings { try writer.saveMapping(device: device.id, mapping) }
                 try writer.appendHistory(committed.history)
                 if !committed.attachments.isEmpty { try writer.markReferenced(committed.attachments, revision: committed.revision) }
@@ -119,7 +114,10 @@ struct ChangeSetProcessor {
                     try writer.saveOutcome(
                         device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision), digest: digest)
                 }
-                try writer.setRevision(committed.revision, digest: dataSetDigest)
+                try LogCommit(hashers: hashers).commit(
+                    LogEntry(
+                        revision: committed.revision, device: device.id, changeSetID: changeSet.id, body: committed.changeSet.jsonBytes()),
+                    changes: committed.recordChanges, writer: writer)
                 return .committed(committed)
             }
         }

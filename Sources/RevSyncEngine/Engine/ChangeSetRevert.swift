@@ -89,9 +89,18 @@ public struct ChangeSetRevert: Sendable {
     }
 
     let schema: Schema
+    /// How each served schema version hashes records: the commit moves every version's digest.
+    let hashers: VersionHashers
 
     public init(schema: Schema) {
+        // A lineage of one version never fails (nothing to translate).
+        self.init(schema: schema, hashers: VersionHashers(lineage: (try? SchemaLineage([schema]))!))
+    }
+
+    /// The engine's: with the hashers of every version its data set serves.
+    init(schema: Schema, hashers: VersionHashers) {
         self.schema = schema
+        self.hashers = hashers
     }
 
     /// The revision `target` names.
@@ -265,15 +274,11 @@ public struct ChangeSetRevert: Sendable {
                 HistoryEntry(entity: entity.name, id: record.id, revision: revision, operation: .delete, before: Self.json(entity, record)))
         }
         let changeSetID = UUID().uuidString
-        var digest = try writer.dataSetDigest()
-        digest?.apply(changes)
-        try writer.appendLog(
-            LogEntry(
-                revision: revision, device: Device.server.id, changeSetID: changeSetID, body: log.changeSet.jsonBytes(),
-                digest: digest?.total))
         try writer.appendHistory(history)
         try writer.recordRevert(revision: revision, reverted: plan.reverted, requestedBy: requester.id)
-        try writer.setRevision(revision, digest: digest)
+        try LogCommit(hashers: hashers).commit(
+            LogEntry(revision: revision, device: Device.server.id, changeSetID: changeSetID, body: log.changeSet.jsonBytes()),
+            changes: changes, writer: writer)
         return Result(
             revision: revision, changeSetID: changeSetID, reverted: plan.reverted, recreated: plan.recreate.count,
             restored: plan.restore.count, deleted: plan.remove.count)
@@ -311,7 +316,7 @@ extension SyncEngine {
     ///
     /// - Throws: ``ChangeSetRevert/Refusal`` (nothing changed), or the storage's error.
     public func revert(_ target: ChangeSetRevert.Target, by requester: Device) async throws -> ChangeSetRevert.Result {
-        let revert = ChangeSetRevert(schema: schema)
+        let revert = ChangeSetRevert(schema: schema, hashers: hashers)
         return try await storage.write(hints: nil) { writer in try revert.revert(target, by: requester, writer: writer) }
     }
 

@@ -22,7 +22,9 @@ struct ResponseBuilder {
     /// entries decoded and written anew, never spliced in compressed), and carries no digest
     /// unless the device speaks the latest version (digests are of the latest version's records,
     /// the attributes only older versions have left out). `nil`: the device speaks the stored layout.
-    var lens: SchemaLens?
+    /// The schema version the device speaks: its answer is written in it, with its digest.
+    var speaking: SpokenVersion?
+    var lens: SchemaLens? { speaking?.lens }
 
     /// - Parameters:
     ///   - cap: answer with the change log up to this revision at most, even if more is
@@ -44,20 +46,20 @@ struct ResponseBuilder {
         list.writer.writeRaw("{\"maxRevision\":")
         list.writer.writeInteger(current)
         list.writer.writeRaw(",\"changeSets\":[")
-        var digest: DigestSum?
-        defer { _ = digest }
+        // The digest of every record at `maxRevision` in the device's version: what its own must
+        // equal once it applied the response (``VersionDigests``).
+        let version = speaking.map(\.digestVersion) ?? schema.version
+        var totals: VersionTotals?
         if needsSnapshot {
             try writeOutcomesAndSnapshot(outcomes, at: current, erasedAfter: request.maxRevision, into: &list)
-            digest = try reader.totalDigest(at: current)
+            totals = try reader.totalDigests(at: current)
         } else {
             let last = try writeLog(after: request.maxRevision, through: current, outcomes: outcomes, into: &list)
             try writeAcknowledgements(outcomes, upTo: request.maxRevision, into: &list)
-            digest = try last.map { $0.revision == current ? $0.digest : nil } ?? reader.totalDigest(at: current)
+            totals = try last.map { $0.revision == current ? $0.digest : nil } ?? reader.totalDigests(at: current)
         }
         list.writer.writeRaw("]")
-        // The digest of every record at `maxRevision`: what the device's own must equal once
-        // it applied the response (``DataSetDigest``).
-        if let lens, lens.version != schema.version { digest = nil }
+        let digest = version.flatMap { totals?[$0] }
         if let digest {
             list.writer.writeRaw(",\"digest\":")
             list.writer.writeString(digest.description)
@@ -65,7 +67,7 @@ struct ResponseBuilder {
         list.writer.writeRaw("}")
         var response = SyncResponse(maxRevision: current, isSnapshot: needsSnapshot, body: list.writer.bytes)
         response.digest = digest
-        if lens == nil || lens?.version == schema.version, let claimedDigest, let truth = try reader.totalDigest(at: request.maxRevision) {
+        if let version, let claimedDigest, let truth = try reader.totalDigests(at: request.maxRevision)?[version] {
             response.claimVerified = claimedDigest == truth
         }
         response.compressedSpans = list.compressedSpans

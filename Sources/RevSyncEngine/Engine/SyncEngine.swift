@@ -37,6 +37,8 @@ public struct SyncEngine: Sendable {
     public let schema: Schema
     /// Every schema version the data set served: devices of each are read and answered in it.
     public let lineage: SchemaLineage
+    /// How each served version hashes records (its digest, its proofs).
+    public let hashers: VersionHashers
     public let storage: any SyncStorage
     public var limits: Limits
 
@@ -47,6 +49,7 @@ public struct SyncEngine: Sendable {
         // A lineage of one version never fails (nothing to translate).
         let lineage = storage.lineage ?? (try? SchemaLineage([schema]))!
         self.lineage = lineage
+        self.hashers = VersionHashers(lineage: lineage)
         self.schema = lineage.storage
         self.storage = storage
         self.limits = limits
@@ -59,14 +62,16 @@ public struct SyncEngine: Sendable {
     /// - Throws: ``SyncError`` for a request refused as a whole (nothing was applied), or the
     ///   storage's error.
     ///
-    /// - Parameter lens: how the device's schema version reads the stored layout
-    ///   (``lens(version:)``); `nil`: it speaks the stored one.
+    /// - Parameter speaking: the schema version the device speaks (``speaking(_:)``); `nil`:
+    ///   the latest.
     public func sync(
-        _ request: SyncMessage, from device: Device, claimedDigest: DigestSum? = nil, lens: SchemaLens? = nil
+        _ request: SyncMessage, from device: Device, claimedDigest: DigestSum? = nil, speaking: SpokenVersion? = nil
     )
         async throws -> SyncResponse
     {
-        try await sync(request, as: .trusted(device), snapshotProof: nil, streaming: false, claimedDigest: claimedDigest, lens: lens)
+        try await sync(
+            request, as: .trusted(device), snapshotProof: nil, streaming: false, claimedDigest: claimedDigest,
+            speaking: speaking ?? speakingLatest)
     }
 
     /// How a device speaking schema `version` reads and writes the data set: `nil` when it
@@ -100,10 +105,11 @@ public struct SyncEngine: Sendable {
     ///   (``SyncResponse/claimVerified``).
     public func sync(
         _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil,
-        lens: SchemaLens? = nil
+        speaking: SpokenVersion? = nil
     ) async throws -> SyncResponse {
         try await sync(
-            request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: false, claimedDigest: claimedDigest, lens: lens)
+            request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: false, claimedDigest: claimedDigest,
+            speaking: speaking ?? speakingLatest)
     }
 
     /// The same, for the HTTP layer: a response larger than one piece (a full sync's snapshot)
@@ -111,10 +117,11 @@ public struct SyncEngine: Sendable {
     /// takes it, so that its memory does not grow with the data set.
     public func syncStreamed(
         _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil,
-        lens: SchemaLens? = nil
+        speaking: SpokenVersion? = nil
     ) async throws -> SyncResponse {
         try await sync(
-            request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: true, claimedDigest: claimedDigest, lens: lens)
+            request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: true, claimedDigest: claimedDigest,
+            speaking: speaking ?? speakingLatest)
     }
 
     /// Who sends a request: a device whose claims are trusted, or the one of a token to look up.
@@ -134,19 +141,19 @@ public struct SyncEngine: Sendable {
 
     private func sync(
         _ sent: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?,
-        lens: SchemaLens?
+        speaking: SpokenVersion
     ) async throws -> SyncResponse {
         try checkLimits(sent)
         // A device of another schema version: its change sets in stored names, and (the response
-        // builder) its answer in its own; digests are of the latest version, so only a device
-        // speaking it claims one.
+        // builder) its answer and its digest in its own.
+        let lens = speaking.lens
         var translated = sent
         if let lens { translated.changeSets = sent.changeSets.map(lens.toStored) }
         let request = translated
-        let claimedDigest = lens == nil || lens?.version == schema.version ? claimedDigest : nil
+        let claimedDigest = speaking.digestVersion != nil ? claimedDigest : nil
         guard !request.changeSets.isEmpty else {
             return try await answerWithoutChanges(
-                request, sender, snapshotProof, streaming: streaming, claimedDigest: claimedDigest, lens: lens)
+                request, sender, snapshotProof, streaming: streaming, claimedDigest: claimedDigest, speaking: speaking)
         }
         // Out of the writer's time: the writer is the server's one serial resource.
         let schema = self.schema
@@ -155,9 +162,11 @@ public struct SyncEngine: Sendable {
         // too: one transaction, a savepoint per change set, the counter row locked once).
         var hints: ReadHints?
         if case .token(let hash) = sender { hints = ReadHints(tokenHash: hash, changeSets: request.changeSets) }
+        let hashers = self.hashers
         let written = try await storage.write(hints: hints) { writer in
             try Self.apply(
-                request, digests: digests, sender, snapshotProof, schema: schema, claimedDigest: claimedDigest, lens: lens, on: writer)
+                request, digests: digests, sender, snapshotProof, schema: schema, hashers: hashers, claimedDigest: claimedDigest,
+                speaking: speaking, on: writer)
         }
         switch written {
         case .response(let response):
@@ -168,7 +177,7 @@ public struct SyncEngine: Sendable {
             return try await respondFromReader(streaming: streaming && fullSync, outcomes: outcomes) { reader, stream in
                 var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
                 builder.stream = stream
-                builder.lens = lens
+                builder.speaking = speaking
                 builder.claimedDigest = continues ? claimedDigest : nil
                 let response = try builder.build(
                     request: request, outcomes: outcomes, through: continues ? recorded : nil, snapshot: !continues)
@@ -194,7 +203,7 @@ public struct SyncEngine: Sendable {
     /// A request without change sets reads only: a reader answers it, the writer is not involved.
     private func answerWithoutChanges(
         _ request: SyncMessage, _ sender: Sender, _ snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?,
-        lens: SchemaLens?
+        speaking: SpokenVersion
     ) async throws -> SyncResponse {
         let schema = self.schema
         // Streamed: a device's first sync, the full sync that grows with the data set.
@@ -204,7 +213,7 @@ public struct SyncEngine: Sendable {
             let continues = Self.continues(request, sender, delivered)
             var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
             builder.stream = stream
-            builder.lens = lens
+            builder.speaking = speaking
             builder.claimedDigest = continues ? claimedDigest : nil
             return (try builder.build(request: request, outcomes: [], snapshot: !continues), device, device.deliveredRevision)
         }
@@ -214,7 +223,7 @@ public struct SyncEngine: Sendable {
     /// change sets applied, and (for a device nearly up to date) its whole answer.
     private static func apply(
         _ request: SyncMessage, digests: [String?], _ sender: Sender, _ snapshotProof: SnapshotProof?,
-        schema: Schema, claimedDigest: DigestSum?, lens: SchemaLens?, on writer: any StorageWriter
+        schema: Schema, hashers: VersionHashers, claimedDigest: DigestSum?, speaking: SpokenVersion, on writer: any StorageWriter
     ) throws -> Written {
         var device = try sender.device(writer)
         let current = try writer.currentRevision()
@@ -226,7 +235,7 @@ public struct SyncEngine: Sendable {
         if device.deliveredRevision > recorded { try writer.recordDelivered(device: device.id, revision: device.deliveredRevision) }
         let continues = continues(request, sender, device.deliveredRevision)
         let processor = ChangeSetProcessor(
-            schema: schema, device: device, claimedRevision: request.maxRevision,
+            schema: schema, hashers: hashers, device: device, claimedRevision: request.maxRevision,
             seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
             resolver: TemporaryIDResolver(device: device.id))
         // One savepoint around the request's change sets (each has its own inside): a failure
@@ -237,7 +246,7 @@ public struct SyncEngine: Sendable {
         let now = try writer.currentRevision()
         if continues,
             let response = try answerOnWriter(
-                request, device, outcomes, now: now, schema: schema, claimedDigest: claimedDigest, lens: lens, writer)
+                request, device, outcomes, now: now, schema: schema, claimedDigest: claimedDigest, speaking: speaking, writer)
         {
             return .response(response)
         }
@@ -255,7 +264,7 @@ public struct SyncEngine: Sendable {
     /// so that it does not hold up writers.
     private static func answerOnWriter(
         _ request: SyncMessage, _ device: Device, _ outcomes: [ChangeSetOutcome], now: Revision, schema: Schema,
-        claimedDigest: DigestSum?, lens: SchemaLens?, _ writer: any StorageWriter
+        claimedDigest: DigestSum?, speaking: SpokenVersion, _ writer: any StorageWriter
     ) throws -> SyncResponse? {
         guard now - request.maxRevision <= writerResponseLimit, request.maxRevision > 0,
             request.maxRevision >= (try writer.logFloor()),
@@ -263,7 +272,7 @@ public struct SyncEngine: Sendable {
         else { return nil }
         var builder = ResponseBuilder(schema: schema, device: device, reader: writer)
         builder.claimedDigest = claimedDigest
-        builder.lens = lens
+        builder.speaking = speaking
         let response = try builder.build(request: request, outcomes: outcomes)
         // Before the answer leaves: in the same commit.
         if response.maxRevision > device.deliveredRevision {

@@ -106,9 +106,18 @@ public struct RecordErasure: Sendable {
     public static let maxReasonLength = 1_000
 
     let schema: Schema
+    /// How each served schema version hashes records: the commit moves every version's digest.
+    let hashers: VersionHashers
 
     public init(schema: Schema) {
+        // A lineage of one version never fails (nothing to translate).
+        self.init(schema: schema, hashers: VersionHashers(lineage: (try? SchemaLineage([schema]))!))
+    }
+
+    /// The engine's: with the hashers of every version its data set serves.
+    init(schema: Schema, hashers: VersionHashers) {
         self.schema = schema
+        self.hashers = hashers
     }
 
     /// Checks a request against the schema (nothing read but through `dropped`, which says
@@ -392,14 +401,10 @@ public struct RecordErasure: Sendable {
         var changeSet = work.log.changeSet
         changeSet.erased = ErasureNotice(erasure: id, records: work.erased)
         let changeSetID = UUID().uuidString
-        var digest = try writer.dataSetDigest()
-        digest?.apply(work.changes)
-        try writer.appendLog(
-            LogEntry(
-                revision: work.revision, device: Device.server.id, changeSetID: changeSetID, body: changeSet.jsonBytes(),
-                digest: digest?.total))
         try writer.appendHistory(work.history)
-        try writer.setRevision(work.revision, digest: digest)
+        try LogCommit(hashers: hashers).commit(
+            LogEntry(revision: work.revision, device: Device.server.id, changeSetID: changeSetID, body: changeSet.jsonBytes()),
+            changes: work.changes, writer: writer)
         return Result(
             id: id, revision: work.revision, changeSetID: changeSetID, erased: work.erased, nullified: work.nullified,
             logEntriesRewritten: work.logEntriesRewritten, historyRowsRewritten: work.historyRowsRewritten,

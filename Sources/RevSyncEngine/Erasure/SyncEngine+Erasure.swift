@@ -24,7 +24,7 @@ extension SyncEngine {
     public func erase(
         _ request: RecordErasure.Request, by device: Device, attachments: AttachmentStore? = nil, snapshots: SnapshotCache? = nil
     ) async throws -> RecordErasure.Result {
-        let erasure = RecordErasure(schema: schema)
+        let erasure = RecordErasure(schema: schema, hashers: hashers)
         var result = try await storage.withWriter { writer in try erasure.erase(request, by: device, writer: writer) }
         if result.dryRun { return result }
         if !result.attachments.isEmpty {

@@ -71,15 +71,16 @@ public struct DataSeeder: Sendable {
     public func seed(records total: Int, into storage: any SyncStorage) async throws -> Summary {
         let plan = try plan(records: total)
         let seed = self.seed
+        // A lineage of one version never fails (nothing to translate).
+        let hashers = VersionHashers(lineage: storage.lineage ?? (try? SchemaLineage([schema]))!)
         return try await storage.withWriter { writer in
             try writer.transaction {
                 let revision = try writer.lockRevision() + 1
                 var random = SeededRandom(seed: seed)
                 var written: [String: ClosedRange<Int64>] = [:]
                 var counts: [(entity: String, count: Int)] = []
-                var digest = try writer.dataSetDigest()
+                var digests = try writer.keptDigests()
                 for (entity, count) in plan {
-                    let hasher = RecordHasher(entity)
                     let first = try writer.allocateIDs(entity, count: count).rawValue
                     let ids = first...(first + Int64(count) - 1)
                     var values = SeedValues(entity: entity, targets: written, ids: ids)
@@ -90,7 +91,7 @@ public struct DataSeeder: Sendable {
                             StoredRecord(
                                 id: RecordID(id), revision: revision, writer: Device.server.id, otherRevision: 0,
                                 values: values.record(id: id, using: &random)))
-                        digest?.replace(entity.name, nil, with: hasher.hash(batch[batch.count - 1]))
+                        digests?.replace(entity.name, nil, with: batch[batch.count - 1], hashers: hashers)
                         if batch.count == Self.batchSize {
                             try writer.insert(entity, batch)
                             batch.removeAll(keepingCapacity: true)
@@ -100,7 +101,7 @@ public struct DataSeeder: Sendable {
                     written[entity.name] = ids
                     counts.append((entity.name, count))
                 }
-                try writer.setRevision(revision, digest: digest)
+                try writer.setRevision(revision, digests: digests)
                 try writer.setLogFloor(revision)
                 return Summary(revision: revision, counts: counts)
             }

@@ -9,8 +9,10 @@ import Glibc
 import Darwin
 #endif
 
-/// The snapshot `GET /snapshot` serves: the data set as a client store file, gzip-compressed,
-/// kept on disk and made again only when the data set has moved on by `interval` revisions.
+/// The snapshots `GET /snapshot` serves: the data set as a client store file, gzip-compressed,
+/// one per schema version the data set serves (each version's records as its devices have
+/// them, with that version's digest), kept on disk and made again only when the data set has
+/// moved on by `interval` revisions.
 ///
 /// Building a snapshot reads every record, so it happens at most once per interval whatever
 /// the number of devices asking: requests that arrive while one is being built wait for that
@@ -41,10 +43,11 @@ public actor SnapshotCache {
     public nonisolated let directory: String
     public nonisolated let interval: Int
     private let storage: any SyncStorage
-    private let schema: Schema
+    private let lineage: SchemaLineage
     private let logger: Logger
-    private var current: Entry?
-    private var building: Task<Entry, any Error>?
+    /// Each version's current snapshot, and the build under way.
+    private var current: [Int: Entry] = [:]
+    private var building: [Int: Task<Entry, any Error>] = [:]
     /// Fault injection for tests: the next build fails with this error.
     private var nextBuildFailure: (any Error)?
 
@@ -58,11 +61,12 @@ public actor SnapshotCache {
     ///   - directory: where snapshots are kept (created if missing).
     ///   - interval: a new snapshot is made only once the data set is this many revisions
     ///     past the one on disk (at least 1).
-    public init(directory: String, interval: Int, storage: any SyncStorage, schema: Schema, logger: Logger) {
+    ///   - lineage: the versions the data set serves (a snapshot for each, when asked).
+    public init(directory: String, interval: Int, storage: any SyncStorage, lineage: SchemaLineage, logger: Logger) {
         self.directory = directory
         self.interval = max(1, interval)
         self.storage = storage
-        self.schema = schema
+        self.lineage = lineage
         self.logger = logger
     }
 
@@ -81,25 +85,34 @@ public actor SnapshotCache {
         return (NSTemporaryDirectory() as NSString).appendingPathComponent("revsync-snapshots-\(getuid())")
     }
 
-    /// The snapshot to serve now: the one on disk while it is fewer than `interval` revisions
-    /// behind the data set (and of the same data set and schema version), else a new one.
+    /// The snapshot of schema `version` (`nil`: the latest) to serve now: the one on disk while
+    /// it is fewer than `interval` revisions behind the data set (and of the same data set),
+    /// else a new one.
     ///
     /// A snapshot older than the newest erasure is never served (another instance erased, say,
     /// or a build that began before this instance's erasure ended after it): its files are
     /// deleted and a new one is made.
-    public func snapshot() async throws -> Entry {
+    ///
+    /// - Throws: ``StoreFileError`` `unknownEntity` for a version the data set does not serve.
+    public func snapshot(version: Int? = nil) async throws -> Entry {
+        let version = version ?? lineage.latest.version
+        guard lineage.servedVersions.contains(version) else {
+            throw StoreFileError(.unknownEntity, "the data set does not serve schema version \(version)")
+        }
         while true {
             let (revision, dataset, erased) = try await storage.withReader {
                 (try $0.currentRevision(), try $0.datasetID(), try $0.newestErasureRevision() ?? 0)
             }
-            if current == nil || !FileManager.default.fileExists(atPath: path(of: current!)) { current = latestOnDisk(dataset: dataset) }
-            if let current, current.dataset == dataset, current.schemaVersion == schema.version,
-                current.revision <= revision, revision - current.revision < interval, current.revision >= erased
+            if current[version].map({ !FileManager.default.fileExists(atPath: path(of: $0)) }) ?? true {
+                current[version] = latestOnDisk(dataset: dataset, version: version)
+            }
+            if let current = current[version], current.dataset == dataset, current.revision <= revision,
+                revision - current.revision < interval, current.revision >= erased
             {
                 return current
             }
-            if let current, current.revision < erased { removeSnapshots(before: erased) }
-            let entry = try await built()
+            if let current = current[version], current.revision < erased { removeSnapshots(before: erased) }
+            let entry = try await built(version: version)
             // A build that began before an erasure may end after it: never served, never kept.
             let erasedSince = try await storage.withReader { try $0.newestErasureRevision() ?? 0 }
             guard entry.revision >= erasedSince else {
@@ -110,25 +123,27 @@ public actor SnapshotCache {
         }
     }
 
-    /// The build under way (one at a time, whoever asks), or a new one.
-    private func built() async throws -> Entry {
-        if let building { return try await building.value }
+    /// The build of `version` under way (one at a time per version, whoever asks), or a new one.
+    private func built(version: Int) async throws -> Entry {
+        if let building = building[version] { return try await building.value }
         if let failure = nextBuildFailure {
             nextBuildFailure = nil
             throw failure
         }
-        let task = Task { [directory, storage, schema] in try await Self.build(in: directory, storage: storage, schema: schema) }
-        building = task
-        defer { building = nil }
+        let task = Task { [directory, storage, lineage, logger] in
+            try await Self.build(in: directory, storage: storage, lineage: lineage, version: version, logger: logger)
+        }
+        building[version] = task
+        defer { building[version] = nil }
         let entry = try await task.value
-        current = entry
+        current[version] = entry
         logger.info(
             "snapshot made",
             metadata: [
-                "revision": "\(entry.revision)", "records": "\(entry.records)", "bytes": "\(entry.storeBytes)",
-                "gzip": "\(entry.gzipBytes)",
+                "revision": "\(entry.revision)", "schemaVersion": "\(version)", "records": "\(entry.records)",
+                "bytes": "\(entry.storeBytes)", "gzip": "\(entry.gzipBytes)",
             ])
-        removeAllButNewest(2, of: entry.dataset)
+        removeAllButNewest(2, of: entry.dataset, version: version)
         return entry
     }
 
@@ -144,6 +159,7 @@ public actor SnapshotCache {
         let logger = self.logger
         Task {
             do {
+                // The latest version's, which most new devices ask for; the others as asked.
                 let entry = try await self.snapshot()
                 logger.info("snapshot made after an erasure; older snapshots deleted", metadata: ["revision": "\(entry.revision)"])
             } catch {
@@ -155,7 +171,7 @@ public actor SnapshotCache {
     /// Deletes every snapshot file (and manifest) of a revision before `revision`, with or
     /// without a manifest, and forgets the current one if it is older.
     private func removeSnapshots(before revision: Revision) {
-        if let current, current.revision < revision { self.current = nil }
+        current = current.filter { $0.value.revision >= revision }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         for name in names where name.hasPrefix("snapshot-") {
             // snapshot-<revision>-<id>.revsync.gz or .json
@@ -171,21 +187,33 @@ public actor SnapshotCache {
     /// The newest snapshot of `dataset` made so far (by any instance), as its manifest says,
     /// without reading the file: for the console.
     public func newest(dataset: String) -> Entry? {
-        let candidates = manifests().map(\.entry).filter { $0.dataset == dataset } + [current].compactMap { $0 }
+        let candidates = manifests().map(\.entry).filter { $0.dataset == dataset } + current.values
         return candidates.filter { $0.dataset == dataset }.max { ($0.revision, $0.created) < ($1.revision, $1.created) }
     }
 
     // MARK: Building
 
-    private static func build(in directory: String, storage: any SyncStorage, schema: Schema) async throws -> Entry {
+    private static func build(
+        in directory: String, storage: any SyncStorage, lineage: SchemaLineage, version: Int, logger: Logger
+    ) async throws -> Entry {
         try PrivateFiles.ensurePrivateDirectory(directory)
         let id = UUID().uuidString.prefix(8).lowercased()
         let work = (directory as NSString).appendingPathComponent(".building-\(id)")
         try PrivateFiles.createDirectory(work)
         defer { try? FileManager.default.removeItem(atPath: work) }
         let store = (work as NSString).appendingPathComponent("snapshot.revsync")
-        let info = try await SnapshotFile.write(from: storage, schema: schema, to: store)
-        let name = "snapshot-\(info.revision)-\(id)"
+        let written = try await SnapshotFile.write(from: storage, lineage: lineage, version: version, to: store)
+        let info = written.info
+        if !written.agreesWithKept {
+            // The snapshot's records are the database's; the kept digest is not theirs (the
+            // database was written behind the server's back): devices that start from this
+            // file prove against what it holds, and the first verification that reads the
+            // entities whole corrects the kept digest.
+            logger.error(
+                "the records of a snapshot do not sum to the server's kept digest of their version: the database was written behind the server's back?",
+                metadata: ["revision": "\(info.revision)", "schemaVersion": "\(version)"])
+        }
+        let name = "snapshot-\(info.revision)-v\(version)-\(id)"
         let gzipInWork = (work as NSString).appendingPathComponent("\(name).revsync.gz")
         try Gzip.compressFile(at: store, to: gzipInWork)
         let gzipSHA256 = try SnapshotFile.sha256(ofFile: gzipInWork)
@@ -244,9 +272,9 @@ public actor SnapshotCache {
     /// The newest intact snapshot of `dataset` in the directory (a restart, or another
     /// instance, may have made it): its size and checksum must still be those of its manifest.
     /// A damaged one found on the way is removed.
-    private func latestOnDisk(dataset: String) -> Entry? {
+    private func latestOnDisk(dataset: String, version: Int) -> Entry? {
         let candidates = manifests()
-            .filter { $0.entry.dataset == dataset }
+            .filter { $0.entry.dataset == dataset && $0.entry.schemaVersion == version }
             .sorted { ($0.entry.revision, $0.entry.created) > ($1.entry.revision, $1.entry.created) }
         for (manifest, entry) in candidates {
             if (try? Self.fileSize(path(of: entry))) == entry.gzipBytes, let digest = try? SnapshotFile.sha256(ofFile: path(of: entry)),
@@ -265,11 +293,11 @@ public actor SnapshotCache {
         "\"\(revision)-\(gzipSHA256.prefix(32))\""
     }
 
-    private func removeAllButNewest(_ keep: Int, of dataset: String) {
-        let sorted = manifests().filter { $0.entry.dataset == dataset }.sorted {
+    private func removeAllButNewest(_ keep: Int, of dataset: String, version: Int) {
+        let sorted = manifests().filter { $0.entry.dataset == dataset && $0.entry.schemaVersion == version }.sorted {
             ($0.entry.revision, $0.entry.created) > ($1.entry.revision, $1.entry.created)
         }
-        for (manifest, entry) in sorted.dropFirst(keep) where entry.file != current?.file {
+        for (manifest, entry) in sorted.dropFirst(keep) where entry.file != current[version]?.file {
             try? FileManager.default.removeItem(atPath: manifest)
             try? FileManager.default.removeItem(atPath: path(of: entry))
         }

@@ -2,24 +2,54 @@ package import RevSyncProtocol
 package import RevSyncSQLite
 
 extension SnapshotFile {
-    /// Writes every record at the current revision of `storage` to `path` (which must not
-    /// exist), then `path.sha256`: what `revsync-server snapshot` and `GET /snapshot` hand to
-    /// new devices. The read is one transaction: consistent while writes go on.
+    /// Writes every record at the current revision of `storage` as schema `version` of
+    /// `lineage` has it (its entity and attribute names, the attributes it has and none it
+    /// lacks) to `path` (which must not exist), then `path.sha256`: what `revsync-server
+    /// snapshot` and `GET /snapshot` hand to new devices of that version. The read is one
+    /// transaction: consistent while writes go on.
     ///
     /// The file is a device's store file (``StoreFile``), written by the code devices open it
-    /// with, so the two cannot drift apart.
-    package static func write(from storage: any SyncStorage, schema: Schema, to path: String) async throws -> Info {
-        try await storage.withReader { reader in
+    /// with, so the two cannot drift apart. It carries the digest of its records, counted as
+    /// they are written; ``Written/kept`` is the server's kept digest of that version at the
+    /// same revision, which it must equal (the snapshot is checked against the server's own
+    /// bookkeeping as it is made).
+    package static func write(from storage: any SyncStorage, lineage: SchemaLineage, version: Int, to path: String) async throws -> Written
+    {
+        guard let schema = lineage.schema(version: version) else {
+            throw StoreFileError(.unknownEntity, "the data set never served schema version \(version)")
+        }
+        let lens = lineage.lens(version: version)
+        return try await storage.withReader { reader in
             let (revision, dataset) = (try reader.currentRevision(), try reader.datasetID())
+            let kept = try reader.keptDigests()?[version]
             let proof = SnapshotProof(secret: try reader.snapshotSecret(), dataset: dataset, revision: revision)
-            return try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof.description) { add in
+            let info = try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof.description) { add in
                 for entity in schema.entities {
+                    let storedName = lens?.storedEntityName(entity.name) ?? entity.name
+                    guard let stored = lineage.storage.entity(storedName) else { continue }
                     let names = entity.attributes.map(\.name)
-                    try reader.allRecords(entity) { record in
-                        try add(entity.name, record.id, record.revision, Dictionary(uniqueKeysWithValues: zip(names, record.values)))
+                    let positions = lens?.entity(stored: storedName)?.storedPositions ?? stored.attributes.indices.map { $0 }
+                    try reader.allRecords(stored) { record in
+                        var values: [String: Value] = [:]
+                        values.reserveCapacity(names.count)
+                        for (name, position) in zip(names, positions) where position < record.values.count {
+                            values[name] = record.values[position]
+                        }
+                        try add(entity.name, record.id, record.revision, values)
                     }
                 }
             }
+            return Written(info: info, kept: kept)
         }
+    }
+
+    /// A snapshot written from the server's storage.
+    package struct Written: Sendable {
+        package var info: Info
+        /// The server's kept digest of the snapshot's version at its revision (`nil`: none kept).
+        package var kept: DataSetDigest?
+
+        /// Whether the snapshot's records sum to the server's kept digest (or none is kept).
+        package var agreesWithKept: Bool { kept == nil || info.digest == kept }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 public import RevSyncProtocol
 
 /// The server's side of a verification (`POST /verify`): a device whose records' digest
@@ -44,10 +45,12 @@ public struct DataSetVerification: Sendable {
         public var repaired: Int
         /// The records read to answer.
         public var recordsRead: Int
-        /// The data set's digest at the request's revision when the kept one proved wrong (an
-        /// entity read whole summed to something else): to be written back
-        /// (``StorageWriter/correctDataSetDigest(_:at:)``).
-        public var correctedDigest: DataSetDigest?
+        /// The data set's digests at the request's revision when a kept one proved wrong (an
+        /// entity read whole summed to something else): written back by the engine
+        /// (``StorageWriter/correctDigests(_:at:)``), which says so in ``corrected``.
+        public var correctedDigests: VersionDigests?
+        /// Whether the corrected digests were written (the server had not moved on).
+        public var corrected = false
     }
 
     /// The parts a differing range is split into.
@@ -60,10 +63,17 @@ public struct DataSetVerification: Sendable {
     /// The most records one request may make the server read (each range is read whole).
     public static let maxRecordsRead = 4_000_000
 
+    /// The stored layout.
     public let schema: Schema
+    let hashers: VersionHashers
+    /// The version the device speaks: the names of its ranges and its repair, and the digest
+    /// its records are compared with.
+    let speaking: SpokenVersion
 
-    public init(schema: Schema) {
+    public init(schema: Schema, hashers: VersionHashers, speaking: SpokenVersion) {
         self.schema = schema
+        self.hashers = hashers
+        self.speaking = speaking
     }
 
     /// Answers `request` from `reader` (one read transaction).
@@ -72,74 +82,75 @@ public struct DataSetVerification: Sendable {
     public func answer(_ request: VerifyRequest, reader: any StorageReader) throws -> Outcome {
         let current = try reader.currentRevision()
         guard request.revision == current else { throw Refusal.revisionMoved(current) }
-        let kept = try reader.dataSetDigest()
-        var digest = kept
+        guard let version = speaking.digestVersion else {
+            throw Refusal.unknownEntity("this device's schema version (\(speaking.version)), which the data set never served")
+        }
+        let kept = try reader.keptDigests()
+        var digests = kept
         var response = VerifyResponse(revision: current)
         var read = 0
         for range in request.ranges {
-            let entity = try entity(range.range.entity)
-            if range.range.isWhole, let digest, digest[entity.name] == range.digest { continue }
-            let records = try hashes(entity, in: range.range, reader: reader, read: &read)
+            let entity = try storedEntity(range.range.entity)
+            if range.range.isWhole, let kept = digests?[version], kept[range.range.entity] == range.digest { continue }
+            let records = try hashes(entity, in: range.range, version: version, reader: reader, read: &read)
             var sum = DigestSum.empty
             for (_, hash) in records { sum.add(hash) }
             // A whole entity read shows what its kept digest should be: one that differs was
             // written behind the server's back (another program wrote its database).
-            if range.range.isWhole, digest != nil, digest?[entity.name] != sum { digest?[entity.name] = sum }
+            if range.range.isWhole, let kept = digests?[version], kept[range.range.entity] != sum {
+                digests?[version]?[range.range.entity] = sum
+            }
             guard sum != range.digest else { continue }
             response.ranges.append(VerifyResponse.Split(range: range.range, parts: Self.split(range.range, records)))
         }
         var repair = ChangeSet(revision: current)
         var repaired = 0
         for items in request.items {
-            let entity = try entity(items.range.entity)
+            let entity = try storedEntity(items.range.entity)
             var changes = EntityChanges(entity: entity.name)
-            let hasher = RecordHasher(entity)
             var held = Set<RecordID>()
             try reader.records(entity, from: items.range.from.map { RecordID($0) }, to: items.range.to.map { RecordID($0) }) { record in
                 read += 1
                 guard read <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
                 held.insert(record.id)
-                guard items.records[record.id] != hasher.hash(record) else { return }
+                guard items.records[record.id] != hashers.hash(record, of: entity.name, version: version) else { return }
                 changes.update.append(record.id)
                 changes.attributes[record.id] = record.attributes(of: entity)
             }
             changes.delete = items.records.keys.filter { !held.contains($0) }.sorted()
             guard !changes.update.isEmpty || !changes.delete.isEmpty else { continue }
             repaired += changes.update.count + changes.delete.count
-            if let index = repair.changes.firstIndex(where: { $0.entity == entity.name }) {
-                repair.changes[index].update += changes.update
-                repair.changes[index].delete += changes.delete
-                repair.changes[index].attributes.merge(changes.attributes) { _, new in new }
-            } else {
-                repair.changes.append(changes)
-            }
+            repair.merge(changes)
         }
-        if !repair.changes.isEmpty { response.repair = repair }
-        if let report = request.report, let digest { response.verified = report == digest.total }
-        return Outcome(response: response, repaired: repaired, recordsRead: read, correctedDigest: digest != kept ? digest : nil)
+        // In the device's names, with the attributes its version has.
+        if !repair.changes.isEmpty { response.repair = speaking.lens.map { $0.toDevice(repair) } ?? repair }
+        if let report = request.report, let digest = digests?[version] { response.verified = report == digest.total }
+        return Outcome(
+            response: response, repaired: repaired, recordsRead: read, correctedDigests: digests != kept ? digests : nil)
     }
 
     private static let tooMuchMessage =
         "this verification would read more than \(maxRecordsRead) records: ask about fewer ranges at once"
 
-    private func entity(_ name: String) throws -> Entity {
-        guard let entity = schema.entity(name) else { throw Refusal.unknownEntity(name) }
+    /// The stored entity the device's version names `name`.
+    private func storedEntity(_ name: String) throws -> Entity {
+        let stored = speaking.lens?.storedEntityName(name) ?? name
+        guard let entity = schema.entity(stored), hashers.entityName(stored, version: speaking.digestVersion ?? -1) == name else {
+            throw Refusal.unknownEntity(name)
+        }
         return entity
     }
 
-    /// The hash of every record of `range`, in ID order.
+    /// The hash of every record of `range`, in ID order, as `version` sees it.
     private func hashes(
-        _ entity: Entity, in range: DigestRange, reader: any StorageReader, read: inout Int
-    ) throws -> [(
-        RecordID, RecordHash
-    )] {
-        let hasher = RecordHasher(entity)
+        _ entity: Entity, in range: DigestRange, version: Int, reader: any StorageReader, read: inout Int
+    ) throws -> [(RecordID, RecordHash)] {
         var records: [(RecordID, RecordHash)] = []
         var count = read
         try reader.records(entity, from: range.from.map { RecordID($0) }, to: range.to.map { RecordID($0) }) { record in
             count += 1
             guard count <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
-            records.append((record.id, hasher.hash(record)))
+            if let hash = hashers.hash(record, of: entity.name, version: version) { records.append((record.id, hash)) }
         }
         read = count
         return records
@@ -167,27 +178,42 @@ public struct DataSetVerification: Sendable {
 }
 
 extension SyncEngine {
-    /// Answers a device's verification (``DataSetVerification``) from a reader: it never holds up
-    /// the writer.
-    public func verify(_ request: VerifyRequest) async throws -> DataSetVerification.Outcome {
-        let verification = DataSetVerification(schema: schema)
-        return try await storage.withReader { reader in try verification.answer(request, reader: reader) }
+    /// Answers a device's verification (``DataSetVerification``) from a reader (it never holds
+    /// up the writer), in the version the device speaks; then writes back the digests found
+    /// wrong (if no commit came in between) and what the device proved or was repaired of
+    /// (at once: an erasure's receipt waits for it).
+    public func verify(_ request: VerifyRequest, device: Device, speaking: SpokenVersion) async throws -> DataSetVerification.Outcome {
+        let verification = DataSetVerification(schema: schema, hashers: hashers, speaking: speaking)
+        var outcome = try await storage.withReader { reader in try verification.answer(request, reader: reader) }
+        if let corrected = outcome.correctedDigests {
+            let revision = request.revision
+            outcome.corrected = try await storage.withWriter { writer in
+                try writer.transaction { try writer.correctDigests(corrected, at: revision) }
+            }
+        }
+        if outcome.response.verified != nil || outcome.repaired > 0 {
+            let (revision, equal, repaired) = (request.revision, outcome.response.verified, outcome.repaired)
+            try await storage.withAutocommitWriter { writer in
+                try writer.recordVerification(
+                    device: device.id, revision: revision, equal: equal, repaired: repaired, at: Int64(Date().timeIntervalSince1970))
+            }
+        }
+        return outcome
     }
 
-    /// The data set's digest computed from every record now, beside the one the server keeps
+    /// The data set's digests computed from every record now, beside those the server keeps
     /// and moves with every commit: equal unless something wrote the database behind RevSync
     /// (an audit reads every record once, in one read transaction).
-    public func auditDigest() async throws -> (kept: DataSetDigest?, computed: DataSetDigest) {
-        let schema = self.schema
+    public func auditDigest() async throws -> (kept: VersionDigests?, computed: VersionDigests) {
+        let (schema, hashers) = (self.schema, self.hashers)
         return try await storage.withReader { reader in
-            var computed = DataSetDigest()
+            var computed = VersionDigests(versions: hashers.versions)
             for entity in schema.entities {
-                let hasher = RecordHasher(entity)
-                var sum = DigestSum.empty
-                try reader.records(entity, from: nil, to: nil) { record in sum.add(hasher.hash(record)) }
-                computed[entity.name] = sum
+                try reader.records(entity, from: nil, to: nil) { record in
+                    computed.replace(entity.name, nil, with: record, hashers: hashers)
+                }
             }
-            return (try reader.dataSetDigest(), computed)
+            return (try reader.keptDigests(), computed)
         }
     }
 }

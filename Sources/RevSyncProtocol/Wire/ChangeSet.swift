@@ -160,4 +160,22 @@ extension ChangeSet {
         }
         return records
     }
+
+    /// Adds `changes` to this change set: to those of the same entity (the lists joined, the
+    /// attributes merged, those of `changes` winning), or as another entity's.
+    public mutating func merge(_ changes: EntityChanges) {
+        guard let index = self.changes.firstIndex(where: { $0.entity == changes.entity }) else {
+            self.changes.append(changes)
+            return
+        }
+        self.changes[index].create += changes.create
+        self.changes[index].update += changes.update
+        self.changes[index].delete += changes.delete
+        self.changes[index].attributes.merge(changes.attributes) { _, new in new }
+    }
+
+    /// Adds every entity's changes of `other` (``merge(_:)-(EntityChanges)``).
+    public mutating func merge(_ other: ChangeSet) {
+        for changes in other.changes { merge(changes) }
+    }
 }

@@ -9,21 +9,19 @@ extension HTTPField.Name {
 }
 
 extension SyncHTTPServer {
-    /// The schema version a request speaks (`RevSync-Schema-Version`; without it, the latest)
-    /// and how it reads the stored layout (`nil`: as stored).
+    /// How a request speaks (``SpokenVersion``): the schema version it names
+    /// (`RevSync-Schema-Version`; without it, the latest), how that version reads the stored
+    /// layout, and which version's digest its proofs compare with. Decided once per request.
     ///
     /// - Throws: ``APIError`` `400 invalid_header` for a header that is not a version number;
     ///   ``SyncError`` for a version newer than the server's (`409 schema_ahead`) or retired by
     ///   the schema's `minimumVersion` (`426 upgrade_required`).
-    func schemaVersion(of headers: HTTPFields) throws -> (version: Int, lens: SchemaLens?) {
-        guard let text = headers[.revSyncDeviceSchemaVersion] else {
-            let latest = engine.lineage.latest.version
-            return (latest, try engine.lens(version: latest))
-        }
+    func speaking(_ headers: HTTPFields) throws -> SpokenVersion {
+        guard let text = headers[.revSyncDeviceSchemaVersion] else { return engine.speakingLatest }
         guard text.utf8.count <= 9, let version = Int(text), version >= 1 else {
             throw APIError(
                 status: .badRequest, code: "invalid_header", message: "RevSync-Schema-Version must be a schema version number (1 or more)")
         }
-        return (version, try engine.lens(version: version))
+        return try engine.speaking(version)
     }
 }

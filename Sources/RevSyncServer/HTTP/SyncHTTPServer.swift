@@ -70,7 +70,7 @@ public struct SyncHTTPServer: Sendable {
             liveDevices: { liveFeed.liveDevices })
         snapshots = SnapshotCache(
             directory: configuration.snapshotDirectory ?? SnapshotCache.privateDefaultDirectory(),
-            interval: configuration.snapshotInterval, storage: engine.storage, schema: engine.schema, logger: logger)
+            interval: configuration.snapshotInterval, storage: engine.storage, lineage: engine.lineage, logger: logger)
     }
 
     /// The application, ready to run.

@@ -14,7 +14,8 @@ import RevSyncProtocol
 final class EventStream: Sendable {
     let device: Int64
     /// How the device's schema version names what is stored (``SchemaLens``); `nil`: as stored.
-    let lens: SchemaLens?
+    /// The schema version its device speaks: its events are written in it, with its digest.
+    let speaking: SpokenVersion?
     /// The most bytes of events waiting at once.
     let capacity: Int
 
@@ -36,8 +37,8 @@ final class EventStream: Sendable {
     /// Counts the overflows of every stream of the feed.
     private let overflowCount: Locked<Int>
 
-    init(device: Int64, revision: Revision, capacity: Int, overflowCount: Locked<Int>, lens: SchemaLens? = nil) {
-        self.lens = lens
+    init(device: Int64, revision: Revision, capacity: Int, overflowCount: Locked<Int>, speaking: SpokenVersion? = nil) {
+        self.speaking = speaking
         self.device = device
         self.capacity = capacity
         self.overflowCount = overflowCount

@@ -88,7 +88,7 @@ public final class LiveFeed: Service, Sendable {
     /// revision the server delivered to the device); a `revision` event otherwise.
     ///
     /// - Throws: ``TooManyStreams``, or a storage error.
-    func open(device: Int64, since: Revision?, lens: SchemaLens? = nil) async throws -> EventStream {
+    func open(device: Int64, since: Revision?, speaking: SpokenVersion? = nil) async throws -> EventStream {
         var base = state.withLock { $0.broadcast }
         if base == nil {
             let current = try await storage.withReader { try $0.currentRevision() }
@@ -105,14 +105,16 @@ public final class LiveFeed: Service, Sendable {
             }
             let revision = state.broadcast ?? base!
             let stream = EventStream(
-                device: device, revision: revision, capacity: configuration.streamBufferBytes, overflowCount: overflowCount, lens: lens)
+                device: device, revision: revision, capacity: configuration.streamBufferBytes, overflowCount: overflowCount,
+                speaking: speaking)
             state.streams[ObjectIdentifier(stream)] = stream
             state.perDevice[device, default: 0] += 1
             storage.commits.wantsOtherInstances = true
             return (stream, revision)
         }
         do {
-            stream.sendFirst(try await firstEvent(device: device, since: since, at: registeredAt, lens: lens), revision: registeredAt)
+            stream.sendFirst(
+                try await firstEvent(device: device, since: since, at: registeredAt, speaking: speaking), revision: registeredAt)
         } catch {
             close(stream)
             throw error
@@ -122,7 +124,7 @@ public final class LiveFeed: Service, Sendable {
 
     /// The stream's first event: the change sets after `since` up to `revision`, if it may have
     /// them, or where the server is.
-    private func firstEvent(device: Int64, since: Revision?, at revision: Revision, lens: SchemaLens?) async throws -> [UInt8] {
+    private func firstEvent(device: Int64, since: Revision?, at revision: Revision, speaking: SpokenVersion?) async throws -> [UInt8] {
         let fallback = ServerSentEvent.revision(revision).bytes
         guard let since, since >= 0, since < revision else { return fallback }
         let maxBytes = configuration.maxEventBytes
@@ -135,7 +137,7 @@ public final class LiveFeed: Service, Sendable {
             try $0.recordDelivered(devices: [device], revision: revision, ifAtLeast: since)
         }
         guard delivered.contains(device) else { return fallback }
-        return ServerSentEvent.changes(try Self.response(entries, revision: revision, lens: lens), revision: revision).bytes
+        return ServerSentEvent.changes(try Self.response(entries, revision: revision, speaking: speaking), revision: revision).bytes
     }
 
     /// Forgets a stream (its connection ended).
@@ -230,15 +232,15 @@ public final class LiveFeed: Service, Sendable {
             return Array(state.streams.values)
         }
         // One event per schema version the streams speak, encoded once.
-        var changes: [Int: [UInt8]] = [:]
+        var changes: [String: [UInt8]] = [:]
         for stream in streams {
             if let entries, delivered.contains(stream.device) {
-                let version = stream.lens?.version ?? 0
-                if changes[version] == nil {
-                    changes[version] =
-                        ServerSentEvent.changes(try Self.response(entries, revision: to, lens: stream.lens), revision: to).bytes
+                let key = "\(stream.speaking?.version ?? 0) \(stream.speaking?.digestVersion ?? -1)"
+                if changes[key] == nil {
+                    changes[key] =
+                        ServerSentEvent.changes(try Self.response(entries, revision: to, speaking: stream.speaking), revision: to).bytes
                 }
-                stream.send(changes[version]!, revision: to)
+                stream.send(changes[key]!, revision: to)
             } else {
                 stream.send(revision, revision: to)
             }
@@ -264,31 +266,21 @@ public final class LiveFeed: Service, Sendable {
     }
 
     /// `{"maxRevision":M,"changeSets":[...],"digest":"…"}` from the log's compact JSON, with the
-    /// digest at `M` when the last entry is `M`'s and carries one.
+    /// digest at `M` in the device's version when the last entry is `M`'s and carries one.
     ///
-    /// With a `lens`, each change set is decoded and written in the device's schema version,
-    /// without a digest (digests are of the stored layout).
-    static func response(_ entries: [LogEntry], revision: Revision, lens: SchemaLens?) throws -> [UInt8] {
-        if let lens {
-            var writer = JSONWriter()
-            writer.writeRaw("{\"maxRevision\":")
-            writer.writeInteger(revision)
-            writer.writeRaw(",\"changeSets\":[")
-            for (index, entry) in entries.enumerated() {
-                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writer.writeRaw(try entry.body(in: lens))
-            }
-            writer.writeRaw("]}")
-            return writer.bytes
-        }
+    /// For a device of another version than the stored layout, each change set is decoded and
+    /// written in its version (``SchemaLens``).
+    static func response(_ entries: [LogEntry], revision: Revision, speaking: SpokenVersion?) throws -> [UInt8] {
         var bytes = Array("{\"maxRevision\":\(revision),\"changeSets\":[".utf8)
         bytes.reserveCapacity(entries.reduce(bytes.count + 64) { $0 + $1.body.count + 1 })
         for (index, entry) in entries.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes += entry.body
+            if let lens = speaking?.lens { bytes += try entry.body(in: lens) } else { bytes += entry.body }
         }
         bytes.append(UInt8(ascii: "]"))
-        if let last = entries.last, last.revision == revision, let digest = last.digest {
+        if let last = entries.last, last.revision == revision, let version = speaking?.digestVersion ?? last.digest?.byVersion.keys.max(),
+            let digest = last.digest?[version]
+        {
             bytes += Array(",\"digest\":\"\(digest)\"".utf8)
         }
         bytes.append(UInt8(ascii: "}"))

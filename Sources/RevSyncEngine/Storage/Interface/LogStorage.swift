@@ -13,13 +13,14 @@ public protocol LogReading: AnyObject {
     func logEntries(after: Revision, through: Revision, maxBytes: Int) throws -> [LogEntry]?
     /// The change log entry at `revision`.
     func logEntry(at revision: Revision) throws -> LogEntry?
-    /// The digest of every record at `revision` (``DataSetDigest/total``): the counter's at the
-    /// current revision, a log entry's before it; `nil` where it is not known (a revision the
-    /// log no longer holds, or committed before the server kept digests).
-    func totalDigest(at revision: Revision) throws -> DigestSum?
-    /// The data set's digest, entity by entity, at the current revision (`nil` before it was
-    /// first computed).
-    func dataSetDigest() throws -> DataSetDigest?
+    /// The digest of every record at `revision` in each served schema version
+    /// (``VersionTotals``): the counter's at the current revision, a log entry's before it;
+    /// `nil` where it is not known (a revision the log no longer holds, or committed before the
+    /// server kept digests).
+    func totalDigests(at revision: Revision) throws -> VersionTotals?
+    /// The data set's digest in each served schema version, entity by entity, at the current
+    /// revision (`nil` before it was first computed).
+    func keptDigests() throws -> VersionDigests?
     /// The size in bytes of the change log entry at `revision`, without reading it.
     func logBodySize(at revision: Revision) throws -> Int?
     /// When each of `revisions` was committed (seconds since 1970), for those still in the log.
@@ -33,16 +34,16 @@ public protocol LogReading: AnyObject {
 public protocol LogWriting: AnyObject {
     /// Locks the revision counter until the transaction ends and returns its value.
     func lockRevision() throws -> Revision
-    /// Sets the revision counter and the data set's digest at it (inside the transaction that
+    /// Sets the revision counter and the data set's digests at it (inside the transaction that
     /// locked it).
-    func setRevision(_ revision: Revision, digest: DataSetDigest?) throws
+    func setRevision(_ revision: Revision, digests: VersionDigests?) throws
     /// Stops keeping the data set's digest (`revsync-server --no-verification`): without one,
     /// commits leave it out and responses carry none. The next start without the switch
     /// computes it again from every record.
     func dropDataSetDigest() throws
-    /// Replaces the kept digest, and the log entry's total, by `digest` if the counter is
-    /// still at `revision` (a verification found the kept one wrong); `false` when it moved on.
-    func correctDataSetDigest(_ digest: DataSetDigest, at revision: Revision) throws -> Bool
+    /// Replaces the kept digests, and the log entry's totals, by `digests` if the counter is
+    /// still at `revision` (a verification found a kept one wrong); `false` when it moved on.
+    func correctDigests(_ digests: VersionDigests, at revision: Revision) throws -> Bool
     func appendLog(_ entry: LogEntry) throws
     /// Raises the change log's floor (inside the transaction that locked the revision): a
     /// client older than it gets a snapshot instead of the log.

@@ -42,6 +42,11 @@ public struct DeviceActivityUpdate: Sendable, Hashable {
     public var mismatchAt: Int64?
     /// The schema version its latest request spoke (`RevSync-Schema-Version`).
     public var schemaVersion: Int?
+    /// Its latest request refused for its schema version since the last flush (the error's
+    /// code: `upgrade_required`, `schema_ahead`), and when; and the latest request served.
+    public var versionRefusal: String?
+    public var versionRefusedAt: Int64?
+    public var versionServedAt: Int64?
 
     public init(device: Int64, lastSeen: Int64) {
         self.device = device
@@ -71,6 +76,11 @@ public struct DeviceActivityRecord: Sendable, Hashable {
     public var mismatchAt: Int64? = nil
     /// The schema version its app spoke in its latest request (`nil`: before RevSync kept it).
     public var schemaVersion: Int? = nil
+    /// Why its latest request was refused for its schema version (`upgrade_required`: the
+    /// version was retired; `schema_ahead`: newer than the server's), and when, if no request
+    /// of it was served since.
+    public var versionRefusal: String? = nil
+    public var versionRefusedAt: Int64? = nil
     /// How many records repairs sent it or had it drop, in all; the last repair's, and when.
     public var repairs: Int64 = 0
     public var repairedRecords: Int64? = nil

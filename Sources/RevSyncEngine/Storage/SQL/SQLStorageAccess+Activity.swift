@@ -8,7 +8,8 @@ extension SQLStorageAccess {
             """
             SELECT device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out, syncs,
                 refusal_at, refusal_reason, refusal_change_set, live_until, missing_attachments,
-                verified_revision, verified_at, mismatch_at, repairs, repaired_records, repaired_at, schema_version
+                verified_revision, verified_at, mismatch_at, repairs, repaired_records, repaired_at, schema_version,
+                version_refusal, version_refused_at, version_served_at
             FROM _rs_device_activity
             """, []
         ) { row in
@@ -31,6 +32,10 @@ extension SQLStorageAccess {
             activity[device]?.repairedRecords = row[17].integerValue
             activity[device]?.repairedAt = row[18].integerValue
             activity[device]?.schemaVersion = row[19].integerValue.map { Int($0) }
+            if let refusedAt = row[21].integerValue, refusedAt >= (row[22].integerValue ?? .min) {
+                activity[device]?.versionRefusal = row[20].textValue
+                activity[device]?.versionRefusedAt = refusedAt
+            }
         }
         return activity
     }
@@ -174,8 +179,8 @@ extension SQLStorageAccess {
                 """
                 INSERT INTO _rs_device_activity (device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out,
                     syncs, refusal_at, refusal_reason, refusal_change_set, missing_attachments, verified_revision, verified_at, mismatch_at,
-                    schema_version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    schema_version, version_refusal, version_refused_at, version_served_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (device_id) DO UPDATE SET
                     last_seen = CASE WHEN excluded.last_seen > _rs_device_activity.last_seen
                         THEN excluded.last_seen ELSE _rs_device_activity.last_seen END,
@@ -192,7 +197,10 @@ extension SQLStorageAccess {
                     verified_revision = \(Self.newerVerification("verified_revision")),
                     verified_at = \(Self.newerVerification("verified_at")),
                     mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
-                    schema_version = COALESCE(excluded.schema_version, _rs_device_activity.schema_version)
+                    schema_version = COALESCE(excluded.schema_version, _rs_device_activity.schema_version),
+                    version_refusal = COALESCE(excluded.version_refusal, _rs_device_activity.version_refusal),
+                    version_refused_at = COALESCE(excluded.version_refused_at, _rs_device_activity.version_refused_at),
+                    version_served_at = COALESCE(excluded.version_served_at, _rs_device_activity.version_served_at)
                 """,
                 [
                     .integer(update.device), .integer(update.lastSeen), update.claimedRevision.map(SQLValue.integer) ?? .null,
@@ -203,6 +211,8 @@ extension SQLStorageAccess {
                     update.missingAttachments.map { .integer(Int64($0)) } ?? .null,
                     update.verifiedRevision.map(SQLValue.integer) ?? .null, update.verifiedAt.map(SQLValue.integer) ?? .null,
                     update.mismatchAt.map(SQLValue.integer) ?? .null, update.schemaVersion.map { .integer(Int64($0)) } ?? .null,
+                    update.versionRefusal.map(SQLValue.text) ?? .null, update.versionRefusedAt.map(SQLValue.integer) ?? .null,
+                    update.versionServedAt.map(SQLValue.integer) ?? .null,
                 ])
         }
         for minute in traffic {

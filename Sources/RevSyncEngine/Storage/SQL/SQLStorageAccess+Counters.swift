@@ -31,20 +31,20 @@ extension SQLStorageAccess {
         return try connection.firstRow(dialect.lockRevision)?.first?.integerValue ?? 0
     }
 
-    func dataSetDigest() throws -> DataSetDigest? {
-        if let deferred { return deferred.digest }
+    func keptDigests() throws -> VersionDigests? {
+        if let deferred { return deferred.digests }
         if snapshotReads { return try counter().digest.flatMap(KeptDigestText.parse) }
         return try connection.firstRow("SELECT digest FROM _rs_counter WHERE id = 1")?.first?.textValue.flatMap(KeptDigestText.parse)
     }
 
-    func setRevision(_ revision: Revision, digest: DataSetDigest?) throws {
+    func setRevision(_ revision: Revision, digests: VersionDigests?) throws {
         if deferred != nil {
             deferred?.revision = revision
-            deferred?.digest = digest
+            deferred?.digests = digests
         } else {
             try write(
                 "UPDATE _rs_counter SET revision = ?, digest = ? WHERE id = 1",
-                [.integer(revision), digest.map { .text(KeptDigestText.text(of: $0)) } ?? .null])
+                [.integer(revision), digests.map { .text(KeptDigestText.text(of: $0)) } ?? .null])
         }
         pendingRevision = revision
     }
@@ -54,12 +54,12 @@ extension SQLStorageAccess {
         try write("DELETE FROM _rs_meta WHERE key = 'digest_schema'", [])
     }
 
-    func correctDataSetDigest(_ digest: DataSetDigest, at revision: Revision) throws -> Bool {
+    func correctDigests(_ digests: VersionDigests, at revision: Revision) throws -> Bool {
         guard try connection.firstRow("SELECT revision FROM _rs_counter WHERE id = 1")?.first?.integerValue == revision else {
             return false
         }
-        try write("UPDATE _rs_counter SET digest = ? WHERE id = 1 AND revision = ?", [.text(digest.description), .integer(revision)])
-        try write("UPDATE _rs_log SET digest = ? WHERE revision = ?", [.text(digest.total.description), .integer(revision)])
+        try write("UPDATE _rs_counter SET digest = ? WHERE id = 1 AND revision = ?", [.text(digests.text), .integer(revision)])
+        try write("UPDATE _rs_log SET digest = ? WHERE revision = ?", [.text(digests.totals.text), .integer(revision)])
         // The kept entry still carries the old total (read before the transaction commits, at
         // worst: a response that carried it is verified again).
         recentLog?.forget()

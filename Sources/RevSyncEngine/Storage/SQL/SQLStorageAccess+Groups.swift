@@ -34,7 +34,7 @@ extension SQLStorageAccess {
             let locked = row?[0].integerValue ?? 0
             deferred = DeferredCounters(
                 revision: locked, lockedRevision: locked, floor: row?[1].integerValue ?? 0,
-                digest: row.flatMap { $0.count > 2 ? $0[2].textValue.flatMap(KeptDigestText.parse) : nil })
+                digests: row.flatMap { $0.count > 2 ? $0[2].textValue.flatMap(KeptDigestText.parse) : nil })
         }
         let result = try body()
         try writeDelivered()
@@ -45,7 +45,7 @@ extension SQLStorageAccess {
             if counters.revision != counters.lockedRevision {
                 try write(
                     "UPDATE _rs_counter SET revision = ?, digest = ? WHERE id = 1",
-                    [.integer(counters.revision), counters.digest.map { .text(KeptDigestText.text(of: $0)) } ?? .null])
+                    [.integer(counters.revision), counters.digests.map { .text(KeptDigestText.text(of: $0)) } ?? .null])
             }
         }
         return result

@@ -67,15 +67,15 @@ extension SQLStorageAccess {
         }
         return LogEntry(
             revision: revision, device: device, changeSetID: row[2].textValue, body: body,
-            digest: row.count > 4 ? row[4].textValue.flatMap { DigestSum($0) } : nil)
+            digest: row.count > 4 ? row[4].textValue.flatMap { VersionTotals(text: $0) } : nil)
     }
 
-    func totalDigest(at revision: Revision) throws -> DigestSum? {
-        if revision == 0 { return .empty }
+    func totalDigests(at revision: Revision) throws -> VersionTotals? {
+        if revision == 0 { return try keptDigests().map { VersionDigests(versions: Array($0.byVersion.keys)).totals } }
         if let kept = keptLogEntries(after: revision - 1, through: revision)?.first { return kept.digest }
-        if revision == (try currentRevision()) { return try dataSetDigest()?.total }
+        if revision == (try currentRevision()) { return try keptDigests()?.totals }
         return try connection.firstRow("SELECT digest FROM _rs_log WHERE revision = ?", [.integer(revision)])?.first?.textValue.flatMap {
-            DigestSum($0)
+            VersionTotals(text: $0)
         }
     }
 
@@ -89,7 +89,7 @@ extension SQLStorageAccess {
             "INSERT INTO _rs_log (revision, device_id, change_set_id, body, committed_at, digest) VALUES (?, ?, ?, ?, ?, ?)",
             [
                 .integer(entry.revision), .integer(entry.device), entry.changeSetID.map(SQLValue.text) ?? .null, .bytes(entry.body),
-                .integer(Self.now()), entry.digest.map { .text($0.description) } ?? .null,
+                .integer(Self.now()), entry.digest.map { .text($0.text) } ?? .null,
             ])
         guard recentLog != nil else { return }
         // One set of compressed forms for the copy this transaction's responses use and the copy kept.

@@ -62,8 +62,8 @@ final class SQLStorageAccess: StorageWriter {
         let lockedRevision: Revision
         /// The log floor, read with the lock (retention's update of it waits for the lock).
         var floor: Revision
-        /// The data set's digest at ``revision``.
-        var digest: DataSetDigest?
+        /// The data set's digests at ``revision``.
+        var digests: VersionDigests?
         /// The next free ID of each entity the group allocated IDs of.
         var nextIDs: [String: Int64] = [:]
     }

@@ -221,6 +221,16 @@ enum ServerTables {
                 "ALTER TABLE _rs_device_activity ADD COLUMN schema_version \(dialect.bigint)",
             ]
         },
+        Migration(version: 12, name: "devices refused for their schema version") { dialect in
+            [
+                // The last time a device was refused for the schema version its app speaks
+                // (`upgrade_required`, `schema_ahead`), and why; the last time one of its requests
+                // was served since: a device refused since it was last served needs attention.
+                "ALTER TABLE _rs_device_activity ADD COLUMN version_refusal TEXT",
+                "ALTER TABLE _rs_device_activity ADD COLUMN version_refused_at \(dialect.bigint)",
+                "ALTER TABLE _rs_device_activity ADD COLUMN version_served_at \(dialect.bigint)",
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.
@@ -325,7 +335,7 @@ enum ServerTables {
             try connection.execute("UPDATE _rs_counter SET digest = NULL", [])
             try connection.execute("UPDATE _rs_log SET digest = NULL", [])
         }
-        try ServerDigest.computeIfNeeded(connection, schema: upgrade.lineage.storage)
+        try ServerDigest.computeIfNeeded(connection, storage: upgrade.lineage.storage, hashers: VersionHashers(lineage: upgrade.lineage))
         return upgrade.lineage
     }
 

@@ -45,10 +45,10 @@ extension SyncHTTPServer {
     func openEventStream(headers: HTTPFields, query: String?, clientAddress: String) async throws -> (EventStream, HTTPFields) {
         let sender = try await authenticator.authenticate(headers: headers, clientAddress: clientAddress, path: "/events")
         let since = try Self.resumeRevision(headers: headers, query: query)
-        let lens = try schemaVersion(of: headers).lens
+        let speaking = try speaking(headers)
         let stream: EventStream
         do {
-            stream = try await liveFeed.open(device: sender.device.id, since: since, lens: lens)
+            stream = try await liveFeed.open(device: sender.device.id, since: since, speaking: speaking)
         } catch let error as LiveFeed.TooManyStreams {
             throw APIError(
                 status: .serviceUnavailable, code: "busy", message: "the server holds \(error.limit) live streams already; sync instead",
@@ -61,7 +61,7 @@ extension SyncHTTPServer {
         logger.debug("live stream opened", metadata: ["device": "\(sender.device.id)", "since": "\(since.map(String.init) ?? "-")"])
         var seen = DeviceActivity.Request(device: sender.device.id)
         seen.clientVersion = headers[.revSyncClient].map { String($0.prefix(200)) }
-        seen.schemaVersion = try schemaVersion(of: headers).version
+        seen.schemaVersion = speaking.version
         activity.record(seen)
         var responseHeaders: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
         responseHeaders[.xAccelBuffering] = "no"

@@ -5,7 +5,7 @@ import NIOCore
 import RevSyncEngine
 
 /// `GET /snapshot`: the data set as a client store file, gzip-compressed, for a new device to
-/// start from (see `docs/protocol.md`, "Snapshot files").
+/// start from, in the schema version the device speaks (see `docs/protocol.md`, "Snapshot files").
 ///
 /// - The body is always the same gzip file (made by ``SnapshotCache``). With
 ///   `Accept-Encoding: gzip` it is labelled `Content-Type: application/vnd.sqlite3` and
@@ -23,14 +23,16 @@ extension SyncHTTPServer {
     func snapshot(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         // Always from the database, not the token cache: a snapshot is the whole data set.
         let device = try await authenticator.authenticate(request, context: context).device
-        // Snapshot files hold the stored layout: a device of another schema version starts with
-        // a full sync instead, which is answered in its version.
-        if try schemaVersion(of: request.headers).lens != nil {
+        // Each served version has its snapshot, in its names and with its digest.
+        let speaking = try speaking(request.headers)
+        guard let version = speaking.digestVersion else {
             throw APIError(
                 status: .notFound, code: "not_found",
-                message: "no snapshot file for this device's schema version: sync from revision 0 instead")
+                message:
+                    "no snapshot file for schema version \(speaking.version), which the data set never served: sync from revision 0 instead"
+            )
         }
-        let entry = try await snapshots.snapshot()
+        let entry = try await snapshots.snapshot(version: version)
         // What the device may now claim to have seen.
         try await engine.recordDelivered(entry.revision, to: device, alreadyRecorded: device.deliveredRevision)
         var headers: HTTPFields = [

@@ -16,7 +16,7 @@ extension SyncHTTPServer {
     /// which stop the decode at the first excess.
     func sync(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         let sender = try await authenticator.authenticate(request, context: context, cached: true)
-        let lens = try schemaVersion(of: request.headers).lens
+        let speaking = try speaking(request.headers)
         let reservation = bodyBudget.reservation()
         defer { reservation.release() }
         // The body's bytes are let go as soon as they are decoded.
@@ -24,9 +24,9 @@ extension SyncHTTPServer {
             json: try await request.jsonBody(limit: configuration.maxBodySize, reservation: reservation), sender: .client,
             limits: engine.limits.decoding)
         let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
-        let claimed = claimedDigest(request, revision: message.maxRevision)
+        let claimed = claimedDigest(request, revision: message.maxRevision, speaking: speaking)
         let response = try await engine.syncStreamed(
-            message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed, lens: lens)
+            message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed, speaking: speaking)
         context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
         if let equal = response.claimVerified { context.record.verified(revision: message.maxRevision, equal: equal) }
         logger.debug(
@@ -42,19 +42,22 @@ extension SyncHTTPServer {
                 compression.jsonResponse(response.body, for: request, compressedSpans: response.compressedSpans)
             }
         Self.describe(sender.device, in: &answer.headers)
-        // The schema the response's digest is of: a device on another version does not compare.
-        answer.headers[.revSyncSchemaVersion] = String(engine.schema.version)
+        // The server's latest version, which a device of an older one may follow; the response's
+        // digest is of the device's own version.
+        answer.headers[.revSyncSchemaVersion] = String(engine.lineage.latest.version)
         return answer
     }
 
     /// The `RevSync-Digest` header (`R count:hex V`: the digest of the device's records at
     /// revision `R`, its schema version `V`) when it speaks of the revision the request claims
-    /// and of the server's schema version; anything else is ignored (an older or a confused
-    /// client proves nothing).
-    func claimedDigest(_ request: Request, revision: Revision) -> DigestSum? {
-        guard let header = request.headers[.revSyncDigest], header.utf8.count <= 100 else { return nil }
+    /// and of the version the request speaks (whose digest the server keeps); anything else is
+    /// ignored (an older or a confused client proves nothing).
+    func claimedDigest(_ request: Request, revision: Revision, speaking: SpokenVersion) -> DigestSum? {
+        guard let header = request.headers[.revSyncDigest], header.utf8.count <= 100, let version = speaking.digestVersion else {
+            return nil
+        }
         let parts = header.split(separator: " ")
-        guard parts.count == 3, Revision(parts[0]) == revision, Int(parts[2]) == engine.schema.version else { return nil }
+        guard parts.count == 3, Revision(parts[0]) == revision, Int(parts[2]) == version else { return nil }
         return DigestSum(parts[1])
     }
 }

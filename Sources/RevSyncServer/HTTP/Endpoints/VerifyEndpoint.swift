@@ -19,12 +19,13 @@ extension SyncHTTPServer {
     /// an entity the schema lacks; `413 too_large` for one that would read too much.
     func verify(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         let sender = try await authenticator.authenticate(request, context: context, cached: true)
-        // Digests are of the latest version's records; a device of another version hashes its own.
-        if try schemaVersion(of: request.headers).version != engine.lineage.latest.version {
+        // Every served version has its digest: a device proves its records in its own.
+        let speaking = try speaking(request.headers)
+        guard speaking.digestVersion != nil else {
             throw APIError(
                 status: .conflict, code: "schema_version",
                 message:
-                    "verification compares records in the server's schema version (\(engine.lineage.latest.version)); this device speaks another"
+                    "this device speaks schema version \(speaking.version), which the data set never served: its records cannot be compared"
             )
         }
         let device = sender.device.id
@@ -40,7 +41,7 @@ extension SyncHTTPServer {
         let verification = try VerifyRequest(json: body, maxRanges: DataSetVerification.maxRanges, maxItems: DataSetVerification.maxItems)
         let outcome: DataSetVerification.Outcome
         do {
-            outcome = try await engine.verify(verification)
+            outcome = try await engine.verify(verification, device: sender.device, speaking: speaking)
         } catch let refusal as DataSetVerification.Refusal {
             switch refusal {
             case .revisionMoved(let revision):
@@ -51,24 +52,10 @@ extension SyncHTTPServer {
             case .tooMuch: throw APIError(status: .contentTooLarge, code: "too_large", message: refusal.description)
             }
         }
-        if let corrected = outcome.correctedDigest {
-            let revision = verification.revision
-            let written = try await engine.storage.withWriter { writer in
-                try writer.transaction { try writer.correctDataSetDigest(corrected, at: revision) }
-            }
-            if written {
-                logger.error(
-                    "the kept digest of the data set was wrong (its database was written behind the server's back?): corrected from the records",
-                    metadata: ["revision": "\(revision)", "digest": "\(corrected)"])
-            }
-        }
-        if outcome.response.verified != nil || outcome.repaired > 0 {
-            // Written at once: an erasure's receipt waits for it.
-            try await engine.storage.withAutocommitWriter { writer in
-                try writer.recordVerification(
-                    device: device, revision: verification.revision, equal: outcome.response.verified, repaired: outcome.repaired,
-                    at: Int64(Date().timeIntervalSince1970))
-            }
+        if outcome.corrected, let corrected = outcome.correctedDigests {
+            logger.error(
+                "the kept digest of the data set was wrong (its database was written behind the server's back?): corrected from the records",
+                metadata: ["revision": "\(verification.revision)", "digests": "\(corrected.text)"])
         }
         if outcome.repaired > 0 {
             logger.notice(
