@@ -45,10 +45,11 @@ final class BenchmarkServer: Sendable {
     ///   - instances: server processes on the database (more than one on PostgreSQL only).
     ///   - cpuQuota: each instance's share of the cores (``ServerFleet/start(count:database:binaries:logDirectory:arguments:cpuQuota:wrapper:)``).
     ///   - wrapper: a command the server runs under (valgrind).
+    ///   - playerCount: how many seeded players to list in ``players`` (at least one per device).
     static func start(
         store: BenchmarkStore, records: Int, devices: Int, viewers: Int = 0, instances: Int = 1, cpuQuota: CPUQuota? = nil,
         binaries: URL, label: String, serverArguments: [String] = [], upgrades: [Schema] = [], wrapper: [String] = [],
-        prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
+        playerCount: Int = 0, prepare: (@Sendable (SyncEngine, [Device]) async throws -> Void)? = nil
     ) async throws -> BenchmarkServer {
         let work = try ScratchDatabase.temporaryDirectory("bench")
         BenchmarkProgress.step("seeding \(records) records on \(store)")
@@ -71,7 +72,9 @@ final class BenchmarkServer: Sendable {
         let (players, teams) = try await storage.withReader { reader in
             var players: [RecordID] = []
             var teams: [RecordID] = []
-            try reader.allRecords(Schema.demo.entity("players")!) { if players.count < devices { players.append($0.id) } }
+            try reader.allRecords(Schema.demo.entity("players")!) {
+                if players.count < max(devices, playerCount) { players.append($0.id) }
+            }
             try reader.allRecords(Schema.demo.entity("teams")!) { if teams.count < 10 { teams.append($0.id) } }
             return (players, teams)
         }

@@ -37,6 +37,7 @@ public struct ClientBenchmark: Sendable {
         // The JSON response's apply rate: not the snapshot a new device would start from.
         var configuration = Synchronizer.Configuration()
         configuration.startFromSnapshot = false
+        configuration.proofReportInterval = nil
         let transport = ReplayTransport(body: response)
         let synchronizer = Synchronizer(store: store, transport: transport, configuration: configuration)
         // Who the device is, asked once before its first sync (not what is measured).

@@ -40,6 +40,9 @@ public struct ConcurrentSyncBenchmark: Sendable {
     /// The schema version the devices speak (`RevSync-Schema-Version`, their edits in its
     /// names); `nil`: they send no version, as the demo's devices.
     public var speaks: Int?
+    /// The versions whose renames name what the devices edit, when ``schemaVersions`` retire
+    /// the demo's own (`minimumVersion`): the same versions, none retired.
+    public var namedBy: [Schema]?
     public var binaries: URL
 
     /// What each device's requests ask for.
@@ -96,7 +99,7 @@ public struct ConcurrentSyncBenchmark: Sendable {
     /// The version the devices speak and the names of what they edit in it.
     private func speech() throws -> LoadDevice.Speech? {
         guard let speaks else { return nil }
-        let lineage = try SchemaLineage([Schema.demo] + schemaVersions)
+        let lineage = try SchemaLineage([Schema.demo] + (namedBy ?? schemaVersions))
         let renames = lineage.renames(from: Schema.demo.version, to: speaks)
         let notes = renames.entity("notes")
         return LoadDevice.Speech(

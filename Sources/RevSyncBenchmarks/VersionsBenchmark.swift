@@ -22,6 +22,10 @@ public struct VersionsBenchmark: Sendable {
     /// The control: the "old" devices speak the latest version too, so that the row shows how
     /// far apart two identical runs come out on this machine.
     public var control = false
+    /// Instead: what serving three versions costs devices of the latest: its devices against a
+    /// server that serves versions 2, 3 and 4 (a digest each, moved by every commit) and against
+    /// one that serves only 4 (`minimumVersion` 4), the same data in the same layout.
+    public var servedCost = false
     public var store: BenchmarkStore = .sqlite
     public var binaries: URL
 
@@ -43,6 +47,13 @@ public struct VersionsBenchmark: Sendable {
             entity.name == "notes" ? try entity.with(name: "comments", renamedFrom: "notes") : entity
         }
         return [v3, v4]
+    }()
+
+    /// Version 4 retiring every older one: the same layout, one version served.
+    static let onlyLatest: [Schema] = {
+        let v4 = versions[1]
+        let text = String(decoding: v4.jsonBytes(), as: UTF8.self).replacing(#"{"version":4"#, with: #"{"version":4,"minimumVersion":4"#)
+        return [versions[0], try! Schema(json: Array(text.utf8))]
     }()
 
     public struct Result: Sendable {
@@ -74,20 +85,24 @@ public struct VersionsBenchmark: Sendable {
         warm.records = min(records, 2_000)
         warm.store = store
         warm.schemaVersions = Self.versions
-        warm.speaks = Schema.demo.version
+        warm.speaks = servedCost ? latest : Schema.demo.version
         BenchmarkProgress.step("a first run, not counted")
         _ = try await warm.run()
         for round in 0..<rounds {
             for old in round % 2 == 0 ? [true, false] : [false, true] {
-                let speaks = old && !control ? Schema.demo.version : latest
-                BenchmarkProgress.step("round \(round + 1) of \(rounds): devices of schema version \(speaks)")
+                let speaks = old && !control && !servedCost ? Schema.demo.version : latest
+                BenchmarkProgress.step(
+                    servedCost
+                        ? "round \(round + 1) of \(rounds): \(old ? "three versions served" : "one version served")"
+                        : "round \(round + 1) of \(rounds): devices of schema version \(speaks)")
                 var load = ConcurrentSyncBenchmark(binaries: binaries)
                 load.devices = devices
                 load.seconds = seconds
                 load.warmUp = warmUp
                 load.records = records
                 load.store = store
-                load.schemaVersions = Self.versions
+                load.schemaVersions = servedCost && !old ? Self.onlyLatest : Self.versions
+                load.namedBy = Self.versions
                 load.speaks = speaks
                 let measured = try await load.run()
                 if old { result.old.append(measured) } else { result.new.append(measured) }
@@ -98,6 +113,25 @@ public struct VersionsBenchmark: Sendable {
 
     public func row(_ result: Result, command: String) -> BenchmarkRow {
         let latest = Self.versions[Self.versions.count - 1].version
+        if servedCost {
+            return BenchmarkRow(
+                scenario:
+                    "\(devices) devices of schema version \(latest) syncing small change sets as fast as they can: a server serving versions 2, 3 and 4 (a digest each) vs one serving 4 alone, \(store)",
+                figures: [
+                    ("three versions served (syncs/s)", Format.rate(result.oldRate)),
+                    ("one version served (syncs/s)", Format.rate(result.newRate)),
+                    ("three versions slower by", String(format: "%.1f %%", result.slowdown) + " (goal: at most 10 %)"),
+                    (
+                        "rounds",
+                        "\(rounds), alternating (three: \(result.old.map { Format.rate($0.syncsPerSecond) }.joined(separator: ", ")); one: \(result.new.map { Format.rate($0.syncsPerSecond) }.joined(separator: ", ")))"
+                    ),
+                ],
+                numbers: [
+                    ("threeVersionsSyncsPerSecond", result.oldRate), ("oneVersionSyncsPerSecond", result.newRate),
+                    ("slowdownPercent", result.slowdown),
+                ],
+                command: command)
+        }
         func p50(_ results: [ConcurrentSyncBenchmark.Result]) -> String { Format.milliseconds(Result.median(results.map(\.p50))) }
         let old = control ? latest : Schema.demo.version
         return BenchmarkRow(

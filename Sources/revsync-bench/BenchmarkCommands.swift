@@ -428,11 +428,35 @@ struct Versions: AsyncParsableCommand {
     @Option(help: "Rounds: each measures the old version and the new once.") var rounds = 2
     @Flag(help: "The control: both groups of devices speak the latest version (how far apart identical runs come out).")
     var control = false
+    @Flag(
+        help:
+            "Instead: what serving three versions costs (a digest each): devices of the latest against a server serving versions 2, 3 and 4, and one serving 4 alone, alternating."
+    )
+    var servedCost = false
+    @Flag(
+        help:
+            "Instead: an app update of a device holding the data set (`revsync pin` + `revsync sync`, version 2 to 3: a rename, an attribute with a default), before and after devices of version 3 set the new attribute on --writes players: time, bytes received, records repaired, against the snapshot's size."
+    )
+    var update = false
+    @Option(help: "With --update: the players devices of the new version write the new attribute of.") var writes = 1_000
     @OptionGroup var options: StoreOptions
     @OptionGroup var output: OutputOptions
 
+    func validate() throws {
+        if update && (control || servedCost) { throw ValidationError("--update measures an app update alone") }
+        if writes < 1 { throw ValidationError("--writes must be 1 or more") }
+    }
+
     func run() async throws {
+        if update {
+            var benchmark = AppUpdateBenchmark(binaries: try productsDirectory)
+            benchmark.records = records
+            benchmark.writes = writes
+            benchmark.store = try await options.choice()
+            return try output.print(benchmark.rows(try await benchmark.run(), command: commandLine))
+        }
         var benchmark = VersionsBenchmark(binaries: try productsDirectory)
+        benchmark.servedCost = servedCost
         benchmark.devices = devices
         benchmark.seconds = seconds
         benchmark.warmUp = warmUp

@@ -219,7 +219,7 @@ struct DevicesCommand: AsyncParsableCommand {
         commandName: "devices",
         abstract: "List every device as the running server knows it: how current, when last seen, proven equal or not.",
         discussion:
-            "Needs an admin token. One line per token, revoked ones included, in order of creation: its name and role, how current it is (current, behind, farBehind, silent, neverSynced) and the revision delivered to it, its latest request, its outbox, and the last revision at which its records were proven equal to the server's."
+            "Needs an admin token. One line per token, revoked ones included, in order of creation: its name and role, how current it is (current, behind, farBehind, silent, neverSynced) and the revision delivered to it, its latest request, the schema version its app speaks (and whether the server refuses it), its outbox, and the last revision at which its records were proven equal to the server's."
     )
 
     @OptionGroup var connection: AdminServerOptions
@@ -236,6 +236,13 @@ struct DevicesCommand: AsyncParsableCommand {
                 device.lastSeen.map { "seen \($0.formatted(.iso8601))" } ?? "never seen",
             ]
             if device.live { facts.append("live") }
+            if let version = device.schemaVersion { facts.append("schema version \(version)") }
+            if let refusal = device.versionRefusal {
+                facts.append(
+                    refusal.code == "upgrade_required"
+                        ? "REFUSED: its app's schema version is retired; update the app"
+                        : "REFUSED: its app's schema version is ahead of the server's")
+            }
             if let pending = device.pending, pending > 0 { facts.append("\(counted(pending, "change set")) pending") }
             facts.append(device.verifiedRevision.map { "proven at \($0)" + (device.verifiedCurrent ? " (latest)" : "") } ?? "never proven")
             if let refusal = device.lastRefusal { facts.append("last refusal: \(refusal.reason)") }

@@ -209,6 +209,7 @@ struct Serve: AsyncParsableCommand {
         var limits = SyncEngine.Limits()
         limits.maxValueBytes = maxValueBytes
         let engine = SyncEngine(schema: schema, storage: storage, limits: limits)
+        if let retired = try await RetiredVersions.warning(engine: engine) { logger.warning("\(retired)") }
         var services: [any Service] = []
         if let days = outcomeRetentionDays {
             services.append(OutcomeRetention(storage: storage, days: days, logger: logger))

@@ -102,6 +102,12 @@ enum Output {
                 }
             }
         }
+        for upgrade in report.schemaUpgrades {
+            let changes = upgrade.lines
+            lines.append(
+                "Followed schema version \(upgrade.from) to \(upgrade.to) in place"
+                    + (changes.isEmpty ? "." : ": " + changes.joined(separator: "; ") + "."))
+        }
         if report.repairedRecords > 0 {
             lines.append(
                 RepairReport(revision: report.maxRevision, repaired: report.repaired, differences: report.differences).summary + ".")
@@ -174,8 +180,65 @@ enum Output {
             writeRepaired(report.repaired, into: &writer)
             writer.writeRaw(",\"differences\":")
             writeDifferences(report.differences, into: &writer)
+            writer.writeRaw(",\"verificationBytesSent\":")
+            writer.writeInteger(report.verificationBytesSent)
+            writer.writeRaw(",\"verificationBytesReceived\":")
+            writer.writeInteger(report.verificationBytesReceived)
+            writer.writeRaw(",\"schemaUpgrades\":[")
+            for (index, upgrade) in report.schemaUpgrades.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writeUpgrade(upgrade, into: &writer)
+            }
+            writer.writeRaw("]}")
+        }
+    }
+
+    /// `{"from": 2, "to": 3, "renamedEntities": {"notes": "comments"}, "renamedAttributes":
+    /// {"players": {"position": "field_position"}}, "addedAttributes": {"players": {"kit_size": "M"}},
+    /// "newEntities": [], "schemaBytesReceived": 9120}`.
+    static func writeUpgrade(_ upgrade: SchemaUpgradeReport, into writer: inout JSONWriter) {
+        writer.writeRaw("{\"from\":")
+        writer.writeInteger(upgrade.from)
+        writer.writeRaw(",\"to\":")
+        writer.writeInteger(upgrade.to)
+        writer.writeRaw(",\"renamedEntities\":{")
+        for (index, (old, new)) in upgrade.renamedEntities.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeString(old)
+            writer.writeByte(UInt8(ascii: ":"))
+            writer.writeString(new)
+        }
+        writer.writeRaw("},\"renamedAttributes\":{")
+        for (index, (entity, map)) in upgrade.renamedAttributes.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeString(entity)
+            writer.writeRaw(":{")
+            for (inner, (old, new)) in map.sorted(by: { $0.key < $1.key }).enumerated() {
+                if inner > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeString(old)
+                writer.writeByte(UInt8(ascii: ":"))
+                writer.writeString(new)
+            }
             writer.writeByte(UInt8(ascii: "}"))
         }
+        writer.writeRaw("},\"addedAttributes\":{")
+        for (index, (entity, attributes)) in upgrade.addedAttributes.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+            writer.writeString(entity)
+            writer.writeRaw(":{")
+            for (inner, (name, value)) in attributes.sorted(by: { $0.key < $1.key }).enumerated() {
+                if inner > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeString(name)
+                writer.writeByte(UInt8(ascii: ":"))
+                writer.write(value ?? .null)
+            }
+            writer.writeByte(UInt8(ascii: "}"))
+        }
+        writer.writeRaw("},\"newEntities\":")
+        writer.writeStrings(upgrade.newEntities.sorted())
+        writer.writeRaw(",\"schemaBytesReceived\":")
+        writer.writeInteger(upgrade.schemaBytesReceived)
+        writer.writeByte(UInt8(ascii: "}"))
     }
 
     /// `{"players": {"updated": 2, "inserted": 0, "removed": 1}}`.

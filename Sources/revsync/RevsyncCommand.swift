@@ -10,7 +10,8 @@ struct RevsyncCommand: AsyncParsableCommand {
         abstract: "A RevSync device on the command line: a local copy of the data set that syncs with a server.",
         version: RevSyncVersion.line("revsync"),
         subcommands: [
-            Init.self, Create.self, Update.self, Delete.self, Get.self, List.self, Sync.self, Verify.self, Status.self, Conflicts.self,
+            Init.self, Create.self, Update.self, Delete.self, Get.self, List.self, Sync.self, Verify.self, Status.self, Pin.self,
+            Conflicts.self,
             Watch.self, Generate.self, SQL.self, AttachmentCommand.self,
         ])
 }

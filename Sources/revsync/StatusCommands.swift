@@ -18,6 +18,7 @@ struct Status: AsyncParsableCommand {
             let store = try options.open()
             let status = try await store.status()
             let server = try await store.server()
+            let pinned = try await store.pinnedSchemaVersion
             let live = try await store.recordedLiveState()
             let lastSync = status.lastSuccessfulSync.map { ISO8601DateFormatter().string(from: $0) }
             // Only `revsync watch` keeps a store live; a store no process watches is not live, whether the server is up or not.
@@ -43,6 +44,10 @@ struct Status: AsyncParsableCommand {
                         if let error = status.lastError { writer.writeString(error) } else { writer.writeNull() }
                         writer.writeRaw(",\"server\":")
                         if let server { writer.writeString(server.url.absoluteString) } else { writer.writeNull() }
+                        writer.writeRaw(",\"schemaVersion\":")
+                        writer.writeInteger(store.schema.version)
+                        writer.writeRaw(",\"pinnedSchemaVersion\":")
+                        if let pinned { writer.writeInteger(pinned) } else { writer.writeNull() }
                         writer.writeRaw("}")
                     })
                 return
@@ -53,6 +58,10 @@ struct Status: AsyncParsableCommand {
                 say("state: not live (last sync \(lastSync ?? "never"); `revsync watch` keeps it live)")
             }
             say("maxRevision: \(status.maxRevision)")
+            let pin =
+                pinned.map { $0 > store.schema.version ? "pinned to \($0): the next sync upgrades it first" : "pinned to \($0)" }
+                ?? "follows the server's latest"
+            say("schema version: \(store.schema.version) (\(pin))")
             say("pending change sets: \(status.pendingChangeSets)")
             say("unresolved conflicts: \(status.unresolvedConflicts)")
             if status.differsFromServer {

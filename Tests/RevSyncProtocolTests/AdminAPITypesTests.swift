@@ -62,7 +62,7 @@ import Testing
         #expect(text.hasPrefix(#"{"databaseBytes":null,"devices":{"live":1,"revoked":0,"total":2,"verifiedAtLatest":1},"fleet":{"behind""#))
         #expect(
             text.hasSuffix(
-                #""maxRevision":42,"perMinute":[],"records":{"players":1800,"teams":96},"schemaVersions":{"devices":[{"devices":2,"version":2}],"latest":2,"minimum":1},"snapshot":null}"#
+                #""maxRevision":42,"perMinute":[],"records":{"players":1800,"teams":96},"schemaVersions":{"devices":[{"devices":2,"version":2}],"latest":2,"minimum":1,"retired":[]},"snapshot":null}"#
             ))
         let back = try AdminAPI.decoder().decode(AdminAPI.Overview.self, from: Data(text.utf8))
         #expect(back.records["teams"] == 96)

@@ -21,6 +21,8 @@ public struct SchemaUpgradeReport: Sendable, Hashable {
     /// Entities whose digest was counted again (their records hash differently in the new
     /// version: a name changed, or an attribute came with a default).
     public var recountedEntities: [String] = []
+    /// The bytes of the schema documents fetched for it (the synchronizer's).
+    public var schemaBytesReceived = 0
 
     /// One line per change, for people: `players.nickname is now players.alias`.
     public var lines: [String] {
@@ -134,8 +136,12 @@ extension LocalStore {
             }
             report.renamedEntities = renames.entities
             report.renamedAttributes = renames.attributes
-            if !renames.isEmpty {
-                try Outbox(db: db).rename(renames)
+            var defaults: [String: [(name: String, value: Value)]] = [:]
+            for case .addAttribute(let entity, let attribute) in upgrade.steps {
+                if let value = attribute.defaultValue { defaults[entity.name, default: []].append((attribute.name, value)) }
+            }
+            if !renames.isEmpty || !defaults.isEmpty {
+                try Outbox(db: db).rename(renames, defaults: defaults)
                 try ConflictJournal(db: db).rename(renames)
             }
             var filled: [String] = []

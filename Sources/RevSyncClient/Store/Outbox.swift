@@ -44,14 +44,27 @@ struct Outbox {
 
     /// Renames entities and attributes in every queued change set (and what its records held
     /// before it): a schema upgrade's renames (``SchemaRenames``).
-    func rename(_ renames: SchemaRenames) throws {
+    ///
+    /// - Parameter defaults: the attributes the new version added with a default, by entity (its
+    ///   new name): every queued create gets them, as the server gives them to a create of a
+    ///   version that lacks them, so the change set reads the same in the new version.
+    func rename(_ renames: SchemaRenames, defaults: [String: [(name: String, value: Value)]] = [:]) throws {
         let rows = try Row.fetchAll(db, sql: "SELECT position, body, base FROM _rs_outbox")
         for row in rows {
             let position: Int64 = row[0]
             let body: Data = row[1]
             let base: Data? = row[2]
             do {
-                let renamed = renames.renaming(try ChangeSet(json: [UInt8](body), sender: .client))
+                var renamed = renames.renaming(try ChangeSet(json: [UInt8](body), sender: .client))
+                for index in renamed.changes.indices {
+                    let changes = renamed.changes[index]
+                    guard let added = defaults[changes.entity] else { continue }
+                    for id in changes.create {
+                        var record = changes.attributes[id] ?? RecordAttributes()
+                        for (name, value) in added where record.values[name] == nil { record.values[name] = value }
+                        renamed.changes[index].attributes[id] = record
+                    }
+                }
                 let renamedBase = try base.map { renames.renaming(try ChangeSet(json: [UInt8]($0), sender: .client)) }
                 try db.execute(
                     sql: "UPDATE _rs_outbox SET body = ?, base = ? WHERE position = ?",

@@ -56,6 +56,11 @@ public struct SyncReport: Sendable, Hashable {
     public var bytesReceived: Int = 0
     /// The response body's size decompressed: the JSON.
     public var responseBytes: Int = 0
+    /// The bodies of the proof's and the repair's requests (`POST /verify`) on the wire, sent
+    /// and received, and how many there were: what a repair moved.
+    public var verificationBytesSent = 0
+    public var verificationBytesReceived = 0
+    public var verificationRoundTrips = 0
     /// Sent change sets the server refused because it lacked bytes this device holds (they
     /// vanished from the server after the device looked): still queued, their bytes uploaded
     /// again and the change sets sent again, in the same sync (once).
@@ -84,6 +89,9 @@ public struct SyncReport: Sendable, Hashable {
     /// Why following the server's newer schema version failed after the sync's answer was
     /// applied (the network): the next sync follows it. `nil`: followed, or nothing to follow.
     public var schemaFollowFailure: String?
+    /// The schema versions the store followed in this sync (an app update whose pin was raised,
+    /// a server's newer version), in order: what was renamed and added, in place.
+    public var schemaUpgrades: [SchemaUpgradeReport] = []
 
     /// How many records a repair moved, in all.
     public var repairedRecords: Int { repaired.values.reduce(0) { $0 + $1.total } }
@@ -110,6 +118,9 @@ public struct SyncReport: Sendable, Hashable {
         bytesSent += later.bytesSent
         bytesReceived += later.bytesReceived
         responseBytes += later.responseBytes
+        verificationBytesSent += later.verificationBytesSent
+        verificationBytesReceived += later.verificationBytesReceived
+        verificationRoundTrips += later.verificationRoundTrips
         retriedForAttachments += later.retriedForAttachments
         verified = later.verified ?? verified
         for (entity, counts) in later.repaired { repaired[entity, default: RepairCounts()].add(counts) }
@@ -119,6 +130,7 @@ public struct SyncReport: Sendable, Hashable {
         serverDigest = later.serverDigest ?? serverDigest
         serverSchemaVersion = later.serverSchemaVersion ?? serverSchemaVersion
         schemaFollowFailure = later.schemaFollowFailure ?? schemaFollowFailure
+        schemaUpgrades += later.schemaUpgrades
     }
 }
 

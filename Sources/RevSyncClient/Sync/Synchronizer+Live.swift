@@ -190,8 +190,12 @@ extension Synchronizer {
                     broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
                     broadcaster.emit(.received(report))
                     await publishStatus()
-                    // The store's records differ from the server's: a sync repairs them.
+                    // The store's records differ from the server's: a sync repairs them. Proven: the
+                    // server hears of it.
                     if report.verified == false { wanted.emit() }
+                    if report.verified == true, let digest = report.digest, let server = try? await connection() {
+                        await tellProof(at: report.maxRevision, digest: digest, server: server)
+                    }
                 }
             } catch {
                 // Not right after the store's revision, or names the store does not know yet
@@ -206,10 +210,16 @@ extension Synchronizer {
     }
 
     /// Opens `GET /events` after the store's revision; the events as they arrive.
-    private func openStream() async throws -> AsyncThrowingStream<ServerSentEvent, any Error> {
+    /// The server this synchronizer talks to: the one it was given, or the store's.
+    func connection() async throws -> LocalStore.ServerConnection {
         var server = self.server
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
+        return server
+    }
+
+    private func openStream() async throws -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        let server = try await connection()
         let since = try await store.status().maxRevision
         let request = TransportRequest(
             url: server.url.appendingPathComponent("events"), method: "GET",

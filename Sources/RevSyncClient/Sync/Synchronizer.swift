@@ -39,6 +39,12 @@ public actor Synchronizer {
         /// network), or when the app asks for one (`.onDemand`, ``LocalStore/attachment(_:progress:transport:)``).
         public var attachments: AttachmentDownloads = .eager
 
+        /// The shortest time between two reports of a proof to the server (`POST /verify`): a
+        /// sync or a push that proves the store at the server's revision tells the server at
+        /// once, or (within this interval of the last report) when it has passed; `nil`: never
+        /// at once (the next request's `RevSync-Digest` header tells it).
+        public var proofReportInterval: Duration? = .seconds(5)
+
         /// When attachments are downloaded.
         public enum AttachmentDownloads: Sendable, Hashable {
             case eager
@@ -54,7 +60,8 @@ public actor Synchronizer {
     let server: LocalStore.ServerConnection?
     let transport: any SyncTransport
     let configuration: Configuration
-    private let sleep: @Sendable (Duration) async throws -> Void
+    /// How the synchronizer waits (retries, a proof's report): tests pass one they control.
+    let sleep: @Sendable (Duration) async throws -> Void
     let stageHook: (@Sendable (SyncStage) -> Void)?
     let broadcaster = Broadcaster<SyncEvent>(keeping: 1000)
     let statusBroadcaster = Broadcaster<SyncStatus>(keeping: 1)
@@ -72,6 +79,8 @@ public actor Synchronizer {
     let liveCancelled = Locked(false)
     /// ``live(_:)`` calls waiting for a cancelled live mode to end.
     var liveEnded: [CheckedContinuation<Void, Never>] = []
+    /// What the server was told of the store's proofs (``tellProof(at:digest:server:)``).
+    var proofReports = ProofReports()
 
     /// - Parameters:
     ///   - store: the local store this synchronizer syncs.
@@ -215,6 +224,8 @@ public actor Synchronizer {
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
         try await agreeOnTemporaryIDs(with: server)
+        var upgrades: [SchemaUpgradeReport] = []
+        if let upgrade = try await followPin(of: server) { upgrades.append(upgrade) }
         let pendingCheckpoint = await store.retryPendingCheckpoint()
         let started = try await startFromServerSnapshot(server)
         var report: SyncReport
@@ -224,8 +235,17 @@ public actor Synchronizer {
             // The server's schema grew, and the response was applied while it arrived, so it
             // is gone: follow the schema and ask again. The change sets keep their ids, so the
             // server answers them with their outcomes; nothing is applied twice.
-            try await followSchema(of: server)
+            if let upgrade = try await followSchema(of: server) { upgrades.append(upgrade) }
             report = try await send(to: server, lenient: true)
+        } catch SyncFailure.rejected(426, let code, let message) {
+            // The store's version was retired. A store that follows the server's latest does so
+            // now and sends its queued change sets in it; a store pinned to its app's version
+            // waits for the app's update (its change sets stay queued).
+            guard try await store.pinnedSchemaVersion == nil, let upgrade = try await followSchema(of: server) else {
+                throw SyncFailure.rejected(status: 426, code: code, message: message)
+            }
+            upgrades.append(upgrade)
+            report = try await send(to: server, lenient: false)
         }
         if !report.retriedForAttachments.isEmpty {
             // Bytes the server lacked after all: uploaded again with the same change sets.
@@ -238,12 +258,13 @@ public actor Synchronizer {
         if try await follows(serverVersion: report.serverSchemaVersion) {
             let before = store.schema.version
             do {
-                try await followSchema(of: server)
+                if let upgrade = try await followSchema(of: server) { upgrades.append(upgrade) }
                 if store.schema.version != before { report.append(try await send(to: server, lenient: true)) }
             } catch let failure as SyncFailure where failure.isRetryable {
                 report.schemaFollowFailure = "\(failure)"
             }
         }
+        report.schemaUpgrades = upgrades
         // Records gained attributes (or names) whose values the store never received: the whole
         // data set again, claiming revision 0 and sending nothing (queued edits keep their base
         // revisions and go with the next sync, applied on top meanwhile).
@@ -258,6 +279,9 @@ public actor Synchronizer {
         report.startedFromSnapshot = started
         if report.walTruncated == nil { report.walTruncated = pendingCheckpoint }
         try await proveOrRepair(&report, server: server)
+        if report.verified == true, let digest = report.digest {
+            await tellProof(at: report.maxRevision, digest: digest, server: server)
+        }
         report.attachmentsMissing = await downloadAttachments(after: report, from: server)
         try? await store.setLackedAttachments(report.attachmentsMissing)
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
@@ -297,6 +321,7 @@ public actor Synchronizer {
         // What the store holds at the revision it claims, for the server to check.
         if let digest = request.digest {
             headers[RevSyncHeader.digest] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"
+            proofTold(at: request.message.maxRevision)
         }
         if store.schema.hasAttachments, let missing = try? await store.lackedAttachments() {
             headers[RevSyncHeader.missingAttachments] = String(missing)
@@ -345,8 +370,8 @@ public actor Synchronizer {
         }
         report.bytesSent = body.count
         report.bytesReceived = pipe.receivedBytes
-        // Digests of two schema versions say nothing of each other.
-        if report.serverSchemaVersion != store.schema.version { report.verified = nil }
+        // A response's digest is of the store's own version (a server leaves it out for a
+        // version whose digest it does not keep): compared whatever the server's latest is.
         report.attachmentsUploaded = uploaded.count
         report.attachmentBytesSent = uploaded.bytes
         return report

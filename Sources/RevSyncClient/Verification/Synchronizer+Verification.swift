@@ -160,14 +160,19 @@ extension Synchronizer {
     private func repair(_ report: inout SyncReport, server: LocalStore.ServerConnection) async throws {
         for _ in 0..<Self.verificationAttempts {
             let (revision, digest) = try await store.settledDigest()
-            var outcome: Verifier.Outcome
+            var outcome = Verifier.Outcome(equal: false)
+            defer {
+                report.verificationBytesSent += outcome.bytesSent
+                report.verificationBytesReceived += outcome.bytesReceived
+                report.verificationRoundTrips += outcome.roundTrips
+            }
             do {
                 outcome = try await verifier(server).compare(at: revision, digest: digest)
             } catch is Verifier.RevisionMoved {
                 // Others committed meanwhile: their changes first; the comparison starts again.
                 let later = try await send(to: server, lenient: false, pullOnly: true)
                 report.append(later)
-                if report.serverSchemaVersion != store.schema.version || later.verified != false { return }
+                if later.verified != false { return }
                 continue
             }
             if outcome.repair != nil { stageHook?(.repairReceived) }

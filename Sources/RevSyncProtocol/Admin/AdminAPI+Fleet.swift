@@ -91,6 +91,27 @@ extension AdminAPI {
         public var created: Date
         /// Whether it is revoked.
         public var revoked: Bool
+        /// Why its requests are refused for the schema version its app speaks, since it was last
+        /// served (`nil`: they are not): it needs attention, and its change sets wait.
+        public var versionRefusal: VersionRefusal? = nil
+
+        /// A device refused for its schema version.
+        public struct VersionRefusal: Codable, Sendable, Equatable {
+            /// `upgrade_required` (its version was retired: `minimumVersion`) or `schema_ahead`
+            /// (newer than the server's latest).
+            public var code: String
+            /// The version its app speaks.
+            public var schemaVersion: Int64?
+            /// When it was last refused.
+            public var at: Date
+
+            /// A refusal.
+            public init(code: String, schemaVersion: Int64?, at: Date) {
+                self.code = code
+                self.schemaVersion = schemaVersion
+                self.at = at
+            }
+        }
 
         /// A device's latest refused change set.
         public struct Refusal: Codable, Sendable, Equatable {
@@ -193,6 +214,7 @@ extension AdminAPI {
             try container.encode(lastRepair, forKey: .lastRepair)
             try container.encode(created, forKey: .created)
             try container.encode(revoked, forKey: .revoked)
+            try container.encode(versionRefusal, forKey: .versionRefusal)
         }
     }
 
@@ -243,6 +265,25 @@ extension AdminAPI {
             public var minimum: Int64
             /// How many devices speak each version, oldest first.
             public var devices: [Version]
+            /// The devices whose app spoke a version older than `minimum` in its latest request:
+            /// retired while they still sync, so refused until their app is updated.
+            public var retired: [RetiredDevice] = []
+
+            /// A device on a retired version.
+            public struct RetiredDevice: Codable, Sendable, Equatable {
+                /// Its token's ID and name.
+                public var id: Int64
+                public var name: String
+                /// The version its app speaks.
+                public var schemaVersion: Int64
+
+                /// A device.
+                public init(id: Int64, name: String, schemaVersion: Int64) {
+                    self.id = id
+                    self.name = name
+                    self.schemaVersion = schemaVersion
+                }
+            }
 
             /// One version and its devices.
             public struct Version: Codable, Sendable, Equatable {

@@ -33,6 +33,10 @@ public final class DeviceActivity: Service, Sendable {
         /// What the device's sync proved: whether its records' digest at `revision` was the
         /// server's (a verification's proof is written at once, not here).
         public var verification: (revision: Revision, equal: Bool)?
+        /// Refused for the schema version it speaks (`upgrade_required`, `schema_ahead`).
+        public var versionRefusal: String?
+        /// Answered without an error (its version is no longer refused).
+        public var served = false
 
         public init(device: Int64) {
             self.device = device
@@ -73,6 +77,12 @@ public final class DeviceActivity: Service, Sendable {
             update.lastSeen = max(update.lastSeen, now)
             if let version = request.clientVersion { update.clientVersion = version }
             if let version = request.schemaVersion { update.schemaVersion = version }
+            if let refusal = request.versionRefusal {
+                update.versionRefusal = refusal
+                update.versionRefusedAt = now
+            } else if request.served {
+                update.versionServedAt = now
+            }
             if let outbox = request.pending { update.pending = outbox }
             if let missing = request.missingAttachments { update.missingAttachments = missing }
             if let claimed = request.claimedRevision { update.claimedRevision = claimed }

@@ -5,7 +5,8 @@ import RevSyncProtocol
 /// The devices an operator should look at, and why: what the console's overview lists by name
 /// (the others are counted) and the devices page's `currency=attention` filter shows.
 ///
-/// A device needs attention when it may still hold erased data, when refusals of its change
+/// A device needs attention when it may still hold erased data, when the server refuses its
+/// app's schema version (retired, or newer than the server's), when refusals of its change
 /// sets wait to be handled, when its data was found to differ from the server's and no proof
 /// came since, when it is far behind or silent, when it lacks files its records
 /// refer to, or when its token was made more than a day ago and never used. A device a little
@@ -31,6 +32,17 @@ struct FleetAttention: Sendable {
             if !row.holdsErasures.isEmpty {
                 let numbers = row.holdsErasures.map(String.init).joined(separator: ", ")
                 reasons.append((0, "holds erased data (erasure\(row.holdsErasures.count == 1 ? "" : "s") \(numbers))"))
+            }
+            if let code = row.activity?.versionRefusal {
+                let version = row.activity?.schemaVersion.map { " \($0)" } ?? ""
+                let waiting = row.activity?.pending.map { $0 > 0 ? ", \($0) change set\($0 == 1 ? "" : "s") waiting" : "" } ?? ""
+                reasons.append(
+                    (
+                        1,
+                        code == "upgrade_required"
+                            ? "refused: its app speaks retired schema version\(version); update the app\(waiting)"
+                            : "refused: its app speaks schema version\(version), newer than the server's; upgrade the server's schema\(waiting)"
+                    ))
             }
             if let refusals = unhandledRefusals[row.device.id], refusals > 0 {
                 reasons.append((1, "\(refusals) refusal\(refusals == 1 ? "" : "s") not handled"))

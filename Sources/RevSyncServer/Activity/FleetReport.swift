@@ -50,6 +50,13 @@ struct FleetReport: Sendable {
             .map { ($0.key, $0.value.count) }.sorted { $0.version < $1.version }
     }
 
+    /// The active devices whose app spoke, in its latest request, a schema version older than
+    /// `minimum`: retired while they still sync (they are refused until their app is updated).
+    func devicesOnRetiredVersions(minimum: Int) -> [Row] {
+        activeRows.filter { ($0.activity?.schemaVersion ?? .max) < minimum }
+            .sorted { ($0.device.name.lowercased(), $0.device.id) < ($1.device.name.lowercased(), $1.device.id) }
+    }
+
     static let farBehindSeconds: Int64 = 3600
     static let silentSeconds: Int64 = 24 * 3600
 
@@ -117,7 +124,7 @@ struct FleetReport: Sendable {
 
     private func report(_ row: Row) -> AdminAPI.DeviceReport {
         let activity = row.activity
-        return AdminAPI.DeviceReport(
+        var report = AdminAPI.DeviceReport(
             id: row.device.id, name: row.device.name, role: row.device.role.rawValue, user: row.device.user?.rawValue,
             userName: row.device.user.flatMap { userNames[$0] }, lastSeen: (activity?.lastSeen).map(AdminAPI.time),
             revision: row.revision, behind: row.behind, behindSeconds: row.behindSeconds,
@@ -137,6 +144,11 @@ struct FleetReport: Sendable {
                 return AdminAPI.DeviceReport.Repair(records: records, at: AdminAPI.time(at))
             },
             created: AdminAPI.time(row.record.createdAt), revoked: row.isRevoked)
+        if let code = activity?.versionRefusal, let at = activity?.versionRefusedAt {
+            report.versionRefusal = AdminAPI.DeviceReport.VersionRefusal(
+                code: code, schemaVersion: activity?.schemaVersion.map(Int64.init), at: AdminAPI.time(at))
+        }
+        return report
     }
 
     /// The fleet's currency (revoked tokens left out).

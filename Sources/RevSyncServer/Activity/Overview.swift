@@ -39,7 +39,7 @@ struct Overview: Sendable {
 extension Overview {
     /// `GET /admin/api/overview`.
     var typed: AdminAPI.Overview {
-        AdminAPI.Overview(
+        var typed = AdminAPI.Overview(
             maxRevision: report.maxRevision, records: AdminAPI.EntityCounts(records),
             devices: AdminAPI.Overview.Devices(
                 total: Int64(report.activeRows.count), live: Int64(liveDevices),
@@ -60,5 +60,10 @@ extension Overview {
                     revision: snapshot.revision, created: AdminAPI.time(created), ageSeconds: max(0, report.now - created),
                     records: Int64(snapshot.records))
             })
+        typed.schemaVersions.retired = report.devicesOnRetiredVersions(minimum: minimumSchemaVersion).map { row in
+            AdminAPI.Overview.SchemaVersions.RetiredDevice(
+                id: row.device.id, name: row.device.name, schemaVersion: Int64(row.activity?.schemaVersion ?? 0))
+        }
+        return typed
     }
 }

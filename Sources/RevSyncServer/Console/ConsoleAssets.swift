@@ -32,6 +32,7 @@ enum ConsoleAssets {
         .cards-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(240px, 1fr)); gap: 0.75rem; margin-top: 1.25rem; }
         .card { background: var(--paper); border: 1px solid var(--line); border-top: 4px solid var(--good); border-radius: 8px; padding: 0.75rem 1rem; min-width: 0; }
         .card.alert { border-top-color: var(--warn); }
+        .alert-line { background: var(--paper); border: 1px solid var(--line); border-left: 4px solid var(--warn); border-radius: 8px; padding: 0.6rem 1rem; overflow-wrap: anywhere; }
         .card h2 { margin: 0 0 0.5rem; font-size: 1.05rem; } .card .count { font-size: 1.5rem; margin-right: 0.2rem; }
         .card p { margin: 0.5rem 0 0; }
         ul.list, ul.found { margin: 0; padding-left: 1.1rem; } ul.list li, ul.found li { overflow-wrap: anywhere; margin: 0.15rem 0; }

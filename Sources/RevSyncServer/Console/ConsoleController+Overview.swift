@@ -70,6 +70,12 @@ extension ConsoleController {
             syncs: overview.minutes.reduce(0) { $0 + $1.syncs }, commits: overview.minutes.reduce(0) { $0 + $1.commits },
             refused: overview.minutes.reduce(0) { $0 + $1.refusals },
             records: overview.records.map { OverviewPage.RecordCount(entity: $0.entity, count: $0.count) })
+        let retired = report.devicesOnRetiredVersions(minimum: engine.lineage.minimumVersion)
+        page.retired = retired.prefix(Self.overviewListed).map { row in
+            OverviewPage.Retired(id: row.device.id, name: row.device.name, version: row.activity?.schemaVersion ?? 0)
+        }
+        page.retiredCount = retired.count
+        page.retiredMinimum = engine.lineage.minimumVersion
         page.attentionAlert = page.attentionCount > 0
         page.refusalAlert = page.refusalCount > 0
         page.erasureAlert = page.erasureCount > 0

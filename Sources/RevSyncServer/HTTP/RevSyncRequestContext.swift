@@ -5,7 +5,7 @@ import RevSyncEngine
 
 /// What the server knows of a request beyond its head and body: where it comes from, and what
 /// the routes learnt of it.
-struct RevSyncRequestContext: RequestContext, RemoteAddressRequestContext {
+struct RevSyncRequestContext: RequestContext, RemoteAddressRequestContext, RecordingContext {
     var coreContext: CoreRequestContextStorage
     /// The peer of the connection (a proxy's, behind one).
     let remoteAddress: SocketAddress?

@@ -59,6 +59,18 @@ struct OverviewPage: ConsolePage {
     var verified: Int
     /// Devices per schema version: `v1: 3 · v2: 47 (latest)`, or `all on v2`.
     var schemaVersions: String
+    /// Devices whose app speaks a retired version (older than `minimumVersion`): refused until
+    /// their app is updated.
+    var retired: [Retired] = []
+    var retiredCount = 0
+    var retiredMinimum = 0
+
+    /// A device on a retired schema version.
+    struct Retired: ConsoleView {
+        var id: Int64
+        var name: String
+        var version: Int
+    }
     var databaseSize: String
     var snapshot: Snapshot?
     var attention: [Attention]
@@ -92,6 +104,7 @@ struct OverviewPage: ConsolePage {
           <div class="figure"><span class="label">Database</span><span class="value">{{databaseSize}}</span></div>
           <div class="figure"><span class="label">Snapshot</span><span class="value">{{#snapshot}}revision {{revision}}, {{age}} old{{/snapshot}}{{^snapshot}}none yet{{/snapshot}}</span></div>
         </section>
+        {{#retiredCount}}<p class="alert-line" id="retired-versions"><strong>{{retiredCount}} on retired schema versions</strong> (older than {{retiredMinimum}}, refused until their app is updated): {{#retired}}<a href="/admin/devices/{{id}}">{{name}}</a> (v{{version}}) {{/retired}}</p>{{/retiredCount}}
         <section class="cards-grid">
           <div class="card{{#attentionAlert}} alert{{/attentionAlert}}" id="attention">
             <h2><span class="count">{{attentionCount}}</span> need attention</h2>

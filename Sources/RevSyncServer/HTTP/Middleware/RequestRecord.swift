@@ -11,6 +11,8 @@ import RevSyncProtocol
 final class RequestRecord: Sendable {
     private struct State {
         var device: Device?
+        /// Refused for the schema version it speaks (the error's code).
+        var versionRefusal: String?
         var sync: (claimed: Revision, committed: Int, refusals: [Refusal])?
         var verification: (revision: Revision, equal: Bool)?
     }
@@ -22,6 +24,14 @@ final class RequestRecord: Sendable {
     func authenticated(_ device: Device) {
         state.withLock { $0.device = device }
     }
+
+    /// The request was refused for the schema version it speaks (``JSONErrorMiddleware`` says,
+    /// as it answers the error).
+    func refusedVersion(_ code: String) {
+        state.withLock { $0.versionRefusal = code }
+    }
+
+    fileprivate var versionRefusal: String? { state.withLock { $0.versionRefusal } }
 
     func synced(claimed: Revision, committed: Int, refusals: [Refusal]) {
         state.withLock { $0.sync = (claimed, committed, refusals) }
@@ -51,11 +61,10 @@ struct RequestRecording: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch {
-            // A device refused for its schema version (`426 upgrade_required`, `409 schema_ahead`)
-            // still shows the operator which version it speaks.
-            if let device = context.record.device, let version = Self.schemaVersion(request) {
+            if let device = context.record.device, let version = Self.schemaVersion(request), let refusal = Self.versionRefusal(error) {
                 var seen = DeviceActivity.Request(device: device.id)
                 seen.schemaVersion = version
+                seen.versionRefusal = refusal
                 activity.record(seen)
             }
             throw error
@@ -78,6 +87,11 @@ struct RequestRecording: RouterMiddleware {
                 seen.refusals = sync.refusals
             }
             seen.verification = record.verification
+            // A device refused for its schema version (`426 upgrade_required`, `409
+            // schema_ahead`) shows the operator which version it speaks, how many change sets
+            // wait in it, and that it needs attention; one served is no longer refused.
+            seen.versionRefusal = record.versionRefusal
+            seen.served = response.status.code < 400
             activity.record(seen)
         }
         let duration = ContinuousClock.now - start
@@ -96,6 +110,15 @@ struct RequestRecording: RouterMiddleware {
                 "bytes_in": "\(bytesIn)", "bytes_out": "\(bytesOut)",
             ])
         return response
+    }
+
+    /// The code of a refusal for the schema version a request speaks, if `error` is one.
+    private static func versionRefusal(_ error: any Error) -> String? {
+        switch error {
+        case let error as SyncError where error.code == "upgrade_required" || error.code == "schema_ahead": error.code
+        case let error as APIError where error.code == "upgrade_required" || error.code == "schema_ahead": error.code
+        default: nil
+        }
     }
 
     /// The schema version a device request speaks: its header, or (none) the latest.
