@@ -61,8 +61,8 @@ struct Init: AsyncParsableCommand {
         }
         if sha256 != nil && snapshot == nil { throw ValidationError("--sha256 goes with --snapshot FILE") }
         if let schemaVersion, schemaVersion < 1 { throw ValidationError("--schema-version is 1 or more") }
-        if schemaVersion != nil && (snapshot != nil || downloadSnapshot) {
-            throw ValidationError("a snapshot file holds the server's latest schema version; leave out --schema-version")
+        if schemaVersion != nil && snapshot != nil {
+            throw ValidationError("a snapshot file holds the schema version it was written for; leave out --schema-version")
         }
     }
 
@@ -201,13 +201,18 @@ struct Init: AsyncParsableCommand {
         guard !FileManager.default.fileExists(atPath: options.store) else {
             throw CommandFailure("\(options.store) already exists; a store is never overwritten")
         }
-        let (store, downloaded) = try await LocalStore.bootstrap(at: options.store, downloadingFrom: .init(url: url, token: token))
+        // The snapshot of the version the store is pinned to (none newer than the app's), or the
+        // server's latest.
+        let (store, downloaded) = try await LocalStore.bootstrap(
+            at: options.store, downloadingFrom: .init(url: url, token: token), pinnedTo: schemaVersion)
         try await learnDevice(store)
         try store.close()
         guard let report = downloaded else { throw CommandFailure("\(options.store) appeared while the snapshot was downloading") }
         if options.json {
             say(
                 created(url: url, schemaVersion: store.schema.version) { writer in
+                    writer.writeRaw(",\"pinned\":")
+                    writer.writeBool(schemaVersion != nil)
                     writer.writeRaw(",\"snapshot\":\"downloaded\",\"maxRevision\":")
                     writer.writeInteger(report.revision)
                     writer.writeRaw(",\"records\":")

@@ -42,8 +42,43 @@ extension LocalStore {
         at path: String, downloadingFrom server: ServerConnection, transport: any SyncTransport = DefaultTransport(),
         replacing: Bool = false
     ) async throws -> (store: LocalStore, report: SnapshotDownloadReport?) {
-        if let existing = try existingStore(at: path, replacing: replacing) { return (existing, nil) }
-        let identity = try await ServerIdentity.fetch(from: server.url, transport: transport)
+        try await bootstrap(at: path, downloadingFrom: server, pinnedTo: nil, transport: transport, replacing: replacing)
+    }
+
+    /// Opens the store at `path`, starting it from the server's snapshot of schema version
+    /// `version` (the version the app was built for: `Player.schemaVersion`) if there is no
+    /// store there yet, pinned to that version: never a store of a version newer than the
+    /// app's types, whatever version the server runs. As
+    /// ``bootstrap(at:downloadingFrom:transport:replacing:)`` otherwise; an existing store is
+    /// pinned to `version` too (an app update: its next sync upgrades it first).
+    ///
+    /// ```swift
+    /// let store = try await LocalStore.bootstrap(
+    ///     at: path, downloadingFrom: .init(url: server, token: token), pinnedTo: Player.schemaVersion).store
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - path: the store file.
+    ///   - server: the server and the device's token.
+    ///   - version: the schema version to start in and pin to; `nil`: the server's latest,
+    ///     unpinned.
+    ///   - transport: how requests travel.
+    ///   - replacing: whether a store without pending change sets at `path` is replaced.
+    /// - Returns: the store, and a report (`nil` when an existing store was opened).
+    /// - Throws: as ``bootstrap(at:downloadingFrom:transport:replacing:)``; ``SyncFailure``
+    ///   `404` when the server does not serve `version`.
+    public static func bootstrap(
+        at path: String, downloadingFrom server: ServerConnection, pinnedTo version: Int?, transport: any SyncTransport = DefaultTransport(),
+        replacing: Bool = false
+    ) async throws -> (store: LocalStore, report: SnapshotDownloadReport?) {
+        if let existing = try existingStore(at: path, replacing: replacing) {
+            if let version, try await existing.pinnedSchemaVersion.map({ $0 < version }) ?? true {
+                try await existing.pin(toSchemaVersion: max(version, existing.schema.version))
+            }
+            return (existing, nil)
+        }
+        var identity = try await ServerIdentity.fetch(from: server.url, transport: transport)
+        if let version { identity.schemaVersion = version }
         let download = SnapshotDownload(
             path: path + ".snapshot.gz", server: server, transport: transport, schemaVersion: identity.schemaVersion)
         let candidate = path + ".bootstrap-\(UUID().uuidString)"
@@ -67,6 +102,7 @@ extension LocalStore {
             throw error
         }
         download.discard()
+        if let version { try await store.pin(toSchemaVersion: version) }
         return (
             store,
             SnapshotDownloadReport(

@@ -151,6 +151,12 @@ extension Synchronizer {
         while !Task.isCancelled {
             await setConnection(.connecting)
             do {
+                // An app update (the pin raised): the store follows it before its stream opens,
+                // so the stream speaks the new version.
+                if let pinned = try await store.pinnedSchemaVersion, pinned > store.schema.version {
+                    let server = try await connection()
+                    try await exclusively { _ = try await self.followPin(of: server) }
+                }
                 for try await event in try await openStream() {
                     if connection != .live {
                         attempt = 0

@@ -31,33 +31,30 @@ public enum ClubDatabase {
         return directory
     }
 
-    /// The store at launch: the one on disk, or, on the first launch (and after a reinstall,
-    /// which deletes the file but not the Keychain), a new one started from the server's
-    /// snapshot with the token the device was given.
+    /// The store at launch: the one on disk, pinned to the version this build's types were
+    /// generated from (after an app update, its next sync upgrades it in place first); or, on
+    /// the first launch (and after a reinstall, which deletes the file but not the Keychain), a
+    /// new one started from the server's snapshot of that version with the token the device was
+    /// given.
     ///
     /// - Throws: ``ClubDatabaseError/noToken`` when the device has no token yet: show the
     ///   sign-in screen.
     public static func openAtLaunch(directory: URL, server: URL, tokens: any TokenStore) async throws -> LocalStore {
         let path = storePath(in: directory)
-        if FileManager.default.fileExists(atPath: path) { return try LocalStore.open(at: path) }
-        guard let token = try tokens.token() else { throw ClubDatabaseError.noToken }
-        let connection = LocalStore.ServerConnection(url: server, token: token)
-        let latest = try await Schema.fetch(from: server)
-        let store: LocalStore
-        if latest.version == Player.schemaVersion {
-            // The server's snapshot (a store file, checked before it is opened), then only what
-            // changed since: a new device is ready in a second, not after a JSON sync of everything.
-            store = try await LocalStore.bootstrap(at: path, downloadingFrom: connection).store
-        } else {
-            // The server is past the version this app was built for (the app is not updated
-            // yet): start from that version's schema; the first sync brings every record in it.
-            store = try LocalStore.create(
-                at: path, schema: try await Schema.fetch(from: server, version: Player.schemaVersion), server: connection)
+        if FileManager.default.fileExists(atPath: path) {
+            let store = try LocalStore.open(at: path)
+            // Open, pin, sync: an updated app's store follows its new types from the next sync
+            // on, whatever the server answers to the old version (SchemaVersions in the DocC catalog).
+            try await store.pin(toSchemaVersion: max(Player.schemaVersion, store.schema.version))
+            return store
         }
-        // Pinned to the version the app's types were generated from: the store follows the
-        // server's upgrades up to it, never past (SchemaVersions in the DocC catalog).
-        try await store.pin(toSchemaVersion: Player.schemaVersion)
-        return store
+        guard let token = try tokens.token() else { throw ClubDatabaseError.noToken }
+        // The server's snapshot of the version this app was built for (a store file, checked
+        // before it is opened), pinned to it, then only what changed since: a new device is
+        // ready in a second, whatever version the server runs.
+        return try await LocalStore.bootstrap(
+            at: path, downloadingFrom: LocalStore.ServerConnection(url: server, token: token), pinnedTo: Player.schemaVersion
+        ).store
     }
 
     /// A store with no server, filled with a small roster: for SwiftUI previews and tests.
