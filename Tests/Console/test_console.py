@@ -124,20 +124,32 @@ class Server:
     def __init__(self, *arguments):
         self.directory = tempfile.mkdtemp(prefix="revsync-console-")
         self.database = os.path.join(self.directory, "team.sqlite")
-        token_file = os.path.join(self.directory, "admin-token")
+        self.token_file = os.path.join(self.directory, "admin-token")
+        self.start("0", arguments)
+        with open(self.token_file) as file:
+            self.admin_token = file.read().strip()
+
+    def start(self, port, arguments):
+        """Starts the process; `startup` keeps what it printed before it listened (warnings)."""
         self.process = subprocess.Popen(
-            [os.path.join(BIN, "revsync-server"), "--port", "0", "--database", self.database,
-             "--admin-token-file", token_file, "--log-level", "warning", *arguments],
+            [os.path.join(BIN, "revsync-server"), "--port", port, "--database", self.database,
+             "--admin-token-file", self.token_file, "--log-level", "warning", *arguments],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.startup = []
         line = self.process.stdout.readline()
         while "listening on" not in line:
             if not line:
-                raise RuntimeError("revsync-server did not start")
+                raise RuntimeError("revsync-server did not start: " + "".join(self.startup))
+            self.startup.append(line)
             line = self.process.stdout.readline()
         self.url = re.search(r"http://127\.0\.0\.1:\d+", line).group(0)
-        self.token_file = token_file
-        with open(token_file) as file:
-            self.admin_token = file.read().strip()
+
+    def restart(self, *arguments):
+        """The same database served again, on the same port (devices keep their server's URL)."""
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.process.stdout.close()
+        self.start(self.url.rsplit(":", 1)[1], arguments)
 
     def token(self, name, role="member", user=None):
         command = [os.path.join(BIN, "revsync-server"), "token", "create", "--database", self.database, "--name", name, "--role", role]
@@ -165,11 +177,11 @@ class Server:
 class Device:
     """A device: a store file driven by the revsync CLI."""
 
-    def __init__(self, server, name, token=None):
+    def __init__(self, server, name, token=None, init_arguments=()):
         self.server = server
         self.store = os.path.join(server.directory, name + ".sqlite")
         self.token = token or server.token(name)
-        self.run("init", "--server", server.url, token=self.token)
+        self.run("init", "--server", server.url, *init_arguments, token=self.token)
 
     def run(self, *arguments, token=None, check=True):
         environment = dict(os.environ, REVSYNC_TOKEN=token) if token else None
@@ -660,6 +672,65 @@ class ConsoleTests(unittest.TestCase):
             self.assertEqual(image.get_attribute("alt"), "photo: knee.png")
             self.assertIn("photo: knee.png", self.text("figure.thumbnail figcaption"))
             self.assert_fits("history-thumbnail")
+        finally:
+            self.server = main
+            self.driver.delete_all_cookies()
+            server.stop()
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def test_a_device_on_a_retired_version_needs_attention_until_its_app_is_updated(self):
+        """Raising minimumVersion while a tablet still speaks the old version: the server names it
+        at start, the overview lists it, the tablet's sync is refused (426) with its edit kept,
+        and it needs attention until its app is updated, when the edit goes at once."""
+        main = self.server
+        server = Server()
+        directory = tempfile.mkdtemp(prefix="revsync-console-schema-")
+        try:
+            self.server = server
+            with urllib.request.urlopen(server.url + "/schema") as response:
+                schema = json.load(response)
+            version = schema["version"]
+            tablet = Device(server, "old tablet", init_arguments=("--schema-version", str(version)))
+            tablet.sync()
+            # Version + 1 adds an attribute with a default and retires the tablet's version.
+            schema["version"] = version + 1
+            schema["minimumVersion"] = version + 1
+            schema["entities"]["teams"]["attributes"]["colour"] = {"type": "text", "required": True, "default": "blue"}
+            schema_file = os.path.join(directory, "schema.json")
+            with open(schema_file, "w") as file:
+                json.dump(schema, file)
+            server.restart("--schema", schema_file)
+            warning = "".join(server.startup)
+            self.assertIn("old tablet (v%d)" % version, warning)
+            self.assertIn("minimumVersion %d" % (version + 1), warning)
+
+            tablet.run("create", "teams", "name=Kept U10")
+            refused = tablet.sync(check=False)
+            self.assertNotEqual(refused.returncode, 0)
+            self.assertIn("426 upgrade_required", refused.stderr)
+            self.assertIn("pending change sets: 1", tablet.run("status").stdout)
+
+            self.sign_in_as_admin()
+            self.wait_for(lambda: "old tablet" in self.text("#attention"), message="the refused tablet does not need attention")
+            self.assertIn("retired schema version %d" % version, self.text("#attention"))
+            retired = self.text("#retired-versions")
+            self.assertIn("1 on retired schema versions", retired)
+            self.assertIn("old tablet (v%d)" % version, retired)
+            self.assert_fits("overview-retired")
+            row = self.row_text("old tablet", "refused: a retired schema version")
+            # The change set the refused request carried waits too.
+            self.assertEqual(self.device_row("old tablet").find_element(By.CSS_SELECTOR, "td[data-label='Pending']").text, "1", row)
+            self.assert_fits("devices-retired")
+
+            # The app is updated: its next sync upgrades the store first and sends the edit.
+            tablet.run("pin", "--latest")
+            synced = tablet.sync()
+            self.assertIn("Sent 1 change set", synced.stdout)
+            self.assertIn("teams.colour added", synced.stdout)
+            self.assertIn("pending change sets: 0", tablet.run("status").stdout)
+            self.open("/admin")
+            self.wait_for(lambda: "old tablet" not in self.text("#attention"), message="the updated tablet still needs attention")
+            self.assertEqual(self.driver.find_elements(By.ID, "retired-versions"), [])
         finally:
             self.server = main
             self.driver.delete_all_cookies()

@@ -31,9 +31,13 @@ import Testing
         func download(
             _ request: TransportRequest, receive: @escaping @Sendable (TransportResponse, [UInt8]) throws -> Void
         ) async throws -> TransportResponse {
-            if request.url.path.hasSuffix("/sync"), let hook = beforeSync.withLock({ hook in defer { hook = nil }; return hook }) {
-                try await hook()
-            }
+            let hook =
+                request.url.path.hasSuffix("/sync")
+                ? beforeSync.withLock { hook in
+                    defer { hook = nil }
+                    return hook
+                } : nil
+            if let hook { try await hook() }
             if request.method == "GET", request.url.path.contains("/attachments/") { attachmentDownloads.withLock { $0 += 1 } }
             return try await base.download(request, receive: receive)
         }

@@ -14,9 +14,11 @@ import Testing
     /// The README's block, as written there: `path`, `server`, `token` and `render` are the app's.
     static func readmeSnippet(path: String, server: URL, token: String, render: @escaping @Sendable ([Player]) -> Void) async throws {
         // README begin
-        let store = try LocalStore.create(
-            at: path, schema: try await Schema.fetch(from: server),
-            server: .init(url: server, token: token))  // later: LocalStore.open(at: path)
+        // At every launch: the first starts from the server's snapshot of the app's schema version;
+        // after an app update, the store follows its new types in place at its next sync.
+        let store = try await LocalStore.bootstrap(
+            at: path, downloadingFrom: .init(url: server, token: token), pinnedTo: Player.schemaVersion
+        ).store
         try await store.database.write { db in
             var team = Team(name: "U12")
             try team.insert(db)  // team.id == -1 until it syncs

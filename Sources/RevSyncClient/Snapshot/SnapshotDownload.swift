@@ -68,8 +68,8 @@ extension LocalStore {
     /// - Throws: as ``bootstrap(at:downloadingFrom:transport:replacing:)``; ``SyncFailure``
     ///   `404` when the server does not serve `version`.
     public static func bootstrap(
-        at path: String, downloadingFrom server: ServerConnection, pinnedTo version: Int?, transport: any SyncTransport = DefaultTransport(),
-        replacing: Bool = false
+        at path: String, downloadingFrom server: ServerConnection, pinnedTo version: Int?,
+        transport: any SyncTransport = DefaultTransport(), replacing: Bool = false
     ) async throws -> (store: LocalStore, report: SnapshotDownloadReport?) {
         if let existing = try existingStore(at: path, replacing: replacing) {
             if let version, try await existing.pinnedSchemaVersion.map({ $0 < version }) ?? true {

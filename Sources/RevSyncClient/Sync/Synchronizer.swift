@@ -318,6 +318,7 @@ public actor Synchronizer {
         // The server reads the change sets, and answers, in the store's schema version.
         headers[RevSyncHeader.schemaVersion] = String(store.schema.version)
         headers[RevSyncHeader.pending] = String(request.pendingAfter)
+        headers[RevSyncHeader.sending] = String(request.message.changeSets.count)
         // What the store holds at the revision it claims, for the server to check.
         if let digest = request.digest {
             headers[RevSyncHeader.digest] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"

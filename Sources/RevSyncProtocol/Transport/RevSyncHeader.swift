@@ -9,6 +9,9 @@ package enum RevSyncHeader {
     package static let client = "RevSync-Client"
     /// Request (`POST /sync`): the change sets still waiting in the outbox after this request.
     package static let pending = "RevSync-Pending"
+    /// Request (`POST /sync`): the change sets this request carries (with `RevSync-Pending`, the
+    /// whole outbox, for a request refused before its body is read).
+    package static let sending = "RevSync-Sending"
     /// Request (`POST /sync`): the digest of the device's records at the revision it claims.
     package static let digest = "RevSync-Digest"
     /// Request (`POST /sync`): the attachments the device lacked after its previous sync.

@@ -77,10 +77,15 @@ public final class DeviceActivity: Service, Sendable {
             update.lastSeen = max(update.lastSeen, now)
             if let version = request.clientVersion { update.clientVersion = version }
             if let version = request.schemaVersion { update.schemaVersion = version }
+            // The later of a refusal for the version and a request served decides: an app
+            // updated within the second it was refused is no longer refused.
             if let refusal = request.versionRefusal {
                 update.versionRefusal = refusal
                 update.versionRefusedAt = now
+                update.versionServedAt = nil
             } else if request.served {
+                update.versionRefusal = nil
+                update.versionRefusedAt = nil
                 update.versionServedAt = now
             }
             if let outbox = request.pending { update.pending = outbox }

@@ -292,10 +292,15 @@ extension ConsoleController {
         return ConsoleRenderer.redirect("/admin/devices")
     }
 
-    /// The client library and the schema version its app speaks: `RevSyncClient/0.9 (Linux) · schema v2`.
+    /// The client library and the schema version its app speaks: `RevSyncClient/0.9 (Linux) · schema v2`,
+    /// and why the server refuses that version, if it does.
     static func client(_ activity: DeviceActivityRecord?, unknown: String = "–") -> String {
         let client = activity?.clientVersion ?? unknown
         guard let version = activity?.schemaVersion else { return client }
-        return "\(client) · schema v\(version)"
+        switch activity?.versionRefusal {
+        case nil: return "\(client) · schema v\(version)"
+        case "upgrade_required"?: return "\(client) · schema v\(version), refused: a retired schema version; update the app"
+        case _?: return "\(client) · schema v\(version), refused: newer than the server's schema"
+        }
     }
 }

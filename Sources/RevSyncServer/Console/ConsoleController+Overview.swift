@@ -75,6 +75,8 @@ extension ConsoleController {
             OverviewPage.Retired(id: row.device.id, name: row.device.name, version: row.activity?.schemaVersion ?? 0)
         }
         page.retiredCount = retired.count
+        page.anyRetired = !retired.isEmpty
+        page.retiredMore = retired.count > Self.overviewListed ? "and \(retired.count - Self.overviewListed) more" : nil
         page.retiredMinimum = engine.lineage.minimumVersion
         page.attentionAlert = page.attentionCount > 0
         page.refusalAlert = page.refusalCount > 0

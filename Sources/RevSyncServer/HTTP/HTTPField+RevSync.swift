@@ -22,6 +22,8 @@ extension HTTPField.Name {
     static let revSyncClient = Self(RevSyncHeader.client)!
     /// A request header: the change sets still waiting in the device's outbox after this request.
     static let revSyncPending = Self(RevSyncHeader.pending)!
+    /// A request header: the change sets this request carries.
+    static let revSyncSending = Self(RevSyncHeader.sending)!
     /// A request header of a sync: `R count:hex`, the digest of the device's records at revision
     /// `R` (its claimed revision), which the server compares with its own (``DataSetDigest``).
     static let revSyncDigest = Self(RevSyncHeader.digest)!

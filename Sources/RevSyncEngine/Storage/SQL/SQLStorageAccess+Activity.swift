@@ -198,8 +198,10 @@ extension SQLStorageAccess {
                     verified_at = \(Self.newerVerification("verified_at")),
                     mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
                     schema_version = COALESCE(excluded.schema_version, _rs_device_activity.schema_version),
-                    version_refusal = COALESCE(excluded.version_refusal, _rs_device_activity.version_refusal),
-                    version_refused_at = COALESCE(excluded.version_refused_at, _rs_device_activity.version_refused_at),
+                    version_refusal = CASE WHEN excluded.version_served_at IS NOT NULL THEN NULL
+                        ELSE COALESCE(excluded.version_refusal, _rs_device_activity.version_refusal) END,
+                    version_refused_at = CASE WHEN excluded.version_served_at IS NOT NULL THEN NULL
+                        ELSE COALESCE(excluded.version_refused_at, _rs_device_activity.version_refused_at) END,
                     version_served_at = COALESCE(excluded.version_served_at, _rs_device_activity.version_served_at)
                 """,
                 [

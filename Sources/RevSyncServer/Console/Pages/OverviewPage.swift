@@ -64,6 +64,10 @@ struct OverviewPage: ConsolePage {
     var retired: [Retired] = []
     var retiredCount = 0
     var retiredMinimum = 0
+    /// Whether any device speaks a retired version (Mustache takes `0` as a value, not as false).
+    var anyRetired = false
+    /// `and 12 more`, when the list is cut: the devices page sorted by client and schema version.
+    var retiredMore: String?
 
     /// A device on a retired schema version.
     struct Retired: ConsoleView {
@@ -104,7 +108,7 @@ struct OverviewPage: ConsolePage {
           <div class="figure"><span class="label">Database</span><span class="value">{{databaseSize}}</span></div>
           <div class="figure"><span class="label">Snapshot</span><span class="value">{{#snapshot}}revision {{revision}}, {{age}} old{{/snapshot}}{{^snapshot}}none yet{{/snapshot}}</span></div>
         </section>
-        {{#retiredCount}}<p class="alert-line" id="retired-versions"><strong>{{retiredCount}} on retired schema versions</strong> (older than {{retiredMinimum}}, refused until their app is updated): {{#retired}}<a href="/admin/devices/{{id}}">{{name}}</a> (v{{version}}) {{/retired}}</p>{{/retiredCount}}
+        {{#anyRetired}}<p class="alert-line" id="retired-versions"><strong>{{retiredCount}} on retired schema versions</strong> (older than {{retiredMinimum}}, refused until their app is updated): {{#retired}}<a href="/admin/devices/{{id}}">{{name}}</a> (v{{version}}) {{/retired}}{{#retiredMore}}<a href="/admin/devices?sort=client" id="retired-all">{{retiredMore}}</a>{{/retiredMore}}</p>{{/anyRetired}}
         <section class="cards-grid">
           <div class="card{{#attentionAlert}} alert{{/attentionAlert}}" id="attention">
             <h2><span class="count">{{attentionCount}}</span> need attention</h2>

@@ -61,10 +61,9 @@ struct RequestRecording: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch {
-            if let device = context.record.device, let version = Self.schemaVersion(request), let refusal = Self.versionRefusal(error) {
-                var seen = DeviceActivity.Request(device: device.id)
-                seen.schemaVersion = version
-                seen.versionRefusal = refusal
+            if let device = context.record.device, Self.schemaVersion(request) != nil, let refusal = Self.versionRefusal(error) {
+                var seen = Self.said(by: request, device: device.id)
+                seen.refusedForVersion(refusal, sending: request.headers[.revSyncSending])
                 activity.record(seen)
             }
             throw error
@@ -73,11 +72,7 @@ struct RequestRecording: RouterMiddleware {
         let bytesIn = request.headers[.contentLength].flatMap { Int($0) } ?? 0
         let bytesOut = response.body.contentLength ?? 0
         if let device = record.device {
-            var seen = DeviceActivity.Request(device: device.id)
-            seen.clientVersion = request.headers[.revSyncClient].map { String($0.prefix(200)) }
-            seen.schemaVersion = Self.schemaVersion(request)
-            seen.pending = request.headers[.revSyncPending].flatMap { Int($0) }.map { max(0, $0) }
-            seen.missingAttachments = request.headers[.revSyncMissingAttachments].flatMap { Int($0) }.map { max(0, $0) }
+            var seen = Self.said(by: request, device: device.id)
             seen.bytesIn = bytesIn
             seen.bytesOut = bytesOut
             if let sync = record.sync {
@@ -90,7 +85,7 @@ struct RequestRecording: RouterMiddleware {
             // A device refused for its schema version (`426 upgrade_required`, `409
             // schema_ahead`) shows the operator which version it speaks, how many change sets
             // wait in it, and that it needs attention; one served is no longer refused.
-            seen.versionRefusal = record.versionRefusal
+            if let refusal = record.versionRefusal { seen.refusedForVersion(refusal, sending: request.headers[.revSyncSending]) }
             seen.served = response.status.code < 400
             activity.record(seen)
         }
@@ -112,6 +107,18 @@ struct RequestRecording: RouterMiddleware {
         return response
     }
 
+    /// What a request's headers say of its device: its client and schema version, what waits in
+    /// its outbox, the files it lacks (a refused request too: how many change sets wait in a
+    /// version the server no longer serves).
+    private static func said(by request: Request, device: Int64) -> DeviceActivity.Request {
+        var seen = DeviceActivity.Request(device: device)
+        seen.clientVersion = request.headers[.revSyncClient].map { String($0.prefix(200)) }
+        seen.schemaVersion = schemaVersion(request)
+        seen.pending = request.headers[.revSyncPending].flatMap { Int($0) }.map { max(0, $0) }
+        seen.missingAttachments = request.headers[.revSyncMissingAttachments].flatMap { Int($0) }.map { max(0, $0) }
+        return seen
+    }
+
     /// The code of a refusal for the schema version a request speaks, if `error` is one.
     private static func versionRefusal(_ error: any Error) -> String? {
         switch error {
@@ -124,5 +131,17 @@ struct RequestRecording: RouterMiddleware {
     /// The schema version a device request speaks: its header, or (none) the latest.
     private static func schemaVersion(_ request: Request) -> Int? {
         request.headers[.revSyncDeviceSchemaVersion].flatMap { $0.utf8.count <= 9 ? Int($0) : nil }
+    }
+}
+
+extension DeviceActivity.Request {
+    /// The request was refused for its schema version before its body was read: the change
+    /// sets it carried (`RevSync-Sending`) wait in the outbox too.
+    fileprivate mutating func refusedForVersion(_ code: String, sending: String?) {
+        versionRefusal = code
+        if let pending, let sending = sending.flatMap({ Int($0) }) {
+            // Bounded, whatever a device claims: no overflow.
+            self.pending = min(pending, Int(Int32.max)) + min(max(0, sending), Int(Int32.max))
+        }
     }
 }
