@@ -81,6 +81,8 @@ public struct SimulationReport: Sendable {
     /// In a rollout: app updates made, and how many devices ended on each schema version.
     public var appUpdates = 0
     public var devicesPerVersion: [Int: Int] = [:]
+    /// Syncs that ended proven equal to the server, per schema version the device spoke.
+    public var provenPerVersion: [Int: Int] = [:]
     /// In a rollout: the most app versions (schema versions devices were pinned to) installed on
     /// one day.
     public var mostVersionsAtOnce = 0
@@ -103,7 +105,7 @@ public struct SimulationReport: Sendable {
         ]
         if configuration.rollout {
             lines.append(
-                "Rollout: \(configuration.days) days, schema versions 1–3 served, \(appUpdates) app updates, up to \(mostVersionsAtOnce) app versions installed on one day; devices at the end: \(devicesPerVersion.sorted { $0.key < $1.key }.map { "v\($0.key) \($0.value)" }.joined(separator: ", "))"
+                "Rollout: \(configuration.days) days, schema versions 1–3 served, \(appUpdates) app updates, up to \(mostVersionsAtOnce) app versions installed on one day; devices at the end: \(devicesPerVersion.sorted { $0.key < $1.key }.map { "v\($0.key) \($0.value)" }.joined(separator: ", ")); syncs proven: \(provenPerVersion.sorted { $0.key < $1.key }.map { "v\($0.key) \($0.value)" }.joined(separator: ", "))"
             )
         }
         lines += [
@@ -276,6 +278,7 @@ public enum Simulation {
                 report.repairedRecords += device.verification.repairedRecords
                 report.repairsCutOff += device.verification.repairsCutOff
                 report.corruptionsUnjudged += device.verification.unjudged
+                report.provenPerVersion.merge(device.verification.verifiedByVersion, uniquingKeysWith: +)
                 for reason in device.refused.values { report.conflicts[reason.rawValue, default: 0] += 1 }
             }
             (report.maxRevision, report.records) = try await storage.withReader { reader in
@@ -331,7 +334,11 @@ public enum Simulation {
                         // store) would miss. Crashes are for the other syncs.
                         let following = try await device.store.pinnedSchemaVersion ?? 0 > device.store.schema.version
                         if !following, local.chance(configuration.deviceCrashRate) { try await device.crashDuringSync() }
-                        if update != nil || local.chance(0.7) { try await device.sync() }
+                        let syncs = update != nil || local.chance(0.7)
+                        // Another program writes the store behind RevSync's back, in whatever
+                        // version it is (before an upgrade too): the sync finds and repairs it.
+                        if syncs, local.chance(configuration.storeCorruptionRate) { try await device.corruptStore() }
+                        if syncs { try await device.sync() }
                         return update != nil
                     }
                 }

@@ -97,6 +97,7 @@ struct Simulate: AsyncParsableCommand {
             "storeCorruptions": report.storeCorruptions, "repairedRecords": report.repairedRecords,
             "attributeMerges": report.attributeMerges, "appUpdates": report.appUpdates,
             "devicesPerVersion": Dictionary(uniqueKeysWithValues: report.devicesPerVersion.map { (String($0.key), $0.value) }),
+            "provenPerVersion": Dictionary(uniqueKeysWithValues: report.provenPerVersion.map { (String($0.key), $0.value) }),
             "faults": [
                 "requests": report.faults.requests, "responsesDropped": report.faults.responsesDropped,
                 "refused": report.faults.refused, "resets": report.faults.resets, "stalls": report.faults.stalls,

@@ -51,7 +51,9 @@ import Testing
     }
 
     /// Old and new app versions side by side: three schema versions live at once, devices
-    /// updating their app on random days, on a harsh network with crashes.
+    /// updating their app on random days (each upgrade in place, repaired by its proof), on a
+    /// harsh network with crashes and stores corrupted behind RevSync's back: every device is
+    /// proven in its own version.
     @Test(arguments: StoreKind.all)
     func aFleetOnThreeSchemaVersionsKeepsEveryPromise(store: StoreKind) async throws {
         var configuration = SimulationConfiguration(binaries: ExecutableProcess.productsDirectory)
@@ -63,6 +65,7 @@ import Testing
         configuration.faults = .harsh()
         configuration.serverCrashes = 1
         configuration.deviceCrashRate = 0.1
+        configuration.storeCorruptionRate = 0.15
         if store == .postgres {
             configuration.store = .postgres(serverURL: try #require(ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"]))
             configuration.instances = 2
@@ -70,6 +73,10 @@ import Testing
         let report = try await Simulation.run(configuration)
         #expect(report.passed, "\(report.text)")
         #expect(report.appUpdates > 0 && report.mostVersionsAtOnce == 3, "\(report.text)")
+        // Proven in every version devices spoke, not only the latest; corruptions found.
+        #expect(report.provenPerVersion.keys.count >= 2 && report.provenPerVersion[1] ?? 0 > 0, "\(report.text)")
+        let found = try #require(report.checks.first { $0.promise.hasPrefix("every corruption of a device's store") })
+        #expect(report.storeCorruptions > 0 && found.total > 0, "\(report.text)")
         #expect(report.devicesPerVersion.keys.count >= 2, "\(report.text)")
         let gap = try #require(report.checks.first { $0.promise.hasPrefix("no change set was refused for the schema version gap") })
         let kept = try #require(report.checks.first { $0.promise.hasPrefix("every value written under any schema version") })

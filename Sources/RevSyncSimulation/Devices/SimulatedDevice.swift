@@ -42,6 +42,10 @@ public final class SimulatedDevice: @unchecked Sendable {
     private var renamesByVersion: [Int: SchemaRenames] = [:]
     /// What its syncs proved, and the corruptions they had to find.
     var verification = VerificationLedger()
+    /// The records repairs put back since the last sync that finished, as the store told
+    /// (`.repaired`): a repair made by an attempt that failed afterwards counts too.
+    private let repairsSeen = Locked<Set<RecordReference>>([])
+    private var watchingRepairs: Task<Void, Never>?
 
     init(
         name: String, deviceID: Int64, store: LocalStore, revsync: String, seed: UInt64, sharedShare: Double, shared: [RecordReference],
@@ -55,6 +59,12 @@ public final class SimulatedDevice: @unchecked Sendable {
         self.sharedShare = sharedShare
         self.shared = shared
         self.synchronizer = Synchronizer(store: store, transport: DefaultTransport(timeout: timeout))
+        let (events, seen) = (store.events(), repairsSeen)
+        watchingRepairs = Task {
+            for await case .repaired(let repair) in events {
+                seen.withLock { $0.formUnion(repair.differences.map(\.record)) }
+            }
+        }
         if let knownOutcomes {
             committed = knownOutcomes.committed
             refused = knownOutcomes.refused
@@ -63,6 +73,8 @@ public final class SimulatedDevice: @unchecked Sendable {
             syncs = knownOutcomes.syncs
         }
     }
+
+    deinit { watchingRepairs?.cancel() }
 
     /// A device whose edits its caller makes.
     public convenience init(name: String, deviceID: Int64, store: LocalStore, timeout: TimeInterval = 30) {
@@ -82,6 +94,7 @@ public final class SimulatedDevice: @unchecked Sendable {
                 return
             } catch let failure as SyncFailure where failure.isRetryable {
                 failedAttempts += 1
+                verification.failedAttempts += 1
                 last = failure
                 try await Task.sleep(for: policy.delay(after: attempt, using: &random))
             }
@@ -124,10 +137,27 @@ public final class SimulatedDevice: @unchecked Sendable {
     private func record(_ report: SyncReport) {
         syncs += 1
         lastReport = report
-        // A device on an older version proves nothing; nor does a sync whose following of a new
-        // version was cut off by the network after its first answer (the next sync does it).
-        let provable = lineage.map { store.schema.version == $0.latest.version && report.schemaFollowFailure == nil } ?? true
-        verification.record(report, device: name, provable: provable)
+        // Every version is proven (the server keeps a digest per served version), but not a
+        // sync whose following of a new version was cut off by the network after its first
+        // answer (the next sync does it).
+        // Corruptions made before an upgrade that renamed their entity (in this sync, or in an
+        // attempt that failed after it) are found under the new name.
+        if let lineage {
+            let version = store.schema.version
+            verification.pending = verification.pending.map { corruption in
+                var renamed = corruption
+                let entity = lineage.renames(from: corruption.version, to: version).entity(corruption.record.entity)
+                renamed.record = RecordReference(entity: entity, id: corruption.record.id)
+                renamed.version = version
+                return renamed
+            }
+        }
+        let repaired = repairsSeen.withLock { seen in
+            defer { seen = [] }
+            return seen
+        }
+        verification.record(
+            report, device: name, provable: report.schemaFollowFailure == nil, version: store.schema.version, repairedBefore: repaired)
         committed.merge(report.committedRevisions) { _, new in new }
         for conflict in report.conflicts {
             if let id = conflict.changeSetID { refused[id] = conflict.reason }
@@ -147,7 +177,13 @@ public final class SimulatedDevice: @unchecked Sendable {
     }
 
     /// The store's name of version 1's entity `name`.
-    private func named(_ name: String) -> String { renames.entity(name) }
+    func named(_ name: String) -> String { renames.entity(name) }
+
+    /// The store's name of version 1's attribute `attribute` of `entity` (version 1's name).
+    func named(_ attribute: String, of entity: String) -> String {
+        let renames = self.renames
+        return renames.attributes[renames.entity(entity)]?[attribute] ?? attribute
+    }
 
     /// Version 1's `values` of `entity` in the store's names, without the attributes its version lacks.
     private func named(_ values: [String: Value], of entity: String) -> [String: Value] {

@@ -14,10 +14,13 @@ struct StoreCorruption: Sendable, CustomStringConvertible {
 
     var record: RecordReference
     var kind: Kind
+    /// The store's schema version when it was made.
+    var version = 0
 
-    var description: String { "\(kind.rawValue) \(record.entity) \(record.id)" }
+    var description: String { "\(kind.rawValue) \(record.entity) \(record.id) (in v\(version))" }
 
-    /// The entities corrupted, with a text attribute to change; `venues` also gets rows added
+    /// The entities corrupted, with a text attribute to change, in version 1's names (a
+    /// rollout's device corrupts them under its store's names); `venues` also gets rows added
     /// (only its name is required).
     static let targets: [(entity: String, attribute: String)] = [
         ("teams", "name"), ("venues", "name"), ("notes", "body"), ("players", "last_name"),
@@ -40,25 +43,33 @@ struct VerificationLedger: Sendable {
     var unjudged = 0
     /// Records repairs moved.
     var repairedRecords = 0
-    /// Syncs of a device speaking an older schema version than the server's latest: digests
-    /// are of the latest version's records, so nothing is proven (nor expected).
-    var olderVersionSyncs = 0
+    /// Syncs whose following of a new schema version was cut off after their first answer:
+    /// nothing is proven (nor expected) until the next.
+    var unprovableSyncs = 0
+    /// Syncs proven equal, per schema version the device spoke.
+    var verifiedByVersion: [Int: Int] = [:]
+    /// Attempts that failed since the last sync that finished.
+    var failedAttempts = 0
 
-    /// - Parameter provable: whether the device speaks the server's latest schema version.
-    mutating func record(_ report: SyncReport, device: String, provable: Bool = true) {
-        if !provable, report.verified == nil, pending.isEmpty {
-            olderVersionSyncs += 1
-            return
-        }
+    /// - Parameters:
+    ///   - provable: whether the sync could end proven (it did not stop halfway through
+    ///     following a new schema version).
+    ///   - version: the schema version the store speaks after it.
+    ///   - repairedBefore: records repairs put back since the last sync that finished (by an
+    ///     attempt that failed after its repair).
+    mutating func record(
+        _ report: SyncReport, device: String, provable: Bool = true, version: Int = 0, repairedBefore: Set<RecordReference> = []
+    ) {
         // A corruption is found when the repair names its record, or overtaken when the sync
         // brought the server's change of that record anyway.
         let changed = Set(report.changes.map(\.record))
-        let differing = Set(report.differences.map(\.record))
+        let differing = Set(report.differences.map(\.record)).union(repairedBefore)
         repairedRecords += report.repairedRecords
-        if report.repairFailure != nil {
-            // The sync stands, its repair was cut off (or applied and not proven): what it
-            // brought or repaired is judged, the rest waits for the next sync.
-            repairsCutOff += 1
+        if (!provable && report.verified == nil) || report.repairFailure != nil {
+            // The sync stands, its repair was cut off (or applied and not proven), or it
+            // stopped halfway through following a new schema version: what it brought or
+            // repaired is judged, the rest waits for the next sync.
+            if report.repairFailure != nil { repairsCutOff += 1 } else { unprovableSyncs += 1 }
             let judged = pending.filter { changed.contains($0.record) || differing.contains($0.record) }
             found += judged
             pending.removeAll { changed.contains($0.record) || differing.contains($0.record) }
@@ -66,6 +77,7 @@ struct VerificationLedger: Sendable {
         }
         if report.verified == true {
             verifiedSyncs += 1
+            verifiedByVersion[version, default: 0] += 1
         } else {
             unverifiedSyncs.append(
                 "\(device)'s sync to revision \(report.maxRevision) ended with verified = \(report.verified.map { "\($0)" } ?? "nil")")
@@ -75,11 +87,12 @@ struct VerificationLedger: Sendable {
                 found.append(corruption)
             } else {
                 missed.append(
-                    "\(device): the sync to revision \(report.maxRevision) (verified \(report.verified.map { "\($0)" } ?? "nil"), \(report.differences.count) differences) did not find the corruption \(corruption)"
+                    "\(device): the sync to revision \(report.maxRevision) (verified \(report.verified.map { "\($0)" } ?? "nil"), \(report.differences.count) differences) did not find the corruption \(corruption), after \(failedAttempts) failed attempts; its differences: \(report.differences.map(\.record))"
                 )
             }
         }
         pending = []
+        failedAttempts = 0
     }
 }
 
@@ -98,22 +111,25 @@ extension SimulatedDevice {
         var sql = ""
         if kind == .added {
             let id = RecordID(Int64(900_000_000 + random.number(in: 0...9_999_999)))
-            corruption = StoreCorruption(record: RecordReference(entity: "venues", id: id), kind: .added)
-            sql = "INSERT OR IGNORE INTO venues (id, revision, name) VALUES (\(id.rawValue), 1, 'Ghost venue')"
+            let (venues, name) = (named("venues"), named("name", of: "venues"))
+            corruption = StoreCorruption(record: RecordReference(entity: venues, id: id), kind: .added)
+            sql = "INSERT OR IGNORE INTO \(venues) (id, revision, \(name)) VALUES (\(id.rawValue), 1, 'Ghost venue')"
         } else {
             let target = random.pick(StoreCorruption.targets)!
+            let (entity, attribute) = (named(target.entity), named(target.attribute, of: target.entity))
             let candidates = try await store.read { reader in
                 // Records the server gave it: not a row an earlier corruption added.
-                try reader.fetch(target.entity, limit: 200).map(\.id).filter { $0.rawValue > 0 && $0.rawValue < 900_000_000 }
-            }.filter { !pendingRecords.contains(RecordReference(entity: target.entity, id: $0)) }
+                try reader.fetch(entity, limit: 200).map(\.id).filter { $0.rawValue > 0 && $0.rawValue < 900_000_000 }
+            }.filter { !pendingRecords.contains(RecordReference(entity: entity, id: $0)) }
             guard let id = random.pick(candidates) else { return }
-            corruption = StoreCorruption(record: RecordReference(entity: target.entity, id: id), kind: kind)
+            corruption = StoreCorruption(record: RecordReference(entity: entity, id: id), kind: kind)
             sql =
                 kind == .changed
-                ? "UPDATE \(target.entity) SET \(target.attribute) = 'Corrupted \(random.number(in: 0...9999))' WHERE id = \(id.rawValue)"
-                : "DELETE FROM \(target.entity) WHERE id = \(id.rawValue)"
+                ? "UPDATE \(entity) SET \(attribute) = 'Corrupted \(random.number(in: 0...9999))' WHERE id = \(id.rawValue)"
+                : "DELETE FROM \(entity) WHERE id = \(id.rawValue)"
         }
-        guard let corruption else { return }
+        guard var corruption else { return }
+        corruption.version = store.schema.version
         let statement = sql
         let queue = try DatabaseQueue(path: store.path)
         try await queue.write { db in try db.execute(sql: statement) }
