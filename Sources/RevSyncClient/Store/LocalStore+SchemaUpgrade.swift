@@ -3,11 +3,12 @@ import GRDB
 public import RevSyncProtocol
 import RevSyncSQLite
 
-/// What following a newer schema version did to a store (``LocalStore/upgrade(to:through:)``):
-/// everything done in place, nothing downloaded.
+/// What following a newer schema version did to a store (``LocalStore/upgrade(to:through:)``,
+/// in a sync: ``SyncReport/schemaUpgrades``): everything done in place, nothing downloaded.
 public struct SchemaUpgradeReport: Sendable, Hashable {
-    /// The schema versions before and after.
+    /// The schema version before.
     public var from: Int
+    /// The schema version after.
     public var to: Int
     /// Entities renamed, old name to new.
     public var renamedEntities: [String: String] = [:]
@@ -59,10 +60,15 @@ extension LocalStore {
     ///   - schema: the version to follow.
     ///   - intermediates: the versions between the store's and `schema` (each rename names the
     ///     version before it); the synchronizer fetches them from the server.
-    /// - Returns: what changed.
     /// - Throws: ``LocalStoreError`` `schemaMismatch` (nothing changed).
-    @discardableResult
-    public func upgrade(to schema: Schema, through intermediates: [Schema] = []) async throws -> SchemaUpgradeReport {
+    ///
+    /// A sync that upgrades the store says what changed in ``SyncReport/schemaUpgrades``.
+    public func upgrade(to schema: Schema, through intermediates: [Schema] = []) async throws {
+        _ = try await upgradeReporting(to: schema, through: intermediates)
+    }
+
+    /// ``upgrade(to:through:)``, returning what changed.
+    func upgradeReporting(to schema: Schema, through intermediates: [Schema] = []) async throws -> SchemaUpgradeReport {
         let previous = self.schema
         do {
             return try await followSchema(schema, through: intermediates)

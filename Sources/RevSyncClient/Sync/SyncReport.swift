@@ -56,10 +56,12 @@ public struct SyncReport: Sendable, Hashable {
     public var bytesReceived: Int = 0
     /// The response body's size decompressed: the JSON.
     public var responseBytes: Int = 0
-    /// The bodies of the proof's and the repair's requests (`POST /verify`) on the wire, sent
-    /// and received, and how many there were: what a repair moved.
+    /// The bodies of the proof's and the repair's requests (`POST /verify`) sent, on the wire:
+    /// with ``verificationBytesReceived`` and ``verificationRoundTrips``, what a repair moved.
     public var verificationBytesSent = 0
+    /// The bodies of the answers to the proof's and the repair's requests, on the wire.
     public var verificationBytesReceived = 0
+    /// How many `POST /verify` requests the proof and the repair made.
     public var verificationRoundTrips = 0
     /// Sent change sets the server refused because it lacked bytes this device holds (they
     /// vanished from the server after the device looked): still queued, their bytes uploaded

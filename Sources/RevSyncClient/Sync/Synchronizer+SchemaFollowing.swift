@@ -36,7 +36,7 @@ extension Synchronizer {
                 continue  // never served by this data set
             }
         }
-        var report = try await store.upgrade(to: target, through: intermediates)
+        var report = try await store.upgradeReporting(to: target, through: intermediates)
         report.schemaBytesReceived = transport.received.current
         return report
     }

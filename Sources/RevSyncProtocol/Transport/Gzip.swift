@@ -47,13 +47,22 @@ public enum Gzip {
     }
 
     /// Decompresses the gzip file at `source` into a new file at `destination`, a piece at a
+    /// time, refusing to write more than `limit` bytes, on disk when this returns.
+    ///
+    /// - Throws: ``GzipError`` when the data is damaged or cut short; the destination is then
+    ///   removed.
+    public static func decompressFile(at source: String, to destination: String, limit: Int) throws {
+        try decompressFile(at: source, to: destination, limit: limit, durable: true)
+    }
+
+    /// Decompresses the gzip file at `source` into a new file at `destination`, a piece at a
     /// time, refusing to write more than `limit` bytes.
     ///
     /// - Parameter durable: whether the file is on disk when this returns (`fsync`): not for a
     ///   file read once and removed.
     /// - Throws: ``GzipError`` when the data is damaged or cut short (the CRC and length in
     ///   gzip's trailer are checked); the destination is then removed.
-    public static func decompressFile(at source: String, to destination: String, limit: Int, durable: Bool = true) throws {
+    public static func decompressFile(at source: String, to destination: String, limit: Int, durable: Bool) throws {
         try streamFile(at: source, to: destination, durable: durable) { input, write in
             let inflater = Inflater(limit: limit)
             while let piece = try input() {
