@@ -3,12 +3,6 @@ import RevSyncClient
 import RevSyncProtocol
 import RevSyncSimulation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Scenario 7: live updates (`GET /events`).
 ///
 /// 1. **Latency.** `devices` devices in live mode (the client library: a store file each,
@@ -196,12 +190,13 @@ public struct LiveBenchmark: Sendable {
         OpenFileLimit.raise()
         let server = try await BenchmarkServer.start(
             store: store, records: 100, devices: 1, binaries: binaries, label: "live_idle",
-            serverArguments: ["--max-streams", String(idleStreams + 10)])
+            // One token holds every stream: its limit (4 by default) is raised with the server's.
+            serverArguments: ["--max-streams", String(idleStreams + 10), "--max-streams-per-token", String(idleStreams + 10)])
         return try await server.use { server in
             let (port, token) = (server.port, server.tokens[0])
             let residentBefore = server.usage.map(\.resident).reduce(0, +)
             let sockets = try await onThread { try Self.openStreams(idleStreams, port: port, token: token) }
-            defer { for fd in sockets { close(fd) } }
+            defer { for socket in sockets { socket.close() } }
             // Settled, then measured.
             try await Task.sleep(for: .seconds(2))
             let cpuBefore = server.usage.map(\.cpuSeconds).reduce(0, +)
@@ -216,46 +211,34 @@ public struct LiveBenchmark: Sendable {
     }
 
     /// Opens `count` streams, each read up to its first event; returns the sockets.
-    private static func openStreams(_ count: Int, port: Int, token: String) throws -> [Int32] {
-        var sockets: [Int32] = []
+    private static func openStreams(_ count: Int, port: Int, token: String) throws -> [Socket] {
+        var sockets: [Socket] = []
         let request = Array(
             "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n\r\n".utf8)
         for _ in 0..<count {
-            #if canImport(Glibc)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
-            #endif
-            guard fd >= 0 else { throw BenchmarkError("cannot open socket \(sockets.count + 1): \(String(cString: strerror(errno)))") }
-            var timeout = timeval(tv_sec: 30, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0, request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
-                close(fd)
-                throw BenchmarkError("stream \(sockets.count + 1) did not connect: \(String(cString: strerror(errno)))")
+            let deadline = Date().addingTimeInterval(30)
+            let socket: Socket
+            do {
+                socket = try Socket.connect(host: "127.0.0.1", port: port, deadline: deadline)
+                try socket.send(request, deadline: deadline)
+            } catch {
+                throw BenchmarkError("stream \(sockets.count + 1) did not connect: \(error)")
             }
             // Up to the end of the first event.
             var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
             while !String(decoding: received, as: UTF8.self).contains("maxRevision") {
-                let read = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                guard read > 0 else {
-                    close(fd)
+                let read = try socket.receive(deadline: deadline)
+                guard !read.isEmpty else {
+                    socket.close()
                     throw BenchmarkError("stream \(sockets.count + 1) ended: \(String(decoding: received, as: UTF8.self).prefix(200))")
                 }
-                received += buffer[0..<read]
+                received += read
             }
             guard String(decoding: received.prefix(12), as: UTF8.self) == "HTTP/1.1 200" else {
-                close(fd)
+                socket.close()
                 throw BenchmarkError("stream \(sockets.count + 1) was refused: \(String(decoding: received, as: UTF8.self).prefix(200))")
             }
-            sockets.append(fd)
+            sockets.append(socket)
         }
         return sockets
     }

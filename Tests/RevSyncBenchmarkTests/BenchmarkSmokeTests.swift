@@ -286,6 +286,25 @@ extension BenchmarkSmokeTests {
 }
 
 extension BenchmarkSmokeTests {
+    /// Scenario 7 both ways: every commit applied on every other live device, and many idle
+    /// streams held by one token (the server's per-token limit raised for the measurement).
+    @Test func liveUpdatesArriveAndIdleStreamsAreHeld() async throws {
+        var benchmark = LiveBenchmark(binaries: Self.binaries)
+        benchmark.devices = 3
+        benchmark.rate = 10
+        benchmark.seconds = 1
+        benchmark.idleStreams = 30
+        benchmark.idleSeconds = 0.5
+        let latency = try await benchmark.latency()
+        #expect(latency.commits > 0 && latency.applied == latency.expected)
+        let idle = try await benchmark.idle()
+        #expect(idle.streams == 30 && idle.residentAfter > 0)
+        let rows = benchmark.rows(latency: latency, idle: idle, command: "revsync-bench live")
+        #expect(rows.count == 2 && rows[1].scenario.hasPrefix("30 idle live streams"))
+    }
+}
+
+extension BenchmarkSmokeTests {
     /// A small fleet's day: every commit reaches every device live then, devices offline come
     /// back with their edits, a fresh device starts; nothing refused, lost or unequal.
     /// On PostgreSQL with two instances: readers and stores on both, each instance fanning out

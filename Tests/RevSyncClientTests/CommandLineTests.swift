@@ -439,19 +439,7 @@ extension RevsyncCommandLineTests {
     @Test func watchSaysAnOutageOnce() async throws {
         try await withTemporaryDirectory { directory in
             // A server that is not there: a port nothing listens on.
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            _ = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-            }
-            let port = Int(UInt16(bigEndian: address.sin_port))
-            close(listener)
+            let port = try LoopbackPort.unused()
             let store = try LocalStore.create(
                 at: directory.file("device.sqlite"), schema: .demo,
                 server: .init(url: URL(string: "http://127.0.0.1:\(port)")!, token: "rs_x"))

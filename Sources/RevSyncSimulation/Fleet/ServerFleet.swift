@@ -1,4 +1,5 @@
 public import Foundation
+import RevSyncClient
 import RevSyncEngine
 import RevSyncProtocol
 
@@ -166,25 +167,8 @@ public final class ServerFleet: Sendable {
     static func freePort(excluding taken: [Int] = []) throws -> Int {
         for _ in 0..<200 {
             let port = Int.random(in: 20_000..<32_000)
-            if !taken.contains(port), isFree(port) { return port }
+            if !taken.contains(port), LoopbackPort.isFree(port) { return port }
         }
         throw SimulationError("cannot find a free port")
-    }
-
-    private static func isFree(_ port: Int) -> Bool {
-        #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        return bound == 0
     }
 }

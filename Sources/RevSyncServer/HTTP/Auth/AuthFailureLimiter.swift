@@ -92,9 +92,10 @@ final class AuthFailureLimiter: Sendable {
     /// as its IPv4 address), an IPv6 address as its /64 prefix.
     static func client(_ address: String) -> String {
         guard address.contains(":") else { return address }
-        var bytes = in6_addr()
-        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
-        let octets = withUnsafeBytes(of: &bytes) { Array($0) }
+        // Sixteen bytes rather than an `in6_addr`: in a module that imports SwiftNIO that C type
+        // may be owned by NIO's shim, and its initializer invisible here.
+        var octets = [UInt8](repeating: 0, count: 16)
+        guard inet_pton(AF_INET6, address, &octets) == 1 else { return address }
         if octets[0..<10].allSatisfy({ $0 == 0 }) && octets[10] == 0xFF && octets[11] == 0xFF {
             return octets[12..<16].map(String.init).joined(separator: ".")
         }
