@@ -35,6 +35,9 @@ struct EraseCommand: AsyncParsableCommand {
                 let names = record.attributes.map { ": " + $0.joined(separator: ", ") } ?? " (the whole record)"
                 printOutput(TerminalText.escaped("  \(record.entity) \(record.id)\(names)"))
             }
+            for reference in result.nullifiedReferences ?? [] {
+                printOutput(TerminalText.escaped("  \(reference.entity) \(reference.id): \(reference.attribute) set to null"))
+            }
             printOutput(
                 "It would rewrite \(counted(result.logEntriesRewritten, "log entry", plural: "log entries")), \(counted(result.historyRowsRewritten, "history row")) and \(counted(result.refusalsRewritten, "stored refusal"))."
             )

@@ -127,6 +127,10 @@ import Testing
             let (screen, _) = try await alice.create("screens", ["name": "Hop test"])
             _ = try await alice.create(
                 "screen_instances", ["screen_id": .integer(screen.rawValue), "player_id": .integer(player.rawValue)])
+            // A record deleted since: erasing its bookkeeping answered 200 and wrote receipts.
+            let (deleted, created) = try await alice.create("players", ["first_name": "Old", "last_name": "Record"])
+            _ = try await alice.sync([.new().deleting("players", deleted, base: created)])
+            let gone = deleted.rawValue
             let before = try await server.revision()
             let id = player.rawValue
             for (body, status, code) in [
@@ -142,6 +146,14 @@ import Testing
                     "invalid_erasure"
                 ),
                 (#"{"entity": "players", "id": \#(id), "reason": "  "}"#, 400, "invalid_erasure"),
+                // The record's own bookkeeping is not an erasable attribute (it was a 500).
+                (#"{"entity": "players", "id": \#(id), "attributes": ["id"], "reason": "r"}"#, 400, "invalid_erasure"),
+                (#"{"entity": "players", "id": \#(id), "attributes": ["revision"], "reason": "r"}"#, 400, "invalid_erasure"),
+                (#"{"entity": "players", "id": \#(gone), "attributes": ["id", "revision"], "reason": "r"}"#, 400, "invalid_erasure"),
+                // Only true or false, or nothing: a generated client's null must not erase for real.
+                (#"{"entity": "players", "id": \#(id), "reason": "r", "dryRun": null}"#, 400, "invalid_json"),
+                (#"{"entity": "players", "id": \#(id), "reason": "r", "dryRun": "false"}"#, 400, "invalid_json"),
+                (#"{"entity": "players", "id": \#(id), "reason": "r", "dryRun": 0}"#, 400, "invalid_json"),
                 (#"{"entity": "players", "id": 999, "reason": "r"}"#, 404, "not_found"),
                 // A screen that was used cannot be deleted (deny): erase the screenings first.
                 (#"{"entity": "screens", "id": \#(screen.rawValue), "reason": "r"}"#, 409, "delete_denied"),

@@ -66,6 +66,31 @@ import Testing
                 dry.stdout.contains("Dry run: erasing would reach 3 records") && dry.stdout.contains("nothing was erased"), "\(dry.stdout)")
             #expect(dry.stdout.contains("  team_players ") && dry.stdout.contains("  screen_instances "))
             #expect(try await server.contents() == before)
+
+            // The references it would clear, each named: record and attribute.
+            let (coach, _) = try await alice.create("users", ["first_name": "Kim", "last_name": "Coach"])
+            let (team, _) = try await alice.create("teams", ["name": "U10", "coach_id": .integer(coach.rawValue)])
+            let (note, _) = try await alice.create("notes", ["body": "Kim's note", "author_id": .integer(coach.rawValue)])
+            let (_, preview) = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/erase",
+                #"{"entity": "users", "id": \#(coach.rawValue), "reason": "request 13", "dryRun": true}"#)
+            let references = try #require(preview["nullifiedReferences"] as? [[String: Any]], "\(preview)")
+            #expect(
+                Set(
+                    references.map {
+                        "\($0["entity"] as? String ?? "") \(($0["id"] as? NSNumber)?.int64Value ?? 0) \($0["attribute"] as? String ?? "")"
+                    })
+                    == ["teams \(team.rawValue) coach_id", "notes \(note.rawValue) author_id"], "\(preview)")
+            #expect((preview["nullified"] as? NSNumber)?.intValue == 2)
+            let named = try await ExecutableProcess.run(
+                "revsync-server",
+                [
+                    "erase", "--server", "http://127.0.0.1:\(server.port)", "--token", admin.token, "--entity", "users", "--id",
+                    "\(coach.rawValue)", "--reason", "request 13", "--dry-run",
+                ])
+            #expect(named.stdout.contains("  teams \(team.rawValue): coach_id set to null"), "\(named.stdout)")
+            #expect(named.stdout.contains("  notes \(note.rawValue): author_id set to null"), "\(named.stdout)")
+            #expect(try await server.record("teams", team)?["coach_id"] == .integer(coach.rawValue))
         }
     }
 

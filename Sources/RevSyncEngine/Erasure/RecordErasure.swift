@@ -64,6 +64,8 @@ public struct RecordErasure: Sendable {
         public var erased: [ErasedRecord]
         /// How many records had a reference to an erased record set to null.
         public var nullified: Int
+        /// Each reference set to null: the record holding it and the attribute (one per attribute).
+        public var nullifiedReferences: [NullifiedReference] = []
         /// Change log entries, history rows and stored refusals rewritten.
         public var logEntriesRewritten: Int
         public var historyRowsRewritten: Int
@@ -86,6 +88,16 @@ public struct RecordErasure: Sendable {
         var attachments: Set<String>
         /// The entities whose tables it changed.
         var entities: Set<String>
+    }
+
+    /// A reference to an erased record that an erasure sets to null.
+    public struct NullifiedReference: Sendable, Hashable {
+        /// The entity of the record holding the reference.
+        public var entity: String
+        /// That record.
+        public var id: RecordID
+        /// The reference attribute set to null.
+        public var attribute: String
     }
 
     /// Why an erasure was refused; nothing changed.
@@ -142,6 +154,11 @@ public struct RecordErasure: Sendable {
             }
             guard Set(attributes).count == attributes.count else { throw Refusal.invalid("\"attributes\" names an attribute twice") }
             for name in attributes where entity.attribute(name) == nil {
+                guard !EntitySQL.bookkeepingColumns.contains(name) else {
+                    throw Refusal.invalid(
+                        "\"\(name)\" is not an erasable attribute of \(entity.name): it is the record's own bookkeeping (leave \"attributes\" out to erase the whole record)"
+                    )
+                }
                 guard try dropped(entity, name) else {
                     throw Refusal.invalid("\(entity.name) has no attribute \"\(name.prefix(80))\"")
                 }
@@ -236,6 +253,7 @@ public struct RecordErasure: Sendable {
         /// The digests of the attachments the erased values named (deleted if nothing else does).
         var attachments = Set<String>()
         var nullified = 0
+        var nullifiedReferences: [NullifiedReference] = []
         /// The records' changes, for the data set's digest.
         var changes: [RecordChange] = []
         /// The oldest revision that held the erased values (devices delivered only below it never had them).
@@ -340,6 +358,9 @@ public struct RecordErasure: Sendable {
             work.log.updated(nullification.entity, changed)
             work.changes.append(RecordChange(entity: nullification.entity, old: nullification.record, new: changed))
             work.nullified += 1
+            work.nullifiedReferences += nullification.attributeNames.map {
+                NullifiedReference(entity: nullification.entity.name, id: changed.id, attribute: $0)
+            }
         }
     }
 
@@ -406,7 +427,8 @@ public struct RecordErasure: Sendable {
             LogEntry(revision: work.revision, device: Device.server.id, changeSetID: changeSetID, body: changeSet.jsonBytes()),
             changes: work.changes, writer: writer)
         return Result(
-            id: id, revision: work.revision, changeSetID: changeSetID, erased: work.erased, nullified: work.nullified,
+            id: id, revision: work.revision, changeSetID: changeSetID, erased: work.erased,
+            nullified: work.nullified, nullifiedReferences: work.nullifiedReferences,
             logEntriesRewritten: work.logEntriesRewritten, historyRowsRewritten: work.historyRowsRewritten,
             refusalsRewritten: refusals.rewritten, errors: refusals.errors, attachmentsDeleted: 0, attachments: work.attachments,
             entities: Set(work.erased.map(\.entity) + changeSet.types))

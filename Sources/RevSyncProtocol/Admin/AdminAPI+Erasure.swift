@@ -31,9 +31,12 @@ extension AdminAPI {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             entity = try container.decode(String.self, forKey: .entity)
             id = try container.decode(Int64.self, forKey: .id)
+            // `"attributes": null` is the whole record, as the document says; but `dryRun`, once
+            // given, is decoded as a boolean, so that a generated client's `"dryRun": null` is
+            // refused rather than read as absent (which would erase for real).
             attributes = try container.decodeIfPresent([String].self, forKey: .attributes)
             reason = try container.decode(String.self, forKey: .reason)
-            dryRun = try container.decodeIfPresent(Bool.self, forKey: .dryRun) ?? false
+            dryRun = container.contains(.dryRun) ? try container.decode(Bool.self, forKey: .dryRun) : false
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -62,8 +65,11 @@ extension AdminAPI {
         public var attributes: [String]?
         /// Every record it reached, its cascade included.
         public var erased: [ErasedRecord]
-        /// References to the erased records set to null.
+        /// Records with a reference to an erased record set to null.
         public var nullified: Int64
+        /// Each reference set to null (a dry run: each it would set): the record holding it
+        /// and the attribute. `nil` from a server before release 0.12.
+        public var nullifiedReferences: [NullifiedReference]?
         /// Change log entries rewritten without the values.
         public var logEntriesRewritten: Int64
         /// History rows rewritten.
@@ -102,6 +108,23 @@ extension AdminAPI {
                 try container.encode(entity, forKey: .entity)
                 try container.encode(id, forKey: .id)
                 try container.encode(attributes, forKey: .attributes)
+            }
+        }
+
+        /// One reference to an erased record, set to null.
+        public struct NullifiedReference: Codable, Sendable, Equatable {
+            /// The entity of the record holding it.
+            public var entity: String
+            /// That record's ID.
+            public var id: Int64
+            /// The reference attribute.
+            public var attribute: String
+
+            /// A reference.
+            public init(entity: String, id: Int64, attribute: String) {
+                self.entity = entity
+                self.id = id
+                self.attribute = attribute
             }
         }
 
@@ -154,6 +177,7 @@ extension AdminAPI {
             try container.encode(attributes, forKey: .attributes)
             try container.encode(erased, forKey: .erased)
             try container.encode(nullified, forKey: .nullified)
+            try container.encode(nullifiedReferences ?? [], forKey: .nullifiedReferences)
             try container.encode(logEntriesRewritten, forKey: .logEntriesRewritten)
             try container.encode(historyRowsRewritten, forKey: .historyRowsRewritten)
             try container.encode(refusalsRewritten, forKey: .refusalsRewritten)

@@ -38,6 +38,10 @@ struct EntitySQL: Sendable {
     /// The column of ``AttributeWrites``.
     static let attributeWritesColumn = "_rs_attribute_writes"
 
+    /// The columns of every entity's table that a valid attribute name could spell but that
+    /// are never attributes (the others start with `_`, which no attribute name does).
+    static let bookkeepingColumns: Set<String> = ["id", "revision"]
+
     init(_ entity: Entity) {
         self.entity = entity
         let table = quoted(entity.name)

@@ -105,7 +105,7 @@ extension SQLStorageAccess {
     }
 
     func hasDroppedColumn(_ entity: Entity, _ name: String) throws -> Bool {
-        guard entity.attribute(name) == nil, Names.isValid(name) else { return false }
+        guard entity.attribute(name) == nil, Names.isValid(name), !EntitySQL.bookkeepingColumns.contains(name) else { return false }
         return try connection.firstRow(dialect.columnCount, [.text(entity.name), .text(name)])?.first?.integerValue ?? 0 > 0
     }
 

@@ -28,19 +28,22 @@ extension SyncHTTPServer {
             throw APIError(refusal)
         }
         if !result.dryRun { Self.logErasure(result, of: erasure, by: device, logger: logger) }
-        return try compression.encodedResponse(
-            AdminAPI.EraseResult(
-                id: result.id, revision: result.revision, changeSet: result.changeSetID, entity: erasure.entity,
-                recordId: erasure.id.rawValue, attributes: erasure.attributes,
-                erased: result.erased.map {
-                    AdminAPI.EraseResult.ErasedRecord(entity: $0.entity, id: $0.id.rawValue, attributes: $0.attributes)
-                },
-                nullified: Int64(result.nullified), logEntriesRewritten: Int64(result.logEntriesRewritten),
-                historyRowsRewritten: Int64(result.historyRowsRewritten), refusalsRewritten: Int64(result.refusalsRewritten),
-                attachmentsDeleted: Int64(result.attachmentsDeleted), spaceReclaimed: result.spaceReclaimed,
-                snapshotRevision: result.snapshotRevision,
-                errors: result.errors.map { AdminAPI.EraseResult.Failure(code: $0.code, message: $0.message) },
-                dryRun: result.dryRun), for: request)
+        var answer = AdminAPI.EraseResult(
+            id: result.id, revision: result.revision, changeSet: result.changeSetID, entity: erasure.entity,
+            recordId: erasure.id.rawValue, attributes: erasure.attributes,
+            erased: result.erased.map {
+                AdminAPI.EraseResult.ErasedRecord(entity: $0.entity, id: $0.id.rawValue, attributes: $0.attributes)
+            },
+            nullified: Int64(result.nullified), logEntriesRewritten: Int64(result.logEntriesRewritten),
+            historyRowsRewritten: Int64(result.historyRowsRewritten), refusalsRewritten: Int64(result.refusalsRewritten),
+            attachmentsDeleted: Int64(result.attachmentsDeleted), spaceReclaimed: result.spaceReclaimed,
+            snapshotRevision: result.snapshotRevision,
+            errors: result.errors.map { AdminAPI.EraseResult.Failure(code: $0.code, message: $0.message) },
+            dryRun: result.dryRun)
+        answer.nullifiedReferences = result.nullifiedReferences.map {
+            AdminAPI.EraseResult.NullifiedReference(entity: $0.entity, id: $0.id.rawValue, attribute: $0.attribute)
+        }
+        return try compression.encodedResponse(answer, for: request)
     }
 
     func adminErasures(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
