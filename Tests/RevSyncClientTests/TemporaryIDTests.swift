@@ -97,3 +97,72 @@ import Testing
         }
     }
 }
+
+/// A temporary ID names one record of one entity: one the server replaced is never read as an
+/// ID of another entity (the command line's `team_id=-1` after `seasons -1 is now 2` wrote a
+/// reference to team 2).
+@Suite struct StaleTemporaryIDTests {
+    @Test func aTemporaryIDOfAnotherEntityIsRefusedEveryWay() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (_, token) = try await Token.create(name: "tablet", role: .admin, in: server.storage)
+                let store = try LocalStore.create(
+                    at: directory.file("device.sqlite"), schema: .demo, server: .init(url: server.url, token: token))
+                // Team 1 and 2 on the server, then a season created here as -1 becomes a permanent ID.
+                for name in ["U10", "U12"] { _ = try await store.write { try $0.insert(into: "teams", ["name": .text(name)]) } }
+                let player = try await store.write { try $0.insert(into: "players", ["first_name": "Ana", "last_name": "Lopez"]) }
+                _ = try await Synchronizer(store: store).sync()
+                let season = try await store.write { try $0.insert(into: "seasons", ["name": "2027"]) }
+                let report = try await Synchronizer(store: store).sync()
+                let permanent = try #require(report.permanentIDs.first { $0.key.id == season }?.value)
+                let ana = try #require(try await store.permanentID(of: player))
+                #expect(try await store.read { try $0.find("teams", id: permanent) } != nil, "a team has the season's number")
+
+                // store.write: a reference, an update, a delete.
+                let attempts: [@Sendable (WriteTransaction) throws -> Void] = [
+                    { t in
+                        _ = try t.insert(into: "team_players", ["team_id": .integer(season.rawValue), "player_id": .integer(ana.rawValue)])
+                    },
+                    { t in try t.update("teams", id: season, ["name": "Renamed"]) },
+                    { t in _ = try t.delete(from: "teams", id: season) },
+                ]
+                for attempt in attempts {
+                    await #expect {
+                        try await store.write { try attempt($0) }
+                    } throws: { error in
+                        (error as? LocalStoreError)?.code == .temporaryIDOfAnotherEntity
+                            && "\(error)".contains("seasons \(permanent.rawValue)")
+                    }
+                }
+                // Plain GRDB SQL on store.database.
+                await #expect {
+                    try await store.database.write { db in
+                        try db.execute(
+                            sql: "INSERT INTO team_players (team_id, player_id) VALUES (?, ?)", arguments: [season.rawValue, ana.rawValue])
+                    }
+                } throws: { error in
+                    (error as? LocalStoreError)?.code == .temporaryIDOfAnotherEntity && "\(error)".contains("seasons \(permanent.rawValue)")
+                }
+                // A read by that ID finds nothing rather than another entity's record.
+                #expect(try await store.read { try $0.find("teams", id: season) } == nil)
+                #expect(try await store.read { try $0.find("seasons", id: season) }?.id == permanent)
+                // The command line, as a new user tried it.
+                try store.close()
+                let created = try await ExecutableProcess.run(
+                    "revsync",
+                    [
+                        "create", "team_players", "team_id=\(season.rawValue)", "player_id=\(ana.rawValue)", "--store",
+                        directory.file("device.sqlite"),
+                    ])
+                #expect(created.status != 0 && created.stderr.contains("not of teams"), "\(created.stdout) \(created.stderr)")
+                let reopened = try LocalStore.open(at: directory.file("device.sqlite"))
+                #expect(try await reopened.pendingChangeSets().isEmpty)
+                #expect(try await reopened.read { try $0.count("team_players") } == 0)
+                // The same entity's replaced temporary ID still resolves, as documented.
+                try await reopened.write { try $0.update("seasons", id: season, ["name": "2027/28"]) }
+                #expect(try await reopened.read { try $0.find("seasons", id: permanent)?["name"] } == "2027/28")
+                try reopened.close()
+            }
+        }
+    }
+}

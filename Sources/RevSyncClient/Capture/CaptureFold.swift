@@ -46,8 +46,8 @@ enum CaptureFold {
             guard let entity = schema.entity(entityName) else { return values }
             var values = values
             for (name, value) in values {
-                guard entity.attribute(name)?.referenceTarget != nil, case .integer(let raw) = value, raw < 0 else { continue }
-                values[name] = .integer(try idMap.resolve(RecordID(raw)).rawValue)
+                guard let target = entity.attribute(name)?.referenceTarget, case .integer(let raw) = value, raw < 0 else { continue }
+                values[name] = .integer(try idMap.resolve(RecordID(raw), in: target).rawValue)
             }
             return values
         }

@@ -86,7 +86,7 @@ enum CaptureTriggers {
                 return """
                     INSERT INTO \(refusalsTable) (number) SELECT revsync_missing_reference(\(n), \(name), \(row).id, \(literal(attribute.name)), \(row).\(column), \(literal(target)))
                     WHERE typeof(\(row).\(column)) = 'integer'\(changed) AND NOT EXISTS (SELECT 1 FROM main.\(q(target)) WHERE id = \
-                    COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(row).\(column)), \(row).\(column)));
+                    COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(row).\(column) AND entity = \(literal(target))), \(row).\(column)));
                     """
             }
         }
@@ -95,10 +95,13 @@ enum CaptureTriggers {
         let mapped =
             references.isEmpty
             ? "0"
-            : "EXISTS (SELECT 1 FROM main._rs_id_map WHERE temporary_id IN (\(references.map { "NEW.\(q($0.0.name))" }.joined(separator: ", "))))"
-        let resolving: String = references.map { attribute, _ in
+            : "EXISTS (SELECT 1 FROM main._rs_id_map WHERE \(references.map { "(temporary_id = NEW.\(q($0.0.name)) AND entity = \(literal($0.1)))" }.joined(separator: " OR ")))"
+        // A temporary ID the server replaced is resolved only as a record of the reference's
+        // target: one of another entity stays as it is, and the reference check refuses it.
+        let resolving: String = references.map { attribute, target in
             let column = q(attribute.name)
-            return ", \(column) = COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(column)), \(column))"
+            return
+                ", \(column) = COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(column) AND entity = \(literal(target))), \(column))"
         }.joined(separator: "")
         let fix =
             "UPDATE \(q(entity.name)) SET id = revsync_fixed_id(\(n), id), revision = revsync_fixed_revision(\(n), id, revision)\(resolving) WHERE id = NEW.id AND CASE WHEN revsync_renaming(\(n)) OR \(mapped) THEN revsync_fixing(\(n), \(name), NEW.id, 1) ELSE 0 END;"

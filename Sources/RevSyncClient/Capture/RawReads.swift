@@ -55,10 +55,20 @@ struct RawReads: StoreReads {
         return Record(entity: entity.name, id: id, revision: Int64.fromDatabaseValue(row[1]), values: values)
     }
 
-    func resolve(_ id: RecordID) throws -> RecordID {
-        guard id.isTemporary else { return id }
-        let rows = try rows("SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = ?", [id.rawValue.databaseValue])
-        return rows.first.flatMap { Int64.fromDatabaseValue($0[0]) }.map { RecordID($0) } ?? id
+    func resolve(_ id: RecordID, in entity: String) throws -> RecordID {
+        guard let mapped = try permanentID(of: id) else { return id }
+        guard mapped.entity == entity else { throw IDMap.crossing(id, mapped, expected: entity) }
+        return mapped.id
+    }
+
+    /// The entity and permanent ID a temporary ID became, if the server replaced it.
+    func permanentID(of id: RecordID) throws -> (entity: String, id: RecordID)? {
+        guard id.isTemporary else { return nil }
+        let rows = try rows("SELECT entity, permanent_id FROM main._rs_id_map WHERE temporary_id = ?", [id.rawValue.databaseValue])
+        guard let row = rows.first, let entity = String.fromDatabaseValue(row[0]), let permanent = Int64.fromDatabaseValue(row[1]) else {
+            return nil
+        }
+        return (entity, RecordID(permanent))
     }
 
     func children(of parent: RecordID, via reference: IncomingReference) throws -> [RecordID] {

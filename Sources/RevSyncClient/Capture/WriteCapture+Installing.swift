@@ -31,11 +31,18 @@ extension WriteCapture {
         add("revsync_inserted", nil) { reads, arguments in self.judge(reads) { try self.inserted(arguments, reads) } }
         add("revsync_updated", nil) { reads, arguments in self.judge(reads) { try self.updated(arguments, reads) } }
         add("revsync_deleting", nil) { reads, arguments in self.judge(reads) { try self.deleting(arguments, reads) } }
-        add("revsync_missing_reference", 5) { _, arguments in
-            self.refusal(
+        add("revsync_missing_reference", 5) { reads, arguments in
+            let target = arguments[4].text
+            // A stale temporary ID of a record of another entity: say which record it became.
+            if let raw = Int64.fromDatabaseValue(arguments[3]), let mapped = try reads.permanentID(of: RecordID(raw)),
+                mapped.entity != target
+            {
+                return self.refusal(IDMap.crossing(RecordID(raw), mapped, expected: target))
+            }
+            return self.refusal(
                 LocalStoreError(
                     .missingReference,
-                    "\(arguments[0].text) \(arguments[1]): \(arguments[2].text) points to \(arguments[4].text) \(arguments[3]), which this store does not hold"
+                    "\(arguments[0].text) \(arguments[1]): \(arguments[2].text) points to \(target) \(arguments[3]), which this store does not hold"
                 ))
         }
         add("revsync_refuse", 1) { _, arguments in

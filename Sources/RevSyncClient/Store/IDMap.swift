@@ -22,8 +22,31 @@ struct IDMap {
         ).execute(arguments: [temporaryID.rawValue, entity, permanentID.rawValue])
     }
 
-    /// `id` itself, or the permanent ID it became.
-    func resolve(_ id: RecordID) throws -> RecordID {
-        try permanentID(of: id)?.id ?? id
+    /// `id` itself, or the permanent ID it became as a record of `entity`.
+    ///
+    /// Temporary IDs are unique across entities, so a temporary ID the server replaced names
+    /// one record of one entity: never read as an ID of another.
+    ///
+    /// - Throws: ``LocalStoreError`` `temporaryIDOfAnotherEntity` when `id` became a record
+    ///   of another entity (an app that kept a stale ID would otherwise write a reference to
+    ///   an unrelated record with the same number).
+    func resolve(_ id: RecordID, in entity: String) throws -> RecordID {
+        guard let mapped = try permanentID(of: id) else { return id }
+        guard mapped.entity == entity else { throw Self.crossing(id, mapped, expected: entity) }
+        return mapped.id
+    }
+
+    /// `id` itself, or the permanent ID it became as a record of `entity`; a temporary ID of
+    /// another entity stays as it is, so that a read finds nothing.
+    func resolveForReading(_ id: RecordID, in entity: String) throws -> RecordID {
+        guard let mapped = try permanentID(of: id), mapped.entity == entity else { return id }
+        return mapped.id
+    }
+
+    static func crossing(_ id: RecordID, _ mapped: (entity: String, id: RecordID), expected entity: String) -> LocalStoreError {
+        LocalStoreError(
+            .temporaryIDOfAnotherEntity,
+            "\(id.rawValue) was the temporary ID of a record of \(mapped.entity), now \(mapped.entity) \(mapped.id.rawValue), not of \(entity): use that record's current ID"
+        )
     }
 }

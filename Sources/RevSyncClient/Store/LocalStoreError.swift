@@ -45,6 +45,9 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         /// A refusal's records changed since the inbox showed them: it now shows the new truth;
         /// look again, then re-apply or dismiss.
         public static let refusalOutdated = Code(rawValue: "refusal_outdated")
+        /// A temporary ID of a record of another entity, which the server has since given a
+        /// permanent ID (a stale ID kept by the app): the message names the record it became.
+        public static let temporaryIDOfAnotherEntity = Code(rawValue: "temporary_id_of_another_entity")
         /// The store holds change sets the server has not answered yet.
         public static let pendingChanges = Code(rawValue: "pending_changes")
     }

@@ -22,7 +22,7 @@ public struct ReadContext {
 
     /// The record `id` of `entity`, or `nil`.
     public func find(_ entity: String, id: RecordID) throws -> Record? {
-        try tables.record(try tables.entity(entity), id: try IDMap(db: db).resolve(id))
+        try tables.record(try tables.entity(entity), id: try IDMap(db: db).resolveForReading(id, in: entity))
     }
 
     /// The record `id` of `entity` as an app type.
@@ -55,8 +55,9 @@ public struct ReadContext {
         guard let entity = schema.entity(entityName) else { return filter }
         var resolved = filter
         for (name, value) in filter {
-            guard entity.attribute(name)?.referenceTarget != nil || name == "id", case .integer(let raw) = value, raw < 0 else { continue }
-            resolved[name] = .integer(try IDMap(db: db).resolve(RecordID(raw)).rawValue)
+            guard let target = name == "id" ? entity.name : entity.attribute(name)?.referenceTarget, case .integer(let raw) = value, raw < 0
+            else { continue }
+            resolved[name] = .integer(try IDMap(db: db).resolveForReading(RecordID(raw), in: target).rawValue)
         }
         return resolved
     }

@@ -7,7 +7,8 @@ import RevSyncProtocol
 /// SQLite statements, because it runs inside the statement it judges.
 protocol StoreReads {
     func record(_ entity: Entity, id: RecordID) throws -> Record?
-    func resolve(_ id: RecordID) throws -> RecordID
+    /// `id`, or the permanent ID it became as a record of `entity` (see ``IDMap/resolve(_:in:)``).
+    func resolve(_ id: RecordID, in entity: String) throws -> RecordID
     func children(of parent: RecordID, via reference: IncomingReference) throws -> [RecordID]
 }
 
@@ -159,7 +160,8 @@ struct WriteRules {
     /// The values of a record a permission condition follows a reference to (`nil`: this store
     /// does not hold it, and the server decides).
     private func lookup(_ name: String, _ target: RecordID) throws -> PermissionRules.Values? {
-        guard let targetEntity = schema.entity(name), let record = try reads.record(targetEntity, id: try reads.resolve(target)) else {
+        guard let targetEntity = schema.entity(name), let record = try reads.record(targetEntity, id: try reads.resolve(target, in: name))
+        else {
             return nil
         }
         return { $0 == "id" ? .integer(record.id.rawValue) : record[$0] }

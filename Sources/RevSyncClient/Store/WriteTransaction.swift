@@ -70,7 +70,7 @@ public final class WriteTransaction {
     /// record's base revision. Changing nothing records nothing.
     public func update(_ entityName: String, id: RecordID, _ values: [String: Value]) throws {
         let entity = try rules.entity(entityName)
-        let id = try idMap.resolve(id)
+        let id = try idMap.resolve(id, in: entity.name)
         guard let current = try tables.record(entity, id: id) else {
             throw LocalStoreError(.notFound, "\(entity.name) \(id) does not exist")
         }
@@ -101,7 +101,7 @@ public final class WriteTransaction {
     @discardableResult
     public func delete(from entityName: String, id: RecordID) throws -> DeleteResult {
         let entity = try rules.entity(entityName)
-        let id = try idMap.resolve(id)
+        let id = try idMap.resolve(id, in: entity.name)
         guard let current = try tables.record(entity, id: id) else {
             throw LocalStoreError(.notFound, "\(entity.name) \(id) does not exist")
         }
@@ -129,7 +129,7 @@ public final class WriteTransaction {
     private func resolveReferences(_ values: inout [String: Value], of entity: Entity) throws {
         for (name, value) in values {
             guard let target = entity.attribute(name)?.referenceTarget, case .integer(let raw) = value else { continue }
-            let resolved = try idMap.resolve(RecordID(raw))
+            let resolved = try idMap.resolve(RecordID(raw), in: target)
             guard try tables.record(try rules.entity(target), id: resolved) != nil else {
                 throw LocalStoreError(
                     .missingReference, "\(entity.name).\(name) points to \(target) \(raw), which this store does not hold")
@@ -148,8 +148,8 @@ struct DatabaseReads: StoreReads {
         try LocalTables(schema: schema, db: db).record(entity, id: id)
     }
 
-    func resolve(_ id: RecordID) throws -> RecordID {
-        try IDMap(db: db).resolve(id)
+    func resolve(_ id: RecordID, in entity: String) throws -> RecordID {
+        try IDMap(db: db).resolve(id, in: entity)
     }
 
     func children(of parent: RecordID, via reference: IncomingReference) throws -> [RecordID] {

@@ -128,7 +128,7 @@ final class ResponseApplication {
             guard let entity = schema.entity(changes.entity) else { continue }
             var truth = EntityChanges(entity: changes.entity)
             for id in changes.create + changes.update + changes.delete {
-                if let record = try tables.record(entity, id: try idMap.resolve(id)) {
+                if let record = try tables.record(entity, id: try idMap.resolveForReading(id, in: entity.name)) {
                     truth.update.append(id)
                     truth.attributes[id] = RecordAttributes(revision: record.revision ?? 0, values: record.values)
                 } else {
@@ -203,7 +203,7 @@ final class ResponseApplication {
         let idMap = IDMap(db: db)
         for erased in erasures.flatMap(\.records) {
             guard let names = erased.attributes, let entity = schema.entity(erased.entity) else { continue }
-            try tables.nullifyColumns(entity, id: try idMap.resolve(erased.id), names)
+            try tables.nullifyColumns(entity, id: try idMap.resolveForReading(erased.id, in: entity.name), names)
         }
         report.erasures += erasures.map(\.erasure)
     }
