@@ -79,6 +79,38 @@ import Testing
         }
     }
 
+    /// Rows another program inserts with IDs ≤ 0 (which the outbox does not create) are
+    /// differences like any other: the proof does not say equal, the repair removes them.
+    @Test(arguments: StoreKind.all) func rowsWithIDsBelowOneInsertedBehindTheStoreAreRemoved(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind) { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                try Self.behindTheStoresBack(
+                    device.store.path,
+                    """
+                    INSERT INTO teams (id, revision, name) VALUES (-7, 1, 'Ghost below');
+                    INSERT INTO teams (id, revision, name) VALUES (0, 1, 'Ghost at zero');
+                    """)
+                #expect(try await device.store.pendingChangeSets().isEmpty)
+                // revsync verify says they differ (and, told not to repair, leaves them).
+                let verify = try await ExecutableProcess.run("revsync", ["verify", "--no-repair", "--store", device.store.path, "--json"])
+                let answer = try? JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any]
+                #expect(verify.status != 0 && answer?["equal"] as? Bool == false, "\(verify.stdout) \(verify.stderr)")
+                #expect((answer?["differences"] as? [[String: Any]])?.count == 2)
+                let report = try await device.sync()
+                #expect(report.verified == true)
+                #expect(
+                    Set(report.differences) == [
+                        RecordDifference(record: RecordReference(entity: "teams", id: -7), kind: .extra),
+                        RecordDifference(record: RecordReference(entity: "teams", id: 0), kind: .extra),
+                    ])
+                // (Read by SQL: find(-7) would resolve a temporary ID the server replaced.)
+                #expect(try await device.store.database.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM teams WHERE id <= 0") } == 0)
+                #expect(try await device.store.contents() == (try await server.contents()))
+            }
+        }
+    }
+
     /// The same found by `verify`, which trusts no stored hash: a write whose marking trigger
     /// was dropped first is found too.
     @Test(arguments: StoreKind.all) func aWriteWithItsMarkDroppedIsFoundByVerify(store kind: StoreKind) async throws {

@@ -70,7 +70,13 @@ struct Verifier {
                     next.ranges.append(RangeDigest(range: part.range, digest: sum))
                 }
             }
-            for (range, hashes) in zip(listed, try await store.hashes(of: listed)) {
+            for (range, var hashes) in zip(listed, try await store.hashes(of: listed)) {
+                // A row with ID 0 (another program's insert) is no record the server could have,
+                // and 0 is no ID on the wire: it is dropped here rather than listed.
+                if hashes.removeValue(forKey: RecordID(0)) != nil {
+                    repair[entity: range.entity].delete.append(RecordID(0))
+                    repair[entity: range.entity].attributes[RecordID(0)] = RecordAttributes(revision: 0)
+                }
                 next.items.append(RangeItems(range: range, records: hashes))
             }
             if !response.ranges.isEmpty { outcome.equal = false }
