@@ -31,6 +31,20 @@ import Testing
         try await withLiveServer(store: store) { server in
             let device = try await server.device()
             #expect(try await device.post(Self.emptySync).status == 200)
+            // Every route a device reads the data set through, accepted a moment before.
+            let verify = VerifyRequest(revision: 0).jsonBytes()
+            let attachment = "/attachments/" + String(repeating: "a", count: 64)
+            func verifyStatus() async throws -> Int {
+                try await server.send(
+                    "POST", "/verify", headers: [("Authorization", "Bearer \(device.token)"), ("Content-Type", "application/json")],
+                    body: verify
+                ).status
+            }
+            func attachmentStatus() async throws -> Int {
+                try await server.send("GET", attachment, headers: [("Authorization", "Bearer \(device.token)")]).status
+            }
+            #expect(try await verifyStatus() == 200)
+            #expect(try await attachmentStatus() == 404)
             let id = device.device.id
             let revoked = try await server.storage.withWriter { writer in
                 try writer.transaction { try writer.revokeDevice(id: id) }
@@ -38,6 +52,8 @@ import Testing
             #expect(revoked)
             // At once, although the token was accepted a moment ago, with or without change sets.
             #expect(try await device.post(Self.emptySync).status == 401)
+            #expect(try await verifyStatus() == 401)
+            #expect(try await attachmentStatus() == 401)
             let create = SyncMessage(maxRevision: 0, changeSets: [.new().creating("venues", -1, ["name": "Hall"])])
             #expect(try await device.post(create.jsonBytes()).status == 401)
             #expect(try await server.count("venues") == 0)

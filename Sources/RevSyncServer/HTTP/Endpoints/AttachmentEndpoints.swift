@@ -21,7 +21,7 @@ extension SyncHTTPServer {
     /// bytes; `507` past every token's unreferenced bytes. A body that breaks off keeps what
     /// arrived.
     func putAttachment(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let device = try await authenticator.authenticate(request, context: context, cached: true).device
+        let device = try await authenticator.authenticate(request, context: context).device
         let sha256 = try Self.digest(context)
         guard device.role.mayWrite else {
             throw APIError(status: .forbidden, code: "forbidden", message: "a \(device.role.rawValue) token may not upload attachments")
@@ -68,7 +68,7 @@ extension SyncHTTPServer {
     /// `RevSync-Received` (the bytes of the token's own upload in progress; 0 if none)
     /// otherwise. Nothing is told of another token's upload.
     func headAttachment(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let device = try await authenticator.authenticate(request, context: context, cached: true).device
+        let device = try await authenticator.authenticate(request, context: context).device
         let sha256 = try Self.digest(context)
         switch try await attachments.progress(sha256, of: device.id) {
         case .complete(let size):
@@ -85,7 +85,7 @@ extension SyncHTTPServer {
     /// `GET`: the bytes (one `Range` honoured: `206`), for attachments a committed record refers
     /// to or that this device uploaded; `404` otherwise.
     func getAttachment(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let device = try await authenticator.authenticate(request, context: context, cached: true).device
+        let device = try await authenticator.authenticate(request, context: context).device
         let sha256 = try Self.digest(context)
         guard let stored = try await attachments.readable(sha256, by: device.id) else {
             throw APIError(

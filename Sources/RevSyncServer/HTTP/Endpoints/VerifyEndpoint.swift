@@ -18,7 +18,7 @@ extension SyncHTTPServer {
     /// request's revision: the device syncs and asks again. `400` for a malformed request or
     /// an entity the schema lacks; `413 too_large` for one that would read too much.
     func verify(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let sender = try await authenticator.authenticate(request, context: context, cached: true)
+        let sender = try await authenticator.authenticate(request, context: context)
         // Every served version has its digest: a device proves its records in its own.
         let speaking = try speaking(request.headers)
         guard speaking.digestVersion != nil else {
