@@ -59,7 +59,12 @@ struct TokenCommand: AsyncParsableCommand {
                     guard Role.builtIn.contains(role) else { throw CommandFailure("--role must be admin, member or viewer, not \(role)") }
                     if user != nil { throw CommandFailure("--user needs a served schema with a \"users\" entity (start the server once)") }
                 }
-                let (_, token) = try await Token.create(name: name, role: role, user: user, in: storage)
+                let token: String
+                do {
+                    token = try await Token.create(name: name, role: role, user: user, in: storage).token
+                } catch let taken as Token.NameTaken {
+                    throw CommandFailure(taken.description)
+                }
                 try await storage.close()
                 print(token)
             } catch let failure as CommandFailure {

@@ -239,6 +239,31 @@ import Testing
         }
     }
 
+    /// Names are unique among live tokens (two admins named alike could not be told apart in
+    /// the audit trail); a revoked token's name may be given again.
+    @Test(arguments: StoreKind.all)
+    func aNameALiveTokenHasIsRefused(store: StoreKind) async throws {
+        try await withTestDatabase(store) { testDatabase in
+            let database = testDatabase.location
+            try await testDatabase.setUp()
+            func create(_ name: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+                try await ExecutableProcess.run(
+                    "revsync-server", ["token", "create", "--database", database, "--name", name, "--role", "admin"])
+            }
+            #expect(try await create("dpo").status == 0)
+            let twice = try await create("dpo")
+            #expect(twice.status != 0 && twice.stderr.contains("a token named \"dpo\" exists and is not revoked"), "\(twice.stderr)")
+            #expect(twice.stdout.isEmpty)
+            let storage = try await testDatabase.open(schema: .demo)
+            #expect(try await storage.withReader { try $0.allDevices() }.filter { $0.device.name == "dpo" }.count == 1)
+            await #expect(throws: Token.NameTaken.self) { try await Token.create(name: "dpo", role: .member, in: storage) }
+            try await storage.close()
+            #expect(
+                try await ExecutableProcess.run("revsync-server", ["token", "revoke", "--database", database, "--id", "1"]).status == 0)
+            #expect(try await create("dpo").status == 0, "a revoked token's name is free again")
+        }
+    }
+
     /// A device name with a newline cannot forge a line of the text log; the metrics token can
     /// come from a file or the environment, never from the process list.
     @Test func textLogsEscapeAndTheMetricsTokenStaysOutOfTheProcessList() async throws {

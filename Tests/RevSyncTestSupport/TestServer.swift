@@ -16,7 +16,8 @@ extension TestServer {
     /// Creates a device with its own token (linked to a record of the schema's users entity if
     /// `user` is given).
     public func device(_ name: String = "device", role: Role = .member, user: RecordID? = nil) async throws -> TestDevice {
-        let (device, token) = try await Token.create(name: name, role: role, user: user, in: storage)
+        // Tests name many devices alike ("device"); the rule that names are unique is tested on its own.
+        let (device, token) = try await Token.create(name: name, role: role, user: user, uniqueName: false, in: storage)
         return TestDevice(route: route, schema: schema, token: token, device: device)
     }
 

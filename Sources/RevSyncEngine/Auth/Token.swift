@@ -21,18 +21,42 @@ public enum Token {
 
     /// Creates a device with a new token; returns the token, which is not stored anywhere.
     ///
-    /// - Parameter user: the record of the schema's users entity the device belongs to.
+    /// A name is unique among the tokens not revoked, so that the logs and the audit trail
+    /// (erasures, reverts, the console's sessions) tell every device apart; a revoked token's
+    /// name may be given again (a replaced tablet).
+    ///
+    /// - Parameters:
+    ///   - user: the record of the schema's users entity the device belongs to.
+    ///   - uniqueName: refuse a name a live token has (``NameTaken``); `false` only for tests
+    ///     and tools that make many devices of their own.
     public static func create(
-        name: String, role: Role, user: RecordID? = nil, in storage: any SyncStorage
+        name: String, role: Role, user: RecordID? = nil, uniqueName: Bool = true, in storage: any SyncStorage
     ) async throws -> (
         device: Device, token: String
     ) {
         let token = generate()
         let hash = hash(token)
         let id = try await storage.withWriter { writer in
-            try writer.transaction { try writer.createDevice(name: name, role: role, user: user, tokenHash: hash) }
+            try writer.transaction { () -> Int64 in
+                if uniqueName {
+                    // Under the revision lock: two creations of one name at once cannot both pass.
+                    _ = try writer.lockRevision()
+                    guard try !writer.allDevices().contains(where: { $0.revokedAt == nil && $0.device.name == name }) else {
+                        throw NameTaken(name: name)
+                    }
+                }
+                return try writer.createDevice(name: name, role: role, user: user, tokenHash: hash)
+            }
         }
         return (Device(id: id, name: name, role: role, user: user), token)
+    }
+
+    /// A token not revoked already has this name.
+    public struct NameTaken: Error, Sendable, CustomStringConvertible {
+        public let name: String
+        public var description: String {
+            "a token named \"\(name.prefix(80))\" exists and is not revoked: choose another name, or revoke that token first"
+        }
     }
 
     /// Creates an admin token if the store has no device at all; returns it, or `nil` if

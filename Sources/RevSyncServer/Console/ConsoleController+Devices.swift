@@ -193,7 +193,15 @@ extension ConsoleController {
             }
             user = RecordID(id)
         }
-        let (device, token) = try await Token.create(name: name, role: role, user: user, in: engine.storage)
+        let device: Device
+        let token: String
+        do {
+            (device, token) = try await Token.create(name: name, role: role, user: user, in: engine.storage)
+        } catch let taken as Token.NameTaken {
+            return refuse(
+                "A device named “\(taken.name.prefix(80))” has a token that is not revoked: choose another name, or revoke that token first."
+            )
+        }
         logger.info(
             "console: token created",
             metadata: ["device": "\(device.name)", "role": "\(role)", "by": "\(context.session.session.device.name)"])
