@@ -98,6 +98,25 @@ import Testing
         }
     }
 
+    /// Right after a sync, as the README's tour asks: the device is seen, although the server
+    /// writes what it learns of devices only now and then (here once a minute).
+    @Test func aDeviceThatJustSyncedIsSeen() async throws {
+        try await withLiveServer(configure: { $0.activityFlushInterval = .seconds(60) }) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let alice = try await server.device("alice")
+            #expect(try await alice.post(SyncMessage(maxRevision: 0, changeSets: []).jsonBytes()).status == 200)
+            let (status, json) = try await Self.get(server, admin.token, "/admin/api/devices")
+            #expect(status == 200)
+            let row = (json["devices"] as? [[String: Any]])?.first { $0["name"] as? String == "alice" }
+            #expect(row?["lastSeen"] is String, "\(json)")
+            #expect(row?["currency"] as? String == "current")
+            let listed = try await ExecutableProcess.run(
+                "revsync-server", ["devices", "--server", "http://127.0.0.1:\(server.port)", "--token", admin.token])
+            let line = listed.stdout.split(separator: "\n").first { $0.contains("alice") } ?? ""
+            #expect(line.contains("seen ") && !line.contains("never seen") && !line.contains("silent"), "\(listed.stdout)")
+        }
+    }
+
     @Test func forAdminsOnly() async throws {
         try await withLiveServer { server in
             let alice = try await server.device("alice")

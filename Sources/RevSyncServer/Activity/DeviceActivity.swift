@@ -157,6 +157,13 @@ public final class DeviceActivity: Service, Sendable {
         }
     }
 
+    /// Flushes before what reads the devices' activity back (the devices list, the overview),
+    /// so that a device that synced a moment ago is seen; a failure is logged, and the list is
+    /// read as the database has it.
+    func flushBeforeReading() async {
+        do { try await flush() } catch { logger.warning("device activity: cannot write it: \(error)") }
+    }
+
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {

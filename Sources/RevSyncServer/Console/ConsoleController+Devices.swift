@@ -62,6 +62,7 @@ extension ConsoleController {
         + [("revoked", "revoked")]
 
     func devicesPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        await activity.flushBeforeReading()
         let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
         let query = Self.formQuery(request)
         let filter = DeviceFilter(query, schema: engine.schema)
@@ -211,6 +212,7 @@ extension ConsoleController {
     func devicePage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         let id = try context.parameters.require("id", as: Int64.self)
         let before = request.uri.queryParameters["before"].flatMap { Int64(String($0)) }
+        await activity.flushBeforeReading()
         let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
         guard let row = report.rows.first(where: { $0.device.id == id }) else {
             return message(

@@ -19,6 +19,7 @@ extension ConsoleController {
     static let overviewCardItems = 5
 
     func overviewPage(_ context: ConsoleRequestContext) async throws -> Response {
+        await activity.flushBeforeReading()
         let overview = try await Overview.load(
             storage: engine.storage, schema: engine.schema, lineage: engine.lineage, snapshots: snapshots)
         let report = overview.report

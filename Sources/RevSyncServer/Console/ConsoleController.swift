@@ -24,6 +24,9 @@ struct ConsoleController: Sendable {
     let logger: Logger
     /// The attachments' bytes, for the history page's thumbnails.
     let attachments: AttachmentStore
+    /// What this instance learnt of devices, written at most a second late: flushed before a
+    /// page lists devices, so a device that just synced is seen.
+    let activity: DeviceActivity
     let renderer = ConsoleRenderer()
 
     /// Adds the console's routes to `group` (the router's `/admin` group).

@@ -103,7 +103,7 @@ public struct SyncHTTPServer: Sendable {
         router.get("/admin/api/overview") { request, context in try await self.adminOverview(request, context: context) }
         ConsoleController(
             engine: engine, sessions: consoleSessions, authenticator: authenticator, snapshots: snapshots, configuration: configuration,
-            logger: logger, attachments: attachments
+            logger: logger, attachments: attachments, activity: activity
         ).addRoutes(to: router.group("/admin"))
         if configuration.metricsToken != nil {
             router.get("/metrics") { request, context in try await self.metrics(request, context: context) }

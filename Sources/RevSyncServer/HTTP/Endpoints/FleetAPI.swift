@@ -9,12 +9,14 @@ import RevSyncProtocol
 extension SyncHTTPServer {
     func adminDevices(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         try await requireAdminOrSession(request, context: context)
+        await activity.flushBeforeReading()
         let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
         return try compression.encodedResponse(report.deviceList, for: request)
     }
 
     func adminOverview(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
         try await requireAdminOrSession(request, context: context)
+        await activity.flushBeforeReading()
         let overview = try await Overview.load(
             storage: engine.storage, schema: engine.schema, lineage: engine.lineage, snapshots: snapshots)
         return try compression.encodedResponse(overview.typed, for: request)
