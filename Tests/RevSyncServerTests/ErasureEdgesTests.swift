@@ -191,4 +191,50 @@ import Testing
             #expect(!revisions.isEmpty && revisions.allSatisfy { $0 >= revision }, "\(files)")
         }
     }
+
+    /// Every byte of every file under `directory`, for a scan.
+    static func bytes(under directory: String) throws -> [UInt8] {
+        var all: [UInt8] = []
+        let enumerator = FileManager.default.enumerator(atPath: directory)
+        while let name = enumerator?.nextObject() as? String {
+            let path = (directory as NSString).appendingPathComponent(name)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            all += Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        }
+        return all
+    }
+
+    /// The build made to straddle the erasure: it has written the record (a scan of the
+    /// directory finds the value: the positive control) when the erasure commits. The erasure
+    /// answers only once the build is stopped and its working file gone: a scan right after
+    /// the answer finds the value nowhere.
+    @Test(arguments: StoreKind.all)
+    func anErasureAnswersOnlyOnceABuildThatReadTheValuesIsGone(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("dpo", role: .admin)
+            let alice = try await server.device("alice")
+            let secret = "Zebediah-\(UUID().uuidString.prefix(8))"
+            let (player, _) = try await alice.create("players", ["first_name": .text(secret), "last_name": "Lopez"])
+            let snapshots = server.http!.snapshots
+            let hold = await snapshots.holdNextBuild()
+            let building = Task { try await snapshots.snapshot() }
+            for _ in 0..<3000 where !hold.isHeld { try await Task.sleep(for: .milliseconds(10)) }
+            try #require(hold.isHeld, "the build reached its hold")
+            #expect(
+                String(decoding: try Self.bytes(under: snapshots.directory), as: UTF8.self).contains(secret),
+                "the held build's working file holds the value (the scan can find it)")
+            let (status, answer) = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/erase",
+                #"{"entity": "players", "id": \#(player.rawValue), "reason": "request 16"}"#)
+            #expect(status == 200, "\(answer)")
+            #expect(
+                !String(decoding: try Self.bytes(under: snapshots.directory), as: UTF8.self).contains(secret),
+                "no file in the snapshot directory holds the erased value once the erasure answered")
+            // The request that waited for the stopped build is served one made after the erasure.
+            let served = try await building.value
+            #expect(served.revision >= (answer["revision"] as? NSNumber)?.int64Value ?? .max)
+            hold.release()
+        }
+    }
 }

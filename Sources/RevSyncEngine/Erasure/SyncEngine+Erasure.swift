@@ -40,6 +40,9 @@ extension SyncEngine {
                 result.attachmentsDeleted += 1
             }
         }
+        // The snapshot builds that read the values stopped and their files gone before the
+        // space is reclaimed (a build is a reader the checkpoint would wait for).
+        await snapshots?.withdraw(before: result.revision)
         result.spaceReclaimed = try await storage.reclaimErasedSpace(entities: result.entities.sorted())
         await snapshots?.retire(before: result.revision)
         return result

@@ -47,9 +47,40 @@ public actor SnapshotCache {
     private let logger: Logger
     /// Each version's current snapshot, and the build under way.
     private var current: [Int: Entry] = [:]
-    private var building: [Int: Task<Entry, any Error>] = [:]
+    private var building: [Int: Build] = [:]
+
+    /// A build under way, and how to stop it (``retire(before:)``).
+    private struct Build {
+        let task: Task<Entry, any Error>
+        let cancelled: Locked<Bool>
+    }
     /// Fault injection for tests: the next build fails with this error.
     private var nextBuildFailure: (any Error)?
+
+    /// For tests: the next build stops once it has written records (its working file holds
+    /// them), until ``BuildHold/release()`` or until it is stopped (``retire(before:)``): a
+    /// build made to straddle an erasure.
+    package func holdNextBuild() -> BuildHold {
+        let hold = BuildHold()
+        nextHold = hold
+        return hold
+    }
+
+    private var nextHold: BuildHold?
+
+    /// A build held by ``holdNextBuild()``.
+    package final class BuildHold: Sendable {
+        private let state = Locked((held: false, released: false))
+        /// Whether the build has reached the hold.
+        package var isHeld: Bool { state.withLock { $0.held } }
+        package func release() { state.withLock { $0.released = true } }
+
+        /// Blocks the build's thread until released or stopped.
+        fileprivate func wait(unlessStopped stopped: () -> Bool) {
+            state.withLock { $0.held = true }
+            while !state.withLock({ $0.released }) && !stopped() { usleep(5_000) }
+        }
+    }
 
     /// Makes the next snapshot build fail with `error` (for the tests of what an erasure leaves
     /// when its snapshot cannot be made).
@@ -112,7 +143,13 @@ public actor SnapshotCache {
                 return current
             }
             if let current = current[version], current.revision < erased { removeSnapshots(before: erased) }
-            let entry = try await built(version: version)
+            let entry: Entry
+            do {
+                entry = try await built(version: version)
+            } catch is CancellationError where !Task.isCancelled {
+                // An erasure stopped the build this request waited for: build again.
+                continue
+            }
             // A build that began before an erasure may end after it: never served, never kept.
             let erasedSince = try await storage.withReader { try $0.newestErasureRevision() ?? 0 }
             guard entry.revision >= erasedSince else {
@@ -125,16 +162,24 @@ public actor SnapshotCache {
 
     /// The build of `version` under way (one at a time per version, whoever asks), or a new one.
     private func built(version: Int) async throws -> Entry {
-        if let building = building[version] { return try await building.value }
+        if let building = building[version] { return try await building.task.value }
         if let failure = nextBuildFailure {
             nextBuildFailure = nil
             throw failure
         }
+        let cancelled = Locked(false)
+        let hold = nextHold
+        nextHold = nil
         let task = Task { [directory, storage, lineage, logger] in
-            try await Self.build(in: directory, storage: storage, lineage: lineage, version: version, logger: logger)
+            try await Self.build(
+                in: directory, storage: storage, lineage: lineage, version: version, logger: logger,
+                cancelled: {
+                    hold?.wait(unlessStopped: { cancelled.withLock { $0 } })
+                    return cancelled.withLock { $0 }
+                })
         }
-        building[version] = task
-        defer { building[version] = nil }
+        building[version] = Build(task: task, cancelled: cancelled)
+        defer { if building[version]?.cancelled === cancelled { building[version] = nil } }
         let entry = try await task.value
         current[version] = entry
         logger.info(
@@ -154,8 +199,10 @@ public actor SnapshotCache {
     /// done without it. `GET /snapshot` waits for that build (or makes one itself if it
     /// failed); a build that began before the erasure is thrown away when it ends
     /// (``snapshot()``).
-    public func retire(before revision: Revision) {
-        removeSnapshots(before: revision)
+    ///
+    /// It returns once no file it cannot vouch for is left (``withdraw(before:)``).
+    public func retire(before revision: Revision) async {
+        await withdraw(before: revision)
         let logger = self.logger
         Task {
             do {
@@ -166,6 +213,28 @@ public actor SnapshotCache {
                 logger.error("the snapshot after an erasure could not be made; GET /snapshot makes one before serving any: \(error)")
             }
         }
+    }
+
+    /// After an erasure at `revision`: returns once no file of a snapshot it cannot vouch for
+    /// is left. The builds under way (whose reads began before the erasure) are stopped and
+    /// waited for, their working files deleted with them, as are the working files of builds
+    /// it does not own (another instance's sharing the directory, or one a crash left); every
+    /// snapshot made before `revision` is deleted. Stopping the builds first also frees the
+    /// readers that would hold up the erasure's checkpoint.
+    public func withdraw(before revision: Revision) async {
+        let running = Array(building.values)
+        building = [:]
+        for build in running {
+            build.cancelled.withLock { $0 = true }
+            build.task.cancel()
+        }
+        for build in running {
+            // Stopped or finished: either way its working directory is gone (the build's own
+            // `defer`), and a snapshot it finished is older than the erasure (deleted below).
+            _ = await build.task.result
+        }
+        removeSnapshots(before: revision)
+        removeWorkDirectories()
     }
 
     /// Deletes every snapshot file (and manifest) of a revision before `revision`, with or
@@ -184,6 +253,21 @@ public actor SnapshotCache {
         }
     }
 
+    /// Deletes every build's working directory (`.building-*`) in the snapshot directory.
+    private func removeWorkDirectories() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix(".building-") {
+            let path = (directory as NSString).appendingPathComponent(name)
+            do {
+                try FileManager.default.removeItem(atPath: path)
+            } catch {
+                logger.error(
+                    "cannot delete a snapshot build's working files after an erasure",
+                    metadata: ["directory": "\(name)", "error": "\(error)"])
+            }
+        }
+    }
+
     /// The newest snapshot of `dataset` made so far (by any instance), as its manifest says,
     /// without reading the file: for the console.
     public func newest(dataset: String) -> Entry? {
@@ -194,7 +278,8 @@ public actor SnapshotCache {
     // MARK: Building
 
     private static func build(
-        in directory: String, storage: any SyncStorage, lineage: SchemaLineage, version: Int, logger: Logger
+        in directory: String, storage: any SyncStorage, lineage: SchemaLineage, version: Int, logger: Logger,
+        cancelled: @escaping @Sendable () -> Bool
     ) async throws -> Entry {
         try PrivateFiles.ensurePrivateDirectory(directory)
         let id = UUID().uuidString.prefix(8).lowercased()
@@ -202,7 +287,7 @@ public actor SnapshotCache {
         try PrivateFiles.createDirectory(work)
         defer { try? FileManager.default.removeItem(atPath: work) }
         let store = (work as NSString).appendingPathComponent("snapshot.revsync")
-        let written = try await SnapshotFile.write(from: storage, lineage: lineage, version: version, to: store)
+        let written = try await SnapshotFile.write(from: storage, lineage: lineage, version: version, to: store, cancelled: cancelled)
         let info = written.info
         if !written.agreesWithKept {
             // The snapshot's records are the database's; the kept digest is not theirs (the

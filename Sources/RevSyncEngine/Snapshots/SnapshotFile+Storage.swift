@@ -13,8 +13,13 @@ extension SnapshotFile {
     /// they are written; ``Written/kept`` is the server's kept digest of that version at the
     /// same revision, which it must equal (the snapshot is checked against the server's own
     /// bookkeeping as it is made).
-    package static func write(from storage: any SyncStorage, lineage: SchemaLineage, version: Int, to path: String) async throws -> Written
-    {
+    ///
+    /// - Parameter cancelled: asked every 1,024 records; when it says yes, the write stops
+    ///   with `CancellationError` (the caller deletes what was written).
+    package static func write(
+        from storage: any SyncStorage, lineage: SchemaLineage, version: Int, to path: String,
+        cancelled: @escaping @Sendable () -> Bool = { false }
+    ) async throws -> Written {
         guard let schema = lineage.schema(version: version) else {
             throw StoreFileError(.unknownEntity, "the data set never served schema version \(version)")
         }
@@ -29,7 +34,10 @@ extension SnapshotFile {
                     guard let stored = lineage.storage.entity(storedName) else { continue }
                     let names = entity.attributes.map(\.name)
                     let positions = lens?.entity(stored: storedName)?.storedPositions ?? stored.attributes.indices.map { $0 }
+                    var written = 0
                     try reader.allRecords(stored) { record in
+                        written += 1
+                        if written & 1023 == 0, cancelled() { throw CancellationError() }
                         var values: [String: Value] = [:]
                         values.reserveCapacity(names.count)
                         for (name, position) in zip(names, positions) where position < record.values.count {
@@ -39,6 +47,7 @@ extension SnapshotFile {
                     }
                 }
             }
+            if cancelled() { throw CancellationError() }
             return Written(info: info, kept: kept)
         }
     }
