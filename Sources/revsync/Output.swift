@@ -76,7 +76,7 @@ enum Output {
         var lines: [String] = []
         if let started = report.startedFromSnapshot {
             lines.append(
-                "Started from the server's snapshot: \(started.records) records at revision \(started.revision) (\(started.gzipBytes) bytes gzip)."
+                "Started from the server's snapshot: \(RevSyncProtocol.counted(started.records, "record")) at revision \(started.revision) (\(started.gzipBytes) bytes gzip)."
             )
         }
         lines += [

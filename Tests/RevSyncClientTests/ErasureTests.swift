@@ -265,6 +265,10 @@ import Testing
                 let file = directory.file("bob.sqlite")
                 #expect(try Self.hits(secret, inFiles: [file, file + "-wal"]) == 0)
                 #expect(try await bob.store.conflicts().count == 1)
+                // The inbox says why the refusal holds nothing now: it was erased.
+                let refusal = try #require(try await bob.store.conflicts().first)
+                #expect(refusal.records.isEmpty && refusal.wasErased)
+                #expect(refusal.whyNotReappliable?.contains("erased") == true, "\(refusal.whyNotReappliable ?? "")")
             }
         }
     }

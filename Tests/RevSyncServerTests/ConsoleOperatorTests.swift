@@ -26,7 +26,9 @@ import Testing
             var browser = Browser(server: server)
             #expect(try await browser.signIn(admin.token).status == 303)
             let overview = try await browser.get("/admin")
-            #expect(overview.bodyText.contains(#"<span class="count">1</span> refusals not handled"#))
+            #expect(overview.bodyText.contains(#"<span class="count">1</span> refusal not handled"#))
+            #expect(overview.bodyText.contains(" refusal.</figcaption>") || overview.bodyText.contains(" refusals.</figcaption>"))
+            #expect(!overview.bodyText.contains(" 1 refusals") && !overview.bodyText.contains(" 1 syncs"))
             let page = try await browser.get("/admin/refusals")
             #expect(page.bodyText.contains(refusal.changeSetID) && page.bodyText.contains("Mark handled"))
             // Each refused record leads to its history.

@@ -22,6 +22,9 @@ public struct ConflictRecord: Sendable, Hashable {
     public let records: [ConflictedRecord]
     /// How it was resolved: `dismissed` or `reapplied`; `nil` while it is unresolved.
     public let resolution: String?
+    /// Whether an erasure took every value it kept (the server's answer to a data protection
+    /// request): ``records`` is empty because what it wrote was erased.
+    public internal(set) var wasErased = false
 
     /// Whether ``LocalStore/reapply(_:keepingTheirs:)`` can write `mine` again: a refusal because
     /// others changed the records first (`stale_revision`). The other reasons (forbidden,
@@ -32,7 +35,11 @@ public struct ConflictRecord: Sendable, Hashable {
     /// Why it cannot be re-applied, in one line; `nil` when it can.
     public var whyNotReappliable: String? {
         if canReapply { return nil }
-        if records.isEmpty { return "refused before this device kept what it wrote: dismiss it" }
+        if records.isEmpty {
+            return wasErased
+                ? "what it wrote was erased (a data protection request): nothing is left to write again; dismiss it"
+                : "refused before this device kept what it wrote: dismiss it"
+        }
         let cause = entries.first?.message.map { ": \($0)" } ?? ""
         switch reason {
         case .forbidden: return "the permission rules forbid it\(cause)"
@@ -178,10 +185,15 @@ struct ConflictJournal {
             let data: Data? = row[index]
             return data.flatMap { try? ChangeSet(json: [UInt8]($0), sender: .client) }
         }
-        return ConflictRecord(
+        let mine = changeSet(6)
+        var record = ConflictRecord(
             id: row[0], changeSetID: row[1], reason: ConflictReason(rawValue: row[2]), entries: entries,
             receivedAt: Date(timeIntervalSince1970: row[4]), dismissedAt: dismissed.map(Date.init(timeIntervalSince1970:)),
-            records: records(mine: changeSet(6), base: changeSet(7), theirs: changeSet(8)), resolution: row[9])
+            records: records(mine: mine, base: changeSet(7), theirs: changeSet(8)), resolution: row[9])
+        // Kept with what it wrote, which is now nothing: an erasure took it (scrub(_:)).
+        let kept: Data? = row[6]
+        record.wasErased = kept != nil && record.records.isEmpty
+        return record
     }
 
     /// The inbox's records from the three change sets kept with a refusal.

@@ -28,12 +28,15 @@ public struct DataSetVerification: Sendable {
         case unknownEntity(String)
         /// The request would read more records than one verification may.
         case tooMuch(String)
+        /// The token was revoked (checked inside the read that answers).
+        case revokedToken
 
         public var description: String {
             switch self {
             case .revisionMoved(let revision): "the server is at revision \(revision) now: sync, then verify again"
             case .unknownEntity(let name): "\(name.prefix(80)) is not an entity of the schema"
             case .tooMuch(let message): message
+            case .revokedToken: "unknown or revoked token"
             }
         }
     }
@@ -182,9 +185,19 @@ extension SyncEngine {
     /// up the writer), in the version the device speaks; then writes back the digests found
     /// wrong (if no commit came in between) and what the device proved or was repaired of
     /// (at once: an erasure's receipt waits for it).
-    public func verify(_ request: VerifyRequest, device: Device, speaking: SpokenVersion) async throws -> DataSetVerification.Outcome {
+    ///
+    /// - Parameter tokenHash: the hash of the token the request came with, checked in the
+    ///   same read (``DataSetVerification/Refusal/revokedToken``); `nil` for a trusted caller.
+    public func verify(
+        _ request: VerifyRequest, device: Device, tokenHash: String? = nil, speaking: SpokenVersion
+    ) async throws -> DataSetVerification.Outcome {
         let verification = DataSetVerification(schema: schema, hashers: hashers, speaking: speaking)
-        var outcome = try await storage.withReader { reader in try verification.answer(request, reader: reader) }
+        var outcome = try await storage.withReader { reader in
+            if let tokenHash, try reader.device(tokenHash: tokenHash)?.id != device.id {
+                throw DataSetVerification.Refusal.revokedToken
+            }
+            return try verification.answer(request, reader: reader)
+        }
         if let corrected = outcome.correctedDigests {
             let revision = request.revision
             outcome.corrected = try await storage.withWriter { writer in

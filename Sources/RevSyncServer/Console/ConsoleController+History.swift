@@ -238,7 +238,7 @@ extension ConsoleController {
             return message(
                 context, heading: "Reverted", kind: .success,
                 text:
-                    "Revision \(result.reverted) was reverted as revision \(result.revision): \(result.recreated) records created again, \(result.restored) restored, \(result.deleted) deleted.",
+                    "Revision \(result.reverted) was reverted as revision \(result.revision): \(ConsoleFormat.counted(result.recreated, "record")) created again, \(result.restored) restored, \(result.deleted) deleted.",
                 back: back)
         } catch let refusal as ChangeSetRevert.Refusal {
             return message(context, status: .conflict, heading: "Not reverted", kind: .error, text: refusal.description, back: back)

@@ -39,6 +39,10 @@ extension ConsoleController {
                 url: "/admin/devices?currency=\(currency.rawValue)")
         }
         let more = attention.items.count - Self.overviewListed
+        let hour = (
+            syncs: overview.minutes.reduce(0) { $0 + $1.syncs }, commits: overview.minutes.reduce(0) { $0 + $1.commits },
+            refused: overview.minutes.reduce(0) { $0 + $1.refusals }
+        )
         var page = OverviewPage(
             chrome: chrome(context, .overview), maxRevision: report.maxRevision, live: overview.liveDevices,
             devices: report.activeRows.count, verified: report.verifiedAtLatest,
@@ -68,8 +72,11 @@ extension ConsoleController {
                         + (holding.count > Self.overviewCardItems ? " and \(holding.count - Self.overviewCardItems) more" : ""))
             },
             erasureCount: pending.count, currency: currency, chart: TrafficChart(minutes: overview.minutes).svg(),
-            syncs: overview.minutes.reduce(0) { $0 + $1.syncs }, commits: overview.minutes.reduce(0) { $0 + $1.commits },
-            refused: overview.minutes.reduce(0) { $0 + $1.refusals },
+            syncs: hour.syncs, commits: hour.commits, refused: hour.refused,
+            hourSummary: [
+                ConsoleFormat.counted(hour.syncs, "sync"), ConsoleFormat.counted(hour.commits, "commit"),
+                ConsoleFormat.counted(hour.refused, "refusal"),
+            ].joined(separator: ", "),
             records: overview.records.map { OverviewPage.RecordCount(entity: $0.entity, count: $0.count) })
         let retired = report.devicesOnRetiredVersions(minimum: engine.lineage.minimumVersion)
         page.retired = retired.prefix(Self.overviewListed).map { row in
@@ -81,6 +88,8 @@ extension ConsoleController {
         page.retiredMinimum = engine.lineage.minimumVersion
         page.attentionAlert = page.attentionCount > 0
         page.refusalAlert = page.refusalCount > 0
+        page.refusalNoun = page.refusalCount == 1 ? "refusal" : "refusals"
+        page.erasureNoun = page.erasureCount == 1 ? "erasure" : "erasures"
         page.erasureAlert = page.erasureCount > 0
         return renderer.response(page)
     }

@@ -48,6 +48,11 @@ enum ConsoleFormat {
             .joined(separator: "; ")
     }
 
+    /// `1 record`, `100,000 records`: a count with its noun.
+    static func counted(_ value: Int, _ noun: String, plural: String? = nil) -> String {
+        "\(count(value)) \(value == 1 ? noun : plural ?? noun + "s")"
+    }
+
     /// `100,000`.
     static func count(_ value: Int) -> String {
         value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))

@@ -88,6 +88,9 @@ struct OverviewPage: ConsolePage {
     var currency: [Bucket]
     /// Whether each card has something to look at (its border says so).
     var attentionAlert = false
+    /// "refusal" or "refusals", "erasure" or "erasures", as the counts above need.
+    var refusalNoun = "refusals"
+    var erasureNoun = "erasures"
     var refusalAlert = false
     var erasureAlert = false
     /// An SVG the server draws from numbers only (``TrafficChart``): the one unescaped value.
@@ -95,6 +98,8 @@ struct OverviewPage: ConsolePage {
     var syncs: Int
     var commits: Int
     var refused: Int
+    /// "12 syncs, 1 commit, 0 refusals": the hour's counts, each with its noun.
+    var hourSummary: String
     var records: [RecordCount]
 
     static let mustache = """
@@ -117,13 +122,13 @@ struct OverviewPage: ConsolePage {
             {{#attentionMore}}<p><a href="/admin/devices?currency=attention" id="attention-all">{{attentionMore}}</a></p>{{/attentionMore}}
           </div>
           <div class="card{{#refusalAlert}} alert{{/refusalAlert}}" id="refusals-card">
-            <h2><span class="count">{{refusalCount}}</span> refusals not handled</h2>
+            <h2><span class="count">{{refusalCount}}</span> {{refusalNoun}} not handled</h2>
             <ul class="list">{{#refusals}}<li><a href="/admin/devices/{{deviceID}}">{{device}}</a> <span class="reason">{{reason}}</span> <span class="muted">{{time}}</span></li>{{/refusals}}</ul>
             {{^refusals}}<p class="muted">Every refusal kept is handled.</p>{{/refusals}}
             <p><a href="/admin/refusals">The refusals</a></p>
           </div>
           <div class="card{{#erasureAlert}} alert{{/erasureAlert}}" id="erasures-card">
-            <h2><span class="count">{{erasureCount}}</span> erasures pending</h2>
+            <h2><span class="count">{{erasureCount}}</span> {{erasureNoun}} pending</h2>
             <ul class="list">{{#erasures}}<li>#{{id}} {{record}}: {{progress}} erased <span class="muted">{{holding}}</span></li>{{/erasures}}</ul>
             {{^erasures}}<p class="muted">Every device has removed what was erased.</p>{{/erasures}}
             <p><a href="/admin/erasures">The erasures</a></p>
@@ -140,7 +145,7 @@ struct OverviewPage: ConsolePage {
         </section>
         <h2>The last hour</h2>
         <figure class="chart">{{{chart}}}
-          <figcaption>Per minute: <span class="key syncs">syncs</span> <span class="key commits">commits</span> <span class="key refusals">refusals</span>. In the hour: {{syncs}} syncs, {{commits}} commits, {{refused}} refusals.</figcaption>
+          <figcaption>Per minute: <span class="key syncs">syncs</span> <span class="key commits">commits</span> <span class="key refusals">refusals</span>. In the hour: {{hourSummary}}.</figcaption>
         </figure>
         <h2>Records</h2>
         <table class="compact">

@@ -18,7 +18,9 @@ extension SyncHTTPServer {
     /// request's revision: the device syncs and asks again. `400` for a malformed request or
     /// an entity the schema lacks; `413 too_large` for one that would read too much.
     func verify(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let sender = try await authenticator.authenticate(request, context: context)
+        // The cached gate, as for /sync: the engine checks the token again inside the read that
+        // answers, so a token revoked a moment ago reads nothing.
+        let sender = try await authenticator.authenticate(request, context: context, cached: true)
         // Every served version has its digest: a device proves its records in its own.
         let speaking = try speaking(request.headers)
         guard speaking.digestVersion != nil else {
@@ -41,7 +43,7 @@ extension SyncHTTPServer {
         let verification = try VerifyRequest(json: body, maxRanges: DataSetVerification.maxRanges, maxItems: DataSetVerification.maxItems)
         let outcome: DataSetVerification.Outcome
         do {
-            outcome = try await engine.verify(verification, device: sender.device, speaking: speaking)
+            outcome = try await engine.verify(verification, device: sender.device, tokenHash: sender.tokenHash, speaking: speaking)
         } catch let refusal as DataSetVerification.Refusal {
             switch refusal {
             case .revisionMoved(let revision):
@@ -50,6 +52,10 @@ extension SyncHTTPServer {
                     headers: [.revSyncRevision: String(revision)])
             case .unknownEntity: throw APIError(status: .badRequest, code: "unknown_entity", message: refusal.description)
             case .tooMuch: throw APIError(status: .contentTooLarge, code: "too_large", message: refusal.description)
+            case .revokedToken:
+                throw authenticator.failed(
+                    APIError.unauthorized("unknown or revoked token"),
+                    address: request.clientAddress(context, trustedProxies: authenticator.trustedProxies), path: "/verify")
             }
         }
         if outcome.corrected, let corrected = outcome.correctedDigests {
