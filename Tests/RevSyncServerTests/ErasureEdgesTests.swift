@@ -150,7 +150,7 @@ import Testing
             let (player, _) = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez", "date_of_birth": "2014-03-02"])
             let first = try await server.http!.snapshots.snapshot()
             _ = try await alice.create("teams", ["name": "U12"])
-            await server.http!.snapshots.failNextBuild(with: DiskFull())
+            let failed = await server.http!.snapshots.failNextBuild(with: DiskFull())
             let (status, answer) = try await Self.admin(
                 server, admin.token, "POST", "/admin/api/erase",
                 #"{"entity": "players", "id": \#(player.rawValue), "attributes": ["date_of_birth"], "reason": "request 14"}"#)
@@ -159,6 +159,9 @@ import Testing
             let revision = try #require((answer["revision"] as? NSNumber)?.int64Value)
             let files = try FileManager.default.contentsOfDirectory(atPath: server.http!.snapshots.directory)
             #expect(!files.contains { $0.contains(first.file) || $0.hasPrefix("snapshot-\(first.revision)-") }, "\(files)")
+            // The background build took the failure (it is not awaited by the answer, so wait for
+            // it: otherwise this request's own build could be the one that fails).
+            #expect(try await eventually { failed.withLock { $0 } })
             // GET /snapshot makes a new one, after the erasure.
             let response = try await server.send("GET", "/snapshot", headers: [("Authorization", "Bearer \(alice.token)")])
             #expect(response.status == 200)

@@ -55,7 +55,7 @@ public actor SnapshotCache {
         let cancelled: Locked<Bool>
     }
     /// Fault injection for tests: the next build fails with this error.
-    private var nextBuildFailure: (any Error)?
+    private var nextBuildFailure: (error: any Error, thrown: Locked<Bool>)?
 
     /// For tests: the next build stops once it has written records (its working file holds
     /// them), until ``BuildHold/release()`` or until it is stopped (``retire(before:)``): a
@@ -83,9 +83,12 @@ public actor SnapshotCache {
     }
 
     /// Makes the next snapshot build fail with `error` (for the tests of what an erasure leaves
-    /// when its snapshot cannot be made).
-    package func failNextBuild(with error: any Error) {
-        nextBuildFailure = error
+    /// when its snapshot cannot be made). The flag returned turns true once a build has failed
+    /// with it, so that a test can tell which caller's build took the failure.
+    package func failNextBuild(with error: any Error) -> Locked<Bool> {
+        let thrown = Locked(false)
+        nextBuildFailure = (error, thrown)
+        return thrown
     }
 
     /// - Parameters:
@@ -165,7 +168,8 @@ public actor SnapshotCache {
         if let building = building[version] { return try await building.task.value }
         if let failure = nextBuildFailure {
             nextBuildFailure = nil
-            throw failure
+            failure.thrown.withLock { $0 = true }
+            throw failure.error
         }
         let cancelled = Locked(false)
         let hold = nextHold
