@@ -141,4 +141,56 @@ import Testing
         #expect(upgrade.steps.contains(.renameAttribute(entity: "players", from: "nickname", to: "nickname2")))
         #expect(upgrade.steps.contains(.renameEntity(from: "teams", to: "squads")))
     }
+
+    /// A rename onto a name an earlier version gave to something dropped since is refused at
+    /// start, whether the dropped one is still served (version 1 would read the renamed values
+    /// as its own) or retired (its values are still stored under that name, and version 3 would
+    /// read them): for attributes and for entities. Dropping and adding again under the same
+    /// name, without a rename, is the same attribute (its stored values come back).
+    @Test func aRenameOntoARetiredNameIsRefused() throws {
+        let v2 = try Self.schema(
+            #"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}, "#
+                + #""players": {"attributes": {"nickname": {"type": "text"}, "team_id": {"type": "reference", "target": "teams", "onDelete": "cascade"}}}}}"#
+        )
+        for minimum in ["", #""minimumVersion": 3, "#] {
+            let attribute = try Self.schema(
+                #"{"version": 3, \#(minimum)"entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}, "#
+                    + #""players": {"attributes": {"colour": {"type": "text", "renamedFrom": "nickname"}, "team_id": {"type": "reference", "target": "teams", "onDelete": "cascade"}}}}}"#
+            )
+            // players never had colour: a rename onto a name of another entity's is fine.
+            _ = try SchemaLineage([Self.v1, v2, attribute])
+            let ontoDropped = try Self.schema(
+                #"{"version": 3, \#(minimum)"entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}, "colour": {"type": "text", "renamedFrom": "name2"}}}, "#
+                    + #""players": {"attributes": {"nickname": {"type": "text"}, "team_id": {"type": "reference", "target": "teams", "onDelete": "cascade"}}}}}"#
+            )
+            let v2WithName2 = try Self.schema(
+                #"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}, "name2": {"type": "text"}}}, "#
+                    + #""players": {"attributes": {"nickname": {"type": "text"}, "team_id": {"type": "reference", "target": "teams", "onDelete": "cascade"}}}}}"#
+            )
+            #expect {
+                try SchemaLineage([Self.v1, v2WithName2, ontoDropped])
+            } throws: { error in
+                "\(error)".contains("entities.teams.attributes.colour.renamedFrom")
+                    && "\(error)".contains("choose a name the data set never had")
+            }
+        }
+        // Entities: version 2 drops players (version 1 retired), version 3 renames teams to players.
+        let withoutPlayers = try Self.schema(
+            #"{"version": 2, "minimumVersion": 2, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}}}}}"#)
+        let teamsToPlayers = try Self.schema(
+            #"{"version": 3, "minimumVersion": 3, "entities": {"players": {"renamedFrom": "teams", "attributes": {"name": {"type": "text", "required": true}}}}}"#
+        )
+        #expect {
+            try SchemaLineage([Self.v1, withoutPlayers, teamsToPlayers])
+        } throws: { error in
+            "\(error)".contains("entities.players.renamedFrom") && "\(error)".contains("a name an earlier version gave")
+        }
+        // Dropping colour and adding it back, without a rename, is the same attribute.
+        let colourBack = try Self.schema(
+            #"{"version": 3, "entities": {"teams": {"attributes": {"name": {"type": "text", "required": true}, "colour": {"type": "text"}}}, "#
+                + #""players": {"attributes": {"nickname": {"type": "text"}, "team_id": {"type": "reference", "target": "teams", "onDelete": "cascade"}}}}}"#
+        )
+        let lineage = try SchemaLineage([Self.v1, v2, colourBack])
+        #expect(lineage.storage.entity("teams")?.attributes.map(\.name) == ["name", "colour"])
+    }
 }

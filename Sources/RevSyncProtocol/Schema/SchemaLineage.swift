@@ -186,7 +186,11 @@ struct StoredLayout: Sendable {
         var claimed = Set<Int>()
         if let previous {
             for (index, entity) in schema.entities.enumerated() {
-                guard let from = entity.renamedFrom, !entities.contains(where: { $0.name == entity.name }) else { continue }
+                guard let from = entity.renamedFrom else { continue }
+                if previous.entity(from) != nil, previous.entity(entity.name) == nil, entities.contains(where: { $0.name == entity.name }) {
+                    throw SchemaUpgradeError(Self.renameOntoRetiredName("entities.\(entity.name)", from: from, version: schema.version))
+                }
+                guard !entities.contains(where: { $0.name == entity.name }) else { continue }
                 guard previous.entity(from) != nil, schema.entity(from) == nil,
                     let stored = entities.firstIndex(where: { $0.name == from })
                 else {
@@ -217,9 +221,14 @@ struct StoredLayout: Sendable {
             var attributeOf = [Int?](repeating: nil, count: entity.attributes.count)
             var taken = Set<Int>()
             for (position, attribute) in entity.attributes.enumerated() {
-                guard let from = attribute.renamedFrom, let previousEntity,
-                    !entities[stored].attributes.contains(where: { $0.name == attribute.name })
-                else { continue }
+                guard let from = attribute.renamedFrom, let previousEntity else { continue }
+                let named = entities[stored].attributes.contains(where: { $0.name == attribute.name })
+                if named, previousEntity.attribute(from) != nil, previousEntity.attribute(attribute.name) == nil {
+                    throw SchemaUpgradeError(
+                        Self.renameOntoRetiredName(
+                            "entities.\(entity.name).attributes.\(attribute.name)", from: from, version: schema.version))
+                }
+                guard !named else { continue }
                 guard previousEntity.attribute(from) != nil, entity.attribute(from) == nil,
                     let found = entities[stored].attributes.firstIndex(where: { $0.name == from })
                 else {
@@ -261,6 +270,15 @@ struct StoredLayout: Sendable {
             }
         }
         return placements
+    }
+
+    /// The refusal of a rename, in `version`, onto a name the data set used before for something
+    /// else (dropped since): the stored layout keeps what was dropped under its name, with its
+    /// values, so the renamed one and the dropped one would be read as one.
+    static func renameOntoRetiredName(_ path: String, from: String, version: Int) -> String {
+        let name = path.split(separator: ".").last.map(String.init) ?? path
+        return
+            "\(path).renamedFrom: version \(version) renames \"\(from)\" to \"\(name)\", a name an earlier version gave to something it dropped since; its values are still stored under that name, and the two would be read as one: choose a name the data set never had"
     }
 
     /// The latest version's entities, each followed by the attributes it removed that a
