@@ -44,4 +44,41 @@ import Testing
             }
         }
     }
+
+    /// Uploads whose requests are under way at once each count the ones that began before them
+    /// whole, not the bytes they have written so far: three uploads of 12,000 bytes begun at
+    /// once by one token pass no quota of 30,000 (before, all three began: 36,000), and the
+    /// server-wide limit counts another token's upload under way the same way.
+    @Test(arguments: StoreKind.all)
+    func uploadsBegunAtOnceReserveTheirWholeSize(store: StoreKind) async throws {
+        try await withSyncEngine(store: store, schema: .attachments) { server in
+            var limits = AttachmentStore.Limits()
+            limits.unreferencedBytesPerToken = 30_000
+            limits.unreferencedBytes = 40_000
+            let attachments = AttachmentStore(storage: server.storage, limits: limits)
+            let (alice, _) = try await Token.create(name: "alice", role: .member, in: server.storage)
+            let (bob, _) = try await Token.create(name: "bob", role: .member, in: server.storage)
+            let files = (1...4).map { seed in (0..<12_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ seed) } }
+            let digests = files.map { Hex.encode(SHA256.hash(data: $0)) }
+            let first = try #require(try await attachments.beginUpload(digests[0], start: 0, total: 12_000, device: alice.id))
+            let second = try #require(try await attachments.beginUpload(digests[1], start: 0, total: 12_000, device: alice.id))
+            await #expect(throws: AttachmentStore.UploadRefusal.tokenQuota(limit: 30_000)) {
+                _ = try await attachments.beginUpload(digests[2], start: 0, total: 12_000, device: alice.id)
+            }
+            // Everyone's: alice's 24,000 under way and bob's 12,000 fit 40,000; a second of bob's does not.
+            let bobs = try #require(try await attachments.beginUpload(digests[2], start: 0, total: 12_000, device: bob.id))
+            await #expect(throws: AttachmentStore.UploadRefusal.serverFull(limit: 40_000)) {
+                _ = try await attachments.beginUpload(digests[3], start: 0, total: 12_000, device: bob.id)
+            }
+            // Once the first is complete and the second broke off after 1,000 bytes, alice has
+            // 13,000 bytes unreferenced: a third of 12,000 fits again (bob's under way ended too).
+            try await first.write(files[0])
+            #expect(try await first.finish() == .complete(size: 12_000))
+            try await second.write(files[1][0..<1_000])
+            await second.abandon()
+            await bobs.abandon()
+            let third = try #require(try await attachments.beginUpload(digests[3], start: 0, total: 12_000, device: alice.id))
+            await third.abandon()
+        }
+    }
 }

@@ -49,8 +49,29 @@ public final class AttachmentStore: Sendable {
     public let limits: Limits
     /// The largest attachment accepted, in bytes (`--max-attachment-bytes`).
     public var maxBytes: Int64 { limits.maxBytes }
-    /// Uploads under way in this process, as `<device>-<sha256>`.
-    private let busy = Locked<Set<String>>([])
+    /// Uploads under way in this process, by `<device>-<sha256>`, each with the bytes it
+    /// reserved against the limits (its whole size) and the order it began in.
+    private let busy = Locked(UploadsUnderWay())
+
+    /// The uploads of this process whose requests are under way.
+    struct UploadsUnderWay {
+        struct Reservation {
+            let order: Int
+            let device: Int64
+            let sha256: String
+            let total: Int64
+        }
+        var next = 0
+        var byKey: [String: Reservation] = [:]
+
+        /// Reserves `key`'s upload (`nil` if one is under way already): its order.
+        mutating func reserve(_ key: String, device: Int64, sha256: String, total: Int64) -> Int? {
+            guard byKey[key] == nil else { return nil }
+            next += 1
+            byKey[key] = Reservation(order: next, device: device, sha256: sha256, total: total)
+            return next
+        }
+    }
 
     /// A part kept in the database holds at most this many bytes.
     static let partBytes = 4 << 20
@@ -147,25 +168,34 @@ public final class AttachmentStore: Sendable {
         if try await readable(sha256, by: device) != nil { return nil }
         try ensureDirectories()
         let key = "\(device)-\(sha256)"
-        guard busy.withLock({ $0.insert(key).inserted }) else {
+        // Reserved before the limits are checked, so that uploads beginning at once each count
+        // the ones that began before them whole (not the few bytes they have written yet).
+        guard let order = busy.withLock({ $0.reserve(key, device: device, sha256: sha256, total: total) }) else {
             throw UploadRefusal.conflict(received: try await received(sha256, by: device))
         }
         do {
             let received = try await received(sha256, by: device)
             guard start == received, start <= total else { throw UploadRefusal.conflict(received: received) }
-            try await checkLimits(sha256, total: total, device: device)
+            try await checkLimits(sha256, total: total, device: device, order: order)
             return try Upload(
                 store: self, sha256: sha256, start: start, end: min(end ?? (total - 1), total - 1), total: total, device: device)
         } catch {
-            busy.withLock { _ = $0.remove(key) }
+            busy.withLock { $0.byKey[key] = nil }
             throw error
         }
     }
 
     /// What no record refers to stays bounded: `device`'s uploads in progress and unreferenced
-    /// bytes, and everyone's, counting this upload whole.
-    private func checkLimits(_ sha256: String, total: Int64, device: Int64) async throws {
-        let partial = try await partialUploads()
+    /// bytes, and everyone's, counting this upload whole, and whole each upload of this process
+    /// whose request began before this one's (`order`) and is still under way.
+    private func checkLimits(_ sha256: String, total: Int64, device: Int64, order: Int) async throws {
+        var uploads: [String: PartialUpload] = [:]
+        for upload in try await partialUploads() { uploads["\(upload.device)-\(upload.sha256)"] = upload }
+        for (key, reserved) in busy.withLock({ $0.byKey }) where reserved.order < order {
+            let stored = uploads[key]?.bytes ?? 0
+            uploads[key] = PartialUpload(device: reserved.device, sha256: reserved.sha256, bytes: max(stored, reserved.total))
+        }
+        let partial = Array(uploads.values)
         let (mine, others) = (partial.filter { $0.device == device }, partial.filter { $0.device != device })
         let ongoing = mine.filter { $0.sha256 != sha256 }
         guard ongoing.count < limits.partialUploadsPerToken else {
@@ -308,7 +338,7 @@ public final class AttachmentStore: Sendable {
         private func end() {
             guard !ended else { return }
             ended = true
-            _ = store.busy.withLock { $0.remove("\(device)-\(sha256)") }
+            store.busy.withLock { $0.byKey["\(device)-\(sha256)"] = nil }
         }
     }
 
@@ -416,7 +446,7 @@ public final class AttachmentStore: Sendable {
         else { return 0 }
         var removed = 0
         // A file's name is its upload's key: `<device>-<sha256>`.
-        for name in names where !busy.current.contains(name) {
+        for name in names where busy.withLock({ $0.byKey[name] == nil }) {
             let path = directory + "/partial/" + name
             guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
                 modified < date, unlink(path) == 0
