@@ -63,4 +63,36 @@ import Testing
             #expect(try await server.count("venues") == 0)
         }
     }
+
+    /// While an older version keeps an attribute the latest dropped, each served version still
+    /// has its snapshot: the latest's (with or without a version header) leaves the kept
+    /// attribute out, the older one's has it.
+    @Test(arguments: StoreKind.all)
+    func eachVersionHasItsSnapshotWhileADroppedAttributeIsKept(store: StoreKind) async throws {
+        let withNickname = try Schema(
+            json: Array(
+                Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
+                    .replacing(
+                        #""position": { "type": "text" },"#, with: #""position": { "type": "text" }, "nickname": { "type": "text" },"#
+                    )
+                    .utf8))
+        let withoutNickname = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#).utf8))
+        try await withTestDatabase(store) { database in
+            try await withLiveServer(database: database, schema: withNickname) { server in
+                let alice = try await server.device("alice")
+                _ = try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez", "nickname": "Speedy"])
+            }
+            try await withLiveServer(database: database, schema: withoutNickname) { server in
+                let bob = try await server.device("bob")
+                for (header, version) in [(nil, 4), ("4", 4), ("3", 3)] as [(String?, Int)] {
+                    var headers = [("Authorization", "Bearer \(bob.token)")]
+                    if let header { headers.append(("RevSync-Schema-Version", header)) }
+                    let response = try await server.send("GET", "/snapshot", headers: headers)
+                    #expect(response.status == 200, "\(header ?? "no header"): \(response.bodyText)")
+                    #expect(response.header("X-RevSync-Schema-Version") == String(version))
+                    #expect(response.header("X-RevSync-Records") == "1")
+                }
+            }
+        }
+    }
 }
