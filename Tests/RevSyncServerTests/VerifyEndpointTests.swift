@@ -147,4 +147,43 @@ import Testing
             #expect(try await Self.verify(server, device.token, #"{"revision": \#(revision)}"#).status == 200)
         }
     }
+
+    /// While an older version keeps an attribute the latest dropped, a repair is in the names
+    /// and attributes of the version the device speaks: a latest device's (with or without the
+    /// header) leaves the kept attribute out, as its syncs do; an older device's carries it.
+    @Test(arguments: StoreKind.all)
+    func aRepairCarriesOnlyWhatTheDevicesVersionHas(store: StoreKind) async throws {
+        let withNickname = try Schema(
+            json: Array(
+                Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
+                    .replacing(
+                        #""position": { "type": "text" },"#, with: #""position": { "type": "text" }, "nickname": { "type": "text" },"#
+                    )
+                    .utf8))
+        let withoutNickname = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#).utf8))
+        try await withTestDatabase(store) { database in
+            let player = try await withLiveServer(database: database, schema: withNickname) { server in
+                let alice = try await server.device("alice")
+                return try await alice.create("players", ["first_name": "Ana", "last_name": "Lopez", "nickname": "Speedy"]).0
+            }
+            try await withLiveServer(database: database, schema: withoutNickname) { server in
+                let bob = try await server.device("bob")
+                let revision = try await server.revision()
+                let body = try VerifyRequest(revision: revision, items: [RangeItems(range: DigestRange(entity: "players"), records: [:])])
+                    .jsonBytes()
+                for (header, keeps) in [(nil, false), ("4", false), ("3", true)] as [(String?, Bool)] {
+                    var headers = [("Authorization", "Bearer \(bob.token)"), ("Content-Type", "application/json")]
+                    if let header { headers.append(("RevSync-Schema-Version", header)) }
+                    let response = try await server.send("POST", "/verify", headers: headers, body: body)
+                    #expect(response.status == 200, "\(response.bodyText)")
+                    let answer = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+                    let players = try #require((answer["repair"] as? [String: Any])?["players"] as? [String: Any])
+                    let values = try #require((players["attributes"] as? [String: [String: Any]])?[String(player.rawValue)])
+                    #expect(values["last_name"] as? String == "Lopez")
+                    #expect((values["nickname"] as? String == "Speedy") == keeps, "\(header ?? "no header"): \(values)")
+                    #expect(keeps || values["nickname"] == nil, "\(header ?? "no header"): \(values)")
+                }
+            }
+        }
+    }
 }
