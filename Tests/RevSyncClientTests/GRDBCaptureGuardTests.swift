@@ -127,11 +127,16 @@ import Testing
                 }
                 #expect(escaped?.message.contains("written past RevSync's capture") == true, "\(String(describing: escaped))")
                 #expect(try await store.table("teams").find(team)?.text("name") == "U12")
-                // The internal functions are not app SQL's.
-                for call in ["SELECT revsync_capturing()", "SELECT revsync_capturing('x')", "SELECT revsync_refuse('a', 'b')"] {
-                    await #expect(throws: (any Error).self, "\(call)") {
-                        try await store.database.read { db in try Int.fetchOne(db, sql: call) }
+                // The internal functions are not app SQL's: called on the connection that has
+                // them (the writer; a reader has none, and "no such function" would pass).
+                for call in [
+                    "SELECT revsync_capturing()", "SELECT revsync_capturing('x')", "SELECT revsync_refuse('a', 'b')",
+                    "SELECT revsync_fixing('0123456789abcdef', 'teams', 1, 1)",
+                ] {
+                    let error = await #expect(throws: (any Error).self, "\(call)") {
+                        try await store.database.write { db in try Int.fetchOne(db, sql: call) }
                     }
+                    #expect("\(String(describing: error))".contains("RevSync's own function"), "\(call): \(String(describing: error))")
                 }
                 let report = try await device.sync()
                 #expect(report.conflicts.isEmpty && report.committed.count == 6)
@@ -216,6 +221,42 @@ import Testing
                     #expect(try await device.store.pendingChangeSets().isEmpty)
                     #expect(try await device.store.contents() == server.contents())
                 }
+            }
+        }
+    }
+
+    /// The triggers' text, with the capture's nonce, is readable by app SQL
+    /// (`temp.sqlite_master`): calling `revsync_fixing` with it before an update does not make
+    /// the update the trigger's own fix. A viewer's update is refused by the rules, a member's
+    /// is captured and queued.
+    @Test func theNonceReadFromTheTriggersWritesNothingPastTheCapture() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let (member, team) = try await Self.syncedTeam(server, in: directory)
+                let viewer = try await server.clientDevice("viewer", in: directory, role: .viewer)
+                try await viewer.synchronizer.fetchDevice()
+                try await viewer.sync()
+                func forge(_ device: ClientDevice, _ name: String) async throws {
+                    try await device.store.database.write { db in
+                        let text = try #require(
+                            try String.fetchOne(
+                                db, sql: "SELECT sql FROM temp.sqlite_master WHERE name = '_rs_capture_update_teams'"))
+                        let nonce = try #require(text.firstMatch(of: /revsync_capturing\('([^']+)'\)/)?.1)
+                        #expect(
+                            try Bool.fetchOne(
+                                db, sql: "SELECT revsync_fixing(?, 'teams', ?, 1)", arguments: [String(nonce), team.rawValue]) == true)
+                        try db.execute(sql: "UPDATE teams SET name = ? WHERE id = ?", arguments: [name, team.rawValue])
+                    }
+                }
+                let refused = await #expect(throws: LocalStoreError.self) { try await forge(viewer, "Viewer's") }
+                #expect(refused?.code == .forbidden, "\(String(describing: refused))")
+                #expect(try await viewer.store.table("teams").find(team)?.text("name") == "U12")
+                #expect(try await viewer.store.pendingChangeSets().isEmpty)
+                try await forge(member, "Member's")
+                #expect(
+                    try await member.store.pendingChangeSets().last?.changes(for: "teams")?.attributes[team]?.values["name"] == "Member's")
+                #expect(try await member.sync().conflicts.isEmpty)
+                #expect(try await member.store.contents() == server.contents())
             }
         }
     }

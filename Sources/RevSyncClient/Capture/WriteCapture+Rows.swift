@@ -63,6 +63,30 @@ extension WriteCapture {
         return values
     }
 
+    /// What the trigger's own update of a row may change (`revsync_fixing`): its ID to the one
+    /// the capture gave it, its revision back to the record's, and references from a temporary
+    /// ID to the permanent ID it became (of the reference's target).
+    struct OwnFix {
+        var newID: Int64?
+        var revision: Int64??
+
+        func covers(_ arguments: [DatabaseValue], of entity: Entity, oldID: Int64, newID: Int64, reads: RawReads) throws -> Bool {
+            guard newID == oldID || newID == self.newID else { return false }
+            if arguments[3] != arguments[4] {
+                guard let revision, Int64.fromDatabaseValue(arguments[4]) == revision else { return false }
+            }
+            for (index, attribute) in entity.attributes.enumerated() {
+                let (before, after) = (arguments[5 + 2 * index], arguments[6 + 2 * index])
+                guard before != after else { continue }
+                guard let target = attribute.referenceTarget, let temporary = Int64.fromDatabaseValue(before),
+                    let mapped = try reads.permanentID(of: RecordID(temporary)), mapped.entity == target,
+                    Int64.fromDatabaseValue(after) == mapped.id.rawValue
+                else { return false }
+            }
+            return true
+        }
+    }
+
     /// `revsync_inserted(entity, id, revision, values…)`.
     func inserted(_ arguments: [DatabaseValue], _ reads: RawReads) throws -> CapturedEvent? {
         let rules = try rules(reads)
@@ -91,26 +115,32 @@ extension WriteCapture {
     func updated(_ arguments: [DatabaseValue], _ reads: RawReads) throws -> CapturedEvent? {
         let entityName = arguments[0].text
         guard let oldID = Int64.fromDatabaseValue(arguments[1]), let newID = Int64.fromDatabaseValue(arguments[2]) else { return nil }
-        let ownFix = state.withLock { state -> Bool in
+        let ownFix = state.withLock { state -> OwnFix? in
             // An upsert (`ON CONFLICT DO UPDATE`) updates the record it found: no replacement.
             if let replacement = state.transaction?.replacement, replacement.entity == entityName, replacement.id == oldID {
                 state.transaction?.replacement = nil
             }
-            guard let fixing = state.transaction?.fixing, fixing.entity == entityName, fixing.id == oldID else { return false }
+            guard let fixing = state.transaction?.fixing, fixing.entity == entityName, fixing.id == oldID else { return nil }
             state.transaction?.fixing = nil
+            var fix = OwnFix()
             if let rename = state.transaction?.rename, rename.entity == entityName, rename.from == oldID {
                 state.transaction?.rename = nil
                 flags.renaming = false
+                fix.newID = rename.to
             }
-            if let fix = state.transaction?.revisionFix, fix.entity == entityName, fix.id == oldID {
+            if let revisionFix = state.transaction?.revisionFix, revisionFix.entity == entityName, revisionFix.id == oldID {
                 state.transaction?.revisionFix = nil
                 flags.renaming = false
+                fix.revision = .some(revisionFix.revision)
             }
-            return true
+            return fix
         }
-        if ownFix { return nil }
         let rules = try rules(reads)
         let entity = try rules.entity(entityName)
+        // The trigger's own update of the row it fixes is not the app's, and is skipped — if it
+        // changed nothing but what a fix changes. App SQL that learnt the capture's nonce (the
+        // triggers' text is readable) and called `revsync_fixing` itself is judged as any write.
+        if let ownFix, try ownFix.covers(arguments, of: entity, oldID: oldID, newID: newID, reads: reads) { return nil }
         guard oldID == newID else {
             throw LocalStoreError(.invalidValue, "\(entity.name) \(oldID): a record's id cannot change (the server gives permanent IDs)")
         }
