@@ -351,6 +351,34 @@ import Testing
         }
     }
 
+    /// Queued edits that wrote what the update drops (`teams.colour`): the rest of their change
+    /// set is sent and commits, the dropped value is not sent and is in the refusal inbox naming
+    /// the version, a change set that wrote only that is gone from the queue; nothing is refused
+    /// by the server (which refuses a name the device's version lacks).
+    @Test(arguments: StoreKind.all)
+    func whatAnUpdateDropsIsNotSentAndIsReported(store: StoreKind) async throws {
+        try await Self.afterTheUpgrade(store) { upgraded in
+            let (start, old, new) = (upgraded.start, upgraded.old, upgraded.new)
+            try await old.table("teams").update(start.team, ["name": "U13", "colour": "blue"])
+            try await old.table("teams").update(start.team, ["colour": "green"])
+            #expect(try await old.store.status().pendingChangeSets == 2)
+            try await old.store.pin(toSchemaVersion: 2)
+            let report = try await old.sync()
+            #expect(report.conflicts.isEmpty, "\(report.conflicts)")
+            let upgrade = try #require(report.schemaUpgrades.first)
+            #expect(upgrade.valuesNotSent == 2 && upgrade.changesNotSent == 0)
+            #expect(upgrade.lines.contains { $0.contains("2 queued values") && $0.contains("refusal inbox") }, "\(upgrade.lines)")
+            #expect(try await old.store.status().pendingChangeSets == 0)
+            let refusals = try await old.store.conflicts()
+            #expect(refusals.count == 2)
+            #expect(refusals.allSatisfy { $0.reason == .invalid && $0.entries.first?.attribute == "colour" })
+            #expect(refusals.allSatisfy { $0.entries.first?.message?.contains("schema version 2 has no squads.colour") == true })
+            #expect(Set(refusals.compactMap { $0.records.first?.mine["colour"] }) == ["blue", "green"])
+            try await new.sync()
+            #expect(try await new.table("squads").find(start.team)?.text("name") == "U13")
+        }
+    }
+
     /// A refusal kept in the inbox under version 1's names reads in version 2's once the app
     /// was updated: its entries, and what it wrote, held and the server's truth.
     @Test func theRefusalInboxFollowsAnAppUpdate() async throws {

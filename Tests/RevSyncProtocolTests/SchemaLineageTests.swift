@@ -193,4 +193,21 @@ import Testing
         let lineage = try SchemaLineage([Self.v1, v2, colourBack])
         #expect(lineage.storage.entity("teams")?.attributes.map(\.name) == ["name", "colour"])
     }
+
+    /// An attribute a later version dropped, kept for an older one, keeps the write rule of the
+    /// last version that had it (a role the latest no longer declares drops out).
+    @Test func aKeptAttributeKeepsItsLastWriteRule() throws {
+        let v1 = try Self.schema(
+            #"{"version": 1, "roles": ["coach"], "entities": {"teams": {"attributes": {"name": {"type": "text"}, "#
+                + #""legacy": {"type": "text", "write": ["admin"]}, "kit": {"type": "text", "write": ["coach"]}}}}}"#)
+        let v2 = try Self.schema(#"{"version": 2, "entities": {"teams": {"attributes": {"name": {"type": "text"}}}}}"#)
+        let lineage = try SchemaLineage([v1, v2])
+        let teams = try #require(lineage.storage.entity("teams"))
+        #expect(teams.attribute("legacy")?.isRetained == true)
+        #expect(teams.attribute("legacy")?.writeRoles == [.admin])
+        #expect(teams.attribute("kit")?.writeRoles == [], "coach is no role of version 2: admin only")
+        let rules = PermissionRules(schema: lineage.storage)
+        #expect(!rules.mayWrite(try #require(teams.attribute("legacy")), actor: Actor(role: .member, user: nil)))
+        #expect(rules.mayWrite(try #require(teams.attribute("legacy")), actor: Actor(role: .admin, user: nil)))
+    }
 }

@@ -24,6 +24,11 @@ public struct SchemaUpgradeReport: Sendable, Hashable {
     public var recountedEntities: [String] = []
     /// The bytes of the schema documents fetched for it (the synchronizer's).
     public var schemaBytesReceived = 0
+    /// Values queued edits wrote to attributes the new version dropped, taken out of them
+    /// unsent (each in the refusal inbox, `invalid`, naming the version).
+    public var valuesNotSent = 0
+    /// Queued changes to records of entities the new version dropped, likewise.
+    public var changesNotSent = 0
 
     /// One line per change, for people: `players.nickname is now players.alias`.
     public var lines: [String] {
@@ -38,7 +43,16 @@ public struct SchemaUpgradeReport: Sendable, Hashable {
             }
         }
         for entity in newEntities.sorted() { lines.append("\(entity) added") }
+        if valuesNotSent + changesNotSent > 0 {
+            lines.append(
+                "\(Self.count(valuesNotSent, "queued value")) and \(Self.count(changesNotSent, "queued change")) to what version \(to) dropped not sent (see the refusal inbox)"
+            )
+        }
         return lines
+    }
+
+    private static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
     }
 }
 
@@ -150,6 +164,17 @@ extension LocalStore {
                 try Outbox(db: db).rename(renames, defaults: defaults)
                 try ConflictJournal(db: db).rename(renames)
             }
+            // What queued edits wrote that the new version dropped is not sent: each is
+            // reported in the refusal inbox, with the version that dropped it.
+            for lost in try Outbox(db: db).removeNames(outside: schema) {
+                try ConflictJournal(db: db).record(Self.notSent(lost, version: schema.version), mine: lost)
+                for changes in lost.changes where schema.entity(changes.entity) != nil {
+                    report.valuesNotSent += changes.attributes.values.map(\.values.count).reduce(0, +)
+                }
+                for changes in lost.changes where schema.entity(changes.entity) == nil {
+                    report.changesNotSent += changes.create.count + changes.update.count + changes.delete.count
+                }
+            }
             var filled: [String] = []
             for step in upgrade.steps {
                 switch step {
@@ -185,6 +210,31 @@ extension LocalStore {
             report.recountedEntities = schema.entities.map(\.name).filter { !unchanged.contains($0) }
             return report
         }
+    }
+}
+
+extension LocalStore {
+    /// The refusal inbox's entry for what an app update took out of a queued change set
+    /// (``Outbox/removeNames(outside:)``): `invalid`, one entry per record, naming what schema
+    /// `version` lacks. Its ID is the change set's with `~schema-<version>`, so that the
+    /// server's answer to the rest of the change set is journaled under its own.
+    static func notSent(_ lost: ChangeSet, version: Int) -> ChangeSet {
+        var entries: [ConflictEntry] = []
+        for changes in lost.changes {
+            for id in changes.create + changes.update + changes.delete {
+                let names = changes.attributes[id]?.values.keys.sorted() ?? []
+                let what =
+                    names.isEmpty
+                    ? "has no entity \(changes.entity): this change to it was not sent"
+                    : "has no " + names.map { "\(changes.entity).\($0)" }.joined(separator: ", ")
+                        + ": the value written before the app's update was not sent"
+                entries.append(
+                    ConflictEntry(
+                        type: changes.entity, id: id, reason: .invalid, clientRevision: changes.attributes[id]?.revision,
+                        attribute: names.count == 1 ? names[0] : nil, message: "schema version \(version) \(what)"))
+            }
+        }
+        return ChangeSet(id: lost.id.map { "\($0)~schema-\(version)" }, conflict: true, reason: .invalid, conflicts: entries)
     }
 }
 

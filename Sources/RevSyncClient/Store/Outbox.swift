@@ -104,6 +104,59 @@ struct Outbox {
         return dropped
     }
 
+    /// Takes out of every queued change set (and what its records held before it) what
+    /// `schema`, the version an app update brings, no longer has: values of attributes it
+    /// dropped, changes to entities it dropped. The server refuses a change set naming what
+    /// the version its device speaks lacks, so left in, they would take the rest of their change
+    /// set down with them. A change set left writing nothing is dropped. Returns what each
+    /// change set lost (under its ID), for the refusal inbox.
+    func removeNames(outside schema: Schema) throws -> [ChangeSet] {
+        var lost: [ChangeSet] = []
+        for queued in try entries() {
+            let (kept, removed) = Self.split(queued.changeSet, by: schema)
+            guard !removed.isEmpty else { continue }
+            lost.append(removed)
+            if kept.isEmpty {
+                try db.execute(sql: "DELETE FROM _rs_outbox WHERE position = ?", arguments: [queued.position])
+                continue
+            }
+            let base = try queued.changeSet.id.flatMap { try entry($0)?.base }
+            try replace(at: queued.position, with: kept, base: base.map { Self.split($0, by: schema).kept })
+        }
+        return lost
+    }
+
+    /// `changeSet` as `schema` has it, and what it names that `schema` lacks (records it
+    /// creates or updates with only those values; all its changes to an entity `schema` lacks).
+    static func split(_ changeSet: ChangeSet, by schema: Schema) -> (kept: ChangeSet, removed: ChangeSet) {
+        var kept = changeSet
+        var removed = ChangeSet(id: changeSet.id)
+        kept.changes = []
+        for changes in changeSet.changes {
+            guard let entity = schema.entity(changes.entity) else {
+                removed.changes.append(changes)
+                continue
+            }
+            var keptChanges = changes
+            var removedChanges = EntityChanges(entity: changes.entity)
+            for (id, attributes) in changes.attributes {
+                let outside = attributes.values.filter { entity.index(of: $0.key) == nil }
+                guard !outside.isEmpty else { continue }
+                keptChanges.attributes[id]?.values = attributes.values.filter { entity.index(of: $0.key) != nil }
+                removedChanges.attributes[id] = RecordAttributes(revision: attributes.revision, values: outside)
+                if changes.create.contains(id) { removedChanges.create.append(id) } else { removedChanges.update.append(id) }
+            }
+            // An update left with no value writes nothing.
+            for id in removedChanges.update where keptChanges.attributes[id]?.values.isEmpty == true {
+                keptChanges.update.removeAll { $0 == id }
+                keptChanges.attributes[id] = nil
+            }
+            if !keptChanges.isEmpty { kept.changes.append(keptChanges) }
+            if !removedChanges.isEmpty { removed.changes.append(removedChanges) }
+        }
+        return (kept, removed)
+    }
+
     /// Replaces the queued change set at `position` (and what its records held before it).
     func replace(at position: Int64, with changeSet: ChangeSet, base: ChangeSet?) throws {
         try db.execute(

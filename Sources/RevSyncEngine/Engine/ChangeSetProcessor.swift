@@ -33,22 +33,26 @@ struct ChangeSetProcessor {
     /// trip per window, not one per change set. What one of them writes is forgotten from what
     /// was read ahead, so the later ones read it again.
     ///
-    /// - Parameter digests: each change set's digest, where it was computed beforehand.
-    func process(_ changeSets: [ChangeSet], digests: [String?]) throws -> [ChangeSetOutcome] {
+    /// - Parameters:
+    ///   - digests: each change set's digest, where it was computed beforehand.
+    ///   - outsideVersion: for each change set, what it names that the device's schema
+    ///     version does not have (``VersionNames``): such a change set is refused.
+    func process(_ changeSets: [ChangeSet], digests: [String?], outsideVersion: [[ConflictEntry]] = []) throws -> [ChangeSetOutcome] {
         var outcomes: [ChangeSetOutcome] = []
         outcomes.reserveCapacity(changeSets.count)
         for (index, (changeSet, digest)) in zip(changeSets, digests).enumerated() {
             if index % Self.readAheadWindow == 0, changeSets.count > 1 {
                 try writer.prepareReads(changeSets[index..<min(index + Self.readAheadWindow, changeSets.count)], device: device.id)
             }
-            outcomes.append(try process(changeSet, knownDigest: digest))
+            let outside = index < outsideVersion.count ? outsideVersion[index] : []
+            outcomes.append(try process(changeSet, knownDigest: digest, outsideVersion: outside))
         }
         return outcomes
     }
 
     /// - Parameter knownDigest: the change set's digest, when it could be computed without the
     ///   ID map (``ChangeSetDigest/withoutIDMap(_:schema:)``).
-    func process(_ changeSet: ChangeSet, knownDigest: String? = nil) throws -> ChangeSetOutcome {
+    func process(_ changeSet: ChangeSet, knownDigest: String? = nil, outsideVersion: [ConflictEntry] = []) throws -> ChangeSetOutcome {
         let outcome: ChangeSetOutcome = try writer.transaction {
             // The lock comes first: another server instance may be committing this very change
             // set (a client retrying elsewhere), and its outcome must be seen once it commits.
@@ -72,6 +76,9 @@ struct ChangeSetProcessor {
                         return try refusal(changeSet, reason, entries, evaluatedAt: current, digest: nil)
                     }
                 }
+            }
+            guard outsideVersion.isEmpty else {
+                return try refusal(changeSet, .invalid, outsideVersion, evaluatedAt: current, digest: digest)
             }
             let plan: PlannedChangeSet
             switch ChangeSetValidator(schema: schema).validate(changeSet) {

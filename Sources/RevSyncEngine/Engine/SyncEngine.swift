@@ -147,6 +147,9 @@ public struct SyncEngine: Sendable {
         // A device of another schema version: its change sets in stored names, and (the response
         // builder) its answer and its digest in its own.
         let lens = speaking.lens
+        // Names the device's version does not have, found before they are translated.
+        let names = VersionNames(schema: lens?.schema ?? lineage.schema(version: speaking.version) ?? lineage.latest, lens: lens)
+        let outsideVersion = sent.changeSets.map { names.outside($0) }
         var translated = sent
         if let lens { translated.changeSets = sent.changeSets.map(lens.toStored) }
         let request = translated
@@ -165,8 +168,8 @@ public struct SyncEngine: Sendable {
         let hashers = self.hashers
         let written = try await storage.write(hints: hints) { writer in
             try Self.apply(
-                request, digests: digests, sender, snapshotProof, schema: schema, hashers: hashers, claimedDigest: claimedDigest,
-                speaking: speaking, on: writer)
+                request, digests: digests, outsideVersion: outsideVersion, sender, snapshotProof, schema: schema, hashers: hashers,
+                claimedDigest: claimedDigest, speaking: speaking, on: writer)
         }
         switch written {
         case .response(let response):
@@ -222,7 +225,7 @@ public struct SyncEngine: Sendable {
     /// The writer's part of a request with change sets: who sends it, what it has seen, its
     /// change sets applied, and (for a device nearly up to date) its whole answer.
     private static func apply(
-        _ request: SyncMessage, digests: [String?], _ sender: Sender, _ snapshotProof: SnapshotProof?,
+        _ request: SyncMessage, digests: [String?], outsideVersion: [[ConflictEntry]], _ sender: Sender, _ snapshotProof: SnapshotProof?,
         schema: Schema, hashers: VersionHashers, claimedDigest: DigestSum?, speaking: SpokenVersion, on writer: any StorageWriter
     ) throws -> Written {
         var device = try sender.device(writer)
@@ -242,7 +245,9 @@ public struct SyncEngine: Sendable {
         // anywhere rolls all of them back and fails the request, whose device sends them
         // again. So their writes are checked together (on PostgreSQL at the request's end, or
         // at the group's commit), not one change set at a time.
-        let outcomes = try writer.transaction { try processor.process(request.changeSets, digests: digests) }
+        let outcomes = try writer.transaction {
+            try processor.process(request.changeSets, digests: digests, outsideVersion: outsideVersion)
+        }
         let now = try writer.currentRevision()
         if continues,
             let response = try answerOnWriter(

@@ -6,7 +6,8 @@
 /// name the version before did not have, with `"renamedFrom": "old"`, is the one the version
 /// before called `old`. The stored layout (``storage``) is the latest version plus every
 /// attribute an older version still served had and the latest removed, under its latest name,
-/// optional and without rules: a value a device of that version writes is kept and served to
+/// optional and with the write rule of the last version that had it: a value a device of that
+/// version writes is kept and served to
 /// the versions that have it.
 ///
 /// What cannot be translated both ways is refused, naming it, with ``SchemaUpgradeError``:
@@ -282,7 +283,8 @@ struct StoredLayout: Sendable {
     }
 
     /// The latest version's entities, each followed by the attributes it removed that a
-    /// served version (`keeping`) still has: optional, without rules, a reference among them
+    /// served version (`keeping`) still has: optional, with the write rule of the last version
+    /// that had them, a reference among them
     /// clearing itself when its target is deleted.
     func storageSchema(
         latest: Schema, placement: [EntityPlacement], keeping: [[EntityPlacement]]
@@ -308,7 +310,11 @@ struct StoredLayout: Sendable {
                     guard placement.contains(where: { $0.stored == target }) else { continue }
                     type = .reference(target: entities[target].name, onDelete: .nullify)
                 }
-                attributes.append(Attribute(name: stored.name, type: type, summary: stored.attribute.summary, isRetained: true))
+                // The write rule of the last version that had it (a role the latest no longer
+                // declares drops out: what is left may be only admin).
+                let writeRoles = stored.attribute.writeRoles?.filter { latest.knows($0) }
+                attributes.append(
+                    Attribute(name: stored.name, type: type, summary: stored.attribute.summary, writeRoles: writeRoles, isRetained: true))
                 changed = true
             }
             do {
