@@ -111,6 +111,42 @@ import Testing
         }
     }
 
+    /// A repair leaves what the local cascade of a queued delete took: a team deleted offline
+    /// (its two team_players gone with it locally, still on the server) and another team's
+    /// team_player deleted behind the store's back. The repair brings back only that one; the
+    /// deleted team's stay gone until the delete commits, and then the server agrees.
+    @Test(arguments: StoreKind.all) func aRepairLeavesWhatAQueuedDeletesCascadeTook(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind) { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                let teams = try await device.store.table("teams").all().map(\.id).sorted()
+                let players = try await device.store.table("players").all().map(\.id).sorted()
+                try await device.store.write { transaction in
+                    for (team, player) in [(teams[0], players[0]), (teams[0], players[1]), (teams[1], players[2])] {
+                        try transaction.insert(
+                            into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(player.rawValue)])
+                    }
+                }
+                try await device.sync()
+                let other = try #require(
+                    try await device.store.table("team_players").all().first { $0["team_id"] == .integer(teams[1].rawValue) }?.id)
+                try await device.store.table("teams").delete(teams[0])
+                #expect(try await device.store.table("team_players").count() == 1, "the local cascade took two")
+                try Self.behindTheStoresBack(device.store.path, "DELETE FROM team_players WHERE id = \(other.rawValue)")
+                let report = try await device.synchronizer.verify()
+                // The server sent all three as missing; only the one deleted behind its back is written.
+                #expect(report.repaired["team_players"]?.inserted == 3, "\(report.repaired)")
+                let left = try await device.store.table("team_players").all()
+                #expect(left.map(\.id) == [other], "\(left)")
+                #expect(try await device.store.pendingChangeSets().count == 1)
+                let synced = try await device.sync()
+                #expect(synced.conflicts.isEmpty && synced.verified == true, "\(synced)")
+                #expect(try await device.store.contents() == (try await server.contents()))
+                #expect(try await server.count("team_players") == 1)
+            }
+        }
+    }
+
     /// The same found by `verify`, which trusts no stored hash: a write whose marking trigger
     /// was dropped first is found too.
     @Test(arguments: StoreKind.all) func aWriteWithItsMarkDroppedIsFoundByVerify(store kind: StoreKind) async throws {

@@ -94,7 +94,10 @@ extension LocalStore {
         let schema = self.schema
         return try await ownWrite { db in
             guard try StoreState(db: db).maxRevision == revision else { return nil }
-            let pending = Set(try ResponseApplication.pendingEdits(in: db, schema: schema).keys)
+            // Records a queued edit changed, and those the local cascade of a queued delete
+            // took (or cleared), which the server still has: the repair leaves them as they are.
+            let queued = try ResponseApplication.pendingEdits(in: db, schema: schema)
+            let pending = Set(queued.keys).union(try Self.heldByQueuedDeletes(repair, in: db, schema: schema))
             let digest = try StoreDigest.prepare(in: db, schema: schema)
             let tables = LocalTables(schema: schema, db: db)
             var counts: [String: RepairCounts] = [:]
@@ -129,6 +132,47 @@ extension LocalStore {
             try digest.save()
             return (counts, differences, digest.digest.total)
         }
+    }
+
+    /// The records of `repair` that refer to a record a queued change set deletes, through a
+    /// reference that cascades or clears itself (or to a record such a cascade takes): locally
+    /// the delete's cascade already took or cleared them, and the server will do the same when
+    /// the delete arrives. Written back by the repair, a deleted team's players would show
+    /// again until the next sync.
+    static func heldByQueuedDeletes(_ repair: ChangeSet, in db: Database, schema: Schema) throws -> Set<RecordReference> {
+        let idMap = IDMap(db: db)
+        var deleted = Set<RecordReference>()
+        for entry in try Outbox(db: db).entries() {
+            let changeSet = try entry.changeSet.swappingTemporaryIDs(schema: schema) { try idMap.permanentID(of: $0)?.id }
+            for changes in changeSet.changes {
+                for id in changes.delete { deleted.insert(RecordReference(entity: changes.entity, id: id)) }
+            }
+        }
+        guard !deleted.isEmpty else { return [] }
+        var held = Set<RecordReference>()
+        // A cascade goes on through the records it takes: repeated until nothing more is held.
+        var grew = true
+        while grew {
+            grew = false
+            for changes in repair.changes {
+                guard let entity = schema.entity(changes.entity) else { continue }
+                for id in changes.update {
+                    let reference = RecordReference(entity: entity.name, id: id)
+                    guard !held.contains(reference), let values = changes.attributes[id]?.values else { continue }
+                    for attribute in entity.attributes {
+                        guard case .reference(let target, let rule) = attribute.type, rule != .deny,
+                            case .integer(let raw)? = values[attribute.name],
+                            deleted.contains(RecordReference(entity: target, id: RecordID(raw)))
+                        else { continue }
+                        held.insert(reference)
+                        if rule == .cascade { deleted.insert(reference) }
+                        grew = true
+                        break
+                    }
+                }
+            }
+        }
+        return held
     }
 
     /// Remembers the last revision at which the store's records were proven equal to the
