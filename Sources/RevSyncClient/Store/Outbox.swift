@@ -110,9 +110,14 @@ struct Outbox {
     /// the version its device speaks lacks, so left in, they would take the rest of their change
     /// set down with them. A change set left writing nothing is dropped. Returns what each
     /// change set lost (under its ID), for the refusal inbox.
+    ///
+    /// A change set already sent is left as it is: the server may have committed it (its
+    /// answer lost), and sent again changed, it would be refused as an ID reused. Sent again
+    /// as it was, it is answered as committed, or, if it never arrived, refused `invalid` for
+    /// the name, and reported as any refusal.
     func removeNames(outside schema: Schema) throws -> [ChangeSet] {
         var lost: [ChangeSet] = []
-        for queued in try entries() {
+        for queued in try entries() where !queued.sent {
             let (kept, removed) = Self.split(queued.changeSet, by: schema)
             guard !removed.isEmpty else { continue }
             lost.append(removed)
