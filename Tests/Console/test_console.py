@@ -556,6 +556,37 @@ class ConsoleTests(unittest.TestCase):
         errors = [entry for entry in self.driver.get_log("browser") if entry["level"] == "SEVERE"]
         self.assertEqual(errors, [])
 
+    def test_the_layout_check_catches_planted_overflows(self):
+        """The check every page passes can fail: on the overview, a button pushed past the
+        window, a table cell that scrolls the page sideways and a box that clips its text are
+        each reported, at a laptop's and at an iPad's width."""
+        self.sign_in_as_admin()
+        for (width, height) in [LAPTOP, IPAD]:
+            self.driver.set_window_size(width, height)
+            self.open("/admin")
+            self.assertEqual(self.driver.execute_script(FIT_CHECK), [], "the page fits before anything is planted")
+            self.driver.execute_script("""
+              const main = document.querySelector('main');
+              const button = document.createElement('button');
+              button.textContent = 'planted-off-screen';
+              button.style.cssText = 'position: relative; left: 3000px';
+              main.appendChild(button);
+              const table = document.createElement('table');
+              table.innerHTML = '<tr><td>planted-' + 'x'.repeat(600) + '</td></tr>';
+              table.querySelector('td').style.whiteSpace = 'nowrap';
+              main.appendChild(table);
+              const box = document.createElement('div');
+              box.textContent = 'planted-clipped ' + 'y'.repeat(400);
+              box.style.cssText = 'width: 100px; overflow: hidden; white-space: nowrap';
+              main.appendChild(box);
+            """)
+            problems = " | ".join(self.driver.execute_script(FIT_CHECK))
+            self.assertIn("the page scrolls sideways", problems, f"at {width} px")
+            self.assertIn('button "planted-off-screen" spans', problems, f"at {width} px")
+            self.assertIn('td "planted-', problems, f"at {width} px")
+            self.assertIn('clipped: div "planted-clipped', problems, f"at {width} px")
+        self.driver.set_window_size(*LAPTOP)
+
     def test_the_overview_and_history_pages(self):
         gina = Device(self.server, "gina")
         gina.run("create", "teams", "name=History")

@@ -138,6 +138,8 @@ import Testing
                 try await eve.table("players").update(playerID, ["date_of_birth": "2013-05-08", "position": "Keeper"])
                 let queued = try await eve.store.pendingChangeSets()
                 #expect(queued.count == 3)
+                let eveFile = directory.file("eve.sqlite")
+                #expect(try Self.hits("2013-05-0", inFiles: [eveFile, eveFile + "-wal"]) > 0, "the test plants what it looks for")
 
                 let (status, _) = try await Self.admin(
                     server, admin.token, "POST", "/admin/api/erase",
@@ -254,6 +256,8 @@ import Testing
                 try await ann.sync()
                 try await bob.table("players").update(playerID, ["first_name": .text(secret)])
                 #expect(try await bob.sync().conflicts.count == 1)
+                let bobFile = directory.file("bob.sqlite")
+                #expect(try Self.hits(secret, inFiles: [bobFile, bobFile + "-wal"]) > 0, "the test plants what it looks for")
                 let (status, _) = try await Self.admin(
                     server, admin.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(playerID.rawValue), "reason": "r"}"#)
                 #expect(status == 200)

@@ -1,12 +1,13 @@
 import Foundation
 import GRDB
 import RevSyncClient
-import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
 import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
+
+@testable import RevSyncEngine
 
 /// Proof in the field: every sync compares the digest of the device's records with the
 /// server's, and what differs is found range by range and repaired alone: rows another program
@@ -367,12 +368,17 @@ import Testing
     /// The server's database written behind its back: its kept digest is wrong. The first
     /// device that holds the true records corrects it (its verification reads the entity whole),
     /// and every other device is then repaired to the truth.
-    @Test func aServerDatabaseWrittenBehindItsBackIsCorrectedByTheFirstDeviceThatSeesIt() async throws {
+    @Test(arguments: StoreKind.all)
+    func aServerDatabaseWrittenBehindItsBackIsCorrectedByTheFirstDeviceThatSeesIt(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: kind) { server in
                 let device = try await Self.seededDevice(server, in: directory)
                 let player = try #require(try await device.store.table("players").all().first?.id)
-                try Self.behindTheStoresBack(server.database, "UPDATE players SET last_name = 'Behind' WHERE id = \(player.rawValue)")
+                // Plain SQL on the server's database (SQLite or PostgreSQL), past the engine.
+                _ = try await server.storage.withAutocommitWriter { writer in
+                    try (writer as! SQLStorageAccess).connection.execute(
+                        "UPDATE players SET last_name = 'Behind' WHERE id = \(player.rawValue)", [])
+                }
                 let audit = try #require(server.http).engine
                 #expect(try await audit.auditDigest().kept != (try await audit.auditDigest().computed))
 

@@ -37,7 +37,11 @@ import Testing
         #expect(report.storeCorruptions > 0 && report.repairedRecords > 0, "\(report.text)")
         let found = try #require(report.checks.first { $0.promise.hasPrefix("every corruption of a device's store") })
         #expect(found.total + report.corruptionsUnjudged == report.storeCorruptions && found.held > 0, "\(report.text)")
-        #expect((report.checks.first { $0.promise.hasPrefix("every device that finished a sync was verified") }?.total ?? 0) > 50)
+        // The proof judged most syncs that finished (a sync whose repair was cut off by new
+        // commits is judged by a later one): relative to the syncs done, which a loaded machine
+        // lowers (CI once saw 47 proven where this machine sees 66 of 81).
+        let proven = try #require(report.checks.first { $0.promise.hasPrefix("every device that finished a sync was verified") })
+        #expect(report.syncs > 10 && proven.total * 2 >= report.syncs, "\(proven.total) of \(report.syncs)\n\(report.text)")
         // Updates did commit, so "no attribute overwritten unseen" checked real cases.
         #expect((report.checks.first { $0.promise.hasPrefix("no attribute was overwritten unseen") }?.total ?? 0) > 10)
         // The schema judges players and teams per attribute, and the devices' edits of the same
@@ -47,7 +51,12 @@ import Testing
         // The attachment invariants checked real cases, not none.
         let attachments = report.checks.filter { $0.promise.contains("attachment") }
         #expect(attachments.count == 3)
-        for check in attachments { #expect(check.total > 0, "\(check.promise)") }
+        // On SQLite the retention check also compares the attachment directory (two checks a
+        // run with no attachment would pass): at least one attachment kept must be judged.
+        for check in attachments {
+            let directoryChecks = store == .sqlite && check.promise.hasPrefix("after retention") ? 2 : 0
+            #expect(check.total > directoryChecks, "\(check.promise)")
+        }
     }
 
     /// Old and new app versions side by side: three schema versions live at once, devices

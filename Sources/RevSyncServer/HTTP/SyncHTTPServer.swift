@@ -81,6 +81,32 @@ public struct SyncHTTPServer: Sendable {
         services: [any Service] = [],
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
+        let router = makeRouter()
+        return Application(
+            router: router,
+            server: HTTPServerBuilder { responder in
+                RevSyncHTTP1Channel(
+                    responder: responder, server: self,
+                    additionalChannelHandlers: {
+                        [
+                            RequestDeadlines(
+                                headTimeout: .seconds(configuration.headerTimeoutSeconds),
+                                bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9))),
+                            EventStreamHangUp(),
+                        ]
+                    }, idleTimeout: .seconds(configuration.idleTimeoutSeconds))
+            },
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
+            services: [liveFeed, activity] + services,
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            eventLoopGroupProvider: configuration.eventLoopGroup.map { .shared($0) } ?? .singleton,
+            logger: logger
+        )
+    }
+
+    /// Every route the server answers: the protocol's, the admin API's and the console's
+    /// (`Router.routes` lists them, which the OpenAPI document's test compares with).
+    func makeRouter() -> Router<RevSyncRequestContext> {
         let router = Router(context: RevSyncRequestContext.self)
         router.add(middleware: RequestRecording(activity: activity, metrics: metrics))
         router.add(middleware: JSONErrorMiddleware())
@@ -108,26 +134,17 @@ public struct SyncHTTPServer: Sendable {
         if configuration.metricsToken != nil {
             router.get("/metrics") { request, context in try await self.metrics(request, context: context) }
         }
-        return Application(
-            router: router,
-            server: HTTPServerBuilder { responder in
-                RevSyncHTTP1Channel(
-                    responder: responder, server: self,
-                    additionalChannelHandlers: {
-                        [
-                            RequestDeadlines(
-                                headTimeout: .seconds(configuration.headerTimeoutSeconds),
-                                bodyTimeout: .nanoseconds(Int64(configuration.bodyTimeoutSeconds * 1e9))),
-                            EventStreamHangUp(),
-                        ]
-                    }, idleTimeout: .seconds(configuration.idleTimeoutSeconds))
-            },
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
-            services: [liveFeed, activity] + services,
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
-            eventLoopGroupProvider: configuration.eventLoopGroup.map { .shared($0) } ?? .singleton,
-            logger: logger
-        )
+        return router
+    }
+
+    /// Every route as `METHOD /path`, a parameter written `{name}` as the OpenAPI document
+    /// writes it (what the document's test compares with).
+    var routeDescriptions: [String] {
+        makeRouter().routes.map { route in
+            let path = route.path.description.split(separator: "/", omittingEmptySubsequences: false)
+                .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+            return "\(route.method.rawValue) \(path)"
+        }
     }
 
     /// Serves until SIGINT or SIGTERM, then finishes the requests in flight.
