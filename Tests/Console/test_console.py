@@ -806,6 +806,23 @@ class ConsoleTests(unittest.TestCase):
         self.open("/admin/history?entity=teams&id=abc")
         self.assertIn("whole number", self.text("#error"))
 
+    def test_a_record_with_no_history_kept_can_be_erased(self):
+        """A seeded record (its history gone: seeded, or older than the history kept) still
+        offers Erase…; an ID no record has does not."""
+        kim = Device(self.server, "kim")
+        kim.run("create", "players", "first_name=Kim", "last_name=Seeded")
+        kim.sync()
+        player = [line.split("\t")[0] for line in kim.run("list", "players").stdout.splitlines() if "Seeded" in line][0]
+        self.server.execute("DELETE FROM _rs_history WHERE entity = 'players' AND record_id = ?", int(player))
+        self.sign_in_as_admin()
+        self.open(f"/admin/history?entity=players&id={player}")
+        self.assertIn("no change kept (it was seeded", self.text("h2, #heading, main"))
+        self.driver.find_element(By.ID, "erase").click()
+        self.wait_for(lambda: "Erase players" in self.text("h1"))
+        self.assertIn('first_name = "Kim"', self.text("#record-values"))
+        self.open("/admin/history?entity=players&id=987654")
+        self.assertEqual(self.driver.find_elements(By.ID, "erase"), [])
+
     def test_erasing_a_record_from_its_history_and_the_receipt(self):
         ivy = Device(self.server, "ivy")
         jon = Device(self.server, "jon")
@@ -949,6 +966,33 @@ class ConsoleTests(unittest.TestCase):
                              {"tablet 01", "tablet 02"})
             self.driver.get(fleet.url + "/admin/devices?name=nobody")
             self.assertIn("No device matches", self.text("#devices"))
+            # By the schema version devices last spoke: the four that synced, and from the
+            # overview's count of that version.
+            version = json.load(urllib.request.urlopen(fleet.url + "/schema"))["version"]
+            self.driver.get(fleet.url + f"/admin/devices?version={version}")
+            self.assertEqual({row.get_attribute("data-name") for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")},
+                             {"tablet 01", "tablet 02", "tablet 03", "tablet 04"})
+            self.assertEqual(self.driver.find_element(By.CSS_SELECTOR, "#filter-version option:checked").text, f"v{version}")
+            self.driver.get(fleet.url + "/admin")
+            self.driver.find_element(By.CSS_SELECTOR, "#schema-versions a").click()
+            self.wait_for(lambda: f"version={version}" in self.driver.current_url)
+            self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")), 4)
+            # Past 50 devices the list is paged: 50 at once, the rest on the next page, the
+            # filter and the sort kept.
+            for index in range(50, 60):
+                fleet.token(f"tablet {index:02d}")
+            self.driver.get(fleet.url + "/admin/devices?sort=name&order=asc")
+            self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")), 50)
+            self.assertIn("60 devices, showing 1–50 of 60", self.text("#shown"))
+            self.driver.find_element(By.ID, "next-page").click()
+            self.wait_for(lambda: "page=2" in self.driver.current_url)
+            second = [row.get_attribute("data-name") for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")]
+            self.assertEqual(len(second), 10)
+            self.assertEqual(second[-1], "tablet 59")
+            self.assertIn("showing 51–60 of 60", self.text("#shown"))
+            self.assert_fits("devices-page-2")
+            self.driver.get(fleet.url + "/admin/devices?name=tablet%205&page=2")
+            self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")), 10, "one page: the last one is shown")
             # On an iPad every card has its fields in the same places.
             self.driver.get(fleet.url + "/admin/devices")
             self.assert_fits("devices-fleet", docs=True)

@@ -26,8 +26,11 @@ extension ConsoleController {
         var name = ""
         var role: String?
         var currency: String?
+        /// The schema version the devices last spoke.
+        var version: Int?
 
         init(_ query: [String: String], schema: Schema) {
+            version = query["version"].flatMap { Int($0) }.flatMap { (1...1_000_000).contains($0) ? $0 : nil }
             name = String((query["name"] ?? "").trimmingCharacters(in: .whitespaces).prefix(200))
             role = query["role"].flatMap { role in schema.allRoles.contains { $0.rawValue == role } ? role : nil }
             currency = query["currency"].flatMap { value in
@@ -35,18 +38,20 @@ extension ConsoleController {
             }
         }
 
-        var isEmpty: Bool { name.isEmpty && role == nil && currency == nil }
+        var isEmpty: Bool { name.isEmpty && role == nil && currency == nil && version == nil }
 
-        /// `&name=…&role=…&currency=…`, for the links that keep it.
+        /// `&name=…&role=…&currency=…&version=…`, for the links that keep it.
         var query: String {
-            [("name", name.isEmpty ? nil : name), ("role", role), ("currency", currency)].compactMap { key, value in
-                value.map { "&\(key)=\(ConsoleController.queryValue($0))" }
-            }.joined()
+            [("name", name.isEmpty ? nil : name), ("role", role), ("currency", currency), ("version", version.map(String.init))]
+                .compactMap { key, value in
+                    value.map { "&\(key)=\(ConsoleController.queryValue($0))" }
+                }.joined()
         }
 
         func admits(_ row: FleetReport.Row, attention: Set<Int64>) -> Bool {
             if !name.isEmpty, row.device.name.range(of: name, options: [.caseInsensitive, .diacriticInsensitive]) == nil { return false }
             if let role, row.device.role.rawValue != role { return false }
+            if let version, row.activity?.schemaVersion != version { return false }
             switch currency {
             case nil: return true
             case "revoked": return row.isRevoked
@@ -60,6 +65,9 @@ extension ConsoleController {
     static let currencyFilters: [(value: String, label: String)] =
         [("attention", "needs attention")] + FleetReport.Currency.allCases.map { ($0.rawValue, currencyLabels[$0]?.label ?? $0.rawValue) }
         + [("revoked", "revoked")]
+
+    /// The devices one page lists.
+    static let devicesPerPage = 50
 
     func devicesPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         await activity.flushBeforeReading()
@@ -78,6 +86,12 @@ extension ConsoleController {
                 : Self.ordered(first, second, by: sort, names: report.userNames)
         }
         let noun = report.rows.count == 1 ? "device" : "devices"
+        // At most a page of devices at once (a fleet of 200 was a page 59,000 px tall).
+        let pages = max(1, (rows.count + Self.devicesPerPage - 1) / Self.devicesPerPage)
+        let pageNumber = min(max(1, query["page"].flatMap { Int($0) } ?? 1), pages)
+        let shownRows = rows.dropFirst((pageNumber - 1) * Self.devicesPerPage).prefix(Self.devicesPerPage)
+        let sortQuery = "sort=\(sort)&order=\(descending ? "desc" : "asc")"
+        func pageURL(_ number: Int) -> String { "/admin/devices?\(sortQuery)\(filter.query)&page=\(number)" }
         let page = DevicesPage(
             chrome: chrome(context, .devices), maxRevision: report.maxRevision,
             sortLabel: (Self.deviceColumns.first { $0.key == sort }?.label ?? sort) + (descending ? ", descending" : ""),
@@ -88,7 +102,7 @@ extension ConsoleController {
                     key: column.key, label: column.label, number: column.number, active: active, order: order,
                     arrow: descending ? "▼" : "▲", url: "/admin/devices?sort=\(column.key)&order=\(order)" + filter.query)
             },
-            rows: rows.map { row in deviceRow(row, report: report) },
+            rows: shownRows.map { row in deviceRow(row, report: report) },
             roles: engine.schema.allRoles.map { DevicesPage.RoleOption(name: $0.rawValue, selected: $0 == .member) },
             hasUsers: engine.schema.users != nil, nameFilter: filter.name,
             roleFilters: [DevicesPage.FilterOption(value: "", label: "any", selected: filter.role == nil)]
@@ -100,7 +114,18 @@ extension ConsoleController {
                     DevicesPage.FilterOption(value: $0.value, label: $0.label, selected: $0.value == filter.currency)
                 },
             shown: filter.isEmpty ? "\(report.rows.count) \(noun)" : "\(rows.count) of \(report.rows.count) \(noun) match the filter",
-            filtered: !filter.isEmpty)
+            filtered: !filter.isEmpty,
+            versionFilters: [DevicesPage.FilterOption(value: "", label: "any", selected: filter.version == nil)]
+                + engine.lineage.versions.map(\.version).reversed().map {
+                    DevicesPage.FilterOption(value: String($0), label: "v\($0)", selected: $0 == filter.version)
+                },
+            paging: pages == 1
+                ? nil
+                : DevicesPage.Paging(
+                    range:
+                        "\((pageNumber - 1) * Self.devicesPerPage + 1)–\((pageNumber - 1) * Self.devicesPerPage + shownRows.count) of \(rows.count)",
+                    previous: pageNumber > 1 ? pageURL(pageNumber - 1) : nil, next: pageNumber < pages ? pageURL(pageNumber + 1) : nil,
+                    pages: (1...pages).map { DevicesPage.PageLink(number: $0, url: pageURL($0), current: $0 == pageNumber) }))
         return renderer.response(page)
     }
 

@@ -39,13 +39,17 @@ extension ConsoleController {
         let here = "/admin/history?entity=\(Self.queryValue(entity))&id=\(id)"
         let order = schemaEntity.attributes.map(\.name)
         page.searched = true
+        // A record with no change kept (seeded, or older than the history kept) may still hold a
+        // person's data: it can be erased all the same.
+        var exists = !history.items.isEmpty
+        if !exists { exists = try await engine.storage.withReader { try !$0.records(schemaEntity, ids: [RecordID(id)]).isEmpty } }
         page.heading =
             history.items.isEmpty
-            ? "\(entity) \(id): no change kept"
+            ? "\(entity) \(id): no change kept" + (exists ? " (it was seeded, or its changes are older than the history kept)" : "")
             : "\(entity) \(id): \(history.items.count) change\(history.items.count == 1 ? "" : "s")\(history.next != nil || before != nil ? " (of more)" : ""), oldest first"
         page.changes = history.items.map { change in historyRow(change, order: order, back: here + (before.map { "&before=\($0)" } ?? "")) }
         page.olderURL = history.next.map { "\(here)&before=\($0)" }
-        page.eraseURL = history.items.isEmpty ? nil : "/admin/erase?entity=\(Self.queryValue(entity))&id=\(id)"
+        page.eraseURL = exists ? "/admin/erase?entity=\(Self.queryValue(entity))&id=\(id)" : nil
         page.newestURL = before == nil ? nil : here
         return renderer.response(page)
     }

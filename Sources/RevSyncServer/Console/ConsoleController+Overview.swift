@@ -47,6 +47,11 @@ extension ConsoleController {
             chrome: chrome(context, .overview), maxRevision: report.maxRevision, live: overview.liveDevices,
             devices: report.activeRows.count, verified: report.verifiedAtLatest,
             schemaVersions: Self.schemaVersions(report, latest: engine.lineage.latest.version),
+            versionLinks: report.devicesPerSchemaVersion.map { count in
+                OverviewPage.VersionLink(
+                    label: "v\(count.version): \(count.devices)\(count.version == engine.lineage.latest.version ? " (latest)" : "")",
+                    url: "/admin/devices?version=\(count.version)")
+            },
             databaseSize: overview.databaseBytes.map(ConsoleFormat.bytes) ?? "unknown",
             snapshot: overview.snapshot.map { snapshot in
                 OverviewPage.Snapshot(

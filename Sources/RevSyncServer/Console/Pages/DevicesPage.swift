@@ -60,6 +60,20 @@ struct DevicesPage: ConsolePage {
         var selected: Bool
     }
 
+    /// A page of a long list: which rows, and the links to the others.
+    struct Paging: ConsoleView {
+        var range: String
+        var previous: String?
+        var next: String?
+        var pages: [PageLink]
+    }
+
+    struct PageLink: ConsoleView {
+        var number: Int
+        var url: String
+        var current: Bool
+    }
+
     let title = "Devices"
     var chrome: ConsoleChrome?
     let refresh: Int? = 5
@@ -76,6 +90,8 @@ struct DevicesPage: ConsolePage {
     /// `3 of 49 devices match`, or `49 devices`.
     var shown: String
     var filtered: Bool
+    var versionFilters: [FilterOption]
+    var paging: Paging?
 
     static let mustache = """
         {{<layout}}{{$content}}
@@ -93,10 +109,12 @@ struct DevicesPage: ConsolePage {
           <label>Name <input name="name" id="filter-name" value="{{nameFilter}}" maxlength="200" type="search"></label>
           <label>Role <select name="role" id="filter-role">{{#roleFilters}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/roleFilters}}</select></label>
           <label>Currency <select name="currency" id="filter-currency">{{#currencyFilters}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/currencyFilters}}</select></label>
+          <label>Schema version <select name="version" id="filter-version">{{#versionFilters}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/versionFilters}}</select></label>
           <button type="submit" id="apply-filter">Filter</button>
           {{#filtered}}<a class="button secondary" id="clear-filter" href="/admin/devices">Show all</a>{{/filtered}}
         </form>
-        <p class="muted" id="shown">{{shown}}. Revision {{maxRevision}}. Sorted by {{sortLabel}}; click a column to sort.</p>
+        <p class="muted" id="shown">{{shown}}{{#paging}}, showing {{range}}{{/paging}}. Revision {{maxRevision}}. Sorted by {{sortLabel}}; click a column to sort.</p>
+        {{#paging}}<nav class="pages" id="pages-top" aria-label="Pages">{{#previous}}<a href="{{previous}}" rel="prev" id="previous-page">← Previous</a> {{/previous}}{{#pages}}{{#current}}<span aria-current="page">{{number}}</span>{{/current}}{{^current}}<a href="{{url}}">{{number}}</a>{{/current}} {{/pages}}{{#next}}<a href="{{next}}" rel="next" id="next-page">Next →</a>{{/next}}</nav>{{/paging}}
         <nav class="sort" aria-label="Sort by">Sort by: {{#columns}}<a href="{{url}}"{{#active}} aria-current="true"{{/active}}>{{label}}{{#active}} {{arrow}}{{/active}}</a> {{/columns}}</nav>
         <table id="devices" class="cards">
           <thead><tr>{{#columns}}<th{{#number}} class="number"{{/number}}><a href="{{url}}">{{label}}{{#active}} {{arrow}}{{/active}}</a></th>{{/columns}}<th><span class="hidden">Action</span></th></tr></thead>
@@ -121,6 +139,7 @@ struct DevicesPage: ConsolePage {
           {{^rows}}<tr><td colspan="13" class="muted">No device matches the filter.</td></tr>{{/rows}}
           </tbody>
         </table>
+        {{#paging}}<nav class="pages" id="pages-bottom" aria-label="Pages">{{#previous}}<a href="{{previous}}" rel="prev">← Previous</a> {{/previous}}{{#pages}}{{#current}}<span aria-current="page">{{number}}</span>{{/current}}{{^current}}<a href="{{url}}">{{number}}</a>{{/current}} {{/pages}}{{#next}}<a href="{{next}}" rel="next">Next →</a>{{/next}}</nav>{{/paging}}
         {{/content}}{{/layout}}
         """
 }

@@ -59,6 +59,13 @@ struct OverviewPage: ConsolePage {
     var verified: Int
     /// Devices per schema version: `v1: 3 · v2: 47 (latest)`, or `all on v2`.
     var schemaVersions: String
+    /// Each version's count, linking to its devices.
+    var versionLinks: [VersionLink]
+
+    struct VersionLink: ConsoleView {
+        var label: String
+        var url: String
+    }
     /// Devices whose app speaks a retired version (older than `minimumVersion`): refused until
     /// their app is updated.
     var retired: [Retired] = []
@@ -109,7 +116,7 @@ struct OverviewPage: ConsolePage {
           <div class="figure"><span class="label">Revision</span><span class="value" id="revision">{{maxRevision}}</span></div>
           <div class="figure"><span class="label">Devices live now</span><span class="value" id="live">{{live}} of {{devices}}</span></div>
           <div class="figure"><span class="label">Proven at the latest revision</span><span class="value" id="verified">{{verified}} of {{devices}}</span></div>
-          <div class="figure"><span class="label">App schema versions</span><span class="value wrap" id="schema-versions">{{schemaVersions}}</span></div>
+          <div class="figure"><span class="label">App schema versions</span><span class="value wrap" id="schema-versions">{{#versionLinks}}<a href="{{url}}">{{label}}</a> {{/versionLinks}}{{^versionLinks}}{{schemaVersions}}{{/versionLinks}}</span></div>
           <div class="figure"><span class="label">Database</span><span class="value">{{databaseSize}}</span></div>
           <div class="figure"><span class="label">Snapshot</span><span class="value">{{#snapshot}}revision {{revision}}, {{age}} old{{/snapshot}}{{^snapshot}}none yet{{/snapshot}}</span></div>
         </section>
