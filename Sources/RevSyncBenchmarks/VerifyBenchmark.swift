@@ -61,6 +61,11 @@ public struct VerifyBenchmark: Sendable {
         public var repairs: [Repair] = []
         public var syncsPerSecondWithout: [Double] = []
         public var syncsPerSecondWith: [Double] = []
+        /// Three devices asking at once about the whole players entity, which differs: the
+        /// server's resident memory before, its peak while they are answered, and the time.
+        public var verifyMemoryBefore = 0
+        public var verifyMemoryPeak = 0
+        public var verifyWholeEntitySeconds = 0.0
     }
 
     /// Counts every exchange's bodies; remembers the last sync's header and response.
@@ -119,6 +124,11 @@ public struct VerifyBenchmark: Sendable {
         try await BenchmarkServer.start(store: store, records: records, devices: 2, binaries: binaries, label: "verify").use { server in
             try await measureDevice(server, into: &result)
         }
+        BenchmarkProgress.step("three devices at once asking about a whole entity that differs: the server's memory")
+        try await BenchmarkServer.start(store: store, records: records, devices: 3, binaries: binaries, label: "verify-memory").use {
+            server in
+            try await measureVerifyMemory(server, into: &result)
+        }
         BenchmarkProgress.step("the concurrent scenario with the proof and without it, alternating")
         for _ in 0..<pairs {
             for proving in [false, true] {
@@ -133,6 +143,33 @@ public struct VerifyBenchmark: Sendable {
             }
         }
         return result
+    }
+
+    /// Three `POST /verify` at once, each naming the whole `players` entity with a digest that
+    /// differs: each range is read whole and split into parts.
+    private func measureVerifyMemory(_ server: BenchmarkServer, into result: inout Result) async throws {
+        let health = try await DefaultTransport(timeout: 600).send(
+            TransportRequest(url: URL(string: server.url + "/health")!, method: "GET", headers: [:], body: Data()))
+        let revision =
+            ((try JSONSerialization.jsonObject(with: health.body) as? [String: Any])?["maxRevision"] as? NSNumber)?.int64Value ?? 0
+        let body = Data(
+            VerifyRequest(revision: revision, ranges: [RangeDigest(range: DigestRange(entity: "players"), digest: .empty)]).jsonBytes())
+        result.verifyMemoryBefore = server.usage.first?.resident ?? 0
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for token in server.tokens.prefix(3) {
+                group.addTask {
+                    let request = TransportRequest(
+                        url: URL(string: server.url + "/verify")!, method: "POST",
+                        headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"], body: body)
+                    let response = try await DefaultTransport(timeout: 600).send(request)
+                    guard response.status == 200 else { throw BenchmarkError("POST /verify answered \(response.status)") }
+                }
+            }
+            try await group.waitForAll()
+        }
+        result.verifyWholeEntitySeconds = seconds(since: start)
+        result.verifyMemoryPeak = server.peakMemory
     }
 
     private func measureDevice(_ server: BenchmarkServer, into result: inout Result) async throws {
@@ -240,6 +277,16 @@ public struct VerifyBenchmark: Sendable {
                         "concurrent small syncs without / with the proof",
                         "\(Format.rate(without)) / \(Format.rate(with)) syncs/s (\(String(format: "%+.1f", (with / max(without, 0.001) - 1) * 100)) %; runs \(result.syncsPerSecondWithout.map(Format.rate).joined(separator: ", ")) / \(result.syncsPerSecondWith.map(Format.rate).joined(separator: ", ")))"
                     ),
+                ],
+                command: command),
+            BenchmarkRow(
+                scenario: name + ": three devices at once asking about the whole players entity, which differs",
+                figures: [
+                    (
+                        "server memory before / at its peak",
+                        "\(Format.bytes(result.verifyMemoryBefore)) / \(Format.bytes(result.verifyMemoryPeak))"
+                    ),
+                    ("time", Format.seconds(result.verifyWholeEntitySeconds)),
                 ],
                 command: command),
             BenchmarkRow(

@@ -95,16 +95,14 @@ public struct DataSetVerification: Sendable {
         for range in request.ranges {
             let entity = try storedEntity(range.range.entity)
             if range.range.isWhole, let kept = digests?[version], kept[range.range.entity] == range.digest { continue }
-            let records = try hashes(entity, in: range.range, version: version, reader: reader, read: &read)
-            var sum = DigestSum.empty
-            for (_, hash) in records { sum.add(hash) }
+            let (sum, parts) = try split(entity, range.range, version: version, reader: reader, read: &read)
             // A whole entity read shows what its kept digest should be: one that differs was
             // written behind the server's back (another program wrote its database).
             if range.range.isWhole, let kept = digests?[version], kept[range.range.entity] != sum {
                 digests?[version]?[range.range.entity] = sum
             }
             guard sum != range.digest else { continue }
-            response.ranges.append(VerifyResponse.Split(range: range.range, parts: Self.split(range.range, records)))
+            response.ranges.append(VerifyResponse.Split(range: range.range, parts: parts))
         }
         var repair = ChangeSet(revision: current)
         var repaired = 0
@@ -144,39 +142,66 @@ public struct DataSetVerification: Sendable {
         return entity
     }
 
-    /// The hash of every record of `range`, in ID order, as `version` sees it.
-    private func hashes(
-        _ entity: Entity, in range: DigestRange, version: Int, reader: any StorageReader, read: inout Int
-    ) throws -> [(RecordID, RecordHash)] {
-        var records: [(RecordID, RecordHash)] = []
-        var count = read
+    /// The digest of `range` as `version` sees its records, and the range in up to ``fanout``
+    /// contiguous parts of about equal numbers of records, each with its digest (an empty range
+    /// is one empty part).
+    ///
+    /// The records are counted first (an index count, no record read), so that one pass in ID
+    /// order closes each part as it goes: what a range costs in memory is its parts, not its
+    /// records (a million-record range held every ID and hash, 100 MB and more, until the answer).
+    private func split(
+        _ entity: Entity, _ range: DigestRange, version: Int, reader: any StorageReader, read: inout Int
+    ) throws -> (DigestSum, [RangeDigest]) {
+        let count = try reader.recordCount(entity, from: range.from.map { RecordID($0) }, to: range.to.map { RecordID($0) })
+        guard read + count <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
+        var splitter = RangeSplitter(range, count: count)
+        var total = read
         try reader.records(entity, from: range.from.map { RecordID($0) }, to: range.to.map { RecordID($0) }) { record in
-            count += 1
-            guard count <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
-            if let hash = hashers.hash(record, of: entity.name, version: version) { records.append((record.id, hash)) }
+            total += 1
+            guard total <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
+            if let hash = hashers.hash(record, of: entity.name, version: version) { splitter.add(record.id, hash) }
         }
-        read = count
-        return records
+        read = total
+        return splitter.finish()
+    }
+}
+
+/// A range split into up to ``DataSetVerification/fanout`` contiguous parts of about equal
+/// numbers of records while its records go by in ID order, knowing how many there are: each part
+/// ends where the next one's first record begins (`from` inclusive, `to` exclusive), the last at
+/// the range's end. A count that turns out wrong (a commit cannot come in between: one read
+/// transaction) would still give a partition of the range, only of less even parts.
+struct RangeSplitter {
+    let range: DigestRange
+    let parts: Int
+    let count: Int
+    private(set) var total = DigestSum.empty
+    private var result: [RangeDigest] = []
+    private var lower: Int64?
+    private var sum = DigestSum.empty
+    private var index = 0
+
+    init(_ range: DigestRange, count: Int) {
+        self.range = range
+        self.count = count
+        parts = max(1, min(DataSetVerification.fanout, count))
+        lower = range.from
     }
 
-    /// `range` in up to ``fanout`` contiguous parts of about equal numbers of `records`, each
-    /// with its digest; an empty range is one empty part.
-    static func split(_ range: DigestRange, _ records: [(RecordID, RecordHash)]) -> [RangeDigest] {
-        let count = records.count
-        let parts = max(1, min(fanout, count))
-        var result: [RangeDigest] = []
-        var lower = range.from
-        var start = 0
-        for part in 0..<parts {
-            let end = part == parts - 1 ? count : (part + 1) * count / parts
-            let upper = part == parts - 1 ? range.to : records[end].0.rawValue
-            var sum = DigestSum.empty
-            for index in start..<end { sum.add(records[index].1) }
-            result.append(RangeDigest(range: DigestRange(entity: range.entity, from: lower, to: upper), digest: sum))
-            lower = upper
-            start = end
+    mutating func add(_ id: RecordID, _ hash: RecordHash) {
+        // The first record of the next part closes this one.
+        while result.count < parts - 1, index == (result.count + 1) * count / parts {
+            result.append(RangeDigest(range: DigestRange(entity: range.entity, from: lower, to: id.rawValue), digest: sum))
+            lower = id.rawValue
+            sum = .empty
         }
-        return result
+        sum.add(hash)
+        total.add(hash)
+        index += 1
+    }
+
+    func finish() -> (DigestSum, [RangeDigest]) {
+        (total, result + [RangeDigest(range: DigestRange(entity: range.entity, from: lower, to: range.to), digest: sum)])
     }
 }
 

@@ -8,6 +8,9 @@ public protocol RecordReading: AnyObject {
     func allRecords(_ entity: Entity, _ body: (StoredRecord) throws -> Void) throws
     /// The records of `entity` with `from <= id < to` (`nil`: no bound), in ID order.
     func records(_ entity: Entity, from: RecordID?, to: RecordID?, _ body: (StoredRecord) throws -> Void) throws
+    /// How many records of `entity` have `from <= id < to` (`nil`: no bound): an index count,
+    /// no record read.
+    func recordCount(_ entity: Entity, from: RecordID?, to: RecordID?) throws -> Int
     /// The records of `entity` whose attribute at `attributeIndex` is `parent`.
     func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord]
     /// How many records each entity of the schema holds.

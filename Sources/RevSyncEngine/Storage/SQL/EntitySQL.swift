@@ -16,6 +16,8 @@ struct EntitySQL: Sendable {
     let selectAll: String
     /// The select of the records with `? <= id < ?`, in ID order.
     let selectRange: String
+    /// How many records `selectRange` would read.
+    let countRange: String
     let insert: String
     /// The insert of ``insertBatchSize`` rows at once.
     let insertBatch: String
@@ -55,6 +57,7 @@ struct EntitySQL: Sendable {
         selectAny = "SELECT \(columns) FROM \(table) WHERE id = ANY(?::bigint[])"
         selectAll = "SELECT \(columns) FROM \(table) ORDER BY id"
         selectRange = "SELECT \(columns) FROM \(table) WHERE id >= ? AND id < ? ORDER BY id"
+        countRange = "SELECT count(*) FROM \(table) WHERE id >= ? AND id < ?"
         columnCount = system.count + entity.attributes.count
         insertPrefix = "INSERT INTO \(table) (\(columns)) VALUES "
         rowPlaceholders = "(" + Array(repeating: "?", count: columnCount).joined(separator: ", ") + ")"

@@ -45,6 +45,13 @@ extension SQLStorageAccess {
         }
     }
 
+    func recordCount(_ entity: Entity, from: RecordID?, to: RecordID?) throws -> Int {
+        let sql = try sql(entity)
+        let row = try connection.firstRow(sql.countRange, [.integer(from?.rawValue ?? .min), .integer(to?.rawValue ?? .max)])
+        guard case .integer(let count)? = row?.first else { return 0 }
+        return Int(count)
+    }
+
     func children(_ entity: Entity, attributeIndex: Int, parent: RecordID) throws -> [StoredRecord] {
         let sql = try sql(entity)
         guard let select = sql.children[attributeIndex] else {
