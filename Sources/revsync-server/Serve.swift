@@ -89,6 +89,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Audit the kept digest of the data set at start and then every this many hours: every record read once and hashed; a digest the records do not sum to (the database written behind the server's back) is corrected and logged. 0: never."
+    )
+    var digestAuditHours = 24
+
+    @Option(
+        help:
             "Keep this much of the change log: N revisions, or Nd days (default: all). Devices behind what is kept get a snapshot; history and revert reach as far."
     )
     var logRetention: String?
@@ -151,6 +157,7 @@ struct Serve: AsyncParsableCommand {
         if let authFailureGlobalLimit, authFailureGlobalLimit < 1 { throw ValidationError("--auth-failure-global-limit must be 1 or more") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
+        if digestAuditHours < 0 { throw ValidationError("--digest-audit-hours must be 0 (never) or more") }
         if let days = attachmentRetention, days < 1 { throw ValidationError("--attachment-retention must be 1 or more days") }
         if let logRetention, LogRetention.Policy(logRetention) == nil {
             throw ValidationError("--log-retention must be a number of revisions (100000) or of days (30d), 1 or more")
@@ -211,6 +218,7 @@ struct Serve: AsyncParsableCommand {
         let engine = SyncEngine(schema: schema, storage: storage, limits: limits)
         if let retired = try await RetiredVersions.warning(engine: engine) { logger.warning("\(retired)") }
         var services: [any Service] = []
+        if digestAuditHours > 0 && !noVerification { services.append(DigestAudit(engine: engine, hours: digestAuditHours, logger: logger)) }
         if let days = outcomeRetentionDays {
             services.append(OutcomeRetention(storage: storage, days: days, logger: logger))
         }

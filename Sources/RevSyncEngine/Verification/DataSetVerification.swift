@@ -243,6 +243,22 @@ extension SyncEngine {
     /// and moves with every commit: equal unless something wrote the database behind RevSync
     /// (an audit reads every record once, in one read transaction).
     public func auditDigest() async throws -> (kept: VersionDigests?, computed: VersionDigests) {
+        let audit = try await audit()
+        return (audit.kept, audit.computed)
+    }
+
+    /// Audits the kept digests (``auditDigest()``) and, when they are wrong, writes the computed
+    /// ones back (unless a commit came in between: the next audit, or a device's verification,
+    /// corrects them then). Returns whether they were corrected.
+    public func correctDigestsIfWrong() async throws -> Bool {
+        let audit = try await audit()
+        guard let kept = audit.kept, kept != audit.computed else { return false }
+        return try await storage.withWriter { writer in
+            try writer.transaction { try writer.correctDigests(audit.computed, at: audit.revision) }
+        }
+    }
+
+    private func audit() async throws -> (revision: Revision, kept: VersionDigests?, computed: VersionDigests) {
         let (schema, hashers) = (self.schema, self.hashers)
         return try await storage.withReader { reader in
             var computed = VersionDigests(versions: hashers.versions)
@@ -251,7 +267,7 @@ extension SyncEngine {
                     computed.replace(entity.name, nil, with: record, hashers: hashers)
                 }
             }
-            return (try reader.keptDigests(), computed)
+            return (try reader.currentRevision(), try reader.keptDigests(), computed)
         }
     }
 }
