@@ -63,7 +63,7 @@ struct SnapshotCommand: AsyncParsableCommand {
         let started = ContinuousClock.now
         let out = self.out
         // A lineage of one version never fails (nothing to translate).
-        let lineage = storage.lineage ?? (try? SchemaLineage([schema]))!
+        let lineage = storage.lineage ?? SchemaLineage(single: schema)
         let version = schemaVersion ?? lineage.latest.version
         guard lineage.servedVersions.contains(version) else {
             try? await storage.close()

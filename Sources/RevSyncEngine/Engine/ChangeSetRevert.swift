@@ -94,7 +94,7 @@ public struct ChangeSetRevert: Sendable {
 
     public init(schema: Schema) {
         // A lineage of one version never fails (nothing to translate).
-        self.init(schema: schema, hashers: VersionHashers(lineage: (try? SchemaLineage([schema]))!))
+        self.init(schema: schema, hashers: VersionHashers(lineage: SchemaLineage(single: schema)))
     }
 
     /// The engine's: with the hashers of every version its data set serves.

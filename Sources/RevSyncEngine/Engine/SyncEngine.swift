@@ -46,8 +46,7 @@ public struct SyncEngine: Sendable {
     private let streams = AsyncLock(permits: SyncEngine.concurrentStreams)
 
     public init(schema: Schema, storage: any SyncStorage, limits: Limits = Limits()) {
-        // A lineage of one version never fails (nothing to translate).
-        let lineage = storage.lineage ?? (try? SchemaLineage([schema]))!
+        let lineage = storage.lineage ?? SchemaLineage(single: schema)
         self.lineage = lineage
         self.hashers = VersionHashers(lineage: lineage)
         self.schema = lineage.storage

@@ -72,7 +72,7 @@ public struct DataSeeder: Sendable {
         let plan = try plan(records: total)
         let seed = self.seed
         // A lineage of one version never fails (nothing to translate).
-        let hashers = VersionHashers(lineage: storage.lineage ?? (try? SchemaLineage([schema]))!)
+        let hashers = VersionHashers(lineage: storage.lineage ?? SchemaLineage(single: schema))
         return try await storage.withWriter { writer in
             try writer.transaction {
                 let revision = try writer.lockRevision() + 1

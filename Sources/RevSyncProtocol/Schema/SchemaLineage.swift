@@ -70,6 +70,16 @@ public struct SchemaLineage: Sendable {
         self.lenses = lenses
     }
 
+    /// The lineage of a data set that served one version: nothing to translate, so nothing to
+    /// refuse (a failure here is a bug, and stops the process with what it was).
+    public init(single schema: Schema) {
+        do {
+            try self.init([schema])
+        } catch {
+            preconditionFailure("a lineage of one version has nothing to translate, yet: \(error)")
+        }
+    }
+
     /// The schema of `version`, if the data set served it.
     public func schema(version: Int) -> Schema? {
         versions.first { $0.version == version }
