@@ -381,8 +381,7 @@ public struct FleetBenchmark: Sendable {
 }
 
 /// The day's shared state: who is live, what was committed and when.
-private final class Day: @unchecked Sendable {
-    // Safe: every mutable member is read and written under `lock`.
+private final class Day: Sendable {
     struct Commit {
         var revision: Revision
         var leaving: ContinuousClock.Instant
@@ -392,43 +391,47 @@ private final class Day: @unchecked Sendable {
         var live: Set<Int>
     }
 
+    /// What changes during the day, under one lock.
+    private struct State {
+        var liveTasks: [Int: Task<Void, Never>] = [:]
+        var commits: [Commit] = []
+        var committedNames = Set<String>()
+        var syncs = 0
+        var refused = 0
+        var offlineEdits = 0
+        var sequence = 0
+        var away = Set<Int>()
+        var failures: [String] = []
+    }
+
     let synchronizers: [Int: Synchronizer]
     let readers: StreamReaders
-    private let lock = NSLock()
-    private var liveTasks: [Int: Task<Void, Never>] = [:]
-    private var _commits: [Commit] = []
-    private var _committedNames = Set<String>()
-    private var _syncs = 0
-    private var _refused = 0
-    private var _offlineEdits = 0
-    private var sequence = 0
-    private var away = Set<Int>()
-    private var _failures: [String] = []
+    private let state = Locked(State())
 
     init(synchronizers: [Int: Synchronizer], readers: StreamReaders) {
         self.synchronizers = synchronizers
         self.readers = readers
     }
 
-    var failures: [String] { lock.withLock { _failures } }
+    var failures: [String] { state.withLock { $0.failures } }
 
-    var commits: [Commit] { lock.withLock { _commits } }
-    var committedNames: Set<String> { lock.withLock { _committedNames } }
-    var syncs: Int { lock.withLock { _syncs } }
-    var refused: Int { lock.withLock { _refused } }
-    var offlineEdits: Int { lock.withLock { _offlineEdits } }
+    var commits: [Commit] { state.withLock { $0.commits } }
+    var committedNames: Set<String> { state.withLock { $0.committedNames } }
+    var syncs: Int { state.withLock { $0.syncs } }
+    var refused: Int { state.withLock { $0.refused } }
+    var offlineEdits: Int { state.withLock { $0.offlineEdits } }
 
     func nextSequence() -> Int {
-        lock.withLock {
-            sequence += 1
-            return sequence
+        state.withLock { state in
+            state.sequence += 1
+            return state.sequence
         }
     }
-    func isAway(_ device: Int) -> Bool { lock.withLock { away.contains(device) } }
+    func isAway(_ device: Int) -> Bool { state.withLock { $0.away.contains(device) } }
 
     func goLive(_ device: Int) {
         guard let synchronizer = synchronizers[device] else {
-            lock.withLock { _ = away.remove(device) }
+            state.withLock { _ = $0.away.remove(device) }
             readers.goLive(device)
             return
         }
@@ -438,42 +441,42 @@ private final class Day: @unchecked Sendable {
             do {
                 try await synchronizer.live()
             } catch {
-                lock.withLock { _failures.append("device \(device): live mode ended: \(error)") }
+                state.withLock { $0.failures.append("device \(device): live mode ended: \(error)") }
             }
         }
-        let previous = lock.withLock {
-            away.remove(device)
-            defer { liveTasks[device] = task }
-            return liveTasks[device]
+        let previous = state.withLock { state in
+            state.away.remove(device)
+            defer { state.liveTasks[device] = task }
+            return state.liveTasks[device]
         }
         previous?.cancel()
     }
 
     func leave(_ device: Int) {
         guard synchronizers[device] != nil else {
-            lock.withLock { _ = away.insert(device) }
+            state.withLock { _ = $0.away.insert(device) }
             readers.leave(device)
             return
         }
-        let task = lock.withLock {
-            away.insert(device)
-            return liveTasks.removeValue(forKey: device)
+        let task = state.withLock { state in
+            state.away.insert(device)
+            return state.liveTasks.removeValue(forKey: device)
         }
         task?.cancel()
     }
 
     func stopAll() {
-        let tasks = lock.withLock {
-            defer { liveTasks.removeAll() }
-            return Array(liveTasks.values)
+        let tasks = state.withLock { state in
+            defer { state.liveTasks.removeAll() }
+            return Array(state.liveTasks.values)
         }
         for task in tasks { task.cancel() }
     }
 
     func counted(_ report: SyncReport) {
-        lock.withLock {
-            _syncs += 1
-            _refused += report.conflicts.count
+        state.withLock { state in
+            state.syncs += 1
+            state.refused += report.conflicts.count
         }
     }
 
@@ -482,15 +485,15 @@ private final class Day: @unchecked Sendable {
         let name = "venue \(device)-\(sequence)"
         try await store.table("venues").insert(["name": .text(name)])
         let readersLive = readers.live
-        let live = lock.withLock { Set(liveTasks.keys).union(readersLive).subtracting([device]) }
+        let live = state.withLock { Set($0.liveTasks.keys).union(readersLive).subtracting([device]) }
         let leaving = ContinuousClock.now
         let report = try await synchronizers[device]!.sync()
         let sync = RevSyncBenchmarks.seconds(since: leaving)
         counted(report)
-        lock.withLock {
-            if !report.committed.isEmpty { _committedNames.insert(name) }
+        state.withLock { state in
+            if !report.committed.isEmpty { state.committedNames.insert(name) }
             for revision in Set(report.committedRevisions.values) {
-                _commits.append(Commit(revision: revision, leaving: leaving, sync: sync, live: live))
+                state.commits.append(Commit(revision: revision, leaving: leaving, sync: sync, live: live))
             }
         }
     }
@@ -499,10 +502,10 @@ private final class Day: @unchecked Sendable {
     func editOffline(store: LocalStore, device: Int, sequence: Int) async throws {
         let name = "venue \(device)-\(sequence) offline"
         try await store.table("venues").insert(["name": .text(name)])
-        lock.withLock {
-            _offlineEdits += 1
+        state.withLock { state in
+            state.offlineEdits += 1
             // Committed once the device is back (checked at the end with everyone's).
-            _committedNames.insert(name)
+            state.committedNames.insert(name)
         }
     }
 

@@ -231,12 +231,12 @@ public struct InstructionCountBenchmark: Sendable {
 }
 
 /// Zeroes and dumps a callgrind run's counters through `callgrind_control` (blocking).
-private final class CallgrindCounter: @unchecked Sendable {
-    // Used by one thread at a time: the one measuring.
+private final class CallgrindCounter: Sendable {
     let pid: Int32
     let output: String
     let control: String
-    private var dumps = 0
+    /// The dumps made so far (each names its file `output.N`).
+    private let dumps = Locked(0)
 
     init(pid: Int32, output: String, control: String) {
         self.pid = pid
@@ -249,8 +249,11 @@ private final class CallgrindCounter: @unchecked Sendable {
         try command("--zero")
         try work()
         try command("--dump")
-        dumps += 1
-        let file = "\(output).\(dumps)"
+        let dump = dumps.withLock { count in
+            count += 1
+            return count
+        }
+        let file = "\(output).\(dump)"
         // The dump is written by the server's process once it sees the command.
         let deadline = Date().addingTimeInterval(120)
         while Date() < deadline {

@@ -169,7 +169,7 @@ import Testing
             try await withLiveServer(database: database, schema: withoutNickname) { server in
                 let bob = try await server.device("bob")
                 let revision = try await server.revision()
-                let body = try VerifyRequest(revision: revision, items: [RangeItems(range: DigestRange(entity: "players"), records: [:])])
+                let body = VerifyRequest(revision: revision, items: [RangeItems(range: DigestRange(entity: "players"), records: [:])])
                     .jsonBytes()
                 for (header, keeps) in [(nil, false), ("4", false), ("3", true)] as [(String?, Bool)] {
                     var headers = [("Authorization", "Bearer \(bob.token)"), ("Content-Type", "application/json")]
