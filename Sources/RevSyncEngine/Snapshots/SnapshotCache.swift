@@ -165,7 +165,7 @@ public actor SnapshotCache {
 
     /// The build of `version` under way (one at a time per version, whoever asks), or a new one.
     private func built(version: Int) async throws -> Entry {
-        if let building = building[version] { return try await building.task.value }
+        if let building = building[version] { return try await Self.value(of: building) }
         if let failure = nextBuildFailure {
             nextBuildFailure = nil
             failure.thrown.withLock { $0 = true }
@@ -182,9 +182,10 @@ public actor SnapshotCache {
                     return cancelled.withLock { $0 }
                 })
         }
-        building[version] = Build(task: task, cancelled: cancelled)
+        let build = Build(task: task, cancelled: cancelled)
+        building[version] = build
         defer { if building[version]?.cancelled === cancelled { building[version] = nil } }
-        let entry = try await task.value
+        let entry = try await Self.value(of: build)
         current[version] = entry
         logger.info(
             "snapshot made",
@@ -194,6 +195,17 @@ public actor SnapshotCache {
             ])
         removeAllButNewest(2, of: entry.dataset, version: version)
         return entry
+    }
+
+    /// What `build` came to. A build an erasure stopped (``withdraw(before:)``) fails with
+    /// `CancellationError` however its read ended (the task's cancellation interrupts SQLite's
+    /// statement: "interrupted"), so that whoever waited for it builds again.
+    private static func value(of build: Build) async throws -> Entry {
+        do {
+            return try await build.task.value
+        } catch  where build.cancelled.withLock({ $0 }) {
+            throw CancellationError()
+        }
     }
 
     /// After an erasure at `revision`: deletes every snapshot file made before it (this
