@@ -98,14 +98,7 @@ import Testing
     /// be erased, from the table, the history and the log, on the server and on devices.
     @Test(arguments: StoreKind.all)
     func anAttributeALaterSchemaDroppedCanStillBeErased(store: StoreKind) async throws {
-        let withNickname = try Schema(
-            json: Array(
-                Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
-                    .replacing(
-                        #""position": { "type": "text" },"#, with: #""position": { "type": "text" }, "nickname": { "type": "text" },"#
-                    )
-                    .utf8))
-        let withoutNickname = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#).utf8))
+        let (withNickname, withoutNickname) = (VersionNamesTests.withNickname, VersionNamesTests.withoutNickname)
         try await withTestDatabase(store) { database in
             let (player, alice, bob) = try await withLiveServer(database: database, schema: withNickname) { server in
                 let alice = try await server.device("alice")

@@ -69,14 +69,7 @@ import Testing
     /// attribute out, the older one's has it.
     @Test(arguments: StoreKind.all)
     func eachVersionHasItsSnapshotWhileADroppedAttributeIsKept(store: StoreKind) async throws {
-        let withNickname = try Schema(
-            json: Array(
-                Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
-                    .replacing(
-                        #""position": { "type": "text" },"#, with: #""position": { "type": "text" }, "nickname": { "type": "text" },"#
-                    )
-                    .utf8))
-        let withoutNickname = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#).utf8))
+        let (withNickname, withoutNickname) = (VersionNamesTests.withNickname, VersionNamesTests.withoutNickname)
         try await withTestDatabase(store) { database in
             try await withLiveServer(database: database, schema: withNickname) { server in
                 let alice = try await server.device("alice")

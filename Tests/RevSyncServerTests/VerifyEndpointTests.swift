@@ -153,14 +153,7 @@ import Testing
     /// header) leaves the kept attribute out, as its syncs do; an older device's carries it.
     @Test(arguments: StoreKind.all)
     func aRepairCarriesOnlyWhatTheDevicesVersionHas(store: StoreKind) async throws {
-        let withNickname = try Schema(
-            json: Array(
-                Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
-                    .replacing(
-                        #""position": { "type": "text" },"#, with: #""position": { "type": "text" }, "nickname": { "type": "text" },"#
-                    )
-                    .utf8))
-        let withoutNickname = try Schema(json: Array(Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#).utf8))
+        let (withNickname, withoutNickname) = (VersionNamesTests.withNickname, VersionNamesTests.withoutNickname)
         try await withTestDatabase(store) { database in
             let player = try await withLiveServer(database: database, schema: withNickname) { server in
                 let alice = try await server.device("alice")

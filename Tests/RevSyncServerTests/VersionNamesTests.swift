@@ -15,6 +15,8 @@ import Testing
             Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 3,"#)
                 .replacing(#""position": { "type": "text" },"#, with: #""position": { "type": "text" }, "nickname": { "type": "text" },"#)
                 .utf8))
+    /// Version 4 without `players.nickname` (kept for version 3's devices).
+    static let withoutNickname = try! Schema(json: Array(Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#).utf8))
     static let withShirt = try! Schema(
         json: Array(
             Schema.demoJSON.replacing(#""version": 2,"#, with: #""version": 4,"#)
