@@ -167,11 +167,25 @@ class ContractTests:
                 # Every operation was reached (16 of the 17: not the stream).
                 self.assertIn("Tested: 16", report)
 
+    def test_3b_admin_on_its_own_state(self):
+        """Stateful runs: schemathesis follows the document's links from what its own requests
+        made (a sync's change set to its revert, a revert to its requester's history and to the
+        revert's revert, a history page to a revert, an erasure to the record's history), once
+        per seed, on the state the earlier runs left."""
+        for seed in SEEDS:
+            with self.subTest(seed=seed):
+                report = self.run_schemathesis(
+                    "admin-stateful", self.server.tokens["admin"], "--exclude-path", "/events", "--phases", "stateful",
+                    seed=seed)
+                covered = re.search(r"API Links:\s+(\d+) covered", report)
+                self.assertIsNotNone(covered, report[-2000:])
+                self.assertGreaterEqual(int(covered.group(1)), 2, report[-2000:])
+
     def test_4_without_token(self):
         self.run_schemathesis("no-token", None)
 
     def test_5_metrics(self):
-        self.run_schemathesis("metrics", METRICS_TOKEN, "--include-path", "/metrics")
+        self.run_schemathesis("metrics", METRICS_TOKEN, "--include-path", "/metrics", "--phases", "examples,coverage,fuzzing")
 
 
 class SQLiteContractTests(ContractTests, unittest.TestCase):

@@ -224,6 +224,32 @@ import Testing
         }
     }
 
+    /// A repair larger than one answer's room comes in pages: the server sends at most
+    /// `maxRepairRecords` records an answer and says where it stopped (`unanswered`); the device
+    /// lists the rest again, and one sync repairs everything. Here a store whose players table
+    /// was emptied behind its back, and one player changed, with room for 2 records an answer.
+    @Test(arguments: StoreKind.all) func aRepairLargerThanOneAnswerComesInPages(store kind: StoreKind) async throws {
+        var limits = SyncEngine.Limits()
+        limits.maxRepairRecords = 2
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind, limits: limits) { server in
+                let device = try await Self.seededDevice(server, in: directory)
+                let teams = try await device.store.table("teams").all().map(\.id).sorted()
+                try Self.behindTheStoresBack(
+                    device.store.path,
+                    """
+                    DELETE FROM players;
+                    UPDATE teams SET name = 'Tampered' WHERE id = \(teams[2].rawValue);
+                    """)
+                let report = try await device.sync()
+                #expect(report.verified == true, "\(report.repairFailure ?? "")")
+                #expect(report.repaired["players"] == RepairCounts(updated: 0, inserted: 5, removed: 0))
+                #expect(report.repaired["teams"] == RepairCounts(updated: 1, inserted: 0, removed: 0))
+                #expect(try await device.store.contents() == (try await server.contents()))
+            }
+        }
+    }
+
     /// The server moves on between the rounds of a repair (another device commits): the
     /// device syncs again and repairs at the new revision.
     @Test(arguments: StoreKind.all) func aRepairRacingNewCommitsStartsAgain(store kind: StoreKind) async throws {

@@ -15,6 +15,34 @@ import Testing
         )
     }
 
+    /// An answer's repair holds at most `maxRepairRecords` records: a store that lists a whole
+    /// entity holding nothing (an empty store, or a hostile one) gets that many and where the
+    /// server stopped (`unanswered`, the rest of the range), and asks again from there.
+    @Test(arguments: StoreKind.all) func aRepairIsPagedAtTheServersRoom(store: StoreKind) async throws {
+        var limits = SyncEngine.Limits()
+        limits.maxRepairRecords = 2
+        try await withLiveServer(store: store, limits: limits) { server in
+            let device = try await server.device("tablet")
+            var players: [RecordID] = []
+            for index in 1...5 { players.append(try await device.create("players", ["first_name": .text("P\(index)"), "last_name": "L"]).0) }
+            players.sort()
+            let revision = try await server.revision()
+            let first = try await Self.verify(
+                server, device.token, #"{"revision":\#(revision),"items":[{"entity":"players","from":null,"to":null,"records":[]}]}"#)
+            #expect(first.status == 200, "\(first.bodyText)")
+            let answer = try VerifyResponse(json: first.body)
+            #expect(answer.repair?.changes.first?.update == Array(players[0..<2]))
+            #expect(answer.unanswered == [DigestRange(entity: "players", from: players[2].rawValue, to: nil)])
+            // Asked again from there: the next two, and the rest unanswered again.
+            let next = try await Self.verify(
+                server, device.token,
+                #"{"revision":\#(revision),"items":[{"entity":"players","from":\#(players[2].rawValue),"to":null,"records":[]}]}"#)
+            let page = try VerifyResponse(json: next.body)
+            #expect(page.repair?.changes.first?.update == Array(players[2..<4]))
+            #expect(page.unanswered == [DigestRange(entity: "players", from: players[4].rawValue, to: nil)])
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func listedRecordsAreAnsweredWithExactlyWhatDiffersAndTheRepairIsRemembered(store: StoreKind) async throws {
         try await withLiveServer(store: store) { server in

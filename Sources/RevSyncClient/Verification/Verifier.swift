@@ -24,8 +24,11 @@ struct Verifier {
     }
 
     /// The most rounds of one conversation (three suffice below about two million records per
-    /// entity).
+    /// entity), not counting the rounds that fetch what an answer left `unanswered` (its repair
+    /// was full): those go on while each brings records, up to ``maxRepairRounds``.
     static let maxRounds = 12
+    /// The most rounds in all: 10,000 records a round, a few million records.
+    static let maxRepairRounds = 1_000
 
     let store: LocalStore
     let transport: any SyncTransport
@@ -44,8 +47,14 @@ struct Verifier {
         var outcome = Outcome(equal: true)
         var repair = ChangeSet(revision: revision)
         var miscounted: [String] = []
-        for _ in 0..<Self.maxRounds {
+        var rounds = 0
+        var narrowing = 0
+        while narrowing < Self.maxRounds, rounds < Self.maxRepairRounds {
+            rounds += 1
             let response = try await send(request, into: &outcome)
+            // A round that only fetches what the last answer left unanswered narrows nothing.
+            let onlyFetching = request.ranges.isEmpty && !response.unanswered.isEmpty && response.repair != nil
+            if !onlyFetching { narrowing += 1 }
             if let verified = response.verified { outcome.equal = verified }
             if let received = response.repair { repair.merge(received) }
             // The parts of each range that differs: those whose digest the store shares are
@@ -62,7 +71,8 @@ struct Verifier {
                 if split.range.isWhole, counted != digest[split.range.entity] { miscounted.append(split.range.entity) }
             }
             var next = VerifyRequest(revision: revision)
-            var listed: [DigestRange] = []
+            // What the answer's repair had no room for is listed again, from where it stopped.
+            var listed: [DigestRange] = response.unanswered
             for (part, sum) in zip(parts, mine) where sum != part.digest {
                 if part.digest.count <= Int64(VerificationShape.leaf) || sum.count == 0 {
                     listed.append(part.range)

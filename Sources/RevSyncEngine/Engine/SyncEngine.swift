@@ -23,6 +23,9 @@ public struct SyncEngine: Sendable {
         public var maxChangeSetsPerRequest: Int = 10_000
         /// The most bytes one text value may have (`--max-value-bytes`).
         public var maxValueBytes: Int = 1 << 20
+        /// The most records one `POST /verify` answer's repair sends; the rest of what the
+        /// device listed is `unanswered`, and it asks again (``DataSetVerification``).
+        public var maxRepairRecords: Int = DataSetVerification.maxRepairRecords
 
         public init() {}
 

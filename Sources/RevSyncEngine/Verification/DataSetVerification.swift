@@ -65,6 +65,13 @@ public struct DataSetVerification: Sendable {
     public static let maxItems = 100_000
     /// The most records one request may make the server read (each range is read whole).
     public static let maxRecordsRead = 4_000_000
+    /// The most records one answer's repair sends (about 2 MB): what a listed range holds
+    /// beyond it is `unanswered`, and the device lists it again. An empty store listing every
+    /// part would otherwise get the whole data set in one answer, held in memory.
+    public static let maxRepairRecords = 10_000
+
+    /// Stops reading a listed range when the repair is full.
+    private struct RepairFull: Error {}
 
     /// The stored layout.
     public let schema: Schema
@@ -72,6 +79,9 @@ public struct DataSetVerification: Sendable {
     /// The version the device speaks: the names of its ranges and its repair, and the digest
     /// its records are compared with.
     let speaking: SpokenVersion
+    /// The most records one answer's repair sends (``maxRepairRecords`` unless the engine's
+    /// limits say otherwise).
+    var repairRoom = DataSetVerification.maxRepairRecords
 
     public init(schema: Schema, hashers: VersionHashers, speaking: SpokenVersion) {
         self.schema = schema
@@ -106,19 +116,40 @@ public struct DataSetVerification: Sendable {
         }
         var repair = ChangeSet(revision: current)
         var repaired = 0
+        var room = repairRoom
         for items in request.items {
             let entity = try storedEntity(items.range.entity)
+            guard room > 0 else {
+                response.unanswered.append(items.range)
+                continue
+            }
             var changes = EntityChanges(entity: entity.name)
             var held = Set<RecordID>()
-            try reader.records(entity, from: items.range.from.map { RecordID($0) }, to: items.range.to.map { RecordID($0) }) { record in
-                read += 1
-                guard read <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
-                held.insert(record.id)
-                guard items.records[record.id] != hashers.hash(record, of: entity.name, version: version) else { return }
-                changes.update.append(record.id)
-                changes.attributes[record.id] = record.attributes(of: entity)
+            // The first record past the repair's room: the list is answered below it.
+            var stop: RecordID?
+            do {
+                try reader.records(entity, from: items.range.from.map { RecordID($0) }, to: items.range.to.map { RecordID($0) }) {
+                    record in
+                    read += 1
+                    guard read <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
+                    guard items.records[record.id] != hashers.hash(record, of: entity.name, version: version) else {
+                        held.insert(record.id)
+                        return
+                    }
+                    guard changes.update.count < room else {
+                        stop = record.id
+                        throw RepairFull()
+                    }
+                    held.insert(record.id)
+                    changes.update.append(record.id)
+                    changes.attributes[record.id] = record.attributes(of: entity)
+                }
+            } catch is RepairFull {}
+            changes.delete = items.records.keys.filter { id in !held.contains(id) && stop.map { id < $0 } ?? true }.sorted()
+            if let stop {
+                response.unanswered.append(DigestRange(entity: items.range.entity, from: stop.rawValue, to: items.range.to))
             }
-            changes.delete = items.records.keys.filter { !held.contains($0) }.sorted()
+            room -= changes.update.count
             guard !changes.update.isEmpty || !changes.delete.isEmpty else { continue }
             repaired += changes.update.count + changes.delete.count
             repair.merge(changes)
@@ -216,7 +247,11 @@ extension SyncEngine {
     public func verify(
         _ request: VerifyRequest, device: Device, tokenHash: String? = nil, speaking: SpokenVersion
     ) async throws -> DataSetVerification.Outcome {
-        let verification = DataSetVerification(schema: schema, hashers: hashers, speaking: speaking)
+        let verification = {
+            var verification = DataSetVerification(schema: schema, hashers: hashers, speaking: speaking)
+            verification.repairRoom = limits.maxRepairRecords
+            return verification
+        }()
         var outcome = try await storage.withReader { reader in
             if let tokenHash, try reader.device(tokenHash: tokenHash)?.id != device.id {
                 throw DataSetVerification.Refusal.revokedToken

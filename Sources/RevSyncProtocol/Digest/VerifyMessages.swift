@@ -103,6 +103,9 @@ public struct VerifyResponse: Sendable, Hashable {
     /// The ranges that differ, split.
     public var ranges: [Split]
     public var repair: ChangeSet?
+    /// The listed ranges, or their ends, the repair did not reach: an answer carries at most
+    /// the server's cap of records, and the device lists these again in its next round.
+    public var unanswered: [DigestRange] = []
 
     public init(revision: Revision, verified: Bool? = nil, ranges: [Split] = [], repair: ChangeSet? = nil) {
         self.revision = revision
@@ -305,6 +308,15 @@ extension VerifyResponse {
             writer.writeRaw(",\"repair\":")
             repair.encode(into: &writer)
         }
+        if !unanswered.isEmpty {
+            writer.writeRaw(",\"unanswered\":[")
+            for (index, range) in unanswered.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                range.writeOpening(into: &writer)
+                writer.writeByte(UInt8(ascii: "}"))
+            }
+            writer.writeByte(UInt8(ascii: "]"))
+        }
         writer.writeByte(UInt8(ascii: "}"))
         return writer.bytes
     }
@@ -348,6 +360,11 @@ extension VerifyResponse {
                             response.ranges.append(Split(range: range, parts: parts))
                         }
                     case "repair": response.repair = try decoder.decodeChangeSet(&reader)
+                    case "unanswered":
+                        try reader.readArray { reader, index in
+                            response.unanswered.append(
+                                try VerifyRequest.readRange(&reader, path: "unanswered[\(index)]") { reader, _ in try reader.skipValue() })
+                        }
                     default: try reader.skipValue()
                     }
                 }
