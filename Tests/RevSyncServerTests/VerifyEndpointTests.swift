@@ -24,7 +24,9 @@ import Testing
         try await withLiveServer(store: store, limits: limits) { server in
             let device = try await server.device("tablet")
             var players: [RecordID] = []
-            for index in 1...5 { players.append(try await device.create("players", ["first_name": .text("P\(index)"), "last_name": "L"]).0) }
+            for index in 1...5 {
+                players.append(try await device.create("players", ["first_name": .text("P\(index)"), "last_name": "L"]).0)
+            }
             players.sort()
             let revision = try await server.revision()
             let first = try await Self.verify(
