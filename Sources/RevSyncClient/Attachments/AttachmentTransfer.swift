@@ -19,11 +19,12 @@ struct AttachmentTransfer: Sendable {
     /// Uploads whose connection broke.
     private static let broken = Locked<Set<String>>([])
 
-    private func url(_ sha256: String) -> URL {
-        server.url.appendingPathComponent("attachments").appendingPathComponent(sha256)
+    /// `method` of the attachment's bytes: its bytes as they are, never gzip.
+    private func call(_ method: String, _ sha256: String) -> ServerCall {
+        var call = ServerCall(method, "attachments/\(sha256)", on: server)
+        call[header: "Accept-Encoding"] = nil
+        return call
     }
-
-    private var authorization: [String: String] { ["Authorization": "Bearer \(server.token)"] }
 
     /// Makes sure the server has the bytes of `attachment`, sending what it lacks.
     ///
@@ -50,14 +51,15 @@ struct AttachmentTransfer: Sendable {
             try handle.seek(toOffset: UInt64(received))
             let partBytes = Self.broken.current.contains(attachment.sha256) ? Self.partBytesAfterABreak : Self.partBytes
             let bytes = try handle.read(upToCount: partBytes) ?? Data()
-            var headers = authorization
-            headers["Content-Type"] = "application/octet-stream"
+            var put = call("PUT", attachment.sha256)
+            put[header: "Content-Type"] = "application/octet-stream"
             if attachment.size > 0 {
-                headers["Content-Range"] = "bytes \(received)-\(received + Int64(bytes.count) - 1)/\(attachment.size)"
+                put[header: "Content-Range"] = "bytes \(received)-\(received + Int64(bytes.count) - 1)/\(attachment.size)"
             }
+            put.request.body = bytes
             let response: TransportResponse
             do {
-                response = try await send(TransportRequest(url: url(attachment.sha256), method: "PUT", headers: headers, body: bytes))
+                response = try await put.response(with: transport)
             } catch {
                 _ = Self.broken.withLock { $0.insert(attachment.sha256) }
                 throw error
@@ -91,7 +93,7 @@ struct AttachmentTransfer: Sendable {
 
     /// How many bytes of `attachment` the server has (`HEAD`); `nil` when it has them all, verified.
     private func serverHas(_ attachment: Attachment) async throws -> Int64? {
-        let head = try await send(TransportRequest(url: url(attachment.sha256), method: "HEAD", headers: authorization, body: Data()))
+        let head = try await call("HEAD", attachment.sha256).response(with: transport)
         if head.status == 200 { return nil }
         guard head.status == 404 else { throw Self.failure(head) }
         return Int64(head.headers[RevSyncHeader.key(RevSyncHeader.received)] ?? "0") ?? 0
@@ -110,17 +112,15 @@ struct AttachmentTransfer: Sendable {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
         defer { try? handle.close() }
         let have = try handle.seekToEnd()
-        var headers = authorization
-        if have > 0 { headers["Range"] = "bytes=\(have)-" }
+        var get = call("GET", attachment.sha256)
+        if have > 0 { get[header: "Range"] = "bytes=\(have)-" }
         let written = Locked<Int64>(Int64(have))
         let arrived = Locked<Int64>(0)
         let started = Locked(false)
         let total = attachment.size
         let response: TransportResponse
         do {
-            response = try await transport.download(
-                TransportRequest(url: url(attachment.sha256), method: "GET", headers: headers, body: Data())
-            ) { head, bytes in
+            response = try await transport.download(get.request) { head, bytes in
                 let first = started.withLock { started in
                     defer { started = true }
                     return !started
@@ -161,14 +161,6 @@ struct AttachmentTransfer: Sendable {
         }
         let resumed = started.current && arrived.current < attachment.size ? Int64(have) : 0
         return AttachmentDownload(file: file, resumedFrom: resumed, bytesReceived: arrived.current)
-    }
-
-    private func send(_ request: TransportRequest) async throws -> TransportResponse {
-        do {
-            return try await transport.send(request)
-        } catch {
-            throw SyncFailure.network("\(error)")
-        }
     }
 
     private static func failure(_ response: TransportResponse) -> SyncFailure {

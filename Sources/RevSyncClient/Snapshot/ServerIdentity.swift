@@ -22,21 +22,19 @@ public struct ServerIdentity: Sendable, Hashable {
 
     /// Asks the server (`GET /health`).
     public static func fetch(from server: URL, transport: any SyncTransport = DefaultTransport()) async throws -> ServerIdentity {
-        let response: TransportResponse
-        do {
-            response = try await transport.send(
-                TransportRequest(url: server.appendingPathComponent("health"), method: "GET", headers: [:], body: Data()))
-        } catch {
-            throw SyncFailure.network("\(error)")
+        let body = try await ServerCall("GET", "health", on: server).body(with: transport, limit: 1 << 20)
+        guard let health = try? JSONDecoder().decode(Health.self, from: Data(body)) else {
+            throw SyncFailure.invalidResponse("GET /health names no dataset and schemaVersion")
         }
-        var body = [UInt8](response.body)
-        if Gzip.isGzip(body) { body = try Gzip.decompress(body, limit: 1 << 20) }
-        guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: body) }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-            let dataset = object["dataset"] as? String, let version = object["schemaVersion"] as? Int
-        else { throw SyncFailure.invalidResponse("GET /health names no dataset and schemaVersion") }
-        var identity = ServerIdentity(dataset: dataset, schemaVersion: version)
-        identity.maxRevision = (object["maxRevision"] as? NSNumber)?.int64Value
+        var identity = ServerIdentity(dataset: health.dataset, schemaVersion: health.schemaVersion)
+        identity.maxRevision = health.maxRevision
         return identity
+    }
+
+    /// What `GET /health` answers, of what a device reads.
+    private struct Health: Decodable {
+        var dataset: String
+        var schemaVersion: Int
+        var maxRevision: Revision?
     }
 }

@@ -159,12 +159,11 @@ struct SnapshotDownload {
         let start = known == nil ? 0 : fileSize()
         if let known, start == known.gzipBytes { return (known, Receipt(received: 0, resumedAt: start), nil) }
 
-        var headers = [
-            "Authorization": "Bearer \(server.token)", "Accept-Encoding": "identity", RevSyncHeader.schemaVersion: String(schemaVersion),
-        ]
+        var call = ServerCall("GET", "snapshot", on: server, schemaVersion: schemaVersion)
+        call[header: "Accept-Encoding"] = "identity"
         if let known, start > 0 {
-            headers["Range"] = "bytes=\(start)-"
-            headers["If-Range"] = known.etag
+            call[header: "Range"] = "bytes=\(start)-"
+            call[header: "If-Range"] = known.etag
         }
         guard (try? PrivateFiles.create(path)) != nil,
             let file = FileHandle(forUpdatingAtPath: path)
@@ -175,9 +174,7 @@ struct SnapshotDownload {
         defer { sink.abandonInflation() }
         let response: TransportResponse
         do {
-            response = try await transport.download(
-                TransportRequest(url: server.url.appendingPathComponent("snapshot"), method: "GET", headers: headers, body: Data()),
-                receive: sink.receive)
+            response = try await transport.download(call.request, receive: sink.receive)
         } catch {
             // Nothing to resume unless the server's answer began (and was recorded).
             if announcedSoFar() == nil { discard() }

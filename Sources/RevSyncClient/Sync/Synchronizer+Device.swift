@@ -52,23 +52,7 @@ extension Synchronizer {
     static func fetchIdentity(
         from server: LocalStore.ServerConnection, transport: any SyncTransport, maxResponseSize: Int
     ) async throws -> DeviceIdentity {
-        let response: TransportResponse
-        do {
-            response = try await transport.send(
-                TransportRequest(
-                    url: server.url.appendingPathComponent("device"), method: "GET", headers: ["Authorization": "Bearer \(server.token)"],
-                    body: Data()))
-        } catch {
-            throw SyncFailure.network("\(error)")
-        }
-        var body = [UInt8](response.body)
-        if Gzip.isGzip(body) {
-            do {
-                body = try Gzip.decompress(body, limit: maxResponseSize)
-            } catch {
-                throw SyncFailure.invalidResponse("the gzip body does not decompress: \(error)")
-            }
-        }
+        let (response, body) = try await ServerCall("GET", "device", on: server).answer(with: transport, limit: maxResponseSize)
         guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: body) }
         guard let actor = actor(in: response.headers) else {
             throw SyncFailure.invalidResponse("GET /device names no role (RevSync-Role)")

@@ -227,13 +227,11 @@ extension Synchronizer {
     private func openStream() async throws -> AsyncThrowingStream<ServerSentEvent, any Error> {
         let server = try await connection()
         let since = try await store.status().maxRevision
-        let request = TransportRequest(
-            url: server.url.appendingPathComponent("events"), method: "GET",
-            headers: [
-                "Authorization": "Bearer \(server.token)", "Accept": "text/event-stream", "Last-Event-ID": String(since),
-                RevSyncHeader.schemaVersion: String(store.schema.version),
-            ],
-            body: Data())
+        var call = ServerCall("GET", "events", on: server, schemaVersion: store.schema.version)
+        call[header: "Accept"] = "text/event-stream"
+        call[header: "Accept-Encoding"] = nil
+        call[header: "Last-Event-ID"] = String(since)
+        let request = call.request
         let (events, continuation) = AsyncThrowingStream<ServerSentEvent, any Error>.makeStream()
         let transport = self.transport
         let parser = Locked(ServerSentEventParser())

@@ -309,29 +309,24 @@ public actor Synchronizer {
             uploaded.bytes += try await transfer.upload(attachment)
             uploaded.count += 1
         }
-        let body = Gzip.compress(request.message.jsonBytes(), level: configuration.gzipLevel)
-        var headers = [
-            "Authorization": "Bearer \(server.token)", "Content-Type": "application/json", "Content-Encoding": "gzip",
-            "Accept-Encoding": "gzip",
-        ]
-        if let proof = request.snapshotProof { headers[RevSyncHeader.snapshotProof] = proof }
         // The server reads the change sets, and answers, in the store's schema version.
-        headers[RevSyncHeader.schemaVersion] = String(store.schema.version)
-        headers[RevSyncHeader.pending] = String(request.pendingAfter)
-        headers[RevSyncHeader.sending] = String(request.message.changeSets.count)
+        var call = ServerCall("POST", "sync", on: server, schemaVersion: store.schema.version)
+        let sent = call.json(request.message.jsonBytes(), gzipLevel: configuration.gzipLevel)
+        call[header: RevSyncHeader.snapshotProof] = request.snapshotProof
+        call[header: RevSyncHeader.pending] = String(request.pendingAfter)
+        call[header: RevSyncHeader.sending] = String(request.message.changeSets.count)
         // What the store holds at the revision it claims, for the server to check.
         if let digest = request.digest {
-            headers[RevSyncHeader.digest] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"
+            call[header: RevSyncHeader.digest] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"
             proofTold(at: request.message.maxRevision)
         }
         if store.schema.hasAttachments, let missing = try? await store.lackedAttachments() {
-            headers[RevSyncHeader.missingAttachments] = String(missing)
+            call[header: RevSyncHeader.missingAttachments] = String(missing)
         }
         let pipe = ResponseBodyPipe(threshold: configuration.streamingThreshold)
         defer { pipe.abandon() }
         let transport = self.transport
-        let transportRequest = TransportRequest(
-            url: server.url.appendingPathComponent("sync"), method: "POST", headers: headers, body: Data(body))
+        let transportRequest = call.request
         Task {
             do {
                 pipe.finish(.success(try await transport.download(transportRequest) { try pipe.receive(head: $0, bytes: $1) }))
@@ -369,7 +364,7 @@ public actor Synchronizer {
             report.responseBytes = decompressed.producedBytes
             report.serverSchemaVersion = head.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
         }
-        report.bytesSent = body.count
+        report.bytesSent = sent
         report.bytesReceived = pipe.receivedBytes
         // A response's digest is of the store's own version (a server leaves it out for a
         // version whose digest it does not keep): compared whatever the server's latest is.

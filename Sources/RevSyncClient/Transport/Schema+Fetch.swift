@@ -25,18 +25,7 @@ extension Schema {
     ) async throws
         -> Schema
     {
-        let response: TransportResponse
-        var url = server.appendingPathComponent("schema")
-        if let version { url = URL(string: url.absoluteString + "?version=\(version)") ?? url }
-        do {
-            response = try await transport.send(
-                TransportRequest(url: url, method: "GET", headers: ["Accept-Encoding": "gzip"], body: Data()))
-        } catch {
-            throw SyncFailure.network("\(error)")
-        }
-        var body = [UInt8](response.body)
-        if Gzip.isGzip(body) { body = try Gzip.decompress(body, limit: 64 << 20) }
-        guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: body) }
-        return try Schema(json: body)
+        let path = version.map { "schema?version=\($0)" } ?? "schema"
+        return try Schema(json: try await ServerCall("GET", path, on: server).body(with: transport, limit: 64 << 20))
     }
 }

@@ -110,24 +110,12 @@ struct Verifier {
     }
 
     private func send(_ request: VerifyRequest, into outcome: inout Outcome) async throws -> VerifyResponse {
-        let body = Gzip.compress(request.jsonBytes(), level: gzipLevel)
-        let response: TransportResponse
-        do {
-            response = try await transport.send(
-                TransportRequest(
-                    url: server.url.appendingPathComponent("verify"), method: "POST",
-                    headers: [
-                        "Authorization": "Bearer \(server.token)", "Content-Type": "application/json", "Content-Encoding": "gzip",
-                        "Accept-Encoding": "gzip", RevSyncHeader.schemaVersion: String(store.schema.version),
-                    ], body: Data(body)))
-        } catch {
-            throw SyncFailure.network("\(error)")
-        }
+        var call = ServerCall("POST", "verify", on: server, schemaVersion: store.schema.version)
+        let sent = call.json(request.jsonBytes(), gzipLevel: gzipLevel)
+        let (response, bytes) = try await call.answer(with: transport, limit: 256 << 20)
         outcome.roundTrips += 1
-        outcome.bytesSent += body.count
+        outcome.bytesSent += sent
         outcome.bytesReceived += response.body.count
-        var bytes = [UInt8](response.body)
-        if Gzip.isGzip(bytes) { bytes = try Gzip.decompress(bytes, limit: 256 << 20) }
         if response.status == 409, let revision = response.headers[RevSyncHeader.key(RevSyncHeader.revision)].flatMap({ Revision($0) }) {
             throw RevisionMoved(revision: revision)
         }
