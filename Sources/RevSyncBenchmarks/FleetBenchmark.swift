@@ -153,47 +153,60 @@ public struct FleetBenchmark: Sendable {
             result.instanceCPU = zip(cpuAfter, cpuBefore).map { ($0 - $1) / elapsed }
             result.loadGeneratorCores = (cpuSeconds(ofProcess: getpid()) - generatorBefore) / elapsed
             result.instanceMemory = server.fleet.ports.indices.compactMap { server.fleet.pid(of: $0) }.map(residentPeak(ofProcess:))
-            // Every commit's arrivals at the devices live when it was made.
-            let drainDeadline = ContinuousClock.now + .seconds(30)
-            while Self.count(arrivals.current, day.commits) < result.expected && ContinuousClock.now < drainDeadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            let timed = Self.latencies(arrivals.current, day.commits)
-            let arrived = Set(timed.map { "\($0.device)/\($0.revision)" })
-            result.missing = day.commits.flatMap { commit in
-                commit.live.sorted().filter { !arrived.contains("\($0)/\(commit.revision)") }.map { ($0, commit.revision) }
-            }
-            result.latencies = timed.map(\.seconds)
-            result.readerLatencies = timed.filter { $0.device >= storeCount && $0.device < devices }.map(\.seconds)
-            result.storeLatencies = timed.filter { $0.device < storeCount || $0.device >= devices }.map(\.seconds)
-            // The end of the day: everyone back, one more sync each; nothing lost, everyone equal.
-            BenchmarkProgress.step("every device syncs once more")
-            day.stopAll()
-            // Twice: the first round sends what devices back from offline still queue, which
-            // devices that synced earlier in it have not seen.
-            for _ in 0..<2 {
-                try await Self.inParallel(0..<storeDevices.count, width: 16) { slot in
-                    let report = try await synchronizers[storeDevices[slot]]!.sync()
-                    day.counted(report)
-                }
-            }
-            readers.stop()
-            if let failure = readers.errors.first { throw BenchmarkError("a stream reader failed: \(failure)") }
-            let readerRevisions = try await readers.syncAll()
-            result.syncs = day.syncs + readers.syncs
-            result.refusedStreams = readers.refusedStreams
-            result.refused = day.refused
-            let serverVenues = Set(try await server.venueNames())
-            result.lost = day.committedNames.subtracting(serverVenues).count
-            for store in stores.values {
-                let names = Set(try await store.table("venues").all().compactMap { $0["name"].textValue })
-                if names != serverVenues { result.unconverged += 1 }
-            }
-            // A reader holds no data: it is unequal when its last sync left it behind the others.
-            let latest = readerRevisions.max() ?? 0
-            result.unconverged += readerRevisions.filter { $0 != latest }.count
+            try await timeArrivals(arrivals, of: day, storeCount: storeCount, into: &result)
+            try await endTheDay(day, readers: readers, stores: stores, storeDevices: storeDevices, server: server, into: &result)
             return result
         }
+    }
+
+    /// Every commit's arrivals at the devices live when it was made, waited for a while.
+    private func timeArrivals(
+        _ arrivals: LiveBenchmark.Arrivals, of day: Day, storeCount: Int, into result: inout Result
+    ) async throws {
+        let drainDeadline = ContinuousClock.now + .seconds(30)
+        while Self.count(arrivals.current, day.commits) < result.expected && ContinuousClock.now < drainDeadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let timed = Self.latencies(arrivals.current, day.commits)
+        let arrived = Set(timed.map { "\($0.device)/\($0.revision)" })
+        result.missing = day.commits.flatMap { commit in
+            commit.live.sorted().filter { !arrived.contains("\($0)/\(commit.revision)") }.map { ($0, commit.revision) }
+        }
+        result.latencies = timed.map(\.seconds)
+        result.readerLatencies = timed.filter { $0.device >= storeCount && $0.device < devices }.map(\.seconds)
+        result.storeLatencies = timed.filter { $0.device < storeCount || $0.device >= devices }.map(\.seconds)
+    }
+
+    /// The end of the day: everyone back, one more sync each; nothing lost, everyone equal.
+    private func endTheDay(
+        _ day: Day, readers: StreamReaders, stores: [Int: LocalStore], storeDevices: [Int], server: BenchmarkServer,
+        into result: inout Result
+    ) async throws {
+        BenchmarkProgress.step("every device syncs once more")
+        day.stopAll()
+        // Twice: the first round sends what devices back from offline still queue, which
+        // devices that synced earlier in it have not seen.
+        for _ in 0..<2 {
+            try await Self.inParallel(0..<storeDevices.count, width: 16) { slot in
+                let report = try await day.synchronizers[storeDevices[slot]]!.sync()
+                day.counted(report)
+            }
+        }
+        readers.stop()
+        if let failure = readers.errors.first { throw BenchmarkError("a stream reader failed: \(failure)") }
+        let readerRevisions = try await readers.syncAll()
+        result.syncs = day.syncs + readers.syncs
+        result.refusedStreams = readers.refusedStreams
+        result.refused = day.refused
+        let serverVenues = Set(try await server.venueNames())
+        result.lost = day.committedNames.subtracting(serverVenues).count
+        for store in stores.values {
+            let names = Set(try await store.table("venues").all().compactMap { $0["name"].textValue })
+            if names != serverVenues { result.unconverged += 1 }
+        }
+        // A reader holds no data: it is unequal when its last sync left it behind the others.
+        let latest = readerRevisions.max() ?? 0
+        result.unconverged += readerRevisions.filter { $0 != latest }.count
     }
 
     /// The day's work, from the first commit to the last.

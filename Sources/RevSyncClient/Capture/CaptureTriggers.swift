@@ -73,39 +73,14 @@ enum CaptureTriggers {
         return statements
     }
 
+    private typealias References = [(attribute: Attribute, target: String)]
+
     private static func triggers(for entity: Entity, in schema: Schema, nonce n: String) -> [String] {
         let table = "main." + q(entity.name)
         let name = literal(entity.name)
         let columns = entity.attributes.map { q($0.name) }
-        let references = entity.attributes.compactMap { attribute in attribute.referenceTarget.map { (attribute, $0) } }
-
-        func referenceChecks(_ row: String, onlyChanged: Bool) -> [String] {
-            references.map { attribute, target in
-                let column = q(attribute.name)
-                let changed = onlyChanged ? " AND NEW.\(column) IS NOT OLD.\(column)" : ""
-                return """
-                    INSERT INTO \(refusalsTable) (number) SELECT revsync_missing_reference(\(n), \(name), \(row).id, \(literal(attribute.name)), \(row).\(column), \(literal(target)))
-                    WHERE typeof(\(row).\(column)) = 'integer'\(changed) AND NOT EXISTS (SELECT 1 FROM main.\(q(target)) WHERE id = \
-                    COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(row).\(column) AND entity = \(literal(target))), \(row).\(column)));
-                    """
-            }
-        }
-        // Gives the row the ID (and revision) the functions chose and resolves replaced
-        // temporary IDs.
-        let mapped =
-            references.isEmpty
-            ? "0"
-            : "EXISTS (SELECT 1 FROM main._rs_id_map WHERE \(references.map { "(temporary_id = NEW.\(q($0.0.name)) AND entity = \(literal($0.1)))" }.joined(separator: " OR ")))"
-        // A temporary ID the server replaced is resolved only as a record of the reference's
-        // target: one of another entity stays as it is, and the reference check refuses it.
-        let resolving: String = references.map { attribute, target in
-            let column = q(attribute.name)
-            return
-                ", \(column) = COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(column) AND entity = \(literal(target))), \(column))"
-        }.joined(separator: "")
-        let fix =
-            "UPDATE \(q(entity.name)) SET id = revsync_fixed_id(\(n), id), revision = revsync_fixed_revision(\(n), id, revision)\(resolving) WHERE id = NEW.id AND CASE WHEN revsync_renaming(\(n)) OR \(mapped) THEN revsync_fixing(\(n), \(name), NEW.id, 1) ELSE 0 END;"
-
+        let references: References = entity.attributes.compactMap { attribute in attribute.referenceTarget.map { (attribute, $0) } }
+        let fix = fixStatement(entity, references: references, nonce: n)
         var statements: [String] = []
         statements.append(
             """
@@ -117,7 +92,7 @@ enum CaptureTriggers {
         statements.append(
             """
             CREATE TEMP TRIGGER \(q(prefix + "insert_" + entity.name)) AFTER INSERT ON \(table) WHEN revsync_capturing(\(n)) BEGIN
-                \(referenceChecks("NEW", onlyChanged: false).joined(separator: "\n    "))
+                \(referenceChecks(references, of: entity, row: "NEW", onlyChanged: false, nonce: n).joined(separator: "\n    "))
                 INSERT INTO _rs_capture (event) VALUES (revsync_inserted(\(n), \(name), NEW.id, NEW.revision\(
                     columns.map { ", NEW.\($0)" }.joined(separator: ""))));
                 \(fix)
@@ -126,12 +101,56 @@ enum CaptureTriggers {
         statements.append(
             """
             CREATE TEMP TRIGGER \(q(prefix + "update_" + entity.name)) AFTER UPDATE ON \(table) WHEN revsync_capturing(\(n)) BEGIN
-                \(referenceChecks("NEW", onlyChanged: true).joined(separator: "\n    "))
+                \(referenceChecks(references, of: entity, row: "NEW", onlyChanged: true, nonce: n).joined(separator: "\n    "))
                 INSERT INTO _rs_capture (event) VALUES (revsync_updated(\(n), \(name), OLD.id, NEW.id, OLD.revision, NEW.revision\(
                     columns.map { ", OLD.\($0), NEW.\($0)" }.joined(separator: ""))));
                 \(references.isEmpty ? "" : fix)
             END
             """)
+        return statements + deleteTriggers(for: entity, in: schema, references: references, nonce: n)
+    }
+
+    /// Refuses a row whose reference names a record the store does not have (a temporary ID
+    /// the server replaced counts as its permanent one, of the reference's target only).
+    private static func referenceChecks(
+        _ references: References, of entity: Entity, row: String, onlyChanged: Bool, nonce n: String
+    ) -> [String] {
+        let name = literal(entity.name)
+        return references.map { attribute, target in
+            let column = q(attribute.name)
+            let changed = onlyChanged ? " AND NEW.\(column) IS NOT OLD.\(column)" : ""
+            return """
+                INSERT INTO \(refusalsTable) (number) SELECT revsync_missing_reference(\(n), \(name), \(row).id, \(literal(attribute.name)), \(row).\(column), \(literal(target)))
+                WHERE typeof(\(row).\(column)) = 'integer'\(changed) AND NOT EXISTS (SELECT 1 FROM main.\(q(target)) WHERE id = \
+                COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(row).\(column) AND entity = \(literal(target))), \(row).\(column)));
+                """
+        }
+    }
+
+    /// Gives the row the ID (and revision) the functions chose and resolves replaced temporary
+    /// IDs: only as a record of the reference's target (one of another entity stays as it is,
+    /// and the reference check refuses it).
+    private static func fixStatement(_ entity: Entity, references: References, nonce n: String) -> String {
+        let mapped =
+            references.isEmpty
+            ? "0"
+            : "EXISTS (SELECT 1 FROM main._rs_id_map WHERE \(references.map { "(temporary_id = NEW.\(q($0.attribute.name)) AND entity = \(literal($0.target)))" }.joined(separator: " OR ")))"
+        let resolving: String = references.map { attribute, target in
+            let column = q(attribute.name)
+            return
+                ", \(column) = COALESCE((SELECT permanent_id FROM main._rs_id_map WHERE temporary_id = \(column) AND entity = \(literal(target))), \(column))"
+        }.joined(separator: "")
+        return
+            "UPDATE \(q(entity.name)) SET id = revsync_fixed_id(\(n), id), revision = revsync_fixed_revision(\(n), id, revision)\(resolving) WHERE id = NEW.id AND CASE WHEN revsync_renaming(\(n)) OR \(mapped) THEN revsync_fixing(\(n), \(literal(entity.name)), NEW.id, 1) ELSE 0 END;"
+    }
+
+    /// A delete's capture, and the delete rules of the references to the entity.
+    private static func deleteTriggers(
+        for entity: Entity, in schema: Schema, references: References, nonce n: String
+    ) -> [String] {
+        let table = "main." + q(entity.name)
+        let name = literal(entity.name)
+        let columns = entity.attributes.map { q($0.name) }
         // A record a cascade reaches has lost the record its cascading reference pointed at.
         let cascading = references.filter { attribute, _ in
             if case .reference(_, .cascade) = attribute.type { return true }
@@ -143,13 +162,14 @@ enum CaptureTriggers {
             : cascading.map { attribute, target in
                 "(OLD.\(q(attribute.name)) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM main.\(q(target)) WHERE id = OLD.\(q(attribute.name))))"
             }.joined(separator: " OR ")
-        statements.append(
+        var statements = [
             """
             CREATE TEMP TRIGGER \(q(prefix + "delete_" + entity.name)) BEFORE DELETE ON \(table) WHEN revsync_capturing(\(n)) BEGIN
                 INSERT INTO _rs_capture (event) VALUES (revsync_deleting(\(n), \(name), OLD.id, OLD.revision, \(orphaned)\(
                     columns.map { ", OLD.\($0)" }.joined(separator: ""))));
             END
-            """)
+            """
+        ]
         let rules: [String] = schema.references(to: entity.name).compactMap { reference in
             let child = q(reference.entity)
             let column = q(reference.attribute)

@@ -7,10 +7,16 @@ import RevSyncSQLite
 /// Installing the capture on the writer connection: its SQL functions, the commit observer and
 /// the triggers, and running without them.
 extension WriteCapture {
+    /// The writer connection, for the functions that run on it only, inside its statements.
+    struct Connection: @unchecked Sendable { let pointer: OpaquePointer }
+    /// Adds one of the capture's functions: its name, its arguments after the nonce (`nil`:
+    /// any), and its body.
+    typealias AddFunction = (
+        _ name: String, _ count: Int?, _ body: @escaping @Sendable (RawReads, [DatabaseValue]) throws -> (any DatabaseValueConvertible)?
+    ) -> Void
+
     /// Installs the functions, the commit observer and the triggers on the writer connection.
     func install(in db: Database) throws {
-        // The functions run on this connection only, inside its statements.
-        struct Connection: @unchecked Sendable { let pointer: OpaquePointer }
         let connection = Connection(pointer: db.sqliteConnection!)
         connectionPointer = connection.pointer
         let schema = self.schema
@@ -51,6 +57,19 @@ extension WriteCapture {
         // The number of the refusal the last judgement made, if it refused (the same however
         // often SQLite evaluates it for the row).
         add("revsync_pending_refusal", 0) { _, _ in self.state.withLock { $0.transaction?.pendingRefusal } }
+        addFixingFunctions(add, connection: connection)
+        db.add(
+            function: DatabaseFunction("revsync_temporary_id", argumentCount: 0, pure: false) { _ in
+                try self.temporaryID(RawReads(connection: connection.pointer, schema: schema()))
+            })
+        db.add(transactionObserver: CommitObserver(capture: self), extent: .databaseLifetime)
+        try installTriggers(in: db)
+        try db.execute(sql: "PRAGMA recursive_triggers = ON")
+    }
+
+    /// The functions of a row's own fix: an insert that replaces a row, and the ID, revision
+    /// and references the capture gives the row it just judged.
+    private func addFixingFunctions(_ add: AddFunction, connection: Connection) {
         add("revsync_replacing", 2) { reads, arguments in
             try self.replacing(arguments, reads, connection: connection.pointer)
             return nil
@@ -81,13 +100,6 @@ extension WriteCapture {
             self.state.withLock { $0.transaction?.fixing = (arguments[0].text, id) }
             return true
         }
-        db.add(
-            function: DatabaseFunction("revsync_temporary_id", argumentCount: 0, pure: false) { _ in
-                try self.temporaryID(RawReads(connection: connection.pointer, schema: schema()))
-            })
-        db.add(transactionObserver: CommitObserver(capture: self), extent: .databaseLifetime)
-        try installTriggers(in: db)
-        try db.execute(sql: "PRAGMA recursive_triggers = ON")
     }
 
     /// (Re)creates the triggers for the current schema.

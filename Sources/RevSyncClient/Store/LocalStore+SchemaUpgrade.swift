@@ -139,62 +139,11 @@ extension LocalStore {
             try StoreDigest.prepare(in: db, schema: stored)
             try StoreMarks.dropTriggers(in: db)
             let renames = SchemaRenames(upgrade.steps)
-            for (old, new) in renames.entities.sorted(by: { $0.key < $1.key }) {
-                for (from, to) in [(old, new), (StoreMarks.table(old), StoreMarks.table(new))] {
-                    try db.execute(sql: "ALTER TABLE \(q(from)) RENAME TO \(q(to))")
-                }
-                for table in ["_rs_id_map", StoreDigestTable.name] {
-                    try db.execute(sql: "UPDATE \(table) SET entity = ? WHERE entity = ?", arguments: [new, old])
-                }
-            }
-            for (entity, map) in renames.attributes.sorted(by: { $0.key < $1.key }) {
-                for (old, new) in map.sorted(by: { $0.key < $1.key }) {
-                    for table in [entity, StoreMarks.table(entity)] {
-                        try db.execute(sql: "ALTER TABLE \(q(table)) RENAME COLUMN \(q(old)) TO \(q(new))")
-                    }
-                }
-            }
+            try Self.rename(renames, in: db)
             report.renamedEntities = renames.entities
             report.renamedAttributes = renames.attributes
-            var defaults: [String: [(name: String, value: Value)]] = [:]
-            for case .addAttribute(let entity, let attribute) in upgrade.steps {
-                if let value = attribute.defaultValue { defaults[entity.name, default: []].append((attribute.name, value)) }
-            }
-            if !renames.isEmpty || !defaults.isEmpty {
-                try Outbox(db: db).rename(renames, defaults: defaults)
-                try ConflictJournal(db: db).rename(renames)
-            }
-            // What queued edits wrote that the new version dropped is not sent: each is
-            // reported in the refusal inbox, with the version that dropped it.
-            for lost in try Outbox(db: db).removeNames(outside: schema) {
-                try ConflictJournal(db: db).record(Self.notSent(lost, version: schema.version), mine: lost)
-                for changes in lost.changes where schema.entity(changes.entity) != nil {
-                    report.valuesNotSent += changes.attributes.values.map(\.values.count).reduce(0, +)
-                }
-                for changes in lost.changes where schema.entity(changes.entity) == nil {
-                    report.changesNotSent += changes.create.count + changes.update.count + changes.delete.count
-                }
-            }
-            var filled: [String] = []
-            for step in upgrade.steps {
-                switch step {
-                case .createEntity(let entity):
-                    for statement in StoreTables.createStatements(entity) { try db.execute(sql: statement) }
-                    report.newEntities.append(entity.name)
-                case .addAttribute(let entity, let attribute):
-                    // The default is the column's: no row is rewritten (SQLite reads it for rows
-                    // written before the column), and a mark (the server's version) has it too.
-                    for statement in StoreTables.addColumnStatements(entity, attribute) { try db.execute(sql: statement) }
-                    try db.execute(sql: StoreTables.addColumnStatements(entity, attribute, table: StoreMarks.table(entity.name))[0])
-                    report.addedAttributes[entity.name, default: [:]][attribute.name] = .some(attribute.defaultValue)
-                case .fillDefault(let entity, let attribute):
-                    try db.execute(
-                        sql: "UPDATE \(q(entity.name)) SET \(q(attribute.name)) = ? WHERE \(q(attribute.name)) IS NULL",
-                        arguments: [SQLiteValues.databaseValue(attribute.defaultValue ?? .null)])
-                    filled.append(entity.name)
-                case .renameEntity, .renameAttribute, .trackAttributeWrites: break  // renamed above; the server's concern
-                }
-            }
+            try Self.rewriteQueuedEdits(renames: renames, upgrade: upgrade, to: schema, in: db, report: &report)
+            let filled = try Self.apply(upgrade.steps, in: db, report: &report)
             let state = StoreState(db: db)
             try state.set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
             self.currentSchema.withLock { $0 = schema }
@@ -236,6 +185,78 @@ extension LocalStore {
         }
         return ChangeSet(id: lost.id.map { "\($0)~schema-\(version)" }, conflict: true, reason: .invalid, conflicts: entries)
     }
+
+    /// The tables and columns a schema version renamed, with their marks, and the names other
+    /// tables keep of them.
+    private static func rename(_ renames: SchemaRenames, in db: Database) throws {
+        for (old, new) in renames.entities.sorted(by: { $0.key < $1.key }) {
+            for (from, to) in [(old, new), (StoreMarks.table(old), StoreMarks.table(new))] {
+                try db.execute(sql: "ALTER TABLE \(q(from)) RENAME TO \(q(to))")
+            }
+            for table in ["_rs_id_map", StoreDigestTable.name] {
+                try db.execute(sql: "UPDATE \(table) SET entity = ? WHERE entity = ?", arguments: [new, old])
+            }
+        }
+        for (entity, map) in renames.attributes.sorted(by: { $0.key < $1.key }) {
+            for (old, new) in map.sorted(by: { $0.key < $1.key }) {
+                for table in [entity, StoreMarks.table(entity)] {
+                    try db.execute(sql: "ALTER TABLE \(q(table)) RENAME COLUMN \(q(old)) TO \(q(new))")
+                }
+            }
+        }
+    }
+
+    /// Queued edits in the new version's names, with its new defaults; what they wrote that the
+    /// new version dropped is not sent: each is reported in the refusal inbox, with the version
+    /// that dropped it.
+    private static func rewriteQueuedEdits(
+        renames: SchemaRenames, upgrade: SchemaUpgrade, to schema: Schema, in db: Database, report: inout SchemaUpgradeReport
+    ) throws {
+        var defaults: [String: [(name: String, value: Value)]] = [:]
+        for case .addAttribute(let entity, let attribute) in upgrade.steps {
+            if let value = attribute.defaultValue { defaults[entity.name, default: []].append((attribute.name, value)) }
+        }
+        if !renames.isEmpty || !defaults.isEmpty {
+            try Outbox(db: db).rename(renames, defaults: defaults)
+            try ConflictJournal(db: db).rename(renames)
+        }
+        for lost in try Outbox(db: db).removeNames(outside: schema) {
+            try ConflictJournal(db: db).record(Self.notSent(lost, version: schema.version), mine: lost)
+            for changes in lost.changes where schema.entity(changes.entity) != nil {
+                report.valuesNotSent += changes.attributes.values.map(\.values.count).reduce(0, +)
+            }
+            for changes in lost.changes where schema.entity(changes.entity) == nil {
+                report.changesNotSent += changes.create.count + changes.update.count + changes.delete.count
+            }
+        }
+    }
+
+    /// The upgrade's steps on the tables: new entities and attributes, defaults filled. Returns
+    /// the entities whose values were filled.
+    private static func apply(_ steps: [SchemaUpgrade.Step], in db: Database, report: inout SchemaUpgradeReport) throws -> [String] {
+        var filled: [String] = []
+        for step in steps {
+            switch step {
+            case .createEntity(let entity):
+                for statement in StoreTables.createStatements(entity) { try db.execute(sql: statement) }
+                report.newEntities.append(entity.name)
+            case .addAttribute(let entity, let attribute):
+                // The default is the column's: no row is rewritten (SQLite reads it for rows
+                // written before the column), and a mark (the server's version) has it too.
+                for statement in StoreTables.addColumnStatements(entity, attribute) { try db.execute(sql: statement) }
+                try db.execute(sql: StoreTables.addColumnStatements(entity, attribute, table: StoreMarks.table(entity.name))[0])
+                report.addedAttributes[entity.name, default: [:]][attribute.name] = .some(attribute.defaultValue)
+            case .fillDefault(let entity, let attribute):
+                try db.execute(
+                    sql: "UPDATE \(q(entity.name)) SET \(q(attribute.name)) = ? WHERE \(q(attribute.name)) IS NULL",
+                    arguments: [SQLiteValues.databaseValue(attribute.defaultValue ?? .null)])
+                filled.append(entity.name)
+            case .renameEntity, .renameAttribute, .trackAttributeWrites: break  // renamed above; the server's concern
+            }
+        }
+        return filled
+    }
+
 }
 
 private func q(_ name: String) -> String {

@@ -134,37 +134,7 @@ extension Schema {
             writer.writeRaw("\"attributes\":{")
             for (attributeIndex, attribute) in entity.attributes.enumerated() {
                 if attributeIndex > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writer.writeKey(attribute.name)
-                writer.writeRaw("{\"type\":")
-                writer.writeString(attribute.type.name)
-                if case .reference(let target, let rule) = attribute.type {
-                    writer.writeRaw(",\"target\":")
-                    writer.writeString(target)
-                    writer.writeRaw(",\"onDelete\":")
-                    writer.writeString(rule.rawValue)
-                }
-                if attribute.isRequired { writer.writeRaw(",\"required\":true") }
-                if let value = attribute.defaultValue {
-                    writer.writeRaw(",\"default\":")
-                    writer.write(value)
-                }
-                if let renamedFrom = attribute.renamedFrom {
-                    writer.writeRaw(",\"renamedFrom\":")
-                    writer.writeString(renamedFrom)
-                }
-                if let summary = attribute.summary {
-                    writer.writeRaw(",\"description\":")
-                    writer.writeString(summary)
-                }
-                if let roles = attribute.writeRoles {
-                    writer.writeRaw(",\"write\":[")
-                    for (index, role) in roles.enumerated() {
-                        if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                        writer.writeString(role.rawValue)
-                    }
-                    writer.writeByte(UInt8(ascii: "]"))
-                }
-                writer.writeByte(UInt8(ascii: "}"))
+                Self.write(attribute, into: &writer)
             }
             writer.writeByte(UInt8(ascii: "}"))
             if let permissions = entity.permissions { Self.write(permissions, into: &writer) }
@@ -172,6 +142,41 @@ extension Schema {
         }
         writer.writeRaw("}}")
         return writer.bytes
+    }
+
+    /// One attribute, `"name":{...}`, its keys in a fixed order.
+    private static func write(_ attribute: Attribute, into writer: inout JSONWriter) {
+        writer.writeKey(attribute.name)
+        writer.writeRaw("{\"type\":")
+        writer.writeString(attribute.type.name)
+        if case .reference(let target, let rule) = attribute.type {
+            writer.writeRaw(",\"target\":")
+            writer.writeString(target)
+            writer.writeRaw(",\"onDelete\":")
+            writer.writeString(rule.rawValue)
+        }
+        if attribute.isRequired { writer.writeRaw(",\"required\":true") }
+        if let value = attribute.defaultValue {
+            writer.writeRaw(",\"default\":")
+            writer.write(value)
+        }
+        if let renamedFrom = attribute.renamedFrom {
+            writer.writeRaw(",\"renamedFrom\":")
+            writer.writeString(renamedFrom)
+        }
+        if let summary = attribute.summary {
+            writer.writeRaw(",\"description\":")
+            writer.writeString(summary)
+        }
+        if let roles = attribute.writeRoles {
+            writer.writeRaw(",\"write\":[")
+            for (index, role) in roles.enumerated() {
+                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
+                writer.writeString(role.rawValue)
+            }
+            writer.writeByte(UInt8(ascii: "]"))
+        }
+        writer.writeByte(UInt8(ascii: "}"))
     }
 
     private static func write(_ permissions: EntityPermissions, into writer: inout JSONWriter) {

@@ -191,8 +191,19 @@ struct StoredLayout: Sendable {
 
     /// Places every entity and attribute of `schema`, renaming, adding, and checking types.
     mutating func place(_ schema: Schema, previous: Schema?) throws(SchemaUpgradeError) -> [EntityPlacement] {
-        // The stored entity of each entity of the schema: renames first (a rename frees its old
-        // name for a new entity), then names, then new entities.
+        let storedOf = try placeEntities(schema, previous: previous)
+        var placements: [EntityPlacement] = []
+        for (index, entity) in schema.entities.enumerated() {
+            placements.append(
+                try placeAttributes(of: entity, at: index, in: storedOf[index], previous: previous, version: schema.version))
+        }
+        try settleTypes(schema, placements)
+        return placements
+    }
+
+    /// The stored entity of each entity of `schema`: renames first (a rename frees its old name
+    /// for a new entity), then names, then new entities.
+    private mutating func placeEntities(_ schema: Schema, previous: Schema?) throws(SchemaUpgradeError) -> [Int] {
         var storedOf = [Int?](repeating: nil, count: schema.entities.count)
         var claimed = Set<Int>()
         if let previous {
@@ -223,46 +234,54 @@ struct StoredLayout: Sendable {
             }
             claimed.insert(storedOf[index]!)
         }
-        var placements: [EntityPlacement] = []
-        for (index, entity) in schema.entities.enumerated() {
-            let stored = storedOf[index]!
-            let previousEntity = previous.flatMap { previous in
-                previous.entities.first { $0.name == entity.name || $0.name == entity.renamedFrom }
-            }
-            var attributeOf = [Int?](repeating: nil, count: entity.attributes.count)
-            var taken = Set<Int>()
-            for (position, attribute) in entity.attributes.enumerated() {
-                guard let from = attribute.renamedFrom, let previousEntity else { continue }
-                let named = entities[stored].attributes.contains(where: { $0.name == attribute.name })
-                if named, previousEntity.attribute(from) != nil, previousEntity.attribute(attribute.name) == nil {
-                    throw SchemaUpgradeError(
-                        Self.renameOntoRetiredName(
-                            "entities.\(entity.name).attributes.\(attribute.name)", from: from, version: schema.version))
-                }
-                guard !named else { continue }
-                guard previousEntity.attribute(from) != nil, entity.attribute(from) == nil,
-                    let found = entities[stored].attributes.firstIndex(where: { $0.name == from })
-                else {
-                    throw SchemaUpgradeError(
-                        "entities.\(entity.name).attributes.\(attribute.name).renamedFrom: version \(previous!.version) has no attribute \"\(from)\" of \(previousEntity.name) to rename (or version \(schema.version) still has it)"
-                    )
-                }
-                entities[stored].attributes[found].name = attribute.name
-                attributeOf[position] = found
-                taken.insert(found)
-            }
-            for (position, attribute) in entity.attributes.enumerated() where attributeOf[position] == nil {
-                if let found = entities[stored].attributes.firstIndex(where: { $0.name == attribute.name }), !taken.contains(found) {
-                    attributeOf[position] = found
-                } else {
-                    entities[stored].attributes.append(StoredAttribute(name: attribute.name, attribute: attribute, target: nil))
-                    attributeOf[position] = entities[stored].attributes.count - 1
-                }
-                taken.insert(attributeOf[position]!)
-            }
-            placements.append(EntityPlacement(entity: index, stored: stored, attributes: attributeOf.map { $0! }))
+        return storedOf.map { $0! }
+    }
+
+    /// The stored attribute of each attribute of `entity` (the schema's `index`th), in its
+    /// stored entity `stored`: renames first, then names, then new attributes.
+    private mutating func placeAttributes(
+        of entity: Entity, at index: Int, in stored: Int, previous: Schema?, version: Int
+    ) throws(SchemaUpgradeError) -> EntityPlacement {
+        let previousEntity = previous.flatMap { previous in
+            previous.entities.first { $0.name == entity.name || $0.name == entity.renamedFrom }
         }
-        // Types, with reference targets compared by identity, and the newest definitions.
+        var attributeOf = [Int?](repeating: nil, count: entity.attributes.count)
+        var taken = Set<Int>()
+        for (position, attribute) in entity.attributes.enumerated() {
+            guard let from = attribute.renamedFrom, let previousEntity else { continue }
+            let named = entities[stored].attributes.contains(where: { $0.name == attribute.name })
+            if named, previousEntity.attribute(from) != nil, previousEntity.attribute(attribute.name) == nil {
+                throw SchemaUpgradeError(
+                    Self.renameOntoRetiredName(
+                        "entities.\(entity.name).attributes.\(attribute.name)", from: from, version: version))
+            }
+            guard !named else { continue }
+            guard previousEntity.attribute(from) != nil, entity.attribute(from) == nil,
+                let found = entities[stored].attributes.firstIndex(where: { $0.name == from })
+            else {
+                throw SchemaUpgradeError(
+                    "entities.\(entity.name).attributes.\(attribute.name).renamedFrom: version \(previous!.version) has no attribute \"\(from)\" of \(previousEntity.name) to rename (or version \(version) still has it)"
+                )
+            }
+            entities[stored].attributes[found].name = attribute.name
+            attributeOf[position] = found
+            taken.insert(found)
+        }
+        for (position, attribute) in entity.attributes.enumerated() where attributeOf[position] == nil {
+            if let found = entities[stored].attributes.firstIndex(where: { $0.name == attribute.name }), !taken.contains(found) {
+                attributeOf[position] = found
+            } else {
+                entities[stored].attributes.append(StoredAttribute(name: attribute.name, attribute: attribute, target: nil))
+                attributeOf[position] = entities[stored].attributes.count - 1
+            }
+            taken.insert(attributeOf[position]!)
+        }
+        return EntityPlacement(entity: index, stored: stored, attributes: attributeOf.map { $0! })
+    }
+
+    /// Checks the types (reference targets compared by identity) and keeps the newest
+    /// definitions.
+    private mutating func settleTypes(_ schema: Schema, _ placements: [EntityPlacement]) throws(SchemaUpgradeError) {
         for placement in placements {
             let entity = schema.entities[placement.entity]
             for (position, attribute) in entity.attributes.enumerated() {
@@ -280,7 +299,6 @@ struct StoredLayout: Sendable {
                 entities[placement.stored].attributes[slot].target = target
             }
         }
-        return placements
     }
 
     /// The refusal of a rename, in `version`, onto a name the data set used before for something

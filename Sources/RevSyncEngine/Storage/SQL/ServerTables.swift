@@ -254,6 +254,42 @@ enum ServerTables {
         if !creating, try connection.firstRow(dialect.tableCount, [.text("_rs_migrations")])?.first?.integerValue ?? 0 == 0 {
             throw StorageError.notSetUp("it has no RevSync tables (start `revsync-server --database ...` on it once to set it up)")
         }
+        try migrate(connection)
+        guard let schema else { return nil }
+        var versions = try storedVersions(connection)
+        if versions.isEmpty, let stored = try storedSchema(connection) { versions = [stored] }
+        let upgrade = try SchemaUpgrade(from: versions, to: schema, translating: true) { entity in
+            Int(try connection.firstRow("SELECT count(*) FROM \(quoted(entity.name))")?.first?.integerValue ?? 0)
+        }
+        // Renames first: every later step names the new names.
+        let renames = StoredRenames(names: SchemaRenames(upgrade.steps))
+        try renames.apply(connection, schema: upgrade.lineage.storage)
+        let rehash = try apply(upgrade.steps, connection) || !renames.isEmpty
+        try connection.execute(
+            "INSERT INTO _rs_meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [.text(String(decoding: schema.jsonBytes(), as: UTF8.self))])
+        for version in upgrade.lineage.versions where !versions.contains(where: { $0.version == version.version }) {
+            try connection.execute(
+                "INSERT INTO _rs_schemas (version, body, served_at) VALUES (?, ?, ?)",
+                [
+                    .integer(Int64(version.version)), .text(String(decoding: version.jsonBytes(), as: UTF8.self)),
+                    .integer(Int64(Date().timeIntervalSince1970)),
+                ])
+        }
+        if dialect.database == .postgres { try leaveRoomForUpdates(upgrade.lineage.storage, connection) }
+        // Record hashes name entities and attributes, and a default changes records: the
+        // digests are computed again, whole (the log's totals at older revisions are forgotten).
+        if rehash {
+            try connection.execute("UPDATE _rs_counter SET digest = NULL", [])
+            try connection.execute("UPDATE _rs_log SET digest = NULL", [])
+        }
+        try ServerDigest.computeIfNeeded(connection, storage: upgrade.lineage.storage, hashers: VersionHashers(lineage: upgrade.lineage))
+        return upgrade.lineage
+    }
+
+    /// The server's own tables, brought to the newest migration.
+    private static func migrate(_ connection: any SQLConnection) throws {
+        let dialect = connection.dialect
         try connection.execute(
             "CREATE TABLE IF NOT EXISTS _rs_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at \(dialect.bigint) NOT NULL)",
             [])
@@ -267,17 +303,14 @@ enum ServerTables {
         if let latest = applied.max(), latest > Int64(migrations.last!.version) {
             throw StorageError.schemaMismatch("the database was set up by a newer RevSync (server tables version \(latest))")
         }
-        guard let schema else { return nil }
-        var versions = try storedVersions(connection)
-        if versions.isEmpty, let stored = try storedSchema(connection) { versions = [stored] }
-        let upgrade = try SchemaUpgrade(from: versions, to: schema, translating: true) { entity in
-            Int(try connection.firstRow("SELECT count(*) FROM \(quoted(entity.name))")?.first?.integerValue ?? 0)
-        }
-        // Renames first: every later step names the new names.
-        let renames = StoredRenames(names: SchemaRenames(upgrade.steps))
-        try renames.apply(connection, schema: upgrade.lineage.storage)
-        var rehash = !renames.isEmpty
-        for step in upgrade.steps {
+    }
+
+    /// Creates and alters the entity tables a schema upgrade's steps name (renames are done
+    /// before); returns whether records changed, so their digests are computed again.
+    private static func apply(_ steps: [SchemaUpgrade.Step], _ connection: any SQLConnection) throws -> Bool {
+        let dialect = connection.dialect
+        var rehash = false
+        for step in steps {
             let statements: [String]
             switch step {
             case .createEntity(let entity): statements = EntitySQL.createTable(entity, dialect)
@@ -308,35 +341,18 @@ enum ServerTables {
             }
             for statement in statements { try connection.execute(statement, []) }
         }
-        try connection.execute(
-            "INSERT INTO _rs_meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [.text(String(decoding: schema.jsonBytes(), as: UTF8.self))])
-        for version in upgrade.lineage.versions where !versions.contains(where: { $0.version == version.version }) {
-            try connection.execute(
-                "INSERT INTO _rs_schemas (version, body, served_at) VALUES (?, ?, ?)",
-                [
-                    .integer(Int64(version.version)), .text(String(decoding: version.jsonBytes(), as: UTF8.self)),
-                    .integer(Int64(Date().timeIntervalSince1970)),
-                ])
+        return rehash
+    }
+
+    /// PostgreSQL: entity tables made before their pages left room for updates get it from now
+    /// on (new and rewritten pages; a metadata change, no rewrite).
+    private static func leaveRoomForUpdates(_ storage: Schema, _ connection: any SQLConnection) throws {
+        for entity in storage.entities {
+            let options = try connection.firstRow(
+                "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass(?)", [.text(quoted(entity.name))])
+            guard !(options?.first?.textValue ?? "").contains("fillfactor") else { continue }
+            try connection.execute("ALTER TABLE \(quoted(entity.name)) SET (fillfactor = \(EntitySQL.postgresFillFactor))", [])
         }
-        // PostgreSQL: entity tables made before their pages left room for updates get it from now
-        // on (new and rewritten pages; a metadata change, no rewrite).
-        if dialect.database == .postgres {
-            for entity in upgrade.lineage.storage.entities {
-                let options = try connection.firstRow(
-                    "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass(?)", [.text(quoted(entity.name))])
-                guard !(options?.first?.textValue ?? "").contains("fillfactor") else { continue }
-                try connection.execute("ALTER TABLE \(quoted(entity.name)) SET (fillfactor = \(EntitySQL.postgresFillFactor))", [])
-            }
-        }
-        // Record hashes name entities and attributes, and a default changes records: the
-        // digests are computed again, whole (the log's totals at older revisions are forgotten).
-        if rehash {
-            try connection.execute("UPDATE _rs_counter SET digest = NULL", [])
-            try connection.execute("UPDATE _rs_log SET digest = NULL", [])
-        }
-        try ServerDigest.computeIfNeeded(connection, storage: upgrade.lineage.storage, hashers: VersionHashers(lineage: upgrade.lineage))
-        return upgrade.lineage
     }
 
     /// Every schema version the data set served, oldest first.
