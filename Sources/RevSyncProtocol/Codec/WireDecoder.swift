@@ -5,7 +5,7 @@ let maximumDepth = 8
 /// The decoder of the wire format: one message, change set or record at a time, with the
 /// rules of its sender and the limits of the request, and a path to what failed.
 final class WireDecoder {
-    private enum PathComponent {
+    enum PathComponent {
         case key(String)
         case index(Int)
     }
@@ -19,7 +19,7 @@ final class WireDecoder {
 
     private let sender: MessageSender
     private let limits: DecodingLimits
-    private var path: [PathComponent] = []
+    var path: [PathComponent] = []
     var sinks: Sinks?
     /// The error a sink threw, passed through unchanged.
     private(set) var handlerError: (any Error)?
@@ -190,78 +190,6 @@ final class WireDecoder {
         changeSet.changes = try orderedChanges(types: types, objects: objects)
         if sender == .client { try checkClientChangeSet(changeSet) }
         return changeSet
-    }
-
-    private func decodeServerKey(_ key: String, into changeSet: inout ChangeSet, _ reader: inout JSONReader) throws {
-        switch key {
-        case "revision": changeSet.revision = try reader.readInteger()
-        case "conflict": changeSet.conflict = try reader.readBool()
-        case "reason": changeSet.reason = ConflictReason(rawValue: try reader.readString())
-        case "snapshot": changeSet.snapshot = try reader.readBool()
-        default:
-            var entries: [ConflictEntry] = []
-            try reader.readArray { reader, index in
-                self.path.append(.index(index))
-                entries.append(try self.decodeConflictEntry(&reader))
-                self.path.removeLast()
-            }
-            changeSet.conflicts = entries
-        }
-    }
-
-    private func decodeErasureNotice(_ reader: inout JSONReader) throws -> ErasureNotice {
-        var notice = ErasureNotice(erasure: 0, records: [])
-        var seen = Set<String>()
-        try reader.readObject { reader, key in
-            try self.enter(key, seen: &seen)
-            switch key {
-            case "erasure": notice.erasure = try reader.readInteger()
-            case "records":
-                try reader.readArray { reader, index in
-                    self.path.append(.index(index))
-                    var record = ErasedRecord(entity: "", id: 0)
-                    var seen = Set<String>()
-                    try reader.readObject { reader, key in
-                        try self.enter(key, seen: &seen)
-                        switch key {
-                        case "type": record.entity = try reader.readString()
-                        case "id": record.id = RecordID(try reader.readInteger())
-                        case "attributes":
-                            var names: [String] = []
-                            try reader.readArray { reader, _ in names.append(try reader.readString()) }
-                            record.attributes = names
-                        default: try reader.skipValue()
-                        }
-                        self.path.removeLast()
-                    }
-                    notice.records.append(record)
-                    self.path.removeLast()
-                }
-            default: try reader.skipValue()
-            }
-            self.path.removeLast()
-        }
-        return notice
-    }
-
-    private func decodeConflictEntry(_ reader: inout JSONReader) throws -> ConflictEntry {
-        var entry = ConflictEntry(type: "", id: 0, reason: ConflictReason(rawValue: ""))
-        var seen = Set<String>()
-        try reader.readObject { reader, key in
-            try self.enter(key, seen: &seen)
-            switch key {
-            case "type": entry.type = try reader.readString()
-            case "id": entry.id = RecordID(try reader.readInteger())
-            case "reason": entry.reason = ConflictReason(rawValue: try reader.readString())
-            case "clientRevision": entry.clientRevision = try self.readOptionalInteger(&reader)
-            case "serverRevision": entry.serverRevision = try self.readOptionalInteger(&reader)
-            case "attribute": entry.attribute = try self.readOptionalString(&reader)
-            case "message": entry.message = try self.readOptionalString(&reader)
-            default: try reader.skipValue()
-            }
-            self.path.removeLast()
-        }
-        return entry
     }
 
     /// Puts the change objects in the order of `types`, checking that both name the same
@@ -472,7 +400,7 @@ final class WireDecoder {
         }
     }
 
-    private func readOptionalInteger(_ reader: inout JSONReader) throws -> Int64? {
+    func readOptionalInteger(_ reader: inout JSONReader) throws -> Int64? {
         if try reader.peekKind() == .null {
             try reader.readNull()
             return nil
@@ -480,7 +408,7 @@ final class WireDecoder {
         return try reader.readInteger()
     }
 
-    private func readOptionalString(_ reader: inout JSONReader) throws -> String? {
+    func readOptionalString(_ reader: inout JSONReader) throws -> String? {
         if try reader.peekKind() == .null {
             try reader.readNull()
             return nil
@@ -489,7 +417,7 @@ final class WireDecoder {
     }
 
     /// Pushes `key` on the path, refusing a key seen before in the same object.
-    private func enter(_ key: String, seen: inout Set<String>) throws {
+    func enter(_ key: String, seen: inout Set<String>) throws {
         path.append(.key(key))
         guard seen.insert(key).inserted else {
             throw error(.duplicateKey, "key \"\(key.prefix(80))\" appears twice")

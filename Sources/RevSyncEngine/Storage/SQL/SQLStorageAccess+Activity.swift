@@ -1,6 +1,6 @@
 import RevSyncProtocol
 
-/// Device activity, traffic per minute and the figures of the console, on both stores.
+/// Device activity (last seen, proofs, live) and traffic per minute, on both stores.
 extension SQLStorageAccess {
     func deviceActivity() throws -> [Int64: DeviceActivityRecord] {
         var activity: [Int64: DeviceActivityRecord] = [:]
@@ -52,123 +52,6 @@ extension SQLStorageAccess {
             traffic.bytesIn = Int(row[4].integerValue ?? 0)
             traffic.bytesOut = Int(row[5].integerValue ?? 0)
             return traffic
-        }
-    }
-
-    func refusals(device: Int64?, limit: Int, handled: Bool) throws -> [StoredRefusal] {
-        let filter = (device == nil ? "" : " AND device_id = ?") + (handled ? "" : " AND handled_at IS NULL")
-        let arguments: [SQLValue] = (device.map { [SQLValue.integer($0)] } ?? []) + [.integer(Int64(limit))]
-        return try connection.rows(
-            """
-            SELECT device_id, change_set_id, processed_at, conflict, mine, base, theirs, detail_erased, handled_at, handled_by
-            FROM _rs_outcomes WHERE revision IS NULL\(filter) ORDER BY processed_at DESC LIMIT ?
-            """, arguments
-        ).map { row in
-            let id = row[1].textValue ?? "?"
-            var refusal = StoredRefusal(
-                device: row[0].integerValue ?? 0, changeSetID: id, time: row[2].integerValue ?? 0,
-                reason: ConflictReason(rawValue: "unknown"), entries: [])
-            refusal.handledAt = row[8].integerValue
-            refusal.handledBy = row[9].integerValue
-            // One unreadable row is shown as such; it never fails the page that lists it.
-            do {
-                guard let json = row[3].bytesValue, case .conflict(let reason, let entries) = try StoredOutcome.decodeConflict(json)
-                else { throw StorageError.corrupt("the outcome has no conflict") }
-                refusal.reason = reason
-                refusal.entries = entries
-            } catch {
-                refusal.detailNote = "This refusal's outcome cannot be read (\(error))."
-                return refusal
-            }
-            if let erasure = row[7].integerValue {
-                refusal.detailNote = "What it wrote was removed by erasure \(erasure)."
-            } else if let mine = row[4].bytesValue, let base = row[5].bytesValue, let theirs = row[6].bytesValue {
-                do {
-                    refusal.records =
-                        RefusalDetail(
-                            mine: try ChangeSet(json: mine, sender: .client), base: try ChangeSet(json: base, sender: .server),
-                            theirs: try ChangeSet(json: theirs, sender: .server)
-                        ).records
-                } catch {
-                    refusal.detailNote = "What it wrote cannot be read (\(error))."
-                }
-            }
-            return refusal
-        }
-    }
-
-    func unhandledRefusalCounts() throws -> [Int64: Int] {
-        var counts: [Int64: Int] = [:]
-        try connection.query(
-            "SELECT device_id, count(*) FROM _rs_outcomes WHERE revision IS NULL AND handled_at IS NULL GROUP BY device_id", []
-        ) { row in
-            if let device = row[0].integerValue, let count = row[1].integerValue { counts[device] = Int(count) }
-        }
-        return counts
-    }
-
-    func markRefusal(device: Int64, changeSetID: String, handledBy admin: Int64?, at time: Int64) throws -> Bool {
-        try connection.execute(
-            "UPDATE _rs_outcomes SET handled_at = ?, handled_by = ? WHERE device_id = ? AND change_set_id = ? AND revision IS NULL",
-            [admin == nil ? .null : .integer(time), admin.map(SQLValue.integer) ?? .null, .integer(device), .text(changeSetID)]) > 0
-    }
-
-    func commitTimes(_ revisions: [Revision]) throws -> [Revision: Int64] {
-        var times: [Revision: Int64] = [:]
-        for revision in Set(revisions) {
-            if let time = try connection.firstRow("SELECT committed_at FROM _rs_log WHERE revision = ?", [.integer(revision)])?.first?
-                .integerValue
-            {
-                times[revision] = time
-            }
-        }
-        return times
-    }
-
-    func consoleSession(hash: String) throws -> ConsoleSessionRow? {
-        guard
-            let row = try connection.firstRow(
-                """
-                SELECT d.id, d.name, d.role, d.delivered_revision, d.user_id, s.csrf, s.created_at, s.last_used
-                FROM _rs_console_sessions s JOIN _rs_devices d ON d.id = s.device_id
-                WHERE s.session_hash = ? AND d.revoked_at IS NULL AND d.role = 'admin'
-                """, [.text(hash)])
-        else { return nil }
-        guard let csrf = row[5].textValue, let created = row[6].integerValue, let used = row[7].integerValue else {
-            throw StorageError.corrupt("a console session row does not have the expected columns")
-        }
-        return ConsoleSessionRow(device: try Self.device(Array(row[0..<5])), csrf: csrf, createdAt: created, lastUsed: used)
-    }
-
-    func createConsoleSession(hash: String, device: Int64, csrf: String, at time: Int64) throws {
-        try connection.execute(
-            "INSERT INTO _rs_console_sessions (session_hash, device_id, csrf, created_at, last_used) VALUES (?, ?, ?, ?, ?)",
-            [.text(hash), .integer(device), .text(csrf), .integer(time), .integer(time)])
-    }
-
-    func touchConsoleSession(hash: String, at time: Int64) throws {
-        try connection.execute("UPDATE _rs_console_sessions SET last_used = ? WHERE session_hash = ?", [.integer(time), .text(hash)])
-    }
-
-    func deleteConsoleSessions(hash: String?, idleBefore: Int64?) throws {
-        if let hash { try connection.execute("DELETE FROM _rs_console_sessions WHERE session_hash = ?", [.text(hash)]) }
-        if let idleBefore { try connection.execute("DELETE FROM _rs_console_sessions WHERE last_used < ?", [.integer(idleBefore)]) }
-    }
-
-    func recordCounts() throws -> [(entity: String, count: Int64)] {
-        try entities.keys.sorted().map { name in
-            (name, try connection.firstRow("SELECT count(*) FROM \(quoted(name))")?.first?.integerValue ?? 0)
-        }
-    }
-
-    func databaseBytes() throws -> Int64? {
-        switch dialect.database {
-        case .sqlite:
-            let pages = try connection.firstRow("PRAGMA page_count")?.first?.integerValue
-            let size = try connection.firstRow("PRAGMA page_size")?.first?.integerValue
-            return pages.flatMap { pages in size.map { pages * $0 } }
-        case .postgres:
-            return try connection.firstRow("SELECT pg_database_size(current_database())")?.first?.integerValue
         }
     }
 
