@@ -15,6 +15,14 @@ import Testing
             + names.filter { $0.hasSuffix(".md") }.sorted().map { docs.appendingPathComponent($0) }
     }
 
+    /// The benchmarks page is a reference (targets, figures, commands, what each measures); the
+    /// history of how the figures came about belongs in the performance log.
+    @Test func theBenchmarksPageStaysAReference() throws {
+        let page = try String(contentsOf: Self.root.appendingPathComponent("docs/benchmarks.md"), encoding: .utf8)
+        let lines = page.split(separator: "\n", omittingEmptySubsequences: false).count
+        #expect(lines <= 320, "docs/benchmarks.md has \(lines) lines: move history to docs/performance-log.md")
+    }
+
     @Test func everyRelativeLinkResolvesInsideTheRepository() throws {
         #expect(Self.pages.count > 5)
         let link = /\]\(([^)#\s]+)(#[^)]*)?\)/
