@@ -76,3 +76,14 @@ public struct ChangeSetListing: Sendable {
 
     private init() {}
 }
+
+extension AdminAPI.Operation {
+    /// What a change log entry did to a record, in the API's terms (the three share their names).
+    package init(_ listed: ChangeSetListing.Operation) {
+        switch listed {
+        case .create: self = .create
+        case .update: self = .update
+        case .delete: self = .delete
+        }
+    }
+}

@@ -3,13 +3,9 @@ public import RevSyncProtocol
 /// What one committed change set did to one record, with the record's values before it (the
 /// values after are in the change log): what history lists and revert undoes.
 public struct HistoryEntry: Sendable, Hashable {
-    public enum Operation: String, Sendable, Hashable {
-        case create, update, delete
-        /// Deleted by a cascade of another record's delete.
-        case cascade
-        /// A reference set to null by another record's delete.
-        case nullify
-    }
+    /// What the change did to the record: the admin API's own enumeration, so history and
+    /// its answers name operations one way (`cascade` and `nullify` are a delete rule's doing).
+    public typealias Operation = AdminAPI.Operation
 
     public var entity: String
     public var id: RecordID

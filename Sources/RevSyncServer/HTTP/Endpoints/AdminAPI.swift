@@ -106,7 +106,7 @@ extension SyncHTTPServer {
         return AdminAPI.RecordChange(
             revision: change.revision, time: change.time, device: change.device, user: change.user?.rawValue,
             changeSet: change.changeSetID, requestedBy: change.requestedBy,
-            operation: Self.typed(change.operation),
+            operation: change.operation,
             before: typed(change.before, of: change.entity, erased: change.erasedBefore),
             after: typed(change.after, of: change.entity, erased: change.erasedAfter), revertOf: change.revertOf,
             revertedBy: change.revertedBy, revert: revert)
@@ -118,32 +118,12 @@ extension SyncHTTPServer {
             revision: changeSet.revision, time: changeSet.time, device: changeSet.device, user: changeSet.user?.rawValue,
             changeSet: changeSet.changeSetID, recordCount: Int64(changeSet.listing.total),
             counts: changeSet.listing.counts.map {
-                AdminAPI.DeviceChangeSet.Count(entity: $0.entity, operation: typed($0.operation), count: Int64($0.count))
+                AdminAPI.DeviceChangeSet.Count(entity: $0.entity, operation: AdminAPI.Operation($0.operation), count: Int64($0.count))
             },
             records: changeSet.listing.records.map {
-                AdminAPI.DeviceChangeSet.Record(entity: $0.entity, id: $0.id.rawValue, operation: typed($0.operation))
+                AdminAPI.DeviceChangeSet.Record(entity: $0.entity, id: $0.id.rawValue, operation: AdminAPI.Operation($0.operation))
             },
             revertedBy: changeSet.revertedBy)
-    }
-
-    /// What a history row did, as the API names it.
-    private static func typed(_ operation: HistoryEntry.Operation) -> AdminAPI.Operation {
-        switch operation {
-        case .create: .create
-        case .update: .update
-        case .delete: .delete
-        case .cascade: .cascade
-        case .nullify: .nullify
-        }
-    }
-
-    /// What a change log entry did to a record, as the API names it.
-    private static func typed(_ operation: ChangeSetListing.Operation) -> AdminAPI.Operation {
-        switch operation {
-        case .create: .create
-        case .update: .update
-        case .delete: .delete
-        }
     }
 
     /// A record's values in the schema's attribute order, with its revision; an erased value
