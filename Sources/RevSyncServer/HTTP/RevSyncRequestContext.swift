@@ -15,6 +15,8 @@ struct RevSyncRequestContext: RequestContext, RemoteAddressRequestContext, Recor
     let record = RequestRecord()
     /// The console session of a signed-in console request (``ConsoleSessionMiddleware``).
     var consoleSession: ConsoleSessions.Current?
+    /// The admin token's device of an admin API request (``AdminAuthorization``).
+    var admin: Device?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

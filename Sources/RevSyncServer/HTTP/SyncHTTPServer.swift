@@ -121,12 +121,13 @@ public struct SyncHTTPServer: Sendable {
         router.put("/attachments/:sha256") { request, context in try await self.putAttachment(request, context: context) }
         router.head("/attachments/:sha256") { request, context in try await self.headAttachment(request, context: context) }
         router.get("/attachments/:sha256") { request, context in try await self.getAttachment(request, context: context) }
-        router.get("/admin/api/history") { request, context in try await self.adminHistory(request, context: context) }
-        router.post("/admin/api/revert") { request, context in try await self.adminRevert(request, context: context) }
-        router.post("/admin/api/erase") { request, context in try await self.adminErase(request, context: context) }
-        router.get("/admin/api/erasures") { request, context in try await self.adminErasures(request, context: context) }
-        router.get("/admin/api/devices") { request, context in try await self.adminDevices(request, context: context) }
-        router.get("/admin/api/overview") { request, context in try await self.adminOverview(request, context: context) }
+        let admin = router.group("/admin/api").add(middleware: AdminAuthorization(authenticator: authenticator, sessions: consoleSessions))
+        admin.get("history") { request, _ in try await self.adminHistory(request) }
+        admin.post("revert") { request, context in try await self.adminRevert(request, admin: try context.adminToken()) }
+        admin.post("erase") { request, context in try await self.adminErase(request, admin: try context.adminToken()) }
+        admin.get("erasures") { request, _ in try await self.adminErasures(request) }
+        admin.get("devices") { request, _ in try await self.adminDevices(request) }
+        admin.get("overview") { request, _ in try await self.adminOverview(request) }
         ConsoleController(
             engine: engine, sessions: consoleSessions, authenticator: authenticator, snapshots: snapshots, configuration: configuration,
             logger: logger, attachments: attachments, activity: activity

@@ -18,31 +18,7 @@ import RevSyncProtocol
 ///   committed change set as a new one (``ChangeSetRevert``); `409` when later changes stand in
 ///   the way.
 extension SyncHTTPServer {
-    /// The device of the request's token, which must have the admin role.
-    ///
-    /// - Throws: `401` for a missing or unknown token, `403 forbidden` for another role.
-    func requireAdmin(_ request: Request, context: RevSyncRequestContext) async throws -> Device {
-        let device = try await authenticator.authenticate(request, context: context).device
-        guard device.role == .admin else {
-            throw APIError(
-                status: .forbidden, code: "forbidden",
-                message: "the admin API needs an admin token; \"\(device.name)\" has the \(device.role) role")
-        }
-        return device
-    }
-
-    /// An admin token, or (for reading only) a signed-in console session: the console's pages
-    /// may read the same JSON.
-    func requireAdminOrSession(_ request: Request, context: RevSyncRequestContext) async throws {
-        if request.headers[.authorization] == nil, request.method == .get, let current = try await consoleSessions.signedIn(request) {
-            context.record.authenticated(current.session.device)
-            return
-        }
-        _ = try await requireAdmin(request, context: context)
-    }
-
-    func adminHistory(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        try await requireAdminOrSession(request, context: context)
+    func adminHistory(_ request: Request) async throws -> Response {
         let query = try HistoryQuery(request.uri.queryParameters)
         let history = RecordHistory(schema: engine.schema, storage: engine.storage)
         switch query.subject {
@@ -60,8 +36,7 @@ extension SyncHTTPServer {
         }
     }
 
-    func adminRevert(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let admin = try await requireAdmin(request, context: context)
+    func adminRevert(_ request: Request, admin: Device) async throws -> Response {
         let body = try await request.jsonBody(limit: 64 * 1024, reservation: bodyBudget.reservation())
         let target: ChangeSetRevert.Target =
             switch try AdminRequestBody.decode(

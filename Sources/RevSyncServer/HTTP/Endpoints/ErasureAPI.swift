@@ -11,8 +11,7 @@ import RevSyncProtocol
 ///   it (``RecordErasure``), makes the snapshot to serve without it, and answers what it did;
 /// - `GET /admin/api/erasures`: every erasure with its receipt (``ErasureReceipt``).
 extension SyncHTTPServer {
-    func adminErase(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        let device = try await requireAdmin(request, context: context)
+    func adminErase(_ request: Request, admin device: Device) async throws -> Response {
         let body = try await request.jsonBody(limit: 64 * 1024, reservation: bodyBudget.reservation())
         let typed = try AdminRequestBody.decode(
             AdminAPI.EraseRequest.self, from: body, integers: ["id"],
@@ -46,8 +45,7 @@ extension SyncHTTPServer {
         return try compression.encodedResponse(answer, for: request)
     }
 
-    func adminErasures(_ request: Request, context: RevSyncRequestContext) async throws -> Response {
-        try await requireAdminOrSession(request, context: context)
+    func adminErasures(_ request: Request) async throws -> Response {
         let receipts = try await engine.erasureReceipts()
         return try compression.encodedResponse(
             AdminAPI.ErasureList(
