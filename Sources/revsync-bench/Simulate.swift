@@ -88,27 +88,53 @@ struct Simulate: AsyncParsableCommand {
     }
 
     /// The report as one JSON object: the counts, and every invariant with what it held.
-    static func object(_ report: SimulationReport) -> [String: Any] {
-        [
-            "scenario": "simulate", "command": commandLine, "passed": report.passed, "seconds": report.seconds,
-            "edits": report.edits, "syncs": report.syncs, "failedAttempts": report.failedAttempts,
-            "localRefusals": report.localRefusals, "conflicts": report.conflicts, "records": report.records,
-            "maxRevision": report.maxRevision, "serverCrashes": report.serverCrashes, "deviceCrashes": report.deviceCrashes,
-            "storeCorruptions": report.storeCorruptions, "repairedRecords": report.repairedRecords,
-            "attributeMerges": report.attributeMerges, "appUpdates": report.appUpdates,
-            "devicesPerVersion": Dictionary(uniqueKeysWithValues: report.devicesPerVersion.map { (String($0.key), $0.value) }),
-            "provenPerVersion": Dictionary(uniqueKeysWithValues: report.provenPerVersion.map { (String($0.key), $0.value) }),
-            "faults": [
-                "requests": report.faults.requests, "responsesDropped": report.faults.responsesDropped,
-                "refused": report.faults.refused, "resets": report.faults.resets, "stalls": report.faults.stalls,
-            ],
-            "invariants": report.checks.map { check in
-                [
-                    "promise": check.promise, "passed": check.passed, "held": check.held, "total": check.total,
-                    "violations": check.violations,
-                ]
-                    as [String: Any]
-            },
-        ]
+    static func object(_ report: SimulationReport) -> SimulationJSON { SimulationJSON(report) }
+}
+
+/// `simulate --json`: the run's counts, its faults, and every invariant with what it held.
+struct SimulationJSON: Encodable {
+    struct Faults: Encodable {
+        var requests, responsesDropped, refused, resets, stalls: Int
+    }
+
+    struct Invariant: Encodable {
+        var promise: String
+        var passed: Bool
+        var held: Int
+        var total: Int
+        var violations: [String]
+    }
+
+    var scenario = "simulate"
+    var command = commandLine
+    var passed: Bool
+    var seconds: Double
+    var edits, syncs, failedAttempts, localRefusals, records: Int
+    /// Refused change sets by reason.
+    var conflicts: [String: Int]
+    var maxRevision: Int64
+    var serverCrashes, deviceCrashes, storeCorruptions, repairedRecords, attributeMerges, appUpdates: Int
+    /// By schema version, as text (JSON's keys are strings).
+    var devicesPerVersion: [String: Int]
+    var provenPerVersion: [String: Int]
+    var faults: Faults
+    var invariants: [Invariant]
+
+    init(_ report: SimulationReport) {
+        passed = report.passed
+        seconds = report.seconds
+        (edits, syncs, failedAttempts) = (report.edits, report.syncs, report.failedAttempts)
+        (localRefusals, conflicts, records) = (report.localRefusals, report.conflicts, report.records)
+        maxRevision = report.maxRevision
+        (serverCrashes, deviceCrashes, storeCorruptions) = (report.serverCrashes, report.deviceCrashes, report.storeCorruptions)
+        (repairedRecords, attributeMerges, appUpdates) = (report.repairedRecords, report.attributeMerges, report.appUpdates)
+        devicesPerVersion = Dictionary(uniqueKeysWithValues: report.devicesPerVersion.map { (String($0.key), $0.value) })
+        provenPerVersion = Dictionary(uniqueKeysWithValues: report.provenPerVersion.map { (String($0.key), $0.value) })
+        faults = Faults(
+            requests: report.faults.requests, responsesDropped: report.faults.responsesDropped, refused: report.faults.refused,
+            resets: report.faults.resets, stalls: report.faults.stalls)
+        invariants = report.checks.map {
+            Invariant(promise: $0.promise, passed: $0.passed, held: $0.held, total: $0.total, violations: $0.violations)
+        }
     }
 }
