@@ -92,7 +92,7 @@ public struct DataSetVerification: Sendable {
     /// Answers `request` from `reader` (one read transaction).
     ///
     /// - Throws: ``Refusal``, or the storage's error.
-    public func answer(_ request: VerifyRequest, reader: any StorageReader) throws -> Outcome {
+    public func answer(_ request: VerifyRequest, reader: any RecordReading & LogReading) throws -> Outcome {
         let current = try reader.currentRevision()
         guard request.revision == current else { throw Refusal.revisionMoved(current) }
         guard let version = speaking.digestVersion else {
@@ -181,7 +181,7 @@ public struct DataSetVerification: Sendable {
     /// order closes each part as it goes: what a range costs in memory is its parts, not its
     /// records (a million-record range held every ID and hash, 100 MB and more, until the answer).
     private func split(
-        _ entity: Entity, _ range: DigestRange, version: Int, reader: any StorageReader, read: inout Int
+        _ entity: Entity, _ range: DigestRange, version: Int, reader: any RecordReading, read: inout Int
     ) throws -> (DigestSum, [RangeDigest]) {
         let count = try reader.recordCount(entity, from: range.from.map { RecordID($0) }, to: range.to.map { RecordID($0) })
         guard read + count <= Self.maxRecordsRead else { throw Refusal.tooMuch(Self.tooMuchMessage) }
