@@ -34,65 +34,66 @@ struct ChangeSetProcessor {
     /// was read ahead, so the later ones read it again.
     ///
     /// - Parameters:
-    ///   - digests: each change set's digest, where it was computed beforehand.
+    ///   - fingerprints: each change set's fingerprint, where it was computed beforehand.
     ///   - outsideVersion: for each change set, what it names that the device's schema
     ///     version does not have (``VersionNames``): such a change set is refused.
-    func process(_ changeSets: [ChangeSet], digests: [String?], outsideVersion: [[ConflictEntry]] = []) throws -> [ChangeSetOutcome] {
+    func process(_ changeSets: [ChangeSet], fingerprints: [String?], outsideVersion: [[ConflictEntry]] = []) throws -> [ChangeSetOutcome] {
         var outcomes: [ChangeSetOutcome] = []
         outcomes.reserveCapacity(changeSets.count)
-        for (index, (changeSet, digest)) in zip(changeSets, digests).enumerated() {
+        for (index, (changeSet, fingerprint)) in zip(changeSets, fingerprints).enumerated() {
             if index % Self.readAheadWindow == 0, changeSets.count > 1 {
                 try writer.prepareReads(changeSets[index..<min(index + Self.readAheadWindow, changeSets.count)], device: device.id)
             }
             let outside = index < outsideVersion.count ? outsideVersion[index] : []
-            outcomes.append(try process(changeSet, knownDigest: digest, outsideVersion: outside))
+            outcomes.append(try process(changeSet, knownFingerprint: fingerprint, outsideVersion: outside))
         }
         return outcomes
     }
 
-    /// - Parameter knownDigest: the change set's digest, when it could be computed without the
-    ///   ID map (``ChangeSetDigest/withoutIDMap(_:schema:)``).
-    func process(_ changeSet: ChangeSet, knownDigest: String? = nil, outsideVersion: [ConflictEntry] = []) throws -> ChangeSetOutcome {
+    /// - Parameter knownFingerprint: the change set's fingerprint, when it could be computed without the
+    ///   ID map (``ChangeSetFingerprint/withoutIDMap(_:schema:)``).
+    func process(_ changeSet: ChangeSet, knownFingerprint: String? = nil, outsideVersion: [ConflictEntry] = []) throws -> ChangeSetOutcome {
         let outcome: ChangeSetOutcome = try writer.transaction {
             // The lock comes first: another server instance may be committing this very change
             // set (a client retrying elsewhere), and its outcome must be seen once it commits.
             let current = try writer.lockRevision()
             try writer.prepareReads(CollectionOfOne(changeSet), device: device.id)
-            var digest: String?
+            var fingerprint: String?
             if let id = changeSet.id {
-                digest =
-                    try knownDigest
-                    ?? ChangeSetDigest(schema: schema) { try resolver.mapping(of: $0, reader: writer)?.permanentID }.digest(of: changeSet)
+                fingerprint =
+                    try knownFingerprint
+                    ?? ChangeSetFingerprint(schema: schema) { try resolver.mapping(of: $0, reader: writer)?.permanentID }.fingerprint(
+                        of: changeSet)
                 if let stored = try writer.outcome(device: device.id, changeSetID: id) {
-                    if let storedDigest = stored.digest, storedDigest != digest {
+                    if let storedFingerprint = stored.fingerprint, storedFingerprint != fingerprint {
                         return try refusal(
-                            changeSet, .idReused, idReusedEntries(changeSet, stored.outcome), evaluatedAt: current, digest: nil)
+                            changeSet, .idReused, idReusedEntries(changeSet, stored.outcome), evaluatedAt: current, fingerprint: nil)
                     }
                     switch stored.outcome {
                     case .committed(let revision):
                         return .repeated(changeSetID: id, revision: revision)
                     case .conflict(let reason, let entries):
                         // Answered as the first time, with the server's truth as it is now.
-                        return try refusal(changeSet, reason, entries, evaluatedAt: current, digest: nil)
+                        return try refusal(changeSet, reason, entries, evaluatedAt: current, fingerprint: nil)
                     }
                 }
             }
             guard outsideVersion.isEmpty else {
-                return try refusal(changeSet, .invalid, outsideVersion, evaluatedAt: current, digest: digest)
+                return try refusal(changeSet, .invalid, outsideVersion, evaluatedAt: current, fingerprint: fingerprint)
             }
             let plan: PlannedChangeSet
             switch ChangeSetValidator(schema: schema).validate(changeSet) {
             case .refused(let entries):
-                return try refusal(changeSet, .invalid, entries, evaluatedAt: current, digest: digest)
+                return try refusal(changeSet, .invalid, entries, evaluatedAt: current, fingerprint: fingerprint)
             case .accepted(let validated):
                 plan = validated
             }
             let ahead = baseRevisionsAhead(plan)
             guard ahead.isEmpty else {
-                return try refusal(changeSet, .invalid, ahead, evaluatedAt: current, digest: digest)
+                return try refusal(changeSet, .invalid, ahead, evaluatedAt: current, fingerprint: fingerprint)
             }
             guard device.role.mayWrite else {
-                return try refusal(changeSet, .forbidden, forbiddenEntries(changeSet), evaluatedAt: current, digest: digest)
+                return try refusal(changeSet, .forbidden, forbiddenEntries(changeSet), evaluatedAt: current, fingerprint: fingerprint)
             }
             let applier = ChangeSetApplier(
                 schema: schema, device: device, seenRevision: seenRevision, writer: writer, resolver: resolver)
@@ -111,7 +112,7 @@ struct ChangeSetProcessor {
             }
             switch result! {
             case .refused(let reason, let entries):
-                return try refusal(changeSet, reason, entries, evaluatedAt: current, digest: digest)
+                return try refusal(changeSet, reason, entries, evaluatedAt: current, fingerprint: fingerprint)
             case .applied(var committed):
                 committed.changeSetID = changeSet.id
                 for mapping in committed.mappings { try writer.saveMapping(device: device.id, mapping) }
@@ -119,7 +120,7 @@ struct ChangeSetProcessor {
                 if !committed.attachments.isEmpty { try writer.markReferenced(committed.attachments, revision: committed.revision) }
                 if let id = changeSet.id {
                     try writer.saveOutcome(
-                        device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision), digest: digest)
+                        device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision), fingerprint: fingerprint)
                 }
                 try LogCommit(hashers: hashers).commit(
                     LogEntry(
@@ -133,15 +134,16 @@ struct ChangeSetProcessor {
     }
 
     /// A refusal with the server's truth; kept as the change set's outcome when it has a
-    /// `digest` (a first refusal, not the answer to a repeat). A refusal for bytes the server
+    /// `fingerprint` (a first refusal, not the answer to a repeat). A refusal for bytes the server
     /// lacks (`missing_attachment`) is not kept: the device uploads them and sends the same
     /// change set again, which is then judged anew.
     private func refusal(
-        _ changeSet: ChangeSet, _ reason: ConflictReason, _ entries: [ConflictEntry], evaluatedAt: Revision, digest: String?
+        _ changeSet: ChangeSet, _ reason: ConflictReason, _ entries: [ConflictEntry], evaluatedAt: Revision, fingerprint: String?
     ) throws -> ChangeSetOutcome {
         let truth = try ConflictTruth(schema: schema, reader: writer, resolver: resolver).changes(for: changeSet)
-        if let digest, let id = changeSet.id, reason != .missingAttachment {
-            try writer.saveOutcome(device: device.id, changeSetID: id, outcome: .conflict(reason: reason, entries: entries), digest: digest)
+        if let fingerprint, let id = changeSet.id, reason != .missingAttachment {
+            try writer.saveOutcome(
+                device: device.id, changeSetID: id, outcome: .conflict(reason: reason, entries: entries), fingerprint: fingerprint)
             let detail = try RefusalDetail(refused: changeSet, truth: truth, reader: writer, resolver: resolver)
             // What it wrote over values erased since its base is not kept either.
             let erased = try RecordErasure.scrub(forRefused: changeSet, reader: writer)

@@ -162,7 +162,7 @@ public struct SyncEngine: Sendable {
         }
         // Out of the writer's time: the writer is the server's one serial resource.
         let schema = self.schema
-        let digests = request.changeSets.map { ChangeSetDigest.withoutIDMap($0, schema: schema) }
+        let fingerprints = request.changeSets.map { ChangeSetFingerprint.withoutIDMap($0, schema: schema) }
         // Concurrent requests share one writer turn and one commit on both stores (on PostgreSQL
         // too: one transaction, a savepoint per change set, the counter row locked once).
         var hints: ReadHints?
@@ -170,7 +170,8 @@ public struct SyncEngine: Sendable {
         let hashers = self.hashers
         let written = try await storage.write(hints: hints) { writer in
             try Self.apply(
-                request, digests: digests, outsideVersion: outsideVersion, sender, snapshotProof, schema: schema, hashers: hashers,
+                request, fingerprints: fingerprints, outsideVersion: outsideVersion, sender, snapshotProof, schema: schema,
+                hashers: hashers,
                 claimedDigest: claimedDigest, speaking: speaking, on: writer)
         }
         switch written {
@@ -227,7 +228,8 @@ public struct SyncEngine: Sendable {
     /// The writer's part of a request with change sets: who sends it, what it has seen, its
     /// change sets applied, and (for a device nearly up to date) its whole answer.
     private static func apply(
-        _ request: SyncMessage, digests: [String?], outsideVersion: [[ConflictEntry]], _ sender: Sender, _ snapshotProof: SnapshotProof?,
+        _ request: SyncMessage, fingerprints: [String?], outsideVersion: [[ConflictEntry]], _ sender: Sender,
+        _ snapshotProof: SnapshotProof?,
         schema: Schema, hashers: VersionHashers, claimedDigest: DigestSum?, speaking: SpokenVersion, on writer: any StorageWriter
     ) throws -> Written {
         var device = try sender.device(writer)
@@ -248,7 +250,7 @@ public struct SyncEngine: Sendable {
         // again. So their writes are checked together (on PostgreSQL at the request's end, or
         // at the group's commit), not one change set at a time.
         let outcomes = try writer.transaction {
-            try processor.process(request.changeSets, digests: digests, outsideVersion: outsideVersion)
+            try processor.process(request.changeSets, fingerprints: fingerprints, outsideVersion: outsideVersion)
         }
         let now = try writer.currentRevision()
         if continues,

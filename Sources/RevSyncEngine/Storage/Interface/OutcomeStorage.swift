@@ -3,8 +3,8 @@ public import RevSyncProtocol
 /// Exactly once, read: the outcome of every change set a device sent, and the permanent IDs its
 /// temporary IDs got.
 public protocol OutcomeReading: AnyObject {
-    /// The stored outcome of a change set this device already sent, with the digest of its
-    /// content (`nil` for outcomes stored before digests were kept).
+    /// The stored outcome of a change set this device already sent, with the fingerprint of its
+    /// content (`nil` for outcomes stored before fingerprints were kept).
     func outcome(device: Int64, changeSetID: String) throws -> OutcomeRecord?
     /// Every stored outcome of this device's change sets, by change set `id`.
     func outcomes(device: Int64) throws -> [String: StoredOutcome]
@@ -19,8 +19,8 @@ public protocol OutcomeReading: AnyObject {
 
 /// Exactly once, written.
 public protocol OutcomeWriting: AnyObject {
-    /// Keeps a change set's outcome, and the digest of its content (``ChangeSetDigest``).
-    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws
+    /// Keeps a change set's outcome, and the fingerprint of its content (``ChangeSetFingerprint``).
+    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, fingerprint: String?) throws
     /// Keeps, with a refused change set's outcome, what it wrote against its base and the truth.
     func saveRefusalDetail(device: Int64, changeSetID: String, mine: ChangeSet, base: ChangeSet, theirs: ChangeSet) throws
     /// Removes what a refused change set wrote, for erasure `erasure`: nothing of it was left

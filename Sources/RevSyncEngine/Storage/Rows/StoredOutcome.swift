@@ -6,14 +6,14 @@ public enum StoredOutcome: Sendable, Hashable {
     case conflict(reason: ConflictReason, entries: [ConflictEntry])
 }
 
-/// A stored outcome and the digest of the change set it answers.
+/// A stored outcome and the fingerprint of the change set it answers.
 public struct OutcomeRecord: Sendable, Hashable {
     public var outcome: StoredOutcome
-    /// SHA-256 (hex) of the change set's content, `nil` for outcomes kept before digests were.
-    public var digest: String?
+    /// SHA-256 (hex) of the change set's content, `nil` for outcomes kept before fingerprints were.
+    public var fingerprint: String?
 
-    public init(outcome: StoredOutcome, digest: String?) {
+    public init(outcome: StoredOutcome, fingerprint: String?) {
         self.outcome = outcome
-        self.digest = digest
+        self.fingerprint = fingerprint
     }
 }

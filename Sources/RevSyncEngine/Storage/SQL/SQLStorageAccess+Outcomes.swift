@@ -11,11 +11,13 @@ extension SQLStorageAccess {
 
     static let selectOutcome = "SELECT revision, conflict, digest FROM _rs_outcomes WHERE device_id = ? AND change_set_id = ?"
 
-    /// An outcome from `revision, conflict, digest`.
+    /// An outcome from `revision, conflict, digest` (the column keeps the change set's fingerprint).
     static func outcomeRecord(_ row: [SQLValue]) throws -> OutcomeRecord {
-        if let revision = row[0].integerValue { return OutcomeRecord(outcome: .committed(revision: revision), digest: row[2].textValue) }
+        if let revision = row[0].integerValue {
+            return OutcomeRecord(outcome: .committed(revision: revision), fingerprint: row[2].textValue)
+        }
         guard let json = row[1].bytesValue else { throw StorageError.corrupt("an outcome has neither a revision nor a conflict") }
-        return OutcomeRecord(outcome: try StoredOutcome.decodeConflict(json), digest: row[2].textValue)
+        return OutcomeRecord(outcome: try StoredOutcome.decodeConflict(json), fingerprint: row[2].textValue)
     }
 
     func outcomes(device: Int64) throws -> [String: StoredOutcome] {
@@ -59,7 +61,7 @@ extension SQLStorageAccess {
         return IDMapping(temporaryID: RecordID(temporary), entity: entity, permanentID: RecordID(permanent), revision: revision)
     }
 
-    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, digest: String?) throws {
+    func saveOutcome(device: Int64, changeSetID: String, outcome: StoredOutcome, fingerprint: String?) throws {
         let revision: SQLValue
         let conflict: SQLValue
         switch outcome {
@@ -73,7 +75,7 @@ extension SQLStorageAccess {
         readAheadCache?.outcomes.removeValue(forKey: .init(device: device, changeSetID: changeSetID))
         try write(
             "INSERT INTO _rs_outcomes (device_id, change_set_id, revision, conflict, processed_at, digest) VALUES (?, ?, ?, ?, ?, ?)",
-            [.integer(device), .text(changeSetID), revision, conflict, .integer(Self.now()), digest.map(SQLValue.text) ?? .null])
+            [.integer(device), .text(changeSetID), revision, conflict, .integer(Self.now()), fingerprint.map(SQLValue.text) ?? .null])
     }
 
     func saveRefusalDetail(device: Int64, changeSetID: String, mine: ChangeSet, base: ChangeSet, theirs: ChangeSet) throws {

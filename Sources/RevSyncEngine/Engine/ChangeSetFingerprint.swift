@@ -1,23 +1,24 @@
 import Crypto
 import RevSyncProtocol
 
-/// The SHA-256 of a change set's content, kept with its outcome, so that a repeat (the same
+/// A change set's fingerprint: the SHA-256 of its content (not the data set's digest of
+/// records), kept with its outcome, so that a repeat (the same
 /// `id`, after a lost response) can be told from an `id` reused for other content, which is
 /// refused as `id_reused` instead of being answered with an outcome that is not its own.
 ///
 /// The content is hashed in a canonical form: entities, IDs and attribute names sorted, so
 /// that the order a client writes them in does not matter. A client swaps temporary IDs whose
-/// permanent IDs it learned before it sends a change set again; the digest therefore names
+/// permanent IDs it learned before it sends a change set again; the fingerprint therefore names
 /// records by their permanent IDs wherever the device's ID map knows them (in `update`,
 /// `delete` and references), except the change set's own creates.
-struct ChangeSetDigest {
+struct ChangeSetFingerprint {
     let schema: Schema
     /// The permanent ID of one of the device's temporary IDs, if the server gave it one.
     let permanentID: (RecordID) throws -> RecordID?
 
-    /// The digest of a change set that names no temporary ID but those it creates (most do),
+    /// The fingerprint of a change set that names no temporary ID but those it creates (most do),
     /// without the ID map: computed before the writer is involved, so that it costs the
-    /// writer nothing. `nil` for the others, whose digest needs the ID map.
+    /// writer nothing. `nil` for the others, whose fingerprint needs the ID map.
     static func withoutIDMap(_ changeSet: ChangeSet, schema: Schema) -> String? {
         guard changeSet.id != nil else { return nil }
         var created = Set<RecordID>()
@@ -35,12 +36,12 @@ struct ChangeSetDigest {
                 }
             }
         }
-        return try? ChangeSetDigest(schema: schema) { _ in nil }.digest(of: changeSet)
+        return try? ChangeSetFingerprint(schema: schema) { _ in nil }.fingerprint(of: changeSet)
     }
 
     /// Written into one buffer (JSON text pieces: every string is quoted, so no two
     /// contents write the same bytes) and hashed once: it runs for every change set.
-    func digest(of changeSet: ChangeSet) throws -> String {
+    func fingerprint(of changeSet: ChangeSet) throws -> String {
         var writer = JSONWriter(capacity: 512)
         var created = Set<RecordID>()
         for changes in changeSet.changes { created.formUnion(changes.create) }
