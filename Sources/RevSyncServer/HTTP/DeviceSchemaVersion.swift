@@ -17,11 +17,36 @@ extension SyncHTTPServer {
     ///   ``SyncError`` for a version newer than the server's (`409 schema_ahead`) or retired by
     ///   the schema's `minimumVersion` (`426 upgrade_required`).
     func speaking(_ headers: HTTPFields) throws -> SpokenVersion {
-        guard let text = headers[.revSyncDeviceSchemaVersion] else { return engine.speakingLatest }
-        guard text.utf8.count <= 9, let version = Int(text), version >= 1 else {
+        switch RequestedSchemaVersion(headers) {
+        case .latest: return engine.speakingLatest
+        case .version(let version): return try engine.speaking(version)
+        case .invalid:
             throw APIError(
                 status: .badRequest, code: "invalid_header", message: "RevSync-Schema-Version must be a schema version number (1 or more)")
         }
-        return try engine.speaking(version)
+    }
+}
+
+/// The schema version a device's request names (`RevSync-Schema-Version`), read from its
+/// headers in this one place: by ``SyncHTTPServer/speaking(_:)``, which decides how the request
+/// is read and answered, and by the request's record of what its device spoke (a version the
+/// server refuses included).
+enum RequestedSchemaVersion: Equatable {
+    /// No header: the latest.
+    case latest
+    case version(Int)
+    /// Not a version number.
+    case invalid
+
+    init(_ headers: HTTPFields) {
+        guard let text = headers[.revSyncDeviceSchemaVersion] else {
+            self = .latest
+            return
+        }
+        guard text.utf8.count <= 9, let version = Int(text), version >= 1 else {
+            self = .invalid
+            return
+        }
+        self = .version(version)
     }
 }

@@ -130,7 +130,8 @@ struct RequestRecording: RouterMiddleware {
 
     /// The schema version a device request speaks: its header, or (none) the latest.
     private static func schemaVersion(_ request: Request) -> Int? {
-        request.headers[.revSyncDeviceSchemaVersion].flatMap { $0.utf8.count <= 9 ? Int($0) : nil }
+        guard case .version(let version) = RequestedSchemaVersion(request.headers) else { return nil }
+        return version
     }
 }
 
