@@ -46,18 +46,16 @@ struct AttachmentCommand: AsyncParsableCommand {
                 try? FileManager.default.removeItem(at: target)
                 try FileManager.default.copyItem(at: download.file, to: target)
                 if options.json {
-                    say(
-                        Output.json { writer in
-                            writer.writeRaw("{\"file\":")
-                            writer.writeString(out)
-                            writer.writeRaw(",\"attachment\":")
-                            writer.write(.attachment(attachment))
-                            writer.writeRaw(",\"bytesReceived\":")
-                            writer.writeInteger(download.bytesReceived)
-                            writer.writeRaw(",\"resumedFrom\":")
-                            writer.writeInteger(download.resumedFrom)
-                            writer.writeByte(UInt8(ascii: "}"))
-                        })
+                    struct Written: Encodable {
+                        var file: String
+                        var attachment: WireJSON
+                        var bytesReceived: Int64
+                        var resumedFrom: Int64
+                    }
+                    JSONOutput.print(
+                        Written(
+                            file: out, attachment: WireJSON(.attachment(attachment)), bytesReceived: download.bytesReceived,
+                            resumedFrom: download.resumedFrom))
                 } else {
                     let resumed =
                         download.resumedFrom > 0

@@ -20,30 +20,7 @@ struct Conflicts: AsyncParsableCommand {
                 let store = try options.open()
                 let conflicts = try await store.conflicts(includingDismissed: all)
                 if options.json {
-                    say(
-                        Output.json { writer in
-                            writer.writeByte(UInt8(ascii: "["))
-                            for (index, conflict) in conflicts.enumerated() {
-                                if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                                writer.writeRaw("{\"journalID\":")
-                                writer.writeInteger(conflict.id)
-                                writer.writeRaw(",\"dismissed\":")
-                                writer.writeBool(conflict.dismissedAt != nil)
-                                writer.writeRaw(",\"resolution\":")
-                                if let resolution = conflict.resolution { writer.writeString(resolution) } else { writer.writeNull() }
-                                writer.writeRaw(",\"canReapply\":")
-                                writer.writeBool(conflict.canReapply)
-                                writer.writeRaw(",\"whyNotReappliable\":")
-                                if let why = conflict.whyNotReappliable { writer.writeString(why) } else { writer.writeNull() }
-                                writer.writeRaw(",\"changeSet\":")
-                                ChangeSet(id: conflict.changeSetID, conflict: true, reason: conflict.reason, conflicts: conflict.entries)
-                                    .encode(into: &writer)
-                                writer.writeRaw(",\"records\":")
-                                ConflictOutput.write(conflict.records, into: &writer)
-                                writer.writeByte(UInt8(ascii: "}"))
-                            }
-                            writer.writeByte(UInt8(ascii: "]"))
-                        })
+                    JSONOutput.print(conflicts.map(ConflictOutput.JSON.init))
                     return
                 }
                 if conflicts.isEmpty { say("No unresolved conflicts.") }
@@ -97,7 +74,7 @@ extension Conflicts {
                 let store = try options.open()
                 guard let conflict = try await store.conflict(id) else { throw CommandFailure("there is no conflict #\(id)") }
                 if options.json {
-                    say(Output.json { ConflictOutput.write(conflict.records, into: &$0) })
+                    JSONOutput.print(conflict.records.map(ConflictOutput.RecordJSON.init))
                     return
                 }
                 say("#\(conflict.id) \(conflict.reason)\(conflict.resolution.map { " (\($0))" } ?? "")")
@@ -138,42 +115,52 @@ extension Conflicts {
 
 /// How the refusal inbox is printed.
 enum ConflictOutput {
-    static func write(_ records: [ConflictedRecord], into writer: inout JSONWriter) {
-        writer.writeByte(UInt8(ascii: "["))
-        for (index, record) in records.enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeRaw("{\"entity\":")
-            writer.writeString(record.entity)
-            writer.writeRaw(",\"id\":")
-            writer.writeInteger(record.id.rawValue)
-            writer.writeRaw(",\"operation\":")
-            writer.writeString(record.operation.rawValue)
-            writer.writeRaw(",\"baseRevision\":")
-            writer.writeInteger(record.baseRevision)
-            writer.writeRaw(",\"base\":")
-            write(record.base, into: &writer)
-            writer.writeRaw(",\"mine\":")
-            write(record.mine, into: &writer)
-            writer.writeRaw(",\"theirs\":")
-            if let theirs = record.theirs { write(theirs, into: &writer) } else { writer.writeNull() }
-            writer.writeRaw(",\"changedByOthers\":[")
-            for (position, name) in record.changedByOthers.enumerated() {
-                if position > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                writer.writeString(name)
-            }
-            writer.writeRaw("]}")
+    /// A conflict in the journal, as `revsync conflicts --json` prints it.
+    struct JSON: Encodable {
+        var journalID: Int64
+        var dismissed: Bool
+        var resolution: Nullable<String>
+        var canReapply: Bool
+        var whyNotReappliable: Nullable<String>
+        var changeSet: WireJSON
+        var records: [RecordJSON]
+
+        init(_ conflict: ConflictRecord) {
+            journalID = conflict.id
+            dismissed = conflict.dismissedAt != nil
+            resolution = Nullable(conflict.resolution)
+            canReapply = conflict.canReapply
+            whyNotReappliable = Nullable(conflict.whyNotReappliable)
+            changeSet = refusalJSON(changeSetID: conflict.changeSetID, reason: conflict.reason, entries: conflict.entries)
+            records = conflict.records.map(RecordJSON.init)
         }
-        writer.writeByte(UInt8(ascii: "]"))
     }
 
-    private static func write(_ values: [String: Value], into writer: inout JSONWriter) {
-        writer.writeByte(UInt8(ascii: "{"))
-        for (index, name) in values.keys.sorted().enumerated() {
-            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-            writer.writeKey(name)
-            writer.write(values[name]!)
+    /// A record of a conflict: the values it was based on, the device's and the server's.
+    struct RecordJSON: Encodable {
+        var entity: String
+        var id: Int64
+        var operation: String
+        var baseRevision: Revision
+        var base: OrderedObject<WireJSON>
+        var mine: OrderedObject<WireJSON>
+        var theirs: Nullable<OrderedObject<WireJSON>>
+        var changedByOthers: [String]
+
+        init(_ record: ConflictedRecord) {
+            entity = record.entity
+            id = record.id.rawValue
+            operation = record.operation.rawValue
+            baseRevision = record.baseRevision
+            base = Self.values(record.base)
+            mine = Self.values(record.mine)
+            theirs = Nullable(record.theirs.map(Self.values))
+            changedByOthers = record.changedByOthers
         }
-        writer.writeByte(UInt8(ascii: "}"))
+
+        private static func values(_ values: [String: Value]) -> OrderedObject<WireJSON> {
+            OrderedObject(values.keys.sorted().map { ($0, WireJSON(values[$0]!)) })
+        }
     }
 
     /// One block per record: a row per attribute, with before / yours / theirs side by side,

@@ -96,10 +96,7 @@ struct Init: AsyncParsableCommand {
             try store.close()
             if options.json {
                 say(
-                    created(url: url, schemaVersion: schema.version) { writer in
-                        writer.writeRaw(",\"pinned\":")
-                        writer.writeBool(schemaVersion != nil)
-                    })
+                    created(url: url, schemaVersion: schema.version, pinned: schemaVersion != nil))
             } else {
                 say(
                     "Created \(options.store) for \(url.absoluteString) (schema version \(schema.version)\(schemaVersion != nil ? ", pinned" : ""), \(schema.entities.count) entities)."
@@ -182,14 +179,8 @@ struct Init: AsyncParsableCommand {
         try store.close()
         if options.json {
             say(
-                created(url: url, schemaVersion: identity.schemaVersion) { writer in
-                    writer.writeRaw(",\"snapshot\":")
-                    writer.writeString(snapshot)
-                    writer.writeRaw(",\"maxRevision\":")
-                    writer.writeInteger(status.maxRevision)
-                    writer.writeRaw(",\"records\":")
-                    writer.writeInteger(records)
-                })
+                created(
+                    url: url, schemaVersion: identity.schemaVersion, snapshot: snapshot, maxRevision: status.maxRevision, records: records))
         } else {
             say(
                 "Created \(options.store) for \(url.absoluteString) from \(snapshot): \(counted(records, "record")) at revision \(status.maxRevision); `revsync sync` brings what changed since."
@@ -210,20 +201,10 @@ struct Init: AsyncParsableCommand {
         guard let report = downloaded else { throw CommandFailure("\(options.store) appeared while the snapshot was downloading") }
         if options.json {
             say(
-                created(url: url, schemaVersion: store.schema.version) { writer in
-                    writer.writeRaw(",\"pinned\":")
-                    writer.writeBool(schemaVersion != nil)
-                    writer.writeRaw(",\"snapshot\":\"downloaded\",\"maxRevision\":")
-                    writer.writeInteger(report.revision)
-                    writer.writeRaw(",\"records\":")
-                    writer.writeInteger(report.records)
-                    writer.writeRaw(",\"gzipBytes\":")
-                    writer.writeInteger(report.gzipBytes)
-                    writer.writeRaw(",\"receivedBytes\":")
-                    writer.writeInteger(report.receivedBytes)
-                    writer.writeRaw(",\"resumedAt\":")
-                    writer.writeInteger(report.resumedAt)
-                })
+                created(
+                    url: url, schemaVersion: store.schema.version, pinned: schemaVersion != nil, snapshot: "downloaded",
+                    maxRevision: report.revision, records: report.records, gzipBytes: report.gzipBytes, receivedBytes: report.receivedBytes,
+                    resumedAt: report.resumedAt))
         } else {
             let resumed = report.resumedAt > 0 ? ", resumed at byte \(report.resumedAt)" : ""
             say(
@@ -232,17 +213,27 @@ struct Init: AsyncParsableCommand {
         }
     }
 
-    /// The JSON report of a created store; `more` adds members after the common ones.
-    private func created(url: URL, schemaVersion: Int, more: (inout JSONWriter) -> Void) -> String {
-        Output.json { writer in
-            writer.writeRaw("{\"store\":")
-            writer.writeString(options.store)
-            writer.writeRaw(",\"server\":")
-            writer.writeString(url.absoluteString)
-            writer.writeRaw(",\"schemaVersion\":")
-            writer.writeInteger(schemaVersion)
-            more(&writer)
-            writer.writeRaw("}")
+    /// The JSON report of a created store: the common members, and those its way of starting has.
+    private func created(
+        url: URL, schemaVersion: Int, pinned: Bool? = nil, snapshot: String? = nil, maxRevision: Revision? = nil, records: Int? = nil,
+        gzipBytes: Int? = nil, receivedBytes: Int? = nil, resumedAt: Int? = nil
+    ) -> String {
+        struct Created: Encodable {
+            var store: String
+            var server: String
+            var schemaVersion: Int
+            // Present only where the way of starting has them (synthesized: absent ones are left out).
+            var pinned: Bool?
+            var snapshot: String?
+            var maxRevision: Revision?
+            var records: Int?
+            var gzipBytes: Int?
+            var receivedBytes: Int?
+            var resumedAt: Int?
         }
+        return JSONOutput.string(
+            Created(
+                store: options.store, server: url.absoluteString, schemaVersion: schemaVersion, pinned: pinned, snapshot: snapshot,
+                maxRevision: maxRevision, records: records, gzipBytes: gzipBytes, receivedBytes: receivedBytes, resumedAt: resumedAt))
     }
 }

@@ -40,16 +40,13 @@ struct Pin: AsyncParsableCommand {
             let before = try await store.pinnedSchemaVersion
             try await store.pin(toSchemaVersion: schemaVersion)
             if options.json {
-                say(
-                    Output.json { writer in
-                        writer.writeRaw("{\"schemaVersion\":")
-                        writer.writeInteger(current)
-                        writer.writeRaw(",\"pinnedSchemaVersion\":")
-                        if let schemaVersion { writer.writeInteger(schemaVersion) } else { writer.writeNull() }
-                        writer.writeRaw(",\"previousPin\":")
-                        if let before { writer.writeInteger(before) } else { writer.writeNull() }
-                        writer.writeRaw("}")
-                    })
+                struct Pinned: Encodable {
+                    var schemaVersion: Int
+                    var pinnedSchemaVersion: Nullable<Int>
+                    var previousPin: Nullable<Int>
+                }
+                JSONOutput.print(
+                    Pinned(schemaVersion: current, pinnedSchemaVersion: Nullable(schemaVersion), previousPin: Nullable(before)))
             } else if let schemaVersion {
                 say(
                     schemaVersion == current

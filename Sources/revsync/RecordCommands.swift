@@ -72,18 +72,16 @@ struct Delete: AsyncParsableCommand {
             let resolved = try await store.permanentID(of: id) ?? id
             let result = try await store.table(entity).delete(id)
             if options.json {
-                say(
-                    Output.json { writer in
-                        writer.writeRaw("{\"entity\":")
-                        writer.writeString(entity)
-                        writer.writeRaw(",\"id\":")
-                        writer.writeInteger(resolved.rawValue)
-                        writer.writeRaw(",\"cascaded\":")
-                        Output.writeCounts(result.cascaded.map(\.entity), into: &writer)
-                        writer.writeRaw(",\"nullified\":")
-                        Output.writeCounts(result.nullified.map(\.record.entity), into: &writer)
-                        writer.writeByte(UInt8(ascii: "}"))
-                    })
+                struct Deleted: Encodable {
+                    var entity: String
+                    var id: Int64
+                    var cascaded: OrderedObject<Int>
+                    var nullified: OrderedObject<Int>
+                }
+                JSONOutput.print(
+                    Deleted(
+                        entity: entity, id: resolved.rawValue, cascaded: countsJSON(result.cascaded.map(\.entity)),
+                        nullified: countsJSON(result.nullified.map(\.record.entity))))
             } else {
                 say("Deleted \(entity) \(resolved)\(Output.deleteEffects(result)).")
             }
@@ -114,7 +112,7 @@ struct Get: AsyncParsableCommand {
                 throw CommandFailure("\(entity) \(id) does not exist")
             }
             if options.json {
-                say(Output.json { Output.write(record, into: &$0, schema: store.schema) })
+                JSONOutput.print(RecordJSON(record, schema: store.schema))
                 return
             }
             say("\(entity) \(record.id) (\(record.revision.map { "revision \($0)" } ?? "not synced yet"))")
@@ -150,15 +148,7 @@ struct List: AsyncParsableCommand {
             let records = try await store.table(entity).all(where: filter, orderBy: orderBy.map { [$0] } ?? [], limit: limit)
             let names = Output.attributeNames(entity, schema: store.schema)
             if options.json {
-                say(
-                    Output.json { writer in
-                        writer.writeByte(UInt8(ascii: "["))
-                        for (index, record) in records.enumerated() {
-                            if index > 0 { writer.writeByte(UInt8(ascii: ",")) }
-                            Output.write(record, into: &writer, schema: store.schema)
-                        }
-                        writer.writeByte(UInt8(ascii: "]"))
-                    })
+                JSONOutput.print(records.map { RecordJSON($0, schema: store.schema) })
                 return
             }
             say((["id", "revision"] + names).joined(separator: "\t"))

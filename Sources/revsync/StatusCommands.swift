@@ -24,32 +24,26 @@ struct Status: AsyncParsableCommand {
             // Only `revsync watch` keeps a store live; a store no process watches is not live, whether the server is up or not.
             let state = live?.state.rawValue ?? "notLive"
             if options.json {
-                say(
-                    Output.json { writer in
-                        writer.writeRaw("{\"state\":")
-                        writer.writeString(state)
-                        writer.writeRaw(",\"maxRevision\":")
-                        writer.writeInteger(status.maxRevision)
-                        writer.writeRaw(",\"pendingChangeSets\":")
-                        writer.writeInteger(status.pendingChangeSets)
-                        writer.writeRaw(",\"unresolvedConflicts\":")
-                        writer.writeInteger(status.unresolvedConflicts)
-                        writer.writeRaw(",\"verifiedRevision\":")
-                        if let verified = status.verifiedRevision { writer.writeInteger(verified) } else { writer.writeNull() }
-                        writer.writeRaw(",\"differsFromServer\":")
-                        writer.writeBool(status.differsFromServer)
-                        writer.writeRaw(",\"lastSync\":")
-                        if let lastSync { writer.writeString(lastSync) } else { writer.writeNull() }
-                        writer.writeRaw(",\"lastError\":")
-                        if let error = status.lastError { writer.writeString(error) } else { writer.writeNull() }
-                        writer.writeRaw(",\"server\":")
-                        if let server { writer.writeString(server.url.absoluteString) } else { writer.writeNull() }
-                        writer.writeRaw(",\"schemaVersion\":")
-                        writer.writeInteger(store.schema.version)
-                        writer.writeRaw(",\"pinnedSchemaVersion\":")
-                        if let pinned { writer.writeInteger(pinned) } else { writer.writeNull() }
-                        writer.writeRaw("}")
-                    })
+                struct Status: Encodable {
+                    var state: String
+                    var maxRevision: Revision
+                    var pendingChangeSets: Int
+                    var unresolvedConflicts: Int
+                    var verifiedRevision: Nullable<Revision>
+                    var differsFromServer: Bool
+                    var lastSync: Nullable<String>
+                    var lastError: Nullable<String>
+                    var server: Nullable<String>
+                    var schemaVersion: Int
+                    var pinnedSchemaVersion: Nullable<Int>
+                }
+                JSONOutput.print(
+                    Status(
+                        state: state, maxRevision: status.maxRevision, pendingChangeSets: status.pendingChangeSets,
+                        unresolvedConflicts: status.unresolvedConflicts, verifiedRevision: Nullable(status.verifiedRevision),
+                        differsFromServer: status.differsFromServer, lastSync: Nullable(lastSync), lastError: Nullable(status.lastError),
+                        server: Nullable(server?.url.absoluteString), schemaVersion: store.schema.version,
+                        pinnedSchemaVersion: Nullable(pinned)))
                 return
             }
             if let live {

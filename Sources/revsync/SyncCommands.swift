@@ -32,7 +32,7 @@ struct Sync: AsyncParsableCommand {
                 attempts > 1
                 ? try await synchronizer.sync(retrying: RetryPolicy(maxAttempts: attempts)) : try await synchronizer.sync()
             if options.json {
-                say(Output.json(for: report))
+                JSONOutput.print(SyncReportJSON(report))
             } else {
                 for line in Output.lines(for: report) { say(line) }
             }
@@ -99,11 +99,11 @@ struct Watch: AsyncParsableCommand {
     static func show(_ event: SyncEvent, json: Bool) {
         switch event {
         case .finished(let report) where report.sent > 0 || report.received > 0:
-            if json { return say(Output.json(for: report)) }
+            if json { return JSONOutput.print(SyncReportJSON(report)) }
             Output.lines(for: report).forEach(say)
             changeLines(report).forEach(say)
         case .received(let report):
-            if json { return say(Output.json(for: report)) }
+            if json { return JSONOutput.print(SyncReportJSON(report)) }
             say("Received \(counted(report.received, "change set")); now at revision \(report.maxRevision).")
             changeLines(report).forEach(say)
         case .statusChanged(let status) where !json:

@@ -67,26 +67,31 @@ struct Verify: AsyncParsableCommand {
     /// `{"verifiedRevision": R, "equal": bool, "differences": [{"entity", "id", "kind"}], "repaired": {...},
     /// "rehashed": [...], "bytesSent", "bytesReceived", "roundTrips"}`.
     static func json(_ report: VerificationReport) -> String {
-        Output.json { writer in
-            writer.writeRaw("{\"verifiedRevision\":")
-            if let verified = report.verifiedRevision { writer.writeInteger(verified) } else { writer.writeNull() }
-            writer.writeRaw(",\"revision\":")
-            writer.writeInteger(report.revision)
-            writer.writeRaw(",\"equal\":")
-            writer.writeBool(report.equal)
-            writer.writeRaw(",\"differences\":")
-            Output.writeDifferences(report.differences, into: &writer)
-            writer.writeRaw(",\"repaired\":")
-            Output.writeRepaired(report.repaired, into: &writer)
-            writer.writeRaw(",\"rehashed\":")
-            Output.writeDifferences(report.rehashed.map { RecordDifference(record: $0, kind: .changed) }, into: &writer)
-            writer.writeRaw(",\"bytesSent\":")
-            writer.writeInteger(report.bytesSent)
-            writer.writeRaw(",\"bytesReceived\":")
-            writer.writeInteger(report.bytesReceived)
-            writer.writeRaw(",\"roundTrips\":")
-            writer.writeInteger(report.roundTrips)
-            writer.writeByte(UInt8(ascii: "}"))
+        JSONOutput.string(VerificationJSON(report))
+    }
+
+    /// What `revsync verify --json` prints.
+    struct VerificationJSON: Encodable {
+        var verifiedRevision: Nullable<Revision>
+        var revision: Revision
+        var equal: Bool
+        var differences: [DifferenceJSON]
+        var repaired: RepairedJSON
+        var rehashed: [DifferenceJSON]
+        var bytesSent: Int
+        var bytesReceived: Int
+        var roundTrips: Int
+
+        init(_ report: VerificationReport) {
+            verifiedRevision = Nullable(report.verifiedRevision)
+            revision = report.revision
+            equal = report.equal
+            differences = report.differences.map(DifferenceJSON.init)
+            repaired = RepairedJSON(report.repaired)
+            rehashed = report.rehashed.map { DifferenceJSON(RecordDifference(record: $0, kind: .changed)) }
+            bytesSent = report.bytesSent
+            bytesReceived = report.bytesReceived
+            roundTrips = report.roundTrips
         }
     }
 }
