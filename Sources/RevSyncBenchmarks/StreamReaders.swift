@@ -21,9 +21,9 @@ import Glibc
 /// reader closed are still being opened on a loaded server; `503`: the server holds its most)
 /// is counted (``refusedStreams``) and opened again after a backoff, as the client library's
 /// live mode does; the reader is not live meanwhile. Any other failure ends the run.
-final class StreamReaders: @unchecked Sendable {
-    // Safe: every mutable member is read and written under `lock`; sockets are read and closed
-    // only on the polling thread once registered.
+final class StreamReaders: Sendable {
+    // Every mutable member is in `state`, under its lock; sockets are read and closed only on
+    // the polling thread once registered.
     private struct Reader {
         let index: Int
         let port: Int
@@ -45,28 +45,31 @@ final class StreamReaders: @unchecked Sendable {
         var stream = EventStreamDecoder()
     }
 
-    private let lock = NSLock()
-    private var readers: [Int: Reader] = [:]
-    private var stopped = false
-    private var failures: [String] = []
-    /// Syncs after the first: catch-ups and `syncAll`.
-    private var syncCount = 0
-    private var refusedCount = 0
+    private struct State {
+        var readers: [Int: Reader] = [:]
+        var stopped = false
+        var failures: [String] = []
+        /// Syncs after the first: catch-ups and `syncAll`.
+        var syncCount = 0
+        var refusedCount = 0
+        var thread: Thread?
+        /// Sockets a reader no longer reads (replaced by a new stream); the polling thread closes them.
+        var retired: [Socket] = []
+    }
+
+    private let state = Locked(State())
     private let arrivals: LiveBenchmark.Arrivals
-    private var thread: Thread?
-    /// Sockets a reader no longer reads (replaced by a new stream); the polling thread closes them.
-    private var retired: [Socket] = []
 
     init(arrivals: LiveBenchmark.Arrivals) {
         self.arrivals = arrivals
     }
 
-    /// The readers whose stream is open.
-    var live: Set<Int> { lock.withLock { Set(readers.values.filter(\.live).map(\.index)) } }
-    var errors: [String] { lock.withLock { failures } }
-    var syncs: Int { lock.withLock { syncCount } }
+    /// The state.readers whose stream is open.
+    var live: Set<Int> { state.withLock { state in Set(state.readers.values.filter(\.live).map(\.index)) } }
+    var errors: [String] { state.withLock { state in state.failures } }
+    var syncs: Int { state.withLock { state in state.syncCount } }
     /// Streams the server refused (`429`, `503`) and the reader opened again later.
-    var refusedStreams: Int { lock.withLock { refusedCount } }
+    var refusedStreams: Int { state.withLock { state in state.refusedCount } }
 
     /// A reader for device `index`: its first sync takes the data set.
     func add(index: Int, port: Int, token: String) throws {
@@ -74,10 +77,10 @@ final class StreamReaders: @unchecked Sendable {
         guard reply.status == 200, let revision = reply.maxRevision else {
             throw BenchmarkError("a stream reader's first sync: HTTP \(reply.status)")
         }
-        lock.withLock {
+        state.withLock { state in
             var reader = Reader(index: index, port: port, token: token)
             reader.revision = revision
-            readers[index] = reader
+            state.readers[index] = reader
         }
     }
 
@@ -85,10 +88,10 @@ final class StreamReaders: @unchecked Sendable {
     /// `leave` from now on closes it, whenever it opens. A stream that cannot be opened is a
     /// failure (``errors``).
     func goLive(_ index: Int) {
-        let generation = lock.withLock { () -> Int? in
-            readers[index]?.wanted = true
-            readers[index]?.generation += 1
-            return readers[index]?.generation
+        let generation = state.withLock { state -> Int? in
+            state.readers[index]?.wanted = true
+            state.readers[index]?.generation += 1
+            return state.readers[index]?.generation
         }
         guard let generation else { return }
         open(index, generation: generation, after: 0)
@@ -100,15 +103,15 @@ final class StreamReaders: @unchecked Sendable {
             do {
                 try open(index, generation: generation)
             } catch {
-                lock.withLock { failures.append("device \(index): its stream: \(error)") }
+                state.withLock { state in state.failures.append("device \(index): its stream: \(error)") }
             }
         }
     }
 
     private func open(_ index: Int, generation: Int) throws {
         guard
-            let (port, token, revision) = lock.withLock({
-                readers[index].flatMap { $0.generation == generation && $0.wanted ? ($0.port, $0.token, $0.revision) : nil }
+            let (port, token, revision) = state.withLock({ state in
+                state.readers[index].flatMap { $0.generation == generation && $0.wanted ? ($0.port, $0.token, $0.revision) : nil }
             })
         else { return }
         let socket = try Socket.connect(host: "127.0.0.1", port: port, deadline: Date().addingTimeInterval(30))
@@ -116,25 +119,25 @@ final class StreamReaders: @unchecked Sendable {
             "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n"
             + "Accept: text/event-stream\r\nLast-Event-ID: \(revision)\r\n\r\n"
         try socket.send(Array(head.utf8), deadline: Date().addingTimeInterval(30))
-        lock.withLock {
-            guard readers[index]?.generation == generation, readers[index]?.wanted == true else {
-                retired.append(socket)  // the reader left, or opens another
+        state.withLock { state in
+            guard state.readers[index]?.generation == generation, state.readers[index]?.wanted == true else {
+                state.retired.append(socket)  // the reader left, or opens another
                 return
             }
-            if let old = readers[index]?.socket { retired.append(old) }
-            readers[index]?.socket = socket
-            readers[index]?.closing = false
-            readers[index]?.stream = EventStreamDecoder()
+            if let old = state.readers[index]?.socket { state.retired.append(old) }
+            state.readers[index]?.socket = socket
+            state.readers[index]?.closing = false
+            state.readers[index]?.stream = EventStreamDecoder()
         }
         startPolling()
     }
 
     /// Closes the reader's stream (out of coverage); `goLive` opens it again.
     func leave(_ index: Int) {
-        lock.withLock {
-            readers[index]?.wanted = false
-            readers[index]?.live = false
-            readers[index]?.closing = true
+        state.withLock { state in
+            state.readers[index]?.wanted = false
+            state.readers[index]?.live = false
+            state.readers[index]?.closing = true
         }
     }
 
@@ -144,7 +147,7 @@ final class StreamReaders: @unchecked Sendable {
         while live.count < count {
             if let failure = errors.first { throw BenchmarkError("a stream reader failed: \(failure)") }
             guard ContinuousClock.now < deadline else {
-                throw BenchmarkError("\(count - live.count) stream readers did not go live within 60 s")
+                throw BenchmarkError("\(count - live.count) stream state.readers did not go live within 60 s")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -152,30 +155,30 @@ final class StreamReaders: @unchecked Sendable {
 
     /// Closes every stream and stops the polling thread.
     func stop() {
-        lock.withLock {
-            stopped = true
-            for index in readers.keys {
-                readers[index]?.wanted = false  // a planned retry opens nothing
-                readers[index]?.closing = true
-                readers[index]?.live = false
+        state.withLock { state in
+            state.stopped = true
+            for index in state.readers.keys {
+                state.readers[index]?.wanted = false  // a planned retry opens nothing
+                state.readers[index]?.closing = true
+                state.readers[index]?.live = false
             }
         }
-        while lock.withLock({ thread != nil }) { usleep(1_000) }
+        while state.withLock({ state in state.thread != nil }) { usleep(1_000) }
     }
 
     /// One more sync for every reader; returns each reader's revision after it.
     func syncAll() async throws -> [Revision] {
-        let all = lock.withLock { readers.values.map { ($0.index, $0.port, $0.token) } }
+        let all = state.withLock { state in state.readers.values.map { ($0.index, $0.port, $0.token) } }
         var revisions: [Revision] = []
         for (index, port, token) in all {
-            let revision = lock.withLock { readers[index]?.revision ?? 0 }
+            let revision = state.withLock { state in state.readers[index]?.revision ?? 0 }
             let reply = try await onThread { try SyncConnection(port: port, token: token).sync(SyncMessage(maxRevision: revision)) }
             guard reply.status == 200, let after = reply.maxRevision else {
                 throw BenchmarkError("a stream reader's last sync: HTTP \(reply.status)")
             }
-            lock.withLock {
-                readers[index]?.revision = max(revision, after)
-                syncCount += 1
+            state.withLock { state in
+                state.readers[index]?.revision = max(revision, after)
+                state.syncCount += 1
             }
             revisions.append(after)
         }
@@ -183,11 +186,11 @@ final class StreamReaders: @unchecked Sendable {
     }
 
     private func startPolling() {
-        lock.withLock {
-            guard thread == nil, !stopped else { return }
+        state.withLock { state in
+            guard state.thread == nil, !state.stopped else { return }
             let thread = Thread { [self] in poll() }
             thread.name = "stream readers"
-            self.thread = thread
+            state.thread = thread
             thread.start()
         }
     }
@@ -197,19 +200,19 @@ final class StreamReaders: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         while true {
             var open: [(index: Int, socket: Socket)] = []
-            let done = lock.withLock { () -> Bool in
-                for socket in retired { socket.close() }
-                retired.removeAll()
-                for (index, reader) in readers where reader.closing {
+            let done = state.withLock { state -> Bool in
+                for socket in state.retired { socket.close() }
+                state.retired.removeAll()
+                for (index, reader) in state.readers where reader.closing {
                     reader.socket?.close()
-                    readers[index]?.socket = nil
-                    readers[index]?.closing = false
+                    state.readers[index]?.socket = nil
+                    state.readers[index]?.closing = false
                 }
-                if stopped {
-                    thread = nil
+                if state.stopped {
+                    state.thread = nil
                     return true
                 }
-                open = readers.values.compactMap { reader in reader.socket.map { (reader.index, $0) } }
+                open = state.readers.values.compactMap { reader in reader.socket.map { (reader.index, $0) } }
                 return false
             }
             if done { return }
@@ -222,29 +225,29 @@ final class StreamReaders: @unchecked Sendable {
                 if count < 0 && (errno == EAGAIN || errno == EINTR) { continue }
                 let now = ContinuousClock.now
                 guard count > 0 else {
-                    lock.withLock {
-                        guard readers[index]?.socket === socket else { return }
-                        if readers[index]?.live == true { failures.append("device \(index): its stream ended") }
-                        readers[index]?.live = false
-                        readers[index]?.closing = true
+                    state.withLock { state in
+                        guard state.readers[index]?.socket === socket else { return }
+                        if state.readers[index]?.live == true { state.failures.append("device \(index): its stream ended") }
+                        state.readers[index]?.live = false
+                        state.readers[index]?.closing = true
                     }
                     continue
                 }
-                let events = lock.withLock { () -> [EventStreamDecoder.Event] in
+                let events = state.withLock { state -> [EventStreamDecoder.Event] in
                     // Bytes of a stream the reader has replaced are not its stream's.
-                    guard readers[index]?.socket === socket else { return [] }
-                    let events = readers[index]!.stream.feed(buffer[0..<count])
-                    if readers[index]!.stream.answered {
-                        readers[index]!.live = readers[index]!.closing == false
-                        readers[index]!.refusedInARow = 0
+                    guard state.readers[index]?.socket === socket else { return [] }
+                    let events = state.readers[index]!.stream.feed(buffer[0..<count])
+                    if state.readers[index]!.stream.answered {
+                        state.readers[index]!.live = state.readers[index]!.closing == false
+                        state.readers[index]!.refusedInARow = 0
                     }
-                    if let failure = readers[index]!.stream.failure {
-                        readers[index]!.closing = true
-                        readers[index]!.live = false
-                        if let status = readers[index]!.stream.status, status == 429 || status == 503 {
-                            refused(index)
+                    if let failure = state.readers[index]!.stream.failure {
+                        state.readers[index]!.closing = true
+                        state.readers[index]!.live = false
+                        if let status = state.readers[index]!.stream.status, status == 429 || status == 503 {
+                            refused(index, in: &state)
                         } else {
-                            failures.append("device \(index): \(failure)")
+                            state.failures.append("device \(index): \(failure)")
                         }
                     }
                     return events
@@ -254,21 +257,21 @@ final class StreamReaders: @unchecked Sendable {
         }
     }
 
-    /// A refused stream (called under `lock`): counted, and opened again after a backoff
+    /// A refused stream (called under the state's lock): counted, and opened again after a backoff
     /// (0.25 s doubling up to 8 s, with jitter), unless the reader left or went live again meanwhile.
-    private func refused(_ index: Int) {
-        refusedCount += 1
-        readers[index]!.refusedInARow += 1
-        let generation = readers[index]!.generation
-        let ceiling = min(8.0, 0.25 * pow(2, Double(min(readers[index]!.refusedInARow - 1, 5))))
+    private func refused(_ index: Int, in state: inout State) {
+        state.refusedCount += 1
+        state.readers[index]!.refusedInARow += 1
+        let generation = state.readers[index]!.generation
+        let ceiling = min(8.0, 0.25 * pow(2, Double(min(state.readers[index]!.refusedInARow - 1, 5))))
         open(index, generation: generation, after: Double.random(in: (ceiling / 2)...ceiling))
     }
 
     /// What an event means for the reader: arrivals, or a sync.
     private func received(_ event: EventStreamDecoder.Event, by index: Int, at now: ContinuousClock.Instant) {
-        let needsSync = lock.withLock { () -> Bool in
-            guard var reader = readers[index] else { return false }
-            defer { readers[index] = reader }
+        let needsSync = state.withLock { state -> Bool in
+            guard var reader = state.readers[index] else { return false }
+            defer { state.readers[index] = reader }
             switch event {
             case .changes(let first, let last):
                 if first == reader.revision + 1 && !reader.syncing {
@@ -293,7 +296,9 @@ final class StreamReaders: @unchecked Sendable {
     private func catchUp(_ index: Int) {
         DispatchQueue.global().async { [self] in
             while true {
-                guard let (port, token, revision) = lock.withLock({ readers[index].map { ($0.port, $0.token, $0.revision) } }) else {
+                guard
+                    let (port, token, revision) = state.withLock({ state in state.readers[index].map { ($0.port, $0.token, $0.revision) } })
+                else {
                     return
                 }
                 let after: Revision
@@ -304,17 +309,17 @@ final class StreamReaders: @unchecked Sendable {
                     }
                     after = maxRevision
                 } catch {
-                    lock.withLock {
-                        failures.append("device \(index): its catch-up sync failed: \(error)")
-                        readers[index]?.syncing = false
+                    state.withLock { state in
+                        state.failures.append("device \(index): its catch-up sync failed: \(error)")
+                        state.readers[index]?.syncing = false
                     }
                     return
                 }
                 let now = ContinuousClock.now
-                let again = lock.withLock { () -> Bool in
-                    syncCount += 1
-                    guard var reader = readers[index] else { return false }
-                    defer { readers[index] = reader }
+                let again = state.withLock { state -> Bool in
+                    state.syncCount += 1
+                    guard var reader = state.readers[index] else { return false }
+                    defer { state.readers[index] = reader }
                     if after > reader.revision {
                         arrive(index, revisions: (reader.revision + 1)...after, at: now, bySync: true)
                         reader.revision = after
@@ -426,7 +431,7 @@ struct EventStreamDecoder {
 
     /// Where `pattern` first starts in `bytes` (an index of `bytes`' base), found with `memchr`
     /// for its first byte: the generic `firstRange(of:)` was most of the polling thread's time
-    /// at 450 readers.
+    /// at 450 state.readers.
     static func find(_ pattern: [UInt8], in bytes: ArraySlice<UInt8>) -> Int? {
         bytes.withUnsafeBufferPointer { buffer -> Int? in
             guard let base = buffer.baseAddress, !pattern.isEmpty else { return nil }
