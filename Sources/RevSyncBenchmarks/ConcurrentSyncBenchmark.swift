@@ -239,25 +239,22 @@ struct LoadOutcome: Sendable {
     var failures: [String] = []
 }
 
-/// Holds the device threads until the window's times are known.
-private final class StartGate: @unchecked Sendable {
-    // Safe: `times` is only read or written while holding `condition` (a condition variable,
-    // which threads wait on: not a job for a plain lock).
-    private let condition = NSCondition()
-    private var times: (start: Date, measureFrom: Date, end: Date)?
+/// Holds the device threads until the window's times are known: they wait on a group the
+/// opening leaves, then read the times it set.
+private final class StartGate: Sendable {
+    private let times = Locked<(start: Date, measureFrom: Date, end: Date)?>(nil)
+    private let opened = DispatchGroup()
+
+    init() { opened.enter() }
 
     func open(start: Date, measureFrom: Date, end: Date) {
-        condition.withLock {
-            times = (start, measureFrom, end)
-            condition.broadcast()
-        }
+        times.withLock { $0 = (start, measureFrom, end) }
+        opened.leave()
     }
 
     func wait() -> (start: Date, measureFrom: Date, end: Date) {
-        condition.withLock {
-            while times == nil { condition.wait() }
-            return times!
-        }
+        opened.wait()
+        return times.current!
     }
 }
 
