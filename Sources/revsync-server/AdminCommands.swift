@@ -231,7 +231,11 @@ struct DevicesCommand: AsyncParsableCommand {
         printOutput("\(counted(list.devices.count, "device")) at revision \(list.maxRevision):")
         for device in list.devices {
             var facts = [
-                device.revoked ? "revoked" : device.currency.rawValue,
+                device.wipe.map { wipe in
+                    wipe.receipt.map {
+                        "wiped \(wipe.wipedAt?.formatted(.iso8601) ?? "") (\($0.records) records, \($0.unsyncedChangeSets) unsynced change sets, \($0.attachments) attachments removed)"
+                    } ?? "wipe pending since \(wipe.orderedAt.formatted(.iso8601))"
+                } ?? (device.revoked ? "revoked" : device.currency.rawValue),
                 "revision \(device.revision)" + (device.behind > 0 ? " (\(device.behind) behind)" : ""),
                 device.lastSeen.map { "seen \($0.formatted(.iso8601))" } ?? "never seen",
             ]

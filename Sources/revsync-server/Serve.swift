@@ -95,6 +95,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "The offline lease: a device whose store has not heard from this server for longer than this many days wipes the store when it opens (the receipt follows when it reaches the server again). Told to devices with every sync. Default: none."
+    )
+    var maxOfflineDays: Int?
+
+    @Option(
+        help:
             "Keep this much of the change log: N revisions, or Nd days (default: all). Devices behind what is kept get a snapshot; history and revert reach as far."
     )
     var logRetention: String?
@@ -158,6 +164,9 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let days = outcomeRetentionDays, days < 1 { throw ValidationError("--outcome-retention-days must be 1 or more") }
         if digestAuditHours < 0 { throw ValidationError("--digest-audit-hours must be 0 (never) or more") }
+        if let maxOfflineDays, maxOfflineDays < 1 || maxOfflineDays > 3650 {
+            throw ValidationError("--max-offline-days must be between 1 and 3650")
+        }
         if let days = attachmentRetention, days < 1 { throw ValidationError("--attachment-retention must be 1 or more days") }
         if let logRetention, LogRetention.Policy(logRetention) == nil {
             throw ValidationError("--log-retention must be a number of revisions (100000) or of days (30d), 1 or more")
@@ -317,6 +326,7 @@ struct Serve: AsyncParsableCommand {
         configuration.live.maxStreamsPerDevice = maxStreamsPerToken
         configuration.snapshotDirectory = snapshotDirectory
         configuration.metricsToken = metricsToken
+        configuration.maxOfflineDays = maxOfflineDays
         configuration.consoleIdleTimeoutSeconds = Int64(consoleIdleMinutes) * 60
         configuration.databaseDescription = database.location.description
         // The first admin token's file, while it is there (the operator may have moved it).

@@ -87,7 +87,8 @@ struct TokenCommand: AsyncParsableCommand {
             print("ID\tROLE\tUSER\tSTATE\tCREATED\tNAME")
             for record in devices {
                 let created = Date(timeIntervalSince1970: TimeInterval(record.createdAt)).formatted(.iso8601)
-                let state = record.revokedAt == nil ? "active" : "revoked"
+                let state =
+                    record.wipe.map { $0.receipt == nil ? "wipe pending" : "wiped" } ?? (record.revokedAt == nil ? "active" : "revoked")
                 let user = record.device.user.map { String($0.rawValue) } ?? "-"
                 print("\(record.device.id)\t\(record.device.role.rawValue)\t\(user)\t\(state)\t\(created)\t\(record.device.name)")
             }
@@ -95,22 +96,43 @@ struct TokenCommand: AsyncParsableCommand {
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a device's token; its requests get 401 from then on.")
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Revoke a device's token; its requests get 401 from then on (with --wipe: 410 device_wiped, and the device wipes itself).")
 
         @OptionGroup var database: DatabaseOptions
 
         @Option(help: "The device ID, as `token list` shows it.")
         var id: Int64
 
+        @Flag(
+            help:
+                "Also order the device to wipe itself: every request of the token (sync, events, attachments, snapshot, verify) is answered 410 device_wiped, a live stream gets the event `wiped`, and the device removes everything RevSync keeps for its store and sends its receipt. Works on a token revoked before, too."
+        )
+        var wipe = false
+
         func run() async throws {
             let storage = try await database.open(schema: nil)
-            let revoked = try await storage.withWriter { writer in try writer.transaction { try writer.revokeDevice(id: id) } }
+            let (found, record) = try await storage.withWriter { writer in
+                try writer.transaction {
+                    let found = wipe ? try writer.orderWipe(id: id) : try writer.revokeDevice(id: id)
+                    return (found, try writer.allDevices().first { $0.device.id == id })
+                }
+            }
             try await storage.close()
-            guard revoked else {
+            guard let record, found || wipe else {
                 printError("revsync-server: no active device with ID \(id)")
                 throw ExitCode.failure
             }
-            print("revoked device \(id)")
+            if wipe {
+                let state =
+                    record.wipe?.receipt.map {
+                        "already wiped, receipt at \(Date(timeIntervalSince1970: TimeInterval($0.wipedAt)).formatted(.iso8601))"
+                    } ?? "wipe pending"
+                print("revoked device \(id) (\(record.device.name)) and ordered its wipe: \(state)")
+            } else {
+                print("revoked device \(id)")
+            }
         }
     }
 }

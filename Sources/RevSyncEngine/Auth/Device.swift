@@ -35,11 +35,46 @@ public struct DeviceRecord: Sendable, Hashable {
     public let createdAt: Int64
     /// Seconds since 1970, if the token was revoked.
     public let revokedAt: Int64?
+    /// The wipe an operator ordered with the revocation, and the device's receipt.
+    public var wipe: Wipe?
 
-    public init(device: Device, createdAt: Int64, revokedAt: Int64?) {
+    public init(device: Device, createdAt: Int64, revokedAt: Int64?, wipe: Wipe? = nil) {
         self.device = device
         self.createdAt = createdAt
         self.revokedAt = revokedAt
+        self.wipe = wipe
+    }
+
+    /// A wipe order (`revsync-server token revoke --wipe`): its token can do nothing but learn
+    /// that it is wiped (`410 device_wiped`) and send its receipt.
+    public struct Wipe: Sendable, Hashable {
+        /// Seconds since 1970.
+        public var orderedAt: Int64
+        /// What the device said it removed; `nil` while the wipe is pending (it never came back).
+        public var receipt: WipeReceipt?
+
+        public init(orderedAt: Int64, receipt: WipeReceipt? = nil) {
+            self.orderedAt = orderedAt
+            self.receipt = receipt
+        }
+    }
+}
+
+/// A device's receipt of its own wipe: when (the server's clock, when the receipt arrived) and
+/// what it removed.
+public struct WipeReceipt: Sendable, Hashable {
+    /// Seconds since 1970.
+    public var wipedAt: Int64
+    public var records: Int64
+    /// Change sets the device had not sent: discarded, never to reach the server.
+    public var unsyncedChangeSets: Int64
+    public var attachments: Int64
+
+    public init(wipedAt: Int64, records: Int64, unsyncedChangeSets: Int64, attachments: Int64) {
+        self.wipedAt = wipedAt
+        self.records = records
+        self.unsyncedChangeSets = unsyncedChangeSets
+        self.attachments = attachments
     }
 }
 

@@ -94,6 +94,41 @@ extension AdminAPI {
         /// Why its requests are refused for the schema version its app speaks, since it was last
         /// served (`nil`: they are not): it needs attention, and its change sets wait.
         public var versionRefusal: VersionRefusal? = nil
+        /// The wipe an operator ordered with the revocation (`nil`: none): pending until the
+        /// device's receipt arrives.
+        public var wipe: Wipe? = nil
+        /// When the device wiped itself, by its receipt (`nil`: not wiped, or the wipe pending).
+        public var wipedAt: Date? { wipe?.wipedAt }
+
+        /// A wipe order, and the device's receipt.
+        public struct Wipe: Codable, Sendable, Equatable {
+            /// When it was ordered.
+            public var orderedAt: Date
+            /// Whether the device has not sent its receipt yet (it never came back, or not yet).
+            public var pending: Bool
+            /// When the receipt arrived.
+            public var wipedAt: Date?
+            /// What the device removed.
+            public var receipt: WipeReceipt?
+
+            /// A wipe.
+            public init(orderedAt: Date, wipedAt: Date?, receipt: WipeReceipt?) {
+                self.orderedAt = orderedAt
+                self.pending = wipedAt == nil
+                self.wipedAt = wipedAt
+                self.receipt = receipt
+            }
+
+            private enum CodingKeys: String, CodingKey { case orderedAt, pending, wipedAt, receipt }
+
+            public func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(orderedAt, forKey: .orderedAt)
+                try container.encode(pending, forKey: .pending)
+                try container.encode(wipedAt, forKey: .wipedAt)
+                try container.encode(receipt, forKey: .receipt)
+            }
+        }
 
         /// A device refused for its schema version.
         public struct VersionRefusal: Codable, Sendable, Equatable {
@@ -215,7 +250,13 @@ extension AdminAPI {
             try container.encode(created, forKey: .created)
             try container.encode(revoked, forKey: .revoked)
             try container.encode(versionRefusal, forKey: .versionRefusal)
+            try container.encode(wipe, forKey: .wipe)
+            // Read from `wipe` when decoded; written for whoever reads the top level only.
+            var derived = encoder.container(keyedBy: DerivedKeys.self)
+            try derived.encode(wipedAt, forKey: .wipedAt)
         }
+
+        private enum DerivedKeys: String, CodingKey { case wipedAt }
     }
 
     /// `GET /admin/api/overview`: the console's overview.

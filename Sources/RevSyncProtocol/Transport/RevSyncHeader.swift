@@ -37,6 +37,12 @@ package enum RevSyncHeader {
     /// Response (`GET /snapshot`): the decompressed file's length.
     package static let snapshotLength = "X-RevSync-Snapshot-Length"
 
+    /// Response (`POST /sync`): the offline lease in days (`revsync-server serve
+    /// --max-offline-days`); absent without one.
+    package static let maxOfflineDays = "RevSync-Max-Offline-Days"
+    /// Response (`POST /sync`): the server's clock, seconds since 1970.
+    package static let serverTime = "RevSync-Server-Time"
+
     /// `name` as a lowercased dictionary key, the way the client's transports keep headers.
     package static func key(_ name: String) -> String { name.lowercased() }
 }

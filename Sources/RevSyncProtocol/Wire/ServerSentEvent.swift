@@ -7,6 +7,9 @@
 ///   `{"maxRevision":M,"changeSets":[...]}`): the change sets committed after the previous
 ///   event; a device at exactly the revision before the first of them applies them.
 ///
+/// - `wiped` (data the error body of `410 device_wiped`): the device's token was revoked with an
+///   order to wipe it; the stream ends after it.
+///
 /// A line starting with `:` is a comment (the heartbeat).
 public struct ServerSentEvent: Sendable, Hashable {
     public var name: String
@@ -30,6 +33,12 @@ public struct ServerSentEvent: Sendable, Hashable {
     public static func changes(_ response: [UInt8], revision: Revision) -> ServerSentEvent {
         ServerSentEvent(name: "changes", id: String(revision), data: response)
     }
+
+    /// The event `wiped`: the device's token was revoked with an order to wipe the device.
+    public static let wiped = ServerSentEvent(
+        name: "wiped",
+        data: Array(
+            #"{"error":{"code":"device_wiped","message":"this device's token was revoked with an order to wipe it"}}"#.utf8))
 
     /// The event as it goes on the wire, blank line included. `data` must hold no line break
     /// (compact JSON holds none: the codec escapes them inside strings).

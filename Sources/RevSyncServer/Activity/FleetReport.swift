@@ -148,6 +148,13 @@ struct FleetReport: Sendable {
             report.versionRefusal = AdminAPI.DeviceReport.VersionRefusal(
                 code: code, schemaVersion: activity?.schemaVersion.map(Int64.init), at: AdminAPI.time(at))
         }
+        if let wipe = row.record.wipe {
+            report.wipe = AdminAPI.DeviceReport.Wipe(
+                orderedAt: AdminAPI.time(wipe.orderedAt), wipedAt: wipe.receipt.map { AdminAPI.time($0.wipedAt) },
+                receipt: wipe.receipt.map {
+                    AdminAPI.WipeReceipt(records: $0.records, unsyncedChangeSets: $0.unsyncedChangeSets, attachments: $0.attachments)
+                })
+        }
         return report
     }
 

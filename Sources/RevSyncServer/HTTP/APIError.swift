@@ -26,6 +26,15 @@ struct APIError: Error, Sendable {
         APIError(status: .unauthorized, code: "unauthorized", message: message, headers: [.wwwAuthenticate: "Bearer"])
     }
 
+    /// `410 device_wiped`: the token was revoked with an order to wipe the device. Every request
+    /// of it gets this answer, whatever it asks; the one it may still make is its receipt
+    /// (`POST /wipe-receipt`).
+    static let deviceWiped = APIError(
+        status: .gone, code: "device_wiped",
+        message:
+            "this device's token was revoked with an order to wipe it: remove every record RevSync keeps for it, then send the receipt (POST /wipe-receipt)"
+    )
+
     static func tooLarge(_ message: String) -> APIError {
         APIError(status: .contentTooLarge, code: "body_too_large", message: message)
     }

@@ -15,6 +15,8 @@ extension HTTPField.Name {
     static let revSyncSnapshotSHA256 = Self(RevSyncHeader.snapshotSHA256)!
     static let revSyncSnapshotLength = Self(RevSyncHeader.snapshotLength)!
     static let revSyncRole = Self(RevSyncHeader.role)!
+    static let revSyncMaxOfflineDays = Self(RevSyncHeader.maxOfflineDays)!
+    static let revSyncServerTime = Self(RevSyncHeader.serverTime)!
     static let revSyncUser = Self(RevSyncHeader.user)!
     /// A request header: the proof a snapshot file carries (``SnapshotProof``).
     static let revSyncSnapshotProof = Self(RevSyncHeader.snapshotProof)!

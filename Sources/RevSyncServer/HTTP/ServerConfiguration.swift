@@ -35,6 +35,9 @@ public struct ServerConfiguration: Sendable {
     public var adminTokenFile: String?
     /// The bearer token `GET /metrics` asks for; `nil`: `/metrics` is not served.
     public var metricsToken: String?
+    /// The offline lease, in days (`--max-offline-days`): a device that has not heard from the
+    /// server for longer wipes its store when it opens; `nil`: none (protocol section 16).
+    public var maxOfflineDays: Int?
     /// How often what the server learnt about devices is written to the database
     /// (``DeviceActivity``).
     public var activityFlushInterval: Duration = .seconds(1)

@@ -117,6 +117,7 @@ public struct SyncHTTPServer: Sendable {
         router.get("/snapshot") { request, context in try await self.snapshot(request, context: context) }
         router.get("/device") { request, context in try await self.device(request, context: context) }
         router.post("/verify") { request, context in try await self.verify(request, context: context) }
+        router.post("/wipe-receipt") { request, context in try await self.wipeReceipt(request, context: context) }
         router.get("/events") { request, context in try await self.events(request, context: context) }
         router.put("/attachments/:sha256") { request, context in try await self.putAttachment(request, context: context) }
         router.head("/attachments/:sha256") { request, context in try await self.headAttachment(request, context: context) }
@@ -125,6 +126,7 @@ public struct SyncHTTPServer: Sendable {
         admin.get("history") { request, _ in try await self.adminHistory(request) }
         admin.post("revert") { request, context in try await self.adminRevert(request, admin: try context.adminToken()) }
         admin.post("erase") { request, context in try await self.adminErase(request, admin: try context.adminToken()) }
+        admin.post("revoke") { request, context in try await self.adminRevoke(request, admin: try context.adminToken()) }
         admin.get("erasures") { request, _ in try await self.adminErasures(request) }
         admin.get("devices") { request, _ in try await self.adminDevices(request) }
         admin.get("overview") { request, _ in try await self.adminOverview(request) }

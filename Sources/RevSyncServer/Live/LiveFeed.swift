@@ -254,10 +254,16 @@ public final class LiveFeed: Service, Sendable {
     private func closeRevoked() async {
         guard streamCount > 0 else { return }
         do {
-            let revoked = try await storage.withReader { try $0.revokedDevices() }
+            let (revoked, wipes) = try await storage.withReader { (try $0.revokedDevices(), try $0.wipeOrders()) }
             guard !revoked.isEmpty else { return }
             for stream in state.withLock({ Array($0.streams.values) }) where revoked.contains(stream.device) {
-                logger.info("live feed: closing the stream of revoked device \(stream.device)")
+                if wipes[stream.device] != nil {
+                    // The device hears it at once, live: the stream's last event.
+                    logger.info("live feed: telling revoked device \(stream.device) to wipe itself")
+                    stream.send(ServerSentEvent.wiped.bytes, revision: 0)
+                } else {
+                    logger.info("live feed: closing the stream of revoked device \(stream.device)")
+                }
                 close(stream)
             }
         } catch {

@@ -20,11 +20,25 @@ extension SQLStorageAccess {
     func allDevices() throws -> [DeviceRecord] {
         try writeDelivered()
         return try connection.rows(
-            "SELECT id, name, role, delivered_revision, user_id, created_at, revoked_at FROM _rs_devices ORDER BY id"
+            """
+            SELECT id, name, role, delivered_revision, user_id, created_at, revoked_at,
+                wipe_ordered_at, wiped_at, wiped_records, wiped_change_sets, wiped_attachments
+            FROM _rs_devices ORDER BY id
+            """
         ).map {
             row in
             guard let created = row[5].integerValue else { throw StorageError.corrupt("a device has no creation date") }
-            return DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[6].integerValue)
+            var record = DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[6].integerValue)
+            if let ordered = row[7].integerValue {
+                record.wipe = DeviceRecord.Wipe(
+                    orderedAt: ordered,
+                    receipt: row[8].integerValue.map {
+                        WipeReceipt(
+                            wipedAt: $0, records: row[9].integerValue ?? 0, unsyncedChangeSets: row[10].integerValue ?? 0,
+                            attachments: row[11].integerValue ?? 0)
+                    })
+            }
+            return record
         }
     }
 
@@ -86,6 +100,45 @@ extension SQLStorageAccess {
 
     func revokedDevices() throws -> Set<Int64> {
         Set(try connection.rows("SELECT id FROM _rs_devices WHERE revoked_at IS NOT NULL", []).compactMap { $0[0].integerValue })
+    }
+
+    func wipeOrder(tokenHash: String) throws -> (device: Int64, orderedAt: Int64)? {
+        guard
+            let row = try connection.firstRow(
+                "SELECT id, wipe_ordered_at FROM _rs_devices WHERE token_hash = ? AND revoked_at IS NOT NULL AND wipe_ordered_at IS NOT NULL",
+                [.text(tokenHash)]),
+            let id = row[0].integerValue, let ordered = row[1].integerValue
+        else { return nil }
+        return (id, ordered)
+    }
+
+    func wipeOrders() throws -> [Int64: Int64] {
+        var orders: [Int64: Int64] = [:]
+        for row in try connection.rows("SELECT id, wipe_ordered_at FROM _rs_devices WHERE wipe_ordered_at IS NOT NULL", []) {
+            if let id = row[0].integerValue, let ordered = row[1].integerValue { orders[id] = ordered }
+        }
+        return orders
+    }
+
+    func orderWipe(id: Int64) throws -> Bool {
+        try writeDelivered()
+        readAheadCache = nil
+        let now = Self.now()
+        return try connection.execute(
+            "UPDATE _rs_devices SET revoked_at = COALESCE(revoked_at, ?), wipe_ordered_at = COALESCE(wipe_ordered_at, ?) WHERE id = ?",
+            [.integer(now), .integer(now), .integer(id)]) > 0
+    }
+
+    func recordWipe(device: Int64, receipt: WipeReceipt) throws -> Bool {
+        try connection.execute(
+            """
+            UPDATE _rs_devices SET wiped_at = ?, wiped_records = ?, wiped_change_sets = ?, wiped_attachments = ?
+            WHERE id = ? AND wipe_ordered_at IS NOT NULL AND wiped_at IS NULL
+            """,
+            [
+                .integer(receipt.wipedAt), .integer(receipt.records), .integer(receipt.unsyncedChangeSets),
+                .integer(receipt.attachments), .integer(device),
+            ]) > 0
     }
 
     func revokeDevice(id: Int64) throws -> Bool {

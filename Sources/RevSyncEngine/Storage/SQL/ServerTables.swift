@@ -231,6 +231,18 @@ enum ServerTables {
                 "ALTER TABLE _rs_device_activity ADD COLUMN version_served_at \(dialect.bigint)",
             ]
         },
+        Migration(version: 13, name: "wipes") { dialect in
+            [
+                // When an operator revoked the token with a wipe order, and the device's receipt:
+                // when it wiped itself and what it removed (records, unsynced change sets,
+                // attachment files).
+                "ALTER TABLE _rs_devices ADD COLUMN wipe_ordered_at \(dialect.bigint)",
+                "ALTER TABLE _rs_devices ADD COLUMN wiped_at \(dialect.bigint)",
+                "ALTER TABLE _rs_devices ADD COLUMN wiped_records \(dialect.bigint)",
+                "ALTER TABLE _rs_devices ADD COLUMN wiped_change_sets \(dialect.bigint)",
+                "ALTER TABLE _rs_devices ADD COLUMN wiped_attachments \(dialect.bigint)",
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

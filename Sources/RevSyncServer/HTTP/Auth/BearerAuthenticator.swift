@@ -56,17 +56,30 @@ struct BearerAuthenticator: Sendable {
         -> Authenticated
     {
         try refuseIfBlocked(address)
+        let hash: String
         do {
-            let hash = try Self.tokenHash(headers)
-            if cached, let device = recent.device(tokenHash: hash) { return Authenticated(device: device, tokenHash: hash) }
-            guard let device = try await storage.withReader({ try $0.device(tokenHash: hash) }) else {
-                throw APIError.unauthorized("unknown or revoked token")
-            }
-            recent.remember(device, tokenHash: hash)
-            return Authenticated(device: device, tokenHash: hash)
+            hash = try Self.tokenHash(headers)
         } catch let error as APIError where error.status == .unauthorized {
             throw failed(error, address: address, path: path)
         }
+        if cached, let device = recent.device(tokenHash: hash) { return Authenticated(device: device, tokenHash: hash) }
+        guard let device = try await storage.withReader({ try $0.device(tokenHash: hash) }) else {
+            throw await refusal(tokenHash: hash, address: address, path: path)
+        }
+        recent.remember(device, tokenHash: hash)
+        return Authenticated(device: device, tokenHash: hash)
+    }
+
+    /// The answer to a token the database does not accept (here, or inside an engine's own
+    /// read): `410 device_wiped` when an operator revoked it with a wipe order (not a failure:
+    /// the device is told to wipe itself, and nothing else); otherwise `401`, counted and
+    /// logged as a failed authentication.
+    func refusal(tokenHash: String, address: String, path: String) async -> APIError {
+        if let order = try? await storage.withReader({ try $0.wipeOrder(tokenHash: tokenHash) }) {
+            logger.notice("a wiped device's request", metadata: ["device_id": "\(order.device)", "path": "\(path)"])
+            return APIError.deviceWiped
+        }
+        return failed(APIError.unauthorized("unknown or revoked token"), address: address, path: path)
     }
 
     /// Checks the request's bearer token against one fixed token (by hash, as `/metrics` asks

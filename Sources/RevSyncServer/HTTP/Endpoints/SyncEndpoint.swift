@@ -25,8 +25,16 @@ extension SyncHTTPServer {
             limits: engine.limits.decoding)
         let proof = request.headers[.revSyncSnapshotProof].flatMap(SnapshotProof.init)
         let claimed = claimedDigest(request, revision: message.maxRevision, speaking: speaking)
-        let response = try await engine.syncStreamed(
-            message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed, speaking: speaking)
+        let response: SyncResponse
+        do {
+            response = try await engine.syncStreamed(
+                message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed, speaking: speaking)
+        } catch SyncError.unauthorized {
+            // Revoked since the token was cached: refused now, as wiped if it was.
+            throw await authenticator.refusal(
+                tokenHash: sender.tokenHash, address: request.clientAddress(context, trustedProxies: authenticator.trustedProxies),
+                path: "/sync")
+        }
         context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
         if let equal = response.claimVerified { context.record.verified(revision: message.maxRevision, equal: equal) }
         logger.debug(
@@ -45,6 +53,9 @@ extension SyncHTTPServer {
         // The server's latest version, which a device of an older one may follow; the response's
         // digest is of the device's own version.
         answer.headers[.revSyncSchemaVersion] = String(engine.lineage.latest.version)
+        // The offline lease, and the clock it is counted from (protocol section 16).
+        if let days = configuration.maxOfflineDays { answer.headers[.revSyncMaxOfflineDays] = String(days) }
+        answer.headers[.revSyncServerTime] = String(Int64(Date().timeIntervalSince1970))
         return answer
     }
 

@@ -53,9 +53,9 @@ extension SyncHTTPServer {
             case .unknownEntity: throw APIError(status: .badRequest, code: "unknown_entity", message: refusal.description)
             case .tooMuch: throw APIError(status: .contentTooLarge, code: "too_large", message: refusal.description)
             case .revokedToken:
-                throw authenticator.failed(
-                    APIError.unauthorized("unknown or revoked token"),
-                    address: request.clientAddress(context, trustedProxies: authenticator.trustedProxies), path: "/verify")
+                throw await authenticator.refusal(
+                    tokenHash: sender.tokenHash, address: request.clientAddress(context, trustedProxies: authenticator.trustedProxies),
+                    path: "/verify")
             }
         }
         if outcome.corrected, let corrected = outcome.correctedDigests {
