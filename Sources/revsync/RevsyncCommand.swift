@@ -58,6 +58,9 @@ extension AsyncParsableCommand {
         } catch let error as SyncFailure {
             FileHandle.standardError.write(Data("revsync: sync failed: \(error.description)\n".utf8))
             throw ExitCode.failure
+        } catch let wiped as DeviceWiped {
+            FileHandle.standardError.write(Data("revsync: \(wiped.description)\n".utf8))
+            throw ExitCode.failure
         }
     }
 }

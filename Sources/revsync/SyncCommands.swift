@@ -26,6 +26,11 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            // A wiped store: its receipt, if the server has not had it yet, and the wipe in words.
+            if LocalStore.wipeReport(at: options.store) != nil {
+                let report = try? await LocalStore.sendWipeReceipt(at: options.store)
+                throw DeviceWiped(report: report ?? LocalStore.wipeReport(at: options.store)!)
+            }
             let store = try options.open()
             let synchronizer = makeSynchronizer(store, startFromSnapshot: !noSnapshot)
             let report =

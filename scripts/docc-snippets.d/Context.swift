@@ -19,6 +19,8 @@ var bundledSchema: Schema { fatalError() }
 /// The app's token store (Getting started: the Keychain).
 struct AppTokens {
     func token() throws -> String? { nil }
+    /// Removes the token from the Keychain.
+    func remove() throws {}
 }
 
 var tokens: AppTokens { fatalError() }

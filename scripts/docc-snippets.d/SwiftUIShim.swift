@@ -16,6 +16,22 @@ extension Never: View {
 @resultBuilder enum ViewBuilder {
     static func buildBlock<Content: View>(_ content: Content) -> Content { content }
     static func buildExpression<Content: View>(_ content: Content) -> Content { content }
+    static func buildEither<TrueContent: View, FalseContent: View>(first: TrueContent) -> ConditionalContent<TrueContent, FalseContent> {
+        ConditionalContent()
+    }
+    static func buildEither<TrueContent: View, FalseContent: View>(second: FalseContent) -> ConditionalContent<TrueContent, FalseContent> {
+        ConditionalContent()
+    }
+}
+
+/// What an `if`/`else` in a view builder makes (SwiftUI's `_ConditionalContent`).
+struct ConditionalContent<TrueContent: View, FalseContent: View>: View {
+    var body: Never { fatalError() }
+}
+
+struct Group<Content: View>: View {
+    init(@ViewBuilder content: () -> Content) {}
+    var body: Never { fatalError() }
 }
 
 struct Text: View {

@@ -61,6 +61,8 @@ public final class LocalStore: Sendable {
     let storeEvents = Broadcaster<StoreEvent>(keeping: 100)
     /// Turns the app's own GRDB writes into change sets.
     let capture: WriteCapture
+    /// When a live push last moved the offline lease's clock (``recordServerHeard()``).
+    let lastHeardRecorded = Locked<Date?>(nil)
     /// How long the checkpoint after an erasure waits for readers of older snapshots.
     let erasureCheckpointWait = Locked<Duration>(.seconds(10))
     /// The bytes of the store's attachments, beside its file.
@@ -168,6 +170,9 @@ public final class LocalStore: Sendable {
     }
 
     static func open(at path: String, migrations: [StoreMigration]) throws -> LocalStore {
+        if let wiped = wipeReport(at: path) {
+            throw LocalStoreError(.wiped, WipedStore.description(wiped, at: path))
+        }
         guard FileManager.default.fileExists(atPath: path) else {
             throw LocalStoreError(.notAStore, "there is no store at \(path)")
         }
@@ -187,6 +192,7 @@ public final class LocalStore: Sendable {
         try LocalStoreError.reporting { try StoreMigrations.run(migrations, in: pool) }
         let schema = try pool.read { db in try StoreState(db: db).schema() }
         let store = try LocalStore(path: path, pool: pool, schema: schema)
+        try store.wipeIfLeaseExpired()
         try store.removeUnreferencedAttachments()
         // An erasure's checkpoint that readers kept from completing: nobody reads yet.
         if try pool.read({ db in try StoreState(db: db).string(.checkpointPending) }) != nil {

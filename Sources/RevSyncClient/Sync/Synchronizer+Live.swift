@@ -167,7 +167,10 @@ extension Synchronizer {
                 }
             } catch is CancellationError {
                 return
+            } catch let wiped as DeviceWiped {
+                throw wiped
             } catch let failure as SyncFailure {
+                if failure.isDeviceWiped { try await exclusively { try await self.wipeOnOrder() } }
                 await store.recordSyncFailure("live stream: \(failure)")
                 // A revoked token, or a server without live streams: trying again changes nothing.
                 if case .rejected(let status, _, _) = failure, status == 401 || status == 403 || status == 404 { throw failure }
@@ -183,7 +186,13 @@ extension Synchronizer {
 
     /// What to do with one event.
     private func handle(_ event: ServerSentEvent, wanted: Broadcaster<Void>) async throws {
+        // The token was revoked with a wipe order: the sync hears it (410) and wipes.
+        if event.name == "wiped" {
+            _ = try await sync()
+            return
+        }
         guard let revision = event.maxRevision else { return }
+        await store.recordServerHeard()
         let status = try await store.status()
         switch event.name {
         case "changes" where revision > status.maxRevision:

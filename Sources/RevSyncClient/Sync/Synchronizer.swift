@@ -70,6 +70,10 @@ public actor Synchronizer {
     private var waiting: [CheckedContinuation<Void, Never>] = []
     /// The live stream's state (``SyncStatus/State/syncing`` is added while a sync runs).
     var connection: SyncStatus.State = .offline
+    /// The store's wipe, once the server ordered it: every sync throws ``DeviceWiped`` from then on.
+    var wiped: WipeReport?
+    /// Tells ``wipes()``'s listeners.
+    nonisolated let wipeBroadcaster = Broadcaster<WipeReport>(keeping: 1)
     private var syncing = false
     private var lastPublished: SyncStatus?
     /// Whether ``live(_:)`` runs.
@@ -174,6 +178,11 @@ public actor Synchronizer {
     // MARK: The steps
 
     private func performSync() async throws -> SyncReport {
+        if let wiped {
+            // The receipt, if the network failed right after the wipe.
+            let report = (try? await LocalStore.sendWipeReceipt(at: store.path, transport: transport)) ?? wiped
+            throw DeviceWiped(report: report)
+        }
         broadcaster.emit(.started)
         syncing = true
         await publishStatus()
@@ -185,9 +194,10 @@ public actor Synchronizer {
             await publishStatus()
             return report
         } catch let failure as SyncFailure {
+            syncing = false
+            if failure.isDeviceWiped { try await wipeOnOrder() }
             broadcaster.emit(.failed(failure, retryIn: nil))
             await store.recordSyncFailure(failure.description)
-            syncing = false
             await publishStatus()
             throw failure
         }
@@ -357,12 +367,14 @@ public actor Synchronizer {
             }
             report.responseBytes = json.count
             report.serverSchemaVersion = response.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
+            await recordContact(response.headers)
         case .streaming(let head):
             stageHook?(.responseReceived)
             let decompressed = ResponseBodyPipe.DecompressedBody(pipe, limit: configuration.maxResponseSize)
             report = try await apply(.pieces(decompressed.next), to: request, lenient: lenient, actor: Self.actor(in: head.headers))
             report.responseBytes = decompressed.producedBytes
             report.serverSchemaVersion = head.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
+            await recordContact(head.headers)
         }
         report.bytesSent = sent
         report.bytesReceived = pipe.receivedBytes

@@ -48,6 +48,12 @@ package struct StoreStateTable {
         /// never received: the next sync asks for the whole data set (a snapshot, from revision 0,
         /// sending no change set).
         case resyncPending = "resync_pending"
+        /// The offline lease the server last set (`RevSync-Max-Offline-Days`), in days.
+        case leaseDays = "lease_days"
+        /// When the server last answered, by the device's clock (seconds since 1970), and the
+        /// server's clock then (`RevSync-Server-Time`).
+        case lastServerAnswer = "last_server_answer"
+        case lastServerTime = "last_server_time"
     }
 
     package let db: Database

@@ -1,0 +1,70 @@
+public import Foundation
+import RevSyncProtocol
+
+/// The device was wiped (its token revoked with a wipe order, or its offline lease ran out):
+/// what ``Synchronizer`` throws from then on, after ``Synchronizer/wipes()`` told it.
+/// The app removes what it keeps itself (the token in the Keychain) and shows a screen; the
+/// store is gone (``LocalStore/wipeReport(at:)`` says what was removed).
+public struct DeviceWiped: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What the wipe removed, and whether the server has the receipt.
+    public var report: WipeReport
+
+    /// The error for the wipe `report` tells.
+    public init(report: WipeReport) { self.report = report }
+
+    public var description: String { WipedStore.description(report, at: nil) }
+}
+
+/// How a wipe is told in words.
+enum WipedStore {
+    static func description(_ report: WipeReport, at path: String?) -> String {
+        let store = path.map { "the store at \($0)" } ?? "this device's store"
+        let why = report.reason == .ordered ? "by order of the server (its token was revoked with a wipe)" : "its offline lease ran out"
+        let receipt = report.receiptSent ? "the server has the receipt" : "the receipt is sent when the server is reached"
+        return
+            "\(store) was wiped on \(report.wipedAt.formatted(.iso8601)): \(why); \(counted(report.records, "record")), \(counted(report.unsyncedChangeSets, "unsynced change set")) and \(counted(report.attachments, "attachment")) removed; \(receipt)"
+    }
+}
+
+extension SyncFailure {
+    /// The server's `410 device_wiped`: the token was revoked with a wipe order.
+    var isDeviceWiped: Bool {
+        if case .rejected(410, "device_wiped", _) = self { return true }
+        return false
+    }
+}
+
+extension Synchronizer {
+    /// The store's wipe, when the server orders it (its token revoked with a wipe): the store has
+    /// removed everything RevSync kept for it, and every sync throws ``DeviceWiped`` from then
+    /// on. The app removes its own copy of the token (the Keychain) and shows a screen.
+    ///
+    /// A stream of its own rather than a ``SyncEvent`` case: a new case would break the apps
+    /// that switch over every event.
+    public nonisolated func wipes() -> AsyncStream<WipeReport> {
+        wipeBroadcaster.stream()
+    }
+
+    /// Wipes the store on the server's order: the store removes everything RevSync keeps for it,
+    /// the app hears it (``wipes()``), and the server gets the receipt (if it can be
+    /// reached; otherwise ``LocalStore/sendWipeReceipt(at:transport:)`` sends it later). Runs
+    /// between syncs, never inside one: nothing is half applied.
+    ///
+    /// - Returns: never; throws ``DeviceWiped``.
+    func wipeOnOrder() async throws -> Never {
+        if let wiped { throw DeviceWiped(report: wiped) }
+        var report = try await store.wipe(reason: .ordered)
+        if let sent = try? await LocalStore.sendWipeReceipt(at: store.path, transport: transport) { report = sent }
+        wiped = report
+        connection = .offline
+        wipeBroadcaster.emit(report)
+        throw DeviceWiped(report: report)
+    }
+
+    /// The server answered a sync: its offline lease and clock, kept for the store's next open.
+    func recordContact(_ headers: [String: String]) async {
+        await store.recordServerContact(
+            leaseDays: headers[RevSyncHeader.key(RevSyncHeader.maxOfflineDays)].flatMap { Int($0) },
+            serverTime: headers[RevSyncHeader.key(RevSyncHeader.serverTime)].flatMap { Int64($0) })
+    }
+}

@@ -1,0 +1,242 @@
+import Foundation
+import GRDB
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+@testable import RevSyncClient
+
+/// A lost tablet gives nothing away (protocol section 16): when its token is revoked with a wipe
+/// order, the device removes everything RevSync keeps for its store at its next request (or at
+/// once, through its live stream), leaves no byte of the data in any file, tells the app, and the
+/// server gets the receipt; its unsynced edits never reach the server. Both server stores.
+@Suite struct WipeTests {
+    /// How many times `needle` occurs in the files under `directory` (recursively).
+    static func occurrences(of needle: String, under directory: String) throws -> Int {
+        let bytes = Array(needle.utf8)
+        var count = 0
+        let enumerator = FileManager.default.enumerator(atPath: directory)
+        while let entry = enumerator?.nextObject() as? String {
+            let path = directory + "/" + entry
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            let data = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            var index = 0
+            while index + bytes.count <= data.count {
+                if data[index] == bytes[0], Array(data[index..<index + bytes.count]) == bytes { count += 1 }
+                index += 1
+            }
+        }
+        return count
+    }
+
+    static func orderWipe(of device: ClientDevice, on server: LiveServer) async throws {
+        let id = try #require(try await server.storage.withReader { try $0.device(tokenHash: Token.hash(device.connection.token)) }?.id)
+        _ = try await server.storage.withWriter { try $0.orderWipe(id: id) }
+    }
+
+    static func receipt(of name: String, on server: LiveServer) async throws -> WipeReceipt? {
+        try await server.storage.withReader { try $0.allDevices() }.first { $0.device.name == name }?.wipe?.receipt
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aWipeOrderLeavesNoByteOfTheStoreAndTheReceiptComes(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { others in
+            try await withTemporaryDirectory { own in
+                try await withLiveServer(store: kind, schema: .attachments) { server in
+                    let synced = "PLANTED-SYNCED-" + UUID().uuidString.prefix(8)
+                    let unsynced = "PLANTED-UNSYNCED-" + UUID().uuidString.prefix(8)
+                    let photoMark = "PLANTED-PHOTO-" + UUID().uuidString.prefix(8)
+                    let tablet = try await server.clientDevice("tablet", in: own)
+                    let colleague = try await server.clientDevice("colleague", in: others)
+                    let wipes = Task { () -> WipeReport? in
+                        for await report in tablet.synchronizer.wipes() { return report }
+                        return nil
+                    }
+                    let photo = try Attachment.data(Data((photoMark + String(repeating: "x", count: 5000)).utf8), type: "image/jpeg")
+                    let player = try await tablet.table("players").insert([
+                        "first_name": .text(synced), "last_name": "Lopez", "photo": .attachment(photo),
+                    ])
+                    try await tablet.sync()
+                    let permanent = try #require(try await tablet.store.permanentID(of: player))
+                    try await tablet.table("players").update(permanent, ["last_name": .text(unsynced)])
+                    // The positive control: every planted value is in the device's files now.
+                    for planted in [synced, unsynced, photoMark] {
+                        #expect(try Self.occurrences(of: planted, under: own.path) > 0, "\(planted) is not in the store's files")
+                    }
+
+                    try await Self.orderWipe(of: tablet, on: server)
+                    await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
+
+                    for planted in [synced, unsynced, photoMark] {
+                        #expect(try Self.occurrences(of: planted, under: own.path) == 0, "\(planted) is still in the store's files")
+                    }
+                    #expect(try FileManager.default.contentsOfDirectory(atPath: own.path) == ["tablet.sqlite.wiped"])
+                    let report = try #require(LocalStore.wipeReport(at: tablet.store.path))
+                    #expect(report.reason == .ordered && report.receiptSent)
+                    #expect(report.records == 1 && report.unsyncedChangeSets == 1 && report.attachments == 1)
+                    #expect(await wipes.value == report)
+                    // The server: the receipt, and never the unsynced edit.
+                    let receipt = try #require(try await Self.receipt(of: "tablet", on: server))
+                    #expect(receipt.records == 1 && receipt.unsyncedChangeSets == 1 && receipt.attachments == 1)
+                    #expect(try await server.record("players", permanent)?["last_name"] == "Lopez")
+                    // Nothing opens it again; the synchronizer says so; the colleague goes on.
+                    #expect(throws: LocalStoreError.self) { try LocalStore.open(at: tablet.store.path) }
+                    await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
+                    try await colleague.sync()
+                    #expect(try await colleague.table("players").find(permanent)?["first_name"] == .text(synced))
+                }
+            }
+        }
+    }
+
+    /// A wipe ordered while the device is live reaches it through its stream (the event
+    /// `wiped`), without waiting for its next sync; live mode ends with ``DeviceWiped``.
+    @Test(arguments: StoreKind.all)
+    func aWipeOrderedWhileLiveReachesTheDeviceThroughItsStream(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind) { server in
+                let secret = "LIVE-" + UUID().uuidString.prefix(8)
+                let tablet = try await server.clientDevice("tablet", in: directory)
+                try await tablet.table("players").insert(["first_name": .text(secret), "last_name": "Lopez"])
+                try await tablet.sync()
+                let live = Task { try await tablet.synchronizer.live() }
+                let deadline = ContinuousClock.now + .seconds(60)
+                while try await tablet.synchronizer.status().state != .live && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                try await Self.orderWipe(of: tablet, on: server)
+                let ended = await live.result
+                #expect(throws: DeviceWiped.self) { try ended.get() }
+                #expect(LocalStore.wipeReport(at: tablet.store.path)?.receiptSent == true)
+                #expect(try Self.occurrences(of: secret, under: directory.path) == 0)
+                #expect(try await Self.receipt(of: "tablet", on: server)?.records == 1)
+            }
+        }
+    }
+
+    /// A wipe ordered while syncs are under way: each sync is applied whole or not at all, the
+    /// wipe runs between them, and the receipt still comes; what the server committed is
+    /// whole change sets.
+    @Test(arguments: StoreKind.all)
+    func aWipeRacingSyncsLeavesNothingHalfApplied(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind) { server in
+                let tablet = try await server.clientDevice("tablet", in: directory)
+                try await tablet.sync()
+                for index in 0..<5 {
+                    try await tablet.store.write { transaction in
+                        let team = try transaction.insert(into: "teams", ["name": .text("Race \(index)")])
+                        for player in 0..<3 {
+                            let id = try transaction.insert(
+                                into: "players", ["first_name": .text("P\(index)-\(player)"), "last_name": "L"])
+                            _ = try transaction.insert(
+                                into: "team_players", ["team_id": .integer(team.rawValue), "player_id": .integer(id.rawValue)])
+                        }
+                    }
+                }
+                let syncs = (0..<3).map { _ in Task { try await tablet.sync() } }
+                try await Self.orderWipe(of: tablet, on: server)
+                for task in syncs { _ = await task.result }
+                await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
+                #expect(LocalStore.wipeReport(at: tablet.store.path) != nil)
+                let receipt = try #require(try await Self.receipt(of: "tablet", on: server))
+                // Every change set is a team with its three players and memberships: on the server,
+                // whole or not at all; what was not sent is what the receipt counts.
+                let contents = try await server.contents()
+                let teams = contents["teams"]?.count ?? 0
+                #expect(contents["players"]?.count ?? 0 == teams * 3)
+                #expect(contents["team_players"]?.count ?? 0 == teams * 3)
+                #expect(Int64(teams) + receipt.unsyncedChangeSets == 5)
+            }
+        }
+    }
+
+    /// The offline lease: a store that has not heard from the server for longer than the lease
+    /// the server set wipes itself when it opens (the device's clock counts, never before the
+    /// server's clock at the last answer); the receipt follows when the server is reached, and
+    /// the token is revoked. Within the lease, or without one, the store opens.
+    @Test(arguments: StoreKind.all)
+    func aStorePastItsLeaseWipesItselfAtOpen(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: kind, configure: { $0.maxOfflineDays = 30 }) { server in
+                let secret = "LEASE-" + UUID().uuidString.prefix(8)
+                let unsynced = "LEASE-UNSYNCED-" + UUID().uuidString.prefix(8)
+                let tablet = try await server.clientDevice("tablet", in: directory)
+                try await tablet.table("players").insert(["first_name": .text(secret), "last_name": "Lopez"])
+                try await tablet.sync()
+                try await tablet.table("players").insert(["first_name": .text(unsynced), "last_name": "Lopez"])
+                try tablet.store.close()
+                let path = tablet.store.path
+                func setBack(_ key: String, days: Int) throws {
+                    let value = Int64(Date().timeIntervalSince1970) + Int64(days) * 86_400
+                    let queue = try DatabaseQueue(path: path)
+                    try queue.write { db in
+                        try db.execute(sql: "UPDATE _rs_state SET value = ? WHERE key = ?", arguments: [String(value), key])
+                    }
+                    try queue.close()
+                }
+                // 29 days without the server: within the lease, it opens.
+                try setBack("last_server_answer", days: -29)
+                try LocalStore.open(at: path).close()
+                #expect(try Self.occurrences(of: secret, under: directory.path) > 0)
+                // 31 days: wiped at open, nothing left, the receipt waiting.
+                try setBack("last_server_answer", days: -31)
+                #expect(throws: LocalStoreError.self) { try LocalStore.open(at: path) }
+                #expect(try Self.occurrences(of: secret, under: directory.path) == 0)
+                #expect(try Self.occurrences(of: unsynced, under: directory.path) == 0)
+                let report = try #require(LocalStore.wipeReport(at: path))
+                #expect(report.reason == .leaseExpired && !report.receiptSent && report.records == 2 && report.unsyncedChangeSets == 1)
+                let sent = try await LocalStore.sendWipeReceipt(at: path)
+                #expect(sent?.receiptSent == true)
+                #expect(try await Self.receipt(of: "tablet", on: server)?.unsyncedChangeSets == 1)
+                // The token it no longer holds data for is revoked: the server says it is wiped.
+                let answer = try await server.send("GET", "/device", headers: [("Authorization", "Bearer \(tablet.connection.token)")])
+                #expect(answer.status == 410)
+                #expect(try await server.contents()["players"]?.count == 1, "the unsynced player never reached the server")
+            }
+        }
+    }
+
+    /// The device's clock cannot stretch the lease past the last answer: a clock that reads a
+    /// day or more before the server's clock at that answer (set back) counts as past the lease.
+    /// A server without a lease never makes a store wipe itself.
+    @Test func aClockSetBackDoesNotStretchTheLeaseAndNoLeaseNeverWipes() {
+        let now = Date()
+        let clock = Int64(now.timeIntervalSince1970)
+        #expect(!LocalStore.leaseExpired(leaseDays: 30, lastAnswer: clock - 86_400, serverTime: clock - 86_400, now: now))
+        #expect(LocalStore.leaseExpired(leaseDays: 30, lastAnswer: clock - 31 * 86_400, serverTime: nil, now: now))
+        #expect(LocalStore.leaseExpired(leaseDays: 30, lastAnswer: clock, serverTime: clock + 2 * 86_400, now: now))
+        #expect(!LocalStore.leaseExpired(leaseDays: nil, lastAnswer: clock - 400 * 86_400, serverTime: nil, now: now))
+        #expect(!LocalStore.leaseExpired(leaseDays: 30, lastAnswer: nil, serverTime: nil, now: now))
+    }
+
+    /// An app's observation of the store's records (plain GRDB, as typed records use it) does
+    /// not go on showing what was removed: the wipe empties every table in place before the
+    /// files go, so the observation's next value is the empty store.
+    @Test func anObservationOfTheStoreSeesItEmptied() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let tablet = try await server.clientDevice("tablet", in: directory)
+                try await tablet.table("players").insert(["first_name": "Ana", "last_name": "Lopez"])
+                try await tablet.sync()
+                let observation = ValueObservation.tracking { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM players") ?? 0 }
+                let seen = Locked<[Int]>([])
+                let watching = Task {
+                    for try await count in observation.values(in: tablet.store.database) { seen.withLock { $0.append(count) } }
+                }
+                defer { watching.cancel() }
+                let deadline = ContinuousClock.now + .seconds(30)
+                while seen.current.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(seen.current.first == 1)
+                try await Self.orderWipe(of: tablet, on: server)
+                await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
+                while seen.current.last != 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(seen.current.last == 0, "the observation still shows records after the wipe: \(seen.current)")
+            }
+        }
+    }
+}
