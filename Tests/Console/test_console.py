@@ -466,6 +466,38 @@ class ConsoleTests(unittest.TestCase):
         result = dave.sync(check=False)
         self.assertNotEqual(result.returncode, 0)
 
+    def test_revoke_and_wipe_confirms_what_the_device_holds_and_shows_the_receipt(self):
+        """A lost tablet: the device page's *Revoke and wipe…* says what the device holds, the
+        order stands ("wipe pending"), the device wipes itself at its next sync (non-zero exit,
+        its store gone) and the page shows the receipt; at a laptop's and an iPad's width."""
+        frank = Device(self.server, "frank")
+        frank.run("create", "players", "first_name=Frank", "last_name=Lost")
+        frank.sync()
+        frank.run("create", "players", "first_name=Unsent", "last_name=Edit")
+        self.sign_in_as_admin()
+        self.open("/admin/devices")
+        self.device_row("frank").find_element(By.TAG_NAME, "a").click()
+        self.wait_for(lambda: self.driver.find_elements(By.ID, "revoke-and-wipe"))
+        self.driver.find_element(By.ID, "revoke-and-wipe").click()
+        self.wait_for(lambda: "Revoke and wipe frank" in self.driver.find_element(By.TAG_NAME, "h1").text)
+        page = self.driver.find_element(By.TAG_NAME, "body").text
+        self.assertIn("Unsynced change sets, as it last reported", page)
+        self.assertIn("record", page)
+        self.assert_fits("revoke-and-wipe")
+        self.submit("confirm")
+        self.wait_for(lambda: self.driver.find_elements(By.ID, "device-wipe"))
+        self.assertIn("Wipe pending", self.text("#device-wipe"))
+        self.open("/admin/devices")
+        self.assertIn("wipe pending", self.device_row("frank").text)
+        result = frank.sync(check=False)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("wiped", result.stderr)
+        self.assertFalse(os.path.exists(frank.store))
+        self.device_row("frank").find_element(By.TAG_NAME, "a").click()
+        self.wait_for(lambda: "Wiped" in self.text("#device-wipe"))
+        self.assertIn("1 unsynced change set", self.text("#device-wipe"))
+        self.assert_fits("wiped-device")
+
     def test_a_refused_change_set_appears_on_the_refusals_page(self):
         erin = Device(self.server, "erin")
         frank = Device(self.server, "frank")

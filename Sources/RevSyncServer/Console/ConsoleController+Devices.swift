@@ -140,7 +140,8 @@ extension ConsoleController {
             pending: row.activity?.pending.map(String.init) ?? "–", live: row.live, clientVersion: Self.client(row.activity),
             lastRefusal: row.activity?.lastRefusal.map { refusal in
                 DevicesPage.Refusal(reason: refusal.reason.rawValue, time: ConsoleFormat.ago(refusal.time, now: report.now))
-            }, revoked: row.isRevoked, currency: row.currency.rawValue,
+            }, revoked: row.isRevoked, wipe: row.record.wipe.map { $0.receipt == nil ? "wipe pending" : "wiped" },
+            currency: row.currency.rawValue,
             verified: Self.verification(row, report: report), repaired: Self.repair(row, now: report.now),
             differs: row.unresolvedMismatch.map { "differs, found \(ConsoleFormat.ago($0, now: report.now))" },
             holdsErased: row.holdsErasures.isEmpty || row.isRevoked
@@ -269,7 +270,7 @@ extension ConsoleController {
             clientVersion: Self.client(row.activity, unknown: "unknown"),
             verified: Self.verification(row, report: report), repaired: Self.repair(row, now: report.now),
             differs: row.unresolvedMismatch.map { "differs, found \(ConsoleFormat.ago($0, now: report.now))" },
-            revoked: row.isRevoked,
+            revoked: row.isRevoked, wipe: Self.wipe(row.record.wipe, now: report.now), canWipe: row.record.wipe == nil,
             refused: refused.map { refusal in
                 DevicePage.Refused(
                     time: ConsoleFormat.time(refusal.time), reason: refusal.reason.rawValue, changeSet: refusal.changeSetID,
@@ -325,6 +326,62 @@ extension ConsoleController {
         }
         logger.info("console: token revoked", metadata: ["device": "\(id)", "by": "\(context.session.session.device.name)"])
         return ConsoleRenderer.redirect("/admin/devices")
+    }
+
+    /// A wipe in words: pending since the order, or what the device's receipt says it removed.
+    static func wipe(_ wipe: DeviceRecord.Wipe?, now: Int64) -> String? {
+        guard let wipe else { return nil }
+        guard let receipt = wipe.receipt else {
+            return "Wipe pending since \(ConsoleFormat.ago(wipe.orderedAt, now: now)): the device has not come back."
+        }
+        return
+            "Wiped \(ConsoleFormat.ago(receipt.wipedAt, now: now)): \(counted(Int(receipt.records), "record")), \(counted(Int(receipt.unsyncedChangeSets), "unsynced change set")) and \(counted(Int(receipt.attachments), "attachment")) removed."
+    }
+
+    /// *Revoke and wipe…*: what the device holds, to confirm.
+    func wipePage(_ context: ConsoleRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id", as: Int64.self)
+        await activity.flushBeforeReading()
+        let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
+        guard let row = report.rows.first(where: { $0.device.id == id }), row.record.wipe == nil else {
+            return message(
+                context, status: .notFound, heading: "Nothing to wipe", kind: .error,
+                text: "There is no device \(id) without a wipe order.", back: "/admin/devices")
+        }
+        let records = try await engine.storage.withReader { try $0.recordCounts() }.reduce(Int64(0)) { $0 + $1.count }
+        let holds =
+            row.currency == .neverSynced
+            ? ["It never synced: it holds nothing of the data set."]
+            : [
+                "Up to \(counted(Int(records), "record")) (the data set at revision \(row.revision), the last it received).",
+                "Unsynced change sets, as it last reported: \(row.activity?.pending.map(String.init) ?? "unknown") (discarded: they never reach the server).",
+                "The attachment files its records refer to (photos, documents), as far as it downloaded them.",
+            ]
+        return renderer.response(
+            ConfirmPage(
+                chrome: chrome(context, .devices), heading: "Revoke and wipe \(row.device.name)?",
+                question:
+                    "Its token is revoked, and at its next request (or at once if it is live) the device removes everything RevSync keeps for the data set and sends a receipt. A device that never comes back stays \"wipe pending\". It holds:",
+                details: holds, action: "/admin/devices/\(id)/wipe", button: "Revoke and wipe", back: "/admin/devices/\(id)"))
+    }
+
+    func orderWipe(_ context: ConsoleRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id", as: Int64.self)
+        guard id != context.session.session.device.id else {
+            return message(
+                context, status: .conflict, heading: "Not wiped", kind: .error,
+                text: "This is the token you are signed in with: sign in with another admin token to wipe its device.",
+                back: "/admin/devices")
+        }
+        guard try await engine.revoke(device: id, wipe: true) != nil else {
+            return message(
+                context, status: .notFound, heading: "Nothing wiped", kind: .error, text: "There is no device \(id).",
+                back: "/admin/devices")
+        }
+        logger.notice(
+            "console: token revoked and its device's wipe ordered",
+            metadata: ["device": "\(id)", "by": "\(context.session.session.device.name)"])
+        return ConsoleRenderer.redirect("/admin/devices/\(id)")
     }
 
     /// The client library and the schema version its app speaks: `RevSyncClient/0.9 (Linux) · schema v2`,

@@ -47,6 +47,8 @@ struct ConsoleController: Sendable {
         signedIn.get("devices/{id}") { request, context in try await devicePage(request, context: context) }
         signedIn.get("devices/{id}/revoke") { _, context in try await revokePage(context) }
         signedIn.post("devices/{id}/revoke") { _, context in try await revoke(context) }
+        signedIn.get("devices/{id}/wipe") { _, context in try await wipePage(context) }
+        signedIn.post("devices/{id}/wipe") { _, context in try await orderWipe(context) }
         signedIn.get("refusals") { request, context in try await refusalsPage(request, context: context) }
         signedIn.post("refusals/handled") { request, context in try await markRefusal(request, context: context) }
         signedIn.get("history") { request, context in try await historyPage(request, context: context) }

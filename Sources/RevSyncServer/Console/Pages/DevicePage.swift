@@ -48,6 +48,10 @@ struct DevicePage: ConsolePage {
     var repaired: String?
     var differs: String?
     var revoked: Bool
+    /// The wipe ordered with the revocation: pending, or what the device's receipt says.
+    var wipe: String?
+    /// Whether *Revoke and wipe…* is offered (no wipe ordered yet).
+    var canWipe: Bool
     var refused: [Refused]
     var refusedNote: String
     var committed: [Committed]
@@ -69,6 +73,8 @@ struct DevicePage: ConsolePage {
           <div class="figure"><span class="label">Client</span><span class="value wrap">{{clientVersion}}</span></div>
         </section>
         {{#revoked}}<p class="error">This token is revoked.</p>{{/revoked}}
+        {{#wipe}}<p class="error" id="device-wipe">{{wipe}}</p>{{/wipe}}
+        {{#canWipe}}<p><a class="button danger" id="revoke-and-wipe" href="/admin/devices/{{id}}/wipe">Revoke and wipe…</a></p>{{/canWipe}}
         <h2>Refused change sets</h2>
         <p class="muted">{{refusedNote}}</p>
         <table id="refused" class="cards">

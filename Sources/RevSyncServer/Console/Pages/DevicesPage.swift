@@ -32,6 +32,8 @@ struct DevicesPage: ConsolePage {
         var clientVersion: String
         var lastRefusal: Refusal?
         var revoked: Bool
+        /// `wipe pending` or `wiped`, for a token revoked with a wipe order.
+        var wipe: String?
         var currency: String
         /// `at the latest`, `revision 812, 3 hours ago` or `never`.
         var verified: String
@@ -133,7 +135,7 @@ struct DevicesPage: ConsolePage {
             <td data-label="Verified" class="verified">{{verified}}{{#differs}} <span class="flag mismatch">{{differs}}</span>{{/differs}}{{#repaired}} <span class="flag repair">{{repaired}}</span>{{/repaired}}</td>
             <td data-label="Client" class="wrap">{{clientVersion}}</td>
             <td data-label="Last refusal">{{#lastRefusal}}<span class="reason">{{reason}}</span> {{time}}{{/lastRefusal}}{{^lastRefusal}}–{{/lastRefusal}}</td>
-            <td data-label="" class="action">{{#revoked}}revoked{{/revoked}}{{^revoked}}<a class="button danger small" href="/admin/devices/{{id}}/revoke">Revoke…</a>{{/revoked}}</td>
+            <td data-label="" class="action">{{#revoked}}{{#wipe}}{{wipe}}{{/wipe}}{{^wipe}}revoked{{/wipe}}{{/revoked}}{{^revoked}}<a class="button danger small" href="/admin/devices/{{id}}/revoke">Revoke…</a>{{/revoked}}</td>
           </tr>
           {{/rows}}
           {{^rows}}<tr><td colspan="13" class="muted">No device matches the filter.</td></tr>{{/rows}}
