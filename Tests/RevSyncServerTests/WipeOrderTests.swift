@@ -102,4 +102,40 @@ import Testing
             #expect(try await server.send("GET", "/device", headers: [("Authorization", "Bearer \(kept.token)")]).status == 401)
         }
     }
+
+    /// A wiped device meets the older features: it leaves the erasure receipts (it can receive
+    /// nothing more, and its store is gone: counted as erased, no longer as holding) and the
+    /// fleet's currency (neither behind nor current).
+    @Test(arguments: StoreKind.all)
+    func aWipedDeviceLeavesTheErasureReceiptsAndTheFleetsCurrency(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let tablet = try await server.device("tablet")
+            let colleague = try await server.device("colleague")
+            let (player, _) = try await colleague.create("players", ["first_name": "Ana", "last_name": "Lopez"])
+            _ = try await tablet.sync()
+            let erased = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(player.rawValue), "reason": "r"}"#)
+            #expect(erased.status == 200, "\(erased.bodyText)")
+            func holding() async throws -> [String] {
+                let list = try await Self.admin(server, admin.token, "GET", "/admin/api/erasures")
+                let object = try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any]
+                return (object?["erasures"] as? [[String: Any]])?.first?["devicesHolding"] as? [String] ?? []
+            }
+            #expect(try await holding().contains("tablet"))
+            let ordered = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/revoke", #"{"id": \#(tablet.device.id), "wipe": true}"#)
+            #expect(ordered.status == 200)
+            #expect(try await !holding().contains("tablet"))
+            let overview = try await Self.admin(server, admin.token, "GET", "/admin/api/overview")
+            let fleet = try #require(
+                (try JSONSerialization.jsonObject(with: Data(overview.body)) as? [String: Any])?["fleet"] as? [String: Any])
+            #expect(!fleet.description.contains("tablet"), "\(fleet)")
+            #expect(fleet.description.contains("colleague"))
+            let list = try await Self.admin(server, admin.token, "GET", "/admin/api/devices")
+            let rows = (try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])?["devices"] as? [[String: Any]] ?? []
+            let row = try #require(rows.first { $0["name"] as? String == "tablet" })
+            #expect((row["holdsErasures"] as? [Any])?.isEmpty == true)
+        }
+    }
 }
