@@ -32,6 +32,11 @@ public struct SimulationConfiguration: Sendable {
     /// Share of syncs before which another program changes the device's store behind RevSync's
     /// back (a value changed, a row dropped or a row added): each must be found and repaired.
     public var storeCorruptionRate = 0.0
+    /// Devices lost after the work (never the first): each token is revoked with a wipe order,
+    /// the device comes back once (its next request wipes it, with its unsent edits) and is gone;
+    /// the invariants hold for the rest of the fleet, and for the lost one: its store wiped, its
+    /// receipt on the server, its unsent change sets never there (protocol section 16).
+    public var lostDevices = 0
     /// Old and new app versions side by side: the server serves the three versions of
     /// ``SchemaRollout`` (it was upgraded through each), every device starts pinned to version 1,
     /// and over ``days`` days of work each updates its app (its store follows) on random days:
@@ -60,6 +65,8 @@ public struct SimulationReport: Sendable {
     public var deviceCrashes = 0
     /// Corruptions of device stores behind RevSync's back, and the records repairs moved.
     public var storeCorruptions = 0
+    /// Devices lost and wiped (``SimulationConfiguration/lostDevices``).
+    public var lostDevices = 0
     public var repairedRecords = 0
     /// Repairs cut off (by the network, or by commits that kept moving the server on) and done
     /// by a later sync.
@@ -98,7 +105,7 @@ public struct SimulationReport: Sendable {
             }
         var lines = [
             "RevSync simulation: \(configuration.devices) devices × \(configuration.duration.map { "\($0) of" } ?? "\(configuration.editsPerDevice)") edits, seed \(configuration.seed), \(store), \(configuration.instances) server instance\(configuration.instances == 1 ? "" : "s"), \(String(format: "%.1f", seconds)) s",
-            "Faults: \(faults.requests) requests through the proxy; \(faults.responsesDropped) responses dropped after the server got them, \(faults.refused) connections refused, \(faults.resets) reset mid-body, \(faults.stalls) stalled; \(serverCrashes) server crashes (kill -9); \(deviceCrashes) device crashes (kill -9 mid-sync); \(storeCorruptions) stores corrupted behind RevSync's back, \(repairedRecords) records repaired (\(repairsCutOff) repairs cut off, done by a later sync)",
+            "Faults: \(faults.requests) requests through the proxy; \(faults.responsesDropped) responses dropped after the server got them, \(faults.refused) connections refused, \(faults.resets) reset mid-body, \(faults.stalls) stalled; \(serverCrashes) server crashes (kill -9); \(deviceCrashes) device crashes (kill -9 mid-sync); \(storeCorruptions) stores corrupted behind RevSync's back, \(lostDevices) devices lost and wiped, \(repairedRecords) records repaired (\(repairsCutOff) repairs cut off, done by a later sync)",
             "Work: \(edits) change sets made (\(localRefusals) edits refused locally), \(syncs) syncs (\(failedAttempts) failed attempts, retried), \(conflicts.values.reduce(0, +)) conflicts (\(conflicts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))",
             "Result: revision \(maxRevision), \(records) records; \(attributeMerges) updates merged beside another device's unseen edit of other attributes (attribute staleness)",
         ]
@@ -244,20 +251,25 @@ public enum Simulation {
 
             // Everyone online on a good network, until nothing moves.
             for proxy in proxies { proxy.setRates(.none) }
+            // Lost devices: wiped at their next request, then out of the fleet.
+            let lost = try await loseDevices(devices, count: configuration.lostDevices, storage: storage)
+            report.lostDevices = lost.count
+            let fleetLeft = devices.filter { device in !lost.contains { $0.device === device } }
             progress("syncing until quiet")
             for round in 1...30 {
                 var quiet = true
-                for device in devices where !(try await device.syncUntilQuiet()) { quiet = false }
+                for device in fleetLeft where !(try await device.syncUntilQuiet()) { quiet = false }
                 if quiet { break }
                 if round == 30 { throw SimulationError("the devices did not become quiet in 30 rounds") }
             }
 
             progress("checking invariants")
-            var checker = InvariantChecker(schema: schema, storage: storage, devices: devices)
+            var checker = InvariantChecker(schema: schema, storage: storage, devices: fleetLeft)
             checker.lineage = lineage
             (report.checks, report.attributeMerges) = try await checker.run()
+            if !lost.isEmpty { report.checks.append(try await LostDevices.check(lost, storage: storage)) }
             if configuration.rollout {
-                for device in devices { report.devicesPerVersion[device.store.schema.version, default: 0] += 1 }
+                for device in fleetLeft { report.devicesPerVersion[device.store.schema.version, default: 0] += 1 }
             }
             for proxy in proxies {
                 let counts = proxy.counts
@@ -277,6 +289,10 @@ public enum Simulation {
                 report.repairedRecords += device.verification.repairedRecords
                 report.repairsCutOff += device.verification.repairsCutOff
                 report.corruptionsUnjudged += device.verification.unjudged
+                // A lost device's corruptions are judged by no one: it left the fleet.
+                if lost.contains(where: { $0.device === device }) {
+                    report.corruptionsUnjudged += device.corruptions - device.verification.unjudged
+                }
                 report.provenPerVersion.merge(device.verification.verifiedByVersion, uniquingKeysWith: +)
                 for reason in device.refused.values { report.conflicts[reason.rawValue, default: 0] += 1 }
             }
@@ -285,7 +301,8 @@ public enum Simulation {
                 for entity in schema.entities { try reader.allRecords(entity) { _ in records += 1 } }
                 return (try reader.currentRevision(), records)
             }
-            for store in stores { try store.close() }
+            // A lost device's store is gone with its wipe.
+            for store in stores where LocalStore.wipeReport(at: store.path) == nil { try store.close() }
         } catch {
             await shutDown(fleet: fleet, proxies: proxies, storage: storage)
             throw error

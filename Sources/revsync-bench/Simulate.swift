@@ -28,6 +28,8 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: "Share of syncs run in a revsync process killed mid-sync.") var deviceCrashes = 0.05
     @Option(help: "Share of syncs before which another program corrupts the device's store (changed value, dropped row, extra row).")
     var storeCorruptions = 0.05
+    @Option(help: "Devices lost after the work: each token revoked with a wipe, the device wiped at its next request, then gone.")
+    var lostDevices = 0
     @Option(help: "Keep the stores and logs here (they are removed after a successful run otherwise).") var workDirectory: String?
     @Flag(
         help:
@@ -55,6 +57,7 @@ struct Simulate: AsyncParsableCommand {
         configuration.serverCrashes = serverCrashes
         configuration.deviceCrashRate = deviceCrashes
         configuration.storeCorruptionRate = storeCorruptions
+        configuration.lostDevices = lostDevices
         configuration.workDirectory = workDirectory
         configuration.rollout = rollout
         configuration.days = days
@@ -113,7 +116,7 @@ struct SimulationJSON: Encodable {
     /// Refused change sets by reason.
     var conflicts: [String: Int]
     var maxRevision: Int64
-    var serverCrashes, deviceCrashes, storeCorruptions, repairedRecords, attributeMerges, appUpdates: Int
+    var serverCrashes, deviceCrashes, storeCorruptions, repairedRecords, attributeMerges, appUpdates, lostDevices: Int
     /// By schema version, as text (JSON's keys are strings).
     var devicesPerVersion: [String: Int]
     var provenPerVersion: [String: Int]
@@ -128,6 +131,7 @@ struct SimulationJSON: Encodable {
         maxRevision = report.maxRevision
         (serverCrashes, deviceCrashes, storeCorruptions) = (report.serverCrashes, report.deviceCrashes, report.storeCorruptions)
         (repairedRecords, attributeMerges, appUpdates) = (report.repairedRecords, report.attributeMerges, report.appUpdates)
+        lostDevices = report.lostDevices
         devicesPerVersion = Dictionary(uniqueKeysWithValues: report.devicesPerVersion.map { (String($0.key), $0.value) })
         provenPerVersion = Dictionary(uniqueKeysWithValues: report.provenPerVersion.map { (String($0.key), $0.value) })
         faults = Faults(

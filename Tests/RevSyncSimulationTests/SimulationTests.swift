@@ -21,6 +21,7 @@ import Testing
         configuration.serverCrashes = 1
         configuration.deviceCrashRate = 0.1
         configuration.storeCorruptionRate = 0.15
+        configuration.lostDevices = 1
         if store == .postgres {
             configuration.store = .postgres(serverURL: try #require(ProcessInfo.processInfo.environment["REVSYNC_POSTGRES_URL"]))
             configuration.instances = 2
@@ -28,11 +29,14 @@ import Testing
         let report = try await Simulation.run(configuration)
         let passed = report.passed
         #expect(passed, "\(report.text)")
+        // A device was lost: wiped, its receipt on the server; the rest of the fleet kept every promise.
+        let lost = try #require(report.checks.first { $0.promise.hasPrefix("every lost device wiped itself") })
+        #expect(report.lostDevices == 1 && lost.total == 1 && lost.held == 1, "\(report.text)")
         // The run did meet the faults it is meant to survive.
         #expect(report.faults.responsesDropped > 0)
         #expect(report.serverCrashes == 1)
         #expect(report.edits > 100)
-        #expect(report.checks.count == 14)
+        #expect(report.checks.count == 15)
         // Stores were corrupted behind RevSync's back, and every corruption was found and repaired.
         #expect(report.storeCorruptions > 0 && report.repairedRecords > 0, "\(report.text)")
         let found = try #require(report.checks.first { $0.promise.hasPrefix("every corruption of a device's store") })
