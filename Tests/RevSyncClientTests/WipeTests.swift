@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import RevSyncDemoRecords
 import RevSyncEngine
 import RevSyncProtocol
 import RevSyncServer
@@ -214,29 +215,70 @@ import Testing
         #expect(!LocalStore.leaseExpired(leaseDays: 30, lastAnswer: nil, serverTime: nil, now: now))
     }
 
-    /// An app's observation of the store's records (plain GRDB, as typed records use it) does
-    /// not go on showing what was removed: the wipe empties every table in place before the
-    /// files go, so the observation's next value is the empty store.
-    @Test func anObservationOfTheStoreSeesItEmptied() async throws {
+    /// An app's observations of the store (typed records through plain GRDB, a count that drops
+    /// repeated values, RevSync's own `observe`) neither go on as if nothing happened nor stop
+    /// without a word: every one ends with an error, `wiped` where GRDB lets the store say it
+    /// (before that, one may show the store emptied, never anything else).
+    @Test func theAppsObservationsSeeTheStoreEmptiedAndEnd() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
                 let tablet = try await server.clientDevice("tablet", in: directory)
                 try await tablet.table("players").insert(["first_name": "Ana", "last_name": "Lopez"])
                 try await tablet.sync()
-                let observation = ValueObservation.tracking { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM players") ?? 0 }
-                let seen = Locked<[Int]>([])
-                let watching = Task {
-                    for try await count in observation.values(in: tablet.store.database) { seen.withLock { $0.append(count) } }
-                }
-                defer { watching.cancel() }
-                let deadline = ContinuousClock.now + .seconds(30)
-                while seen.current.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-                #expect(seen.current.first == 1)
+                let typed = Watched<[String]>(
+                    ValueObservation.tracking { db in try Player.fetchAll(db).map(\Player.firstName) }, in: tablet.store)
+                let unchanged = Watched<Int>(
+                    ValueObservation.tracking { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM teams") ?? 0 }.removeDuplicates(),
+                    in: tablet.store)
+                let own = Watched<Int>(tablet.store.observe { try $0.count("players") })
+                for watched in [typed.started, unchanged.started, own.started] { try await watched() }
+                #expect(typed.values.current.first == ["Ana"])
                 try await Self.orderWipe(of: tablet, on: server)
                 await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
-                while seen.current.last != 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-                #expect(seen.current.last == 0, "the observation still shows records after the wipe: \(seen.current)")
+                for watched in [typed.ended, unchanged.ended, own.ended] { try await watched() }
+                #expect(typed.values.current.allSatisfy { $0 == ["Ana"] || $0 == [] }, "\(typed.values.current)")
+                #expect((typed.error.current as? LocalStoreError)?.code == .wiped, "\(String(describing: typed.error.current))")
+                #expect(unchanged.values.current == [0])
+                #expect(unchanged.error.current != nil)
+                #expect((own.error.current as? LocalStoreError)?.code == .wiped, "\(String(describing: own.error.current))")
             }
         }
+    }
+}
+
+/// An observation an app runs while its store is wiped: every value it saw, and how it ended.
+private final class Watched<Value: Sendable>: Sendable {
+    let values = Locked<[Value]>([])
+    let error = Locked<(any Error)?>(nil)
+    let finished = Locked(false)
+    private let task: Task<Void, Never>
+
+    init<Values: AsyncSequence & Sendable>(_ sequence: Values) where Values.Element == Value {
+        let (values, error, finished) = (values, error, finished)
+        task = Task {
+            do {
+                for try await value in sequence { values.withLock { $0.append(value) } }
+            } catch let failure {
+                error.withLock { $0 = failure }
+            }
+            finished.withLock { $0 = true }
+        }
+    }
+
+    convenience init<Reducer: ValueReducer>(_ observation: ValueObservation<Reducer>, in store: LocalStore) where Reducer.Value == Value {
+        self.init(observation.values(in: store.database))
+    }
+
+    deinit { task.cancel() }
+
+    /// Waits (at most 30 s) for the first value.
+    func started() async throws { try await wait { !self.values.current.isEmpty } }
+    /// Waits (at most 30 s) for the observation to end.
+    func ended() async throws { try await wait { self.finished.current } }
+
+    private func wait(_ condition: @escaping () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(condition(), "the observation did not get there in 30 s")
     }
 }

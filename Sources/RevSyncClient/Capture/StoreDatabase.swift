@@ -13,6 +13,8 @@ import RevSyncSQLite
 final class StoreDatabase: Sendable {
     let base: DatabasePool
     let capture: WriteCapture
+    /// Set when the store is being wiped: every observation of it ends with `wiped`.
+    let wiped = Locked(false)
 
     init(base: DatabasePool, capture: WriteCapture) {
         self.base = base
@@ -59,11 +61,20 @@ extension StoreDatabase: DatabaseReader {
 
     func unsafeReentrantRead<T>(_ value: (Database) throws -> T) throws -> T { try base.unsafeReentrantRead(value) }
 
+    /// Every observation of the store ends with ``LocalStoreError`` `wiped` at the value after
+    /// the wipe began (``LocalStore/wipe(reason:)``): the app's screen hears it, not a silent
+    /// stop.
     func _add<Reducer: ValueReducer>(
         observation: ValueObservation<Reducer>, scheduling scheduler: some ValueObservationScheduler,
         onChange: @escaping @Sendable (Reducer.Value) -> Void
     ) -> AnyDatabaseCancellable {
-        base._add(observation: observation, scheduling: scheduler, onChange: onChange)
+        let wiped = self.wiped
+        let path = base.path
+        return base._add(
+            observation: observation.map { value in
+                if wiped.current { throw LocalStoreError.wipedObservation(at: path) }
+                return value
+            }, scheduling: scheduler, onChange: onChange)
     }
 }
 

@@ -25,7 +25,10 @@ extension LocalStore {
 
     private func observation<T>(_ fetch: @escaping @Sendable (ReadContext) throws -> T) -> ValueObservation<ValueReducers.Fetch<T>> {
         let store = self
-        return ValueObservation.tracking { db in try fetch(ReadContext(db: db, schema: store.schema)) }
+        return ValueObservation.tracking { db in
+            if store.wipeBegun.current { throw LocalStoreError.wipedObservation(at: store.path) }
+            return try fetch(ReadContext(db: db, schema: store.schema))
+        }
     }
 
     private func stream<Values: AsyncSequence & Sendable>(of values: Values) -> AsyncThrowingStream<Values.Element, any Error>

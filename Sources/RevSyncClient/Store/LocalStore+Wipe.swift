@@ -76,21 +76,19 @@ extension LocalStore {
         }
         let attachmentFiles =
             (try? FileManager.default.contentsOfDirectory(atPath: attachments.directory))?.filter { $0 != "partial" }.count ?? 0
-        // In place first: whatever else holds the file open reads zeros from here on.
+        // In place first: whatever else holds the file open reads zeros from here on, and the
+        // app's observations show the store empty.
         try? pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             try self.capture.suspended {
                 try db.inTransaction {
-                    for table in try String.fetchAll(
-                        db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
-                    {
-                        try db.execute(sql: "DELETE FROM \(SQLIdentifier.quoted(table))")
-                    }
+                    for table in try Self.tables(db) { try db.execute(sql: "DELETE FROM \(SQLIdentifier.quoted(table))") }
                     return .commit
                 }
             }
-            _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
         }
+        endObservations()
+        try? pool.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         try? pool.close()
         let report = WipeReport(
             reason: reason, wipedAt: Date(), records: records, unsyncedChangeSets: unsynced, attachments: attachmentFiles,
@@ -98,6 +96,31 @@ extension LocalStore {
         try Self.shredFiles(of: path)
         try Self.writeMarker(WipeMarker(report: report, server: server?.url, token: server?.token), at: path)
         return report
+    }
+
+    /// Ends every observation of the store: each fetches once more and ends with `wiped`; one
+    /// whose value the emptying did not change and that drops repeated values
+    /// (`removeDuplicates()`) ends when the tables are dropped, with SQLite's error.
+    private func endObservations() {
+        wipeBegun.withLock { $0 = true }
+        try? pool.writeWithoutTransaction { db in
+            try self.capture.suspended {
+                try db.inTransaction {
+                    try db.notifyChanges(in: .fullDatabase)
+                    return .commit
+                }
+                try db.execute(sql: "PRAGMA foreign_keys = OFF")
+                try db.inTransaction {
+                    try db.notifyChanges(in: .fullDatabase)
+                    for table in try Self.tables(db) { try db.execute(sql: "DROP TABLE \(SQLIdentifier.quoted(table))") }
+                    return .commit
+                }
+            }
+        }
+    }
+
+    private static func tables(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
     }
 
     /// The report of the wipe of the store at `path`, if it was wiped.
@@ -258,4 +281,11 @@ extension LocalStoreError.Code {
     /// The store was wiped (by the server's order or its offline lease): nothing of it is left
     /// but the wipe's report (``LocalStore/wipeReport(at:)``).
     public static let wiped = LocalStoreError.Code(rawValue: "wiped")
+}
+
+extension LocalStoreError {
+    /// How an observation of a store ends when the store is wiped.
+    static func wipedObservation(at path: String) -> LocalStoreError {
+        LocalStoreError(.wiped, "the store at \(path) was wiped: nothing of it is left to observe")
+    }
 }

@@ -101,6 +101,8 @@ public final class LocalStore: Sendable {
     /// record is the update it means, never a delete.
     public var database: any DatabaseWriter { storeDatabase }
     private let storeDatabase: StoreDatabase
+    /// Set when the wipe begins: every observation of the store ends with `wiped`.
+    var wipeBegun: Locked<Bool> { storeDatabase.wiped }
 
     private init(path: String, pool: DatabasePool, schema: Schema) throws {
         self.path = path
