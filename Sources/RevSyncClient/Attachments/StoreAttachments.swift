@@ -12,9 +12,12 @@ import RevSyncProtocol
 /// when the store opens.
 struct StoreAttachments: Sendable {
     let directory: String
+    /// The store's data-protection class: given to the folders, whose new files inherit it.
+    let protection: Locked<StoreFileProtection>
 
-    init(storePath: String) {
+    init(storePath: String, protection: Locked<StoreFileProtection>) {
         directory = storePath + "-attachments"
+        self.protection = protection
     }
 
     func path(_ sha256: String) -> String { directory + "/" + sha256 }
@@ -27,6 +30,9 @@ struct StoreAttachments: Sendable {
     func ensureDirectories() throws {
         try PrivateFiles.ensurePrivateDirectory(directory)
         try PrivateFiles.ensurePrivateDirectory(directory + "/partial")
+        let protection = protection.current
+        try protection.apply(to: directory)
+        try protection.apply(to: directory + "/partial")
     }
 
     /// Makes sure the store holds the bytes of `attachment`.

@@ -135,6 +135,8 @@ struct SnapshotDownload {
     let transport: any SyncTransport
     /// The schema version of the store it is for (a server has files of its latest only).
     var schemaVersion: Int
+    /// The data-protection class of the store it is for (none yet: the platform's default).
+    var protection: StoreFileProtection? = nil
     var statePath: String { path + ".json" }
 
     /// The snapshot decompressed while it arrived (``run(inflatingInto:durable:)``).
@@ -168,6 +170,7 @@ struct SnapshotDownload {
         guard (try? PrivateFiles.create(path)) != nil,
             let file = FileHandle(forUpdatingAtPath: path)
         else { throw LocalStoreError(.notFound, "cannot create \(path)") }
+        try protection?.apply(to: path)
         defer { try? file.close() }
         let sink = DownloadSink(download: self, file: file, known: known, start: start, candidate: candidate)
         // A download that fails leaves no half-decompressed file behind.
@@ -208,6 +211,7 @@ struct SnapshotDownload {
 
     fileprivate func record(_ announced: Announced) throws {
         try PrivateFiles.write(try JSONEncoder().encode(announced), to: statePath)
+        try protection?.apply(to: statePath)
     }
 
     private func announcedSoFar() -> Announced? {

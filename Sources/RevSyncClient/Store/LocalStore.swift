@@ -67,6 +67,8 @@ public final class LocalStore: Sendable {
     let erasureCheckpointWait = Locked<Duration>(.seconds(10))
     /// The bytes of the store's attachments, beside its file.
     let attachments: StoreAttachments
+    /// The data-protection class of the store's files (``fileProtection``).
+    let fileProtectionClass: Locked<StoreFileProtection>
 
     /// The schema the local tables follow.
     public var schema: Schema { currentSchema.current }
@@ -110,7 +112,9 @@ public final class LocalStore: Sendable {
         let currentSchema = Locked(schema)
         self.currentSchema = currentSchema
         let localChanges = self.localChanges
-        attachments = StoreAttachments(storePath: path)
+        let fileProtectionClass = Locked(try Self.keptFileProtection(in: pool))
+        self.fileProtectionClass = fileProtectionClass
+        attachments = StoreAttachments(storePath: path, protection: fileProtectionClass)
         capture = WriteCapture(schema: { currentSchema.current }, attachments: attachments, folded: { localChanges.emit() })
         storeDatabase = StoreDatabase(base: pool, capture: capture)
         try pool.writeWithoutTransaction { db in
@@ -125,6 +129,7 @@ public final class LocalStore: Sendable {
                 }
             }
         }
+        try applyFileProtection()
     }
 
     /// Calls `hook` at each step of a captured write: fault injection for the crash tests.

@@ -17,7 +17,8 @@ extension Synchronizer {
     func startFromServerSnapshot(_ server: LocalStore.ServerConnection) async throws -> SnapshotDownloadReport? {
         guard configuration.startFromSnapshot, try await store.holdsNothingOfTheServer() else { return nil }
         let download = SnapshotDownload(
-            path: store.path + ".snapshot.gz", server: server, transport: transport, schemaVersion: store.schema.version)
+            path: store.path + ".snapshot.gz", server: server, transport: transport, schemaVersion: store.schema.version,
+            protection: store.fileProtection)
         let candidate = store.path + ".bootstrap-\(UUID().uuidString)"
         defer { StoreFile.remove(candidate) }
         let identity: ServerIdentity
