@@ -113,12 +113,7 @@ struct TokenCommand: AsyncParsableCommand {
 
         func run() async throws {
             let storage = try await database.open(schema: nil)
-            let (found, record) = try await storage.withWriter { writer in
-                try writer.transaction {
-                    let found = wipe ? try writer.orderWipe(id: id) : try writer.revokeDevice(id: id)
-                    return (found, try writer.allDevices().first { $0.device.id == id })
-                }
-            }
+            let (found, record) = try await storage.revoke(device: id, wipe: wipe)
             try await storage.close()
             guard let record, found || wipe else {
                 printError("revsync-server: no active device with ID \(id)")

@@ -139,10 +139,10 @@ extension LocalStore {
         guard var marker = readMarker(at: path) else { return nil }
         guard !marker.report.receiptSent, let url = marker.server, let token = marker.token else { return marker.report }
         var call = ServerCall("POST", "wipe-receipt", on: url, token: token)
-        call.json(
-            Array(
-                #"{"records":\#(marker.report.records),"unsyncedChangeSets":\#(marker.report.unsyncedChangeSets),"attachments":\#(marker.report.attachments),"reason":"\#(marker.report.reason.rawValue)"}"#
-                    .utf8), gzipLevel: 1)
+        let receipt = AdminAPI.WipeReceipt(
+            records: Int64(marker.report.records), unsyncedChangeSets: Int64(marker.report.unsyncedChangeSets),
+            attachments: Int64(marker.report.attachments), reason: marker.report.reason.rawValue)
+        call.json(Array(try JSONEncoder().encode(receipt)), gzipLevel: 1)
         _ = try await call.body(with: transport, limit: 1 << 16)
         marker.report.receiptSent = true
         marker.token = nil
@@ -227,17 +227,32 @@ private func systemClose(_ descriptor: Int32) -> Int32 {
 
 /// The offline lease (`revsync-server serve --max-offline-days N`): a store that has not heard
 /// from the server for longer than the lease the server last set wipes itself when it opens.
-extension LocalStore {
-    /// Keeps what the server said with an answer: its lease (days; `nil`: none) and its clock,
-    /// beside the device's clock when the answer came.
-    func recordServerContact(leaseDays: Int?, serverTime: Int64?, at now: Date = Date()) async {
-        _ = try? await ownWrite { db in
-            let state = StoreState(db: db)
-            try state.set(.leaseDays, leaseDays.map(String.init))
-            try state.set(.lastServerAnswer, String(Int64(now.timeIntervalSince1970)))
-            if let serverTime { try state.set(.lastServerTime, String(serverTime)) }
-        }
+/// What a sync answer says of the offline lease: the lease (days; `nil`: none) and the server's
+/// clock. Kept in the answer's own transaction, beside the device's clock when it came.
+struct ServerContact: Sendable {
+    var leaseDays: Int?
+    var serverTime: Int64?
+
+    init(leaseDays: Int? = nil, serverTime: Int64? = nil) {
+        self.leaseDays = leaseDays
+        self.serverTime = serverTime
     }
+
+    /// From a sync answer's headers (`RevSync-Max-Offline-Days`, `RevSync-Server-Time`).
+    init(headers: [String: String]) {
+        self.init(
+            leaseDays: headers[RevSyncHeader.key(RevSyncHeader.maxOfflineDays)].flatMap { Int($0) },
+            serverTime: headers[RevSyncHeader.key(RevSyncHeader.serverTime)].flatMap { Int64($0) })
+    }
+
+    func record(in state: StoreState, at now: Date = Date()) throws {
+        try state.set(.leaseDays, leaseDays.map(String.init))
+        try state.set(.lastServerAnswer, String(Int64(now.timeIntervalSince1970)))
+        if let serverTime { try state.set(.lastServerTime, String(serverTime)) }
+    }
+}
+
+extension LocalStore {
 
     /// The server was heard from (a live push): the lease counts from now. Written at most once
     /// an hour: a lease is days.

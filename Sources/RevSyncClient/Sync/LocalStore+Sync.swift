@@ -93,7 +93,7 @@ extension LocalStore {
     ///     stopping with ``ResponseNamesUnknownData``.
     func apply(
         response body: ResponseBody, to request: PreparedRequest, lenient: Bool, actor: Actor? = nil,
-        overwritten: @escaping @Sendable ([RecordReference]) -> Void,
+        contact: ServerContact?, overwritten: @escaping @Sendable ([RecordReference]) -> Void,
         stageHook: (@Sendable (SyncStage) -> Void)?
     ) async throws -> SyncReport {
         let schema = self.schema
@@ -108,8 +108,8 @@ extension LocalStore {
         var report = try await ownWrite { db in
             let apply = {
                 try Self.apply(
-                    body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, overwritten: overwritten,
-                    stageHook: stageHook, holdsAttachment: { attachments.has($0) })
+                    body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, contact: contact,
+                    overwritten: overwritten, stageHook: stageHook, holdsAttachment: { attachments.has($0) })
             }
             guard bulk else { return try apply() }
             return try capture.withoutTriggers(in: db) { try apply() }
@@ -174,7 +174,7 @@ extension LocalStore {
 
     private static func apply(
         _ body: ResponseBody, in db: Database, schema: Schema, request: PreparedRequest, lenient: Bool, actor: Actor?,
-        overwritten: @escaping @Sendable ([RecordReference]) -> Void, stageHook: (@Sendable (SyncStage) -> Void)?,
+        contact: ServerContact?, overwritten: @escaping @Sendable ([RecordReference]) -> Void, stageHook: (@Sendable (SyncStage) -> Void)?,
         holdsAttachment: @escaping (String) -> Bool
     ) throws -> SyncReport {
         let application = try ResponseApplication(
@@ -202,6 +202,7 @@ extension LocalStore {
             message = try decoding.message()
         }
         if let actor { try StoreState(db: db).setActor(actor) }
+        try contact?.record(in: StoreState(db: db))
         return try application.finish(at: message.maxRevision, digest: message.digest, overwritten: overwritten, stageHook: stageHook)
     }
 }

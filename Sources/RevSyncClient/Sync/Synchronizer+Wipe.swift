@@ -60,11 +60,4 @@ extension Synchronizer {
         wipeBroadcaster.emit(report)
         throw DeviceWiped(report: report)
     }
-
-    /// The server answered a sync: its offline lease and clock, kept for the store's next open.
-    func recordContact(_ headers: [String: String]) async {
-        await store.recordServerContact(
-            leaseDays: headers[RevSyncHeader.key(RevSyncHeader.maxOfflineDays)].flatMap { Int($0) },
-            serverTime: headers[RevSyncHeader.key(RevSyncHeader.serverTime)].flatMap { Int64($0) })
-    }
 }

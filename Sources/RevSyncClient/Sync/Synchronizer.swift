@@ -357,24 +357,25 @@ public actor Synchronizer {
             guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: json) }
             stageHook?(.responseReceived)
             let actor = Self.actor(in: response.headers)
+            let contact = ServerContact(headers: response.headers)
             do {
-                report = try await apply(.whole(json), to: request, lenient: lenient, actor: actor)
+                report = try await apply(.whole(json), to: request, lenient: lenient, actor: actor, contact: contact)
             } catch is ResponseNamesUnknownData {
                 // The server's schema grew: follow it, then apply the same response again, so no
                 // value is dropped. A server that sends names its own schema lacks gets them skipped.
                 try await followSchema(of: server)
-                report = try await apply(.whole(json), to: request, lenient: true, actor: actor)
+                report = try await apply(.whole(json), to: request, lenient: true, actor: actor, contact: contact)
             }
             report.responseBytes = json.count
             report.serverSchemaVersion = response.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
-            await recordContact(response.headers)
         case .streaming(let head):
             stageHook?(.responseReceived)
             let decompressed = ResponseBodyPipe.DecompressedBody(pipe, limit: configuration.maxResponseSize)
-            report = try await apply(.pieces(decompressed.next), to: request, lenient: lenient, actor: Self.actor(in: head.headers))
+            report = try await apply(
+                .pieces(decompressed.next), to: request, lenient: lenient, actor: Self.actor(in: head.headers),
+                contact: ServerContact(headers: head.headers))
             report.responseBytes = decompressed.producedBytes
             report.serverSchemaVersion = head.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
-            await recordContact(head.headers)
         }
         report.bytesSent = sent
         report.bytesReceived = pipe.receivedBytes
@@ -388,11 +389,13 @@ public actor Synchronizer {
     /// Applies the response (see ``LocalStore/apply(response:to:lenient:overwritten:stageHook:)``);
     /// a response that does not decode is an invalid response, one cut off on the way a
     /// network failure, and nothing changed.
-    private func apply(_ body: ResponseBody, to request: PreparedRequest, lenient: Bool, actor: Actor?) async throws -> SyncReport {
+    private func apply(
+        _ body: ResponseBody, to request: PreparedRequest, lenient: Bool, actor: Actor?, contact: ServerContact
+    ) async throws -> SyncReport {
         let broadcaster = self.broadcaster
         do {
             return try await store.apply(
-                response: body, to: request, lenient: lenient, actor: actor,
+                response: body, to: request, lenient: lenient, actor: actor, contact: contact,
                 overwritten: { broadcaster.emit(.pendingEditsOverwritten($0)) }, stageHook: stageHook)
         } catch let error as ProtocolError {
             throw SyncFailure.invalidResponse("\(error)")

@@ -10,13 +10,8 @@ extension SyncEngine {
     /// wipe itself (an order stands once given); returns the device as it now is, `nil` when
     /// there is no such device.
     public func revoke(device id: Int64, wipe: Bool) async throws -> DeviceRecord? {
-        try await storage.withWriter { writer in
-            try writer.transaction {
-                // Already revoked (or already ordered) is not an error: the device as it is.
-                _ = wipe ? try writer.orderWipe(id: id) : try writer.revokeDevice(id: id)
-                return try writer.allDevices().first { $0.device.id == id }
-            }
-        }
+        // Already revoked (or already ordered) is not an error: the device as it is.
+        try await storage.revoke(device: id, wipe: wipe).device
     }
 
     /// Keeps the receipt of the wiped device whose token hashes to `tokenHash` (the first one
@@ -31,6 +26,21 @@ extension SyncEngine {
                         wipedAt: Int64(date.timeIntervalSince1970), records: receipt.records,
                         unsyncedChangeSets: receipt.unsyncedChangeSets, attachments: receipt.attachments))
                 return try writer.allDevices().first { $0.device.id == order.device }?.wipe?.receipt
+            }
+        }
+    }
+}
+
+extension SyncStorage {
+    /// Revokes the token of device `id` and, with `wipe`, orders its wipe, in one transaction:
+    /// whether that changed anything (`false`: already revoked, or already ordered), and the
+    /// device as it now is (`nil`: no such device). The engine's ``SyncEngine/revoke(device:wipe:)``
+    /// and `revsync-server token revoke` (which has a database and no engine) both do it here.
+    public func revoke(device id: Int64, wipe: Bool) async throws -> (changed: Bool, device: DeviceRecord?) {
+        try await withWriter { writer in
+            try writer.transaction {
+                let changed = wipe ? try writer.orderWipe(id: id) : try writer.revokeDevice(id: id)
+                return (changed, try writer.allDevices().first { $0.device.id == id })
             }
         }
     }
