@@ -94,6 +94,43 @@ import Testing
         }
     }
 
+    /// A wipe that comes while a new tablet's first sync has half downloaded the server's
+    /// snapshot, to a store pinned to its app's schema version: the partial download and what
+    /// the server announced of it go with the store (they hold the data set, compressed).
+    @Test(arguments: StoreKind.all)
+    func aWipeMidwayThroughASnapshotDownloadLeavesNothingOfIt(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { others in
+            try await withTemporaryDirectory { own in
+                try await withLiveServer(
+                    store: kind,
+                    configure: {
+                        $0.snapshotDirectory = others.file("snapshots")
+                        $0.snapshotInterval = 1000
+                    }
+                ) { server in
+                    let colleague = try await server.clientDevice("colleague", in: others)
+                    for index in 0..<200 {
+                        try await colleague.table("players").insert([
+                            "first_name": .text("Player \(index) \(UUID().uuidString)"), "last_name": "Lopez",
+                        ])
+                    }
+                    try await colleague.sync()
+                    let tablet = try await server.clientDevice("tablet", in: own, transport: CuttingTransport(after: 2_000))
+                    try await tablet.store.pin(toSchemaVersion: tablet.store.schema.version)
+                    await #expect(throws: SyncFailure.self) { try await tablet.sync() }
+                    let partial = tablet.store.path + ".snapshot.gz"
+                    // The positive control: the download stopped half-way and waits to resume.
+                    #expect(FileManager.default.fileExists(atPath: partial) && FileManager.default.fileExists(atPath: partial + ".json"))
+
+                    try await Self.orderWipe(of: tablet, on: server)
+                    await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
+                    #expect(try FileManager.default.contentsOfDirectory(atPath: own.path) == ["tablet.sqlite.wiped"])
+                    #expect(try await Self.receipt(of: "tablet", on: server) != nil)
+                }
+            }
+        }
+    }
+
     /// A wipe ordered while the device is live reaches it through its stream (the event
     /// `wiped`), without waiting for its next sync; live mode ends with ``DeviceWiped``.
     @Test(arguments: StoreKind.all)
