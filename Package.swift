@@ -217,7 +217,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RevSyncSimulationTests",
-            dependencies: ["RevSyncSimulation", "RevSyncEngine", "RevSyncTestSupport", "RevSyncServerTestSupport"],
+            dependencies: [
+                "RevSyncSimulation", "RevSyncClient", "RevSyncEngine", "RevSyncTestSupport", "RevSyncServerTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

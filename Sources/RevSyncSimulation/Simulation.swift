@@ -254,7 +254,7 @@ public enum Simulation {
             // Lost devices: wiped at their next request, then out of the fleet.
             let lost = try await loseDevices(devices, count: configuration.lostDevices, storage: storage)
             report.lostDevices = lost.count
-            let fleetLeft = devices.filter { device in !lost.contains { $0.device === device } }
+            let fleetLeft = devices.filter { device in !lost.contains { $0.deviceID == device.deviceID } }
             progress("syncing until quiet")
             for round in 1...30 {
                 var quiet = true
@@ -290,7 +290,7 @@ public enum Simulation {
                 report.repairsCutOff += device.verification.repairsCutOff
                 report.corruptionsUnjudged += device.verification.unjudged
                 // A lost device's corruptions are judged by no one: it left the fleet.
-                if lost.contains(where: { $0.device === device }) {
+                if lost.contains(where: { $0.deviceID == device.deviceID }) {
                     report.corruptionsUnjudged += device.corruptions - device.verification.unjudged
                 }
                 report.provenPerVersion.merge(device.verification.verifiedByVersion, uniquingKeysWith: +)

@@ -6,7 +6,10 @@ import RevSyncProtocol
 /// A device lost after the work (``SimulationConfiguration/lostDevices``): its token revoked
 /// with a wipe order, it comes back once, and its next request wipes it.
 struct LostDevice: Sendable {
-    let device: SimulatedDevice
+    let name: String
+    let deviceID: Int64
+    /// Where its store was.
+    let storePath: String
     /// How many change sets its outbox held when it was lost (what the receipt counts: some may
     /// have been committed already, their answers lost on the way).
     let outbox: Int
@@ -43,7 +46,10 @@ extension Simulation {
             for _ in 0..<50 where !wiped.receiptSent {
                 if let sent = try? await LocalStore.sendWipeReceipt(at: device.store.path) { wiped = sent }
             }
-            lost.append(LostDevice(device: device, outbox: outbox.count, unsent: unsent, report: wiped))
+            lost.append(
+                LostDevice(
+                    name: device.name, deviceID: device.deviceID, storePath: device.store.path, outbox: outbox.count, unsent: unsent,
+                    report: wiped))
         }
         return lost
     }
@@ -64,24 +70,23 @@ enum LostDevices {
         let logged = Set(log.compactMap(\.changeSetID))
         for device in lost {
             check.total += 1
-            let path = device.device.store.path
-            let url = URL(fileURLWithPath: path)
+            let url = URL(fileURLWithPath: device.storePath)
             let left =
                 (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path))?
                 .filter { $0.hasPrefix(url.lastPathComponent) && !$0.hasSuffix(".wiped") && !$0.hasSuffix(".log") } ?? []
-            let receipt = records.first { $0.device.id == device.device.deviceID }?.wipe?.receipt
+            let receipt = records.first { $0.device.id == device.deviceID }?.wipe?.receipt
             let arrived = device.unsent.intersection(logged)
             if !left.isEmpty {
-                check.violations.append("\(device.device.name): files left: \(left.joined(separator: ", "))")
+                check.violations.append("\(device.name): files left: \(left.joined(separator: ", "))")
             } else if receipt == nil || !device.report.receiptSent {
-                check.violations.append("\(device.device.name): no receipt on the server")
+                check.violations.append("\(device.name): no receipt on the server")
             } else if receipt?.unsyncedChangeSets != Int64(device.outbox) {
                 check.violations.append(
-                    "\(device.device.name): the receipt counts \(receipt?.unsyncedChangeSets ?? -1) unsent change sets, the outbox held \(device.outbox)"
+                    "\(device.name): the receipt counts \(receipt?.unsyncedChangeSets ?? -1) unsent change sets, the outbox held \(device.outbox)"
                 )
             } else if !arrived.isEmpty {
                 check.violations.append(
-                    "\(device.device.name): unsent change sets on the server: \(arrived.sorted().joined(separator: ", "))")
+                    "\(device.name): unsent change sets on the server: \(arrived.sorted().joined(separator: ", "))")
             } else {
                 check.held += 1
             }
