@@ -3,7 +3,7 @@ import Foundation
 import RevSyncBenchmarks
 import RevSyncEngine
 
-// A device's moments: its first sync, its client library, typed inserts, attachments, attribute-level conflicts, erasure, proof and app updates.
+// A device's moments: its first sync, its client library, typed inserts, attachments, attribute-level conflicts, erasure, proof, app updates and a wipe.
 
 struct FreshDevice: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -215,5 +215,26 @@ struct Versions: AsyncParsableCommand {
         benchmark.control = control
         benchmark.store = try await options.choice()
         try output.print([benchmark.row(try await benchmark.run(), command: commandLine)])
+    }
+}
+
+struct Wipe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A lost device's wipe: a store holding the whole data set, its token revoked with a wipe order, its next sync.")
+
+    @Option(parsing: .upToNextOption, help: "Records in the store, one run per size.") var records = [100_000, 1_000_000]
+    @OptionGroup var options: StoreOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        var rows: [BenchmarkRow] = []
+        let store = try await options.choice()
+        for size in records {
+            var benchmark = WipeBenchmark(binaries: try productsDirectory)
+            benchmark.records = size
+            benchmark.store = store
+            rows.append(benchmark.row(try await benchmark.run(), command: commandLine))
+        }
+        try output.print(rows)
     }
 }

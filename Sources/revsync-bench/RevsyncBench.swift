@@ -31,7 +31,7 @@ struct RevsyncBench: AsyncParsableCommand {
             FullSync.self, FreshDevice.self, Concurrent.self, Ceiling.self, BulkLoad.self, CatchUp.self, Client.self, TypedInsert.self,
             Payload.self,
             Hostile.self, Contention.self, AttributeCost.self, Attachments.self, Erasure.self,
-            Live.self, Fleet.self, Verify.self, Versions.self, Instructions.self,
+            Live.self, Fleet.self, Verify.self, Versions.self, Wipe.self, Instructions.self,
             Simulate.self,
         ])
 }
