@@ -77,11 +77,20 @@ extension LocalStore {
         let attachmentFiles =
             (try? FileManager.default.contentsOfDirectory(atPath: attachments.directory))?.filter { $0 != "partial" }.count ?? 0
         // In place first: whatever else holds the file open reads zeros from here on, and the
-        // app's observations show the store empty.
+        // app's observations show the store empty. Without triggers (RevSync's own, which the
+        // store no longer needs) or foreign keys, a table nobody observes is emptied whole
+        // (SQLite's truncate optimization, its pages zeroed) rather than row by row: a million
+        // records in 0.2 s rather than 7 s.
         try? pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
             try self.capture.suspended {
                 try db.inTransaction {
+                    for schema in ["main", "temp"] {
+                        for trigger in try String.fetchAll(db, sql: "SELECT name FROM \(schema).sqlite_master WHERE type = 'trigger'") {
+                            try db.execute(sql: "DROP TRIGGER \(schema).\(SQLIdentifier.quoted(trigger))")
+                        }
+                    }
                     for table in try Self.tables(db) { try db.execute(sql: "DELETE FROM \(SQLIdentifier.quoted(table))") }
                     return .commit
                 }
@@ -109,7 +118,6 @@ extension LocalStore {
                     try db.notifyChanges(in: .fullDatabase)
                     return .commit
                 }
-                try db.execute(sql: "PRAGMA foreign_keys = OFF")
                 try db.inTransaction {
                     try db.notifyChanges(in: .fullDatabase)
                     for table in try Self.tables(db) { try db.execute(sql: "DROP TABLE \(SQLIdentifier.quoted(table))") }
