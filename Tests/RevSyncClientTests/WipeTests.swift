@@ -94,6 +94,38 @@ import Testing
         }
     }
 
+    /// A refusal in the journal (a colleague changed the record first: the edit waits there to
+    /// be reapplied or dismissed) holds the refused value: it goes with the wipe like the rest,
+    /// and it never reaches the server.
+    @Test(arguments: StoreKind.all)
+    func aRefusalWaitingInTheJournalLeavesNoByte(store kind: StoreKind) async throws {
+        try await withTemporaryDirectory { others in
+            try await withTemporaryDirectory { own in
+                try await withLiveServer(store: kind) { server in
+                    let refused = "PLANTED-REFUSED-" + UUID().uuidString.prefix(8)
+                    let tablet = try await server.clientDevice("tablet", in: own)
+                    let colleague = try await server.clientDevice("colleague", in: others)
+                    let player = try await tablet.table("players").insert(["first_name": "Ana", "last_name": "Lopez"])
+                    try await tablet.sync()
+                    let permanent = try #require(try await tablet.store.permanentID(of: player))
+                    try await colleague.sync()
+                    try await colleague.table("players").update(permanent, ["last_name": "Lopez Garcia"])
+                    try await colleague.sync()
+                    try await tablet.table("players").update(permanent, ["last_name": .text(refused)])
+                    try await tablet.sync()
+                    // The positive control: refused, in the journal, in the store's files.
+                    #expect(try await tablet.store.conflicts().count == 1)
+                    #expect(try Self.occurrences(of: refused, under: own.path) > 0)
+
+                    try await Self.orderWipe(of: tablet, on: server)
+                    await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
+                    #expect(try Self.occurrences(of: refused, under: own.path) == 0)
+                    #expect(try await server.record("players", permanent)?["last_name"] == "Lopez Garcia")
+                }
+            }
+        }
+    }
+
     /// A wipe that comes while a new tablet's first sync has half downloaded the server's
     /// snapshot, to a store pinned to its app's schema version: the partial download and what
     /// the server announced of it go with the store (they hold the data set, compressed).

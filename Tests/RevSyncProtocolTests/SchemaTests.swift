@@ -116,7 +116,27 @@ import Testing
         Case(
             name: "duplicate entity", json: #"{"version":1,"entities":{"a":{"attributes":{}},"a":{"attributes":{}}}}"#,
             path: "", message: "appears twice"),
+        Case(
+            name: "a lease of no days", json: #"{"version":1,"maxOfflineDays":0,"entities":{"a":{"attributes":{}}}}"#,
+            path: "maxOfflineDays", message: "from 1 to 3650 days"),
+        Case(
+            name: "a lease of more than ten years", json: #"{"version":1,"maxOfflineDays":3651,"entities":{"a":{"attributes":{}}}}"#,
+            path: "maxOfflineDays", message: "from 1 to 3650 days"),
+        Case(
+            name: "a lease as text", json: #"{"version":1,"maxOfflineDays":"30","entities":{"a":{"attributes":{}}}}"#,
+            path: "maxOfflineDays", message: "must be an integer"),
     ]
+
+    /// The offline lease is read, written back and kept through a change of version in code;
+    /// a schema without it has none.
+    @Test func theOfflineLeaseIsReadAndKept() throws {
+        let schema = try Schema(json: Array(#"{"version":1,"maxOfflineDays":30,"entities":{"a":{"attributes":{}}}}"#.utf8))
+        #expect(schema.maxOfflineDays == 30)
+        #expect(String(decoding: schema.jsonBytes(), as: UTF8.self).contains(#""maxOfflineDays":30"#))
+        #expect(try Schema(json: schema.jsonBytes()) == schema)
+        #expect(try schema.changing(version: 2) { $0 }.maxOfflineDays == 30)
+        #expect(Schema.demo.maxOfflineDays == nil && !String(decoding: Schema.demo.jsonBytes(), as: UTF8.self).contains("maxOfflineDays"))
+    }
 
     @Test(arguments: cases)
     func invalidSchemaIsRefusedWithItsPath(_ testCase: Case) {

@@ -1,6 +1,7 @@
 import Foundation
 import RevSyncEngine
 import RevSyncProtocol
+import RevSyncServer
 import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
@@ -136,6 +137,26 @@ import Testing
             let rows = (try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])?["devices"] as? [[String: Any]] ?? []
             let row = try #require(rows.first { $0["name"] as? String == "tablet" })
             #expect((row["holdsErasures"] as? [Any])?.isEmpty == true)
+        }
+    }
+
+    /// The lease a sync answer carries: the schema's `maxOfflineDays`, unless `serve
+    /// --max-offline-days` sets another; none without either. The server's clock always.
+    @Test func theLeaseComesFromTheSchemaUnlessTheServerSetsOne() async throws {
+        let demo = Schema.demo
+        let leased = try Schema(
+            version: demo.version, entities: demo.entities, users: demo.users, roles: demo.roles, minimumVersion: demo.minimumVersion,
+            maxOfflineDays: 30)
+        for (schema, option, expected) in [(leased, nil, "30"), (leased, 7, "7"), (demo, nil, nil)] as [(Schema, Int?, String?)] {
+            try await withLiveServer(schema: schema, configure: { $0.maxOfflineDays = option }) { server in
+                let device = try await server.device("tablet")
+                let answer = try await device.post(SyncMessage(maxRevision: 0, changeSets: []).jsonBytes())
+                #expect(answer.status == 200)
+                #expect(
+                    answer.header("RevSync-Max-Offline-Days") == expected, "schema \(schema.maxOfflineDays as Any), option \(option as Any)"
+                )
+                #expect(answer.header("RevSync-Server-Time") != nil)
+            }
         }
     }
 }

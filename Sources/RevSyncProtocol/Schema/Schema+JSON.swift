@@ -38,6 +38,7 @@ extension Schema {
         var users: String?
         var roles: [Role] = []
         var minimumVersion: Int?
+        var maxOfflineDays: Int?
         for (key, value) in root {
             switch key {
             case "version":
@@ -60,14 +61,22 @@ extension Schema {
                     throw SchemaError("minimumVersion must be an integer", path: "minimumVersion")
                 }
                 minimumVersion = number
+            case "maxOfflineDays":
+                guard case .number(.integer(let number)) = value, let number = Int(exactly: number) else {
+                    throw SchemaError("maxOfflineDays must be an integer (days)", path: "maxOfflineDays")
+                }
+                maxOfflineDays = number
             default:
                 throw SchemaError(
-                    "unknown key \"\(key)\" (expected version, minimumVersion, entities, users, roles, description)", path: key)
+                    "unknown key \"\(key)\" (expected version, minimumVersion, maxOfflineDays, entities, users, roles, description)",
+                    path: key)
             }
         }
         guard let version else { throw SchemaError("missing \"version\"") }
         guard let entities else { throw SchemaError("missing \"entities\"") }
-        try self.init(version: version, entities: entities, users: users, roles: roles, minimumVersion: minimumVersion)
+        try self.init(
+            version: version, entities: entities, users: users, roles: roles, minimumVersion: minimumVersion,
+            maxOfflineDays: maxOfflineDays)
     }
 
     /// Loads a schema file.
@@ -91,6 +100,10 @@ extension Schema {
         if let minimumVersion {
             writer.writeRaw(",\"minimumVersion\":")
             writer.writeInteger(minimumVersion)
+        }
+        if let maxOfflineDays {
+            writer.writeRaw(",\"maxOfflineDays\":")
+            writer.writeInteger(maxOfflineDays)
         }
         if let users {
             writer.writeRaw(",\"users\":")

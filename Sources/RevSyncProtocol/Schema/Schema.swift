@@ -26,6 +26,10 @@ public struct Schema: Sendable, Hashable {
     /// The oldest schema version devices may still speak (`"minimumVersion"` in the file): an
     /// older device is answered `426 upgrade_required`. `nil`: every version the database served.
     public let minimumVersion: Int?
+    /// The offline lease (`"maxOfflineDays"` in the file): a device whose store has not heard
+    /// from the server for longer than this many days wipes the store when it opens (protocol
+    /// section 16). `nil`: none. `revsync-server serve --max-offline-days` overrides it.
+    public let maxOfflineDays: Int?
     private let entityIndex: [String: Int]
     private let incoming: [String: [IncomingReference]]
 
@@ -37,6 +41,21 @@ public struct Schema: Sendable, Hashable {
     )
         throws(SchemaError)
     {
+        try self.init(version: version, entities: entities, users: users, roles: roles, minimumVersion: minimumVersion, maxOfflineDays: nil)
+    }
+
+    /// Creates a schema with an offline lease (``maxOfflineDays``, 1 to 3,650 days), checking
+    /// every rule of a valid schema.
+    ///
+    /// - Throws: ``SchemaError`` naming the first broken rule and where it is.
+    public init(
+        version: Int, entities: [Entity], users: String? = nil, roles: [Role] = [], minimumVersion: Int? = nil, maxOfflineDays: Int?
+    )
+        throws(SchemaError)
+    {
+        if let maxOfflineDays, !(1...3650).contains(maxOfflineDays) {
+            throw SchemaError("maxOfflineDays must be from 1 to 3650 days", path: "maxOfflineDays")
+        }
         guard version >= 1 else { throw SchemaError("version must be 1 or more", path: "version") }
         if let minimumVersion, minimumVersion < 1 || minimumVersion > version {
             throw SchemaError("minimumVersion must be from 1 to the schema's version (\(version))", path: "minimumVersion")
@@ -91,6 +110,7 @@ public struct Schema: Sendable, Hashable {
         self.users = users
         self.roles = roles
         self.minimumVersion = minimumVersion
+        self.maxOfflineDays = maxOfflineDays
         try checkPermissions()
     }
 
@@ -103,12 +123,15 @@ public struct Schema: Sendable, Hashable {
         }
     }
 
-    /// This schema at `version`, each entity as `change` makes it (users, roles and
-    /// `minimumVersion` kept): how a later version is written from an earlier one in code.
+    /// This schema at `version`, each entity as `change` makes it (users, roles,
+    /// `minimumVersion` and `maxOfflineDays` kept): how a later version is written from an
+    /// earlier one in code.
     public func changing(version: Int, _ change: (Entity) throws(SchemaError) -> Entity) throws(SchemaError) -> Schema {
         var changed: [Entity] = []
         for entity in entities { changed.append(try change(entity)) }
-        return try Schema(version: version, entities: changed, users: users, roles: roles, minimumVersion: minimumVersion)
+        return try Schema(
+            version: version, entities: changed, users: users, roles: roles, minimumVersion: minimumVersion,
+            maxOfflineDays: maxOfflineDays)
     }
 
     /// Whether any entity has an `attachment` attribute.

@@ -355,7 +355,7 @@ struct StoredLayout: Sendable {
         do {
             return try Schema(
                 version: latest.version, entities: entitiesOut, users: latest.users, roles: latest.roles,
-                minimumVersion: latest.minimumVersion)
+                minimumVersion: latest.minimumVersion, maxOfflineDays: latest.maxOfflineDays)
         } catch {
             throw SchemaUpgradeError("\(error)")
         }

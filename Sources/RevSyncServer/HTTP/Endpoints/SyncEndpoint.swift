@@ -53,8 +53,11 @@ extension SyncHTTPServer {
         // The server's latest version, which a device of an older one may follow; the response's
         // digest is of the device's own version.
         answer.headers[.revSyncSchemaVersion] = String(engine.lineage.latest.version)
-        // The offline lease, and the clock it is counted from (protocol section 16).
-        if let days = configuration.maxOfflineDays { answer.headers[.revSyncMaxOfflineDays] = String(days) }
+        // The offline lease (`serve --max-offline-days`, else the schema's `maxOfflineDays`), and
+        // the clock it is counted from (protocol section 16).
+        if let days = configuration.maxOfflineDays ?? engine.lineage.latest.maxOfflineDays {
+            answer.headers[.revSyncMaxOfflineDays] = String(days)
+        }
         answer.headers[.revSyncServerTime] = String(Int64(Date().timeIntervalSince1970))
         return answer
     }
