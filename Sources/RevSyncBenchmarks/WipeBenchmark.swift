@@ -70,7 +70,8 @@ public struct WipeBenchmark: Sendable {
         guard let report = LocalStore.wipeReport(at: path) else { throw BenchmarkError("the store was not wiped: \(log(syncLog))") }
         result.removedRecords = report.records
         result.filesLeft = storeFiles(of: path)
-        result.receiptOnServer = try await storage.withReader { try $0.allDevices() }.first { $0.device.id == device.id }?.wipe?.receipt != nil
+        result.receiptOnServer =
+            try await storage.withReader { try $0.allDevices() }.first { $0.device.id == device.id }?.wipe?.receipt != nil
         try await storage.close()
         return result
     }
