@@ -233,8 +233,8 @@ private func systemClose(_ descriptor: Int32) -> Int32 {
     #endif
 }
 
-/// The offline lease (`revsync-server serve --max-offline-days N`): a store that has not heard
-/// from the server for longer than the lease the server last set wipes itself when it opens.
+// MARK: The offline lease
+
 /// What a sync answer says of the offline lease: the lease (days; `nil`: none) and the server's
 /// clock. Kept in the answer's own transaction, beside the device's clock when it came.
 struct ServerContact: Sendable {
@@ -260,8 +260,10 @@ struct ServerContact: Sendable {
     }
 }
 
+/// The offline lease (the schema's `maxOfflineDays`, or `revsync-server serve
+/// --max-offline-days N`): a store that has not heard from the server for longer than the lease
+/// the server last set wipes itself when it opens.
 extension LocalStore {
-
     /// The server was heard from (a live push): the lease counts from now. Written at most once
     /// an hour: a lease is days.
     func recordServerHeard(at now: Date = Date()) async {
