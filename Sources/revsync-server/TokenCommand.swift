@@ -121,8 +121,8 @@ struct TokenCommand: AsyncParsableCommand {
             }
             if wipe {
                 let state =
-                    record.wipe?.receipt.map {
-                        "already wiped, receipt at \(Date(timeIntervalSince1970: TimeInterval($0.wipedAt)).formatted(.iso8601))"
+                    record.wipe?.wipedAt.map {
+                        "already wiped, receipt at \(Date(timeIntervalSince1970: TimeInterval($0)).formatted(.iso8601))"
                     } ?? "wipe pending"
                 print("revoked device \(id) (\(record.device.name)) and ordered its wipe: \(state)")
             } else {

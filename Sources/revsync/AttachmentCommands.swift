@@ -20,7 +20,7 @@ struct AttachmentCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let store = try options.open()
+                let store = try await options.open()
                 guard let schemaEntity = store.schema.entity(entity) else {
                     throw CommandFailure("the schema has no entity \(entity)")
                 }

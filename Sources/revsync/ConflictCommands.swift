@@ -17,7 +17,7 @@ struct Conflicts: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let store = try options.open()
+                let store = try await options.open()
                 let conflicts = try await store.conflicts(includingDismissed: all)
                 if options.json {
                     JSONOutput.print(conflicts.map(ConflictOutput.JSON.init))
@@ -53,7 +53,7 @@ struct Conflicts: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let store = try options.open()
+                let store = try await options.open()
                 guard try await store.dismissConflict(id) else { throw CommandFailure("no unresolved conflict #\(id)") }
                 say(options.json ? #"{"dismissed":\#(id)}"# : "Dismissed conflict #\(id).")
             }
@@ -71,7 +71,7 @@ extension Conflicts {
 
         func run() async throws {
             try await reportingErrors {
-                let store = try options.open()
+                let store = try await options.open()
                 guard let conflict = try await store.conflict(id) else { throw CommandFailure("there is no conflict #\(id)") }
                 if options.json {
                     JSONOutput.print(conflict.records.map(ConflictOutput.RecordJSON.init))
@@ -95,7 +95,7 @@ extension Conflicts {
 
         func run() async throws {
             try await reportingErrors {
-                let store = try options.open()
+                let store = try await options.open()
                 guard let conflict = try await store.conflict(id) else { throw CommandFailure("there is no conflict #\(id)") }
                 let keep = keepTheirs.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
                 let written = try await store.reapply(conflict, keepingTheirs: keep)

@@ -72,7 +72,15 @@ struct Init: AsyncParsableCommand {
                 throw CommandFailure("\"\(server)\" is not an http(s) URL")
             }
             let token = try readToken()
+            // A device set up again after a wipe: the old wipe's receipt goes first (the server
+            // then refuses the old token), then the new token is checked, then the report goes.
+            let wiped = LocalStore.wipeReport(at: options.store) != nil
+            if wiped { try await sendPendingReceipt() }
             try await checkToken(url: url, token: token)
+            if wiped {
+                try await LocalStore.clearWipe(at: options.store)
+                warn("\(options.store) was wiped; the device is set up again with the new token.")
+            }
             if let snapshot { return try await bootstrap(from: snapshot, url: url, token: token) }
             if downloadSnapshot { return try await bootstrapFromServer(url: url, token: token) }
             let schema: Schema
@@ -105,18 +113,32 @@ struct Init: AsyncParsableCommand {
         }
     }
 
+    /// The receipt of the wipe of the store at this path, if the server has not had it: sent
+    /// before anything else is done there.
+    private func sendPendingReceipt() async throws {
+        do {
+            try await LocalStore.sendWipeReceipt(at: options.store)
+        } catch let failure as SyncFailure where failure.status == 401 || failure.code == .notConfigured {
+            // The server knows no such token (or the store never knew its server): nothing to receipt.
+        } catch {
+            throw CommandFailure(
+                "\(options.store) was wiped, and its receipt must reach the server before the device is set up again: \(error); connect, and run this again"
+            )
+        }
+    }
+
     /// Asks the server whose the token is before anything is created: a token it refuses
     /// (unknown, revoked) fails the command with nothing created. A server out of reach fails it
     /// too, unless the schema is given (`--schema`), for a store set up offline.
     private func checkToken(url: URL, token: String) async throws {
         do {
             _ = try await Synchronizer.fetchActor(from: .init(url: url, token: token))
-        } catch SyncFailure.rejected(let status, let code, let message) where status == 401 || status == 403 {
+        } catch let failure as SyncFailure where [401, 403, 410].contains(failure.status) {
             throw CommandFailure(
-                "the server refused the token (\(status) \(code): \(message)); nothing was created. Ask its operator for a new one (revsync-server token create)."
+                "the server refused the token (\(failure.status ?? 0) \(failure.code): \(failure.message)); nothing was created. Ask its operator for a new one (revsync-server token create)."
             )
         } catch let failure as SyncFailure {
-            guard schema != nil, case .network = failure else {
+            guard schema != nil, failure.code == .network else {
                 throw CommandFailure("cannot check the token with \(url.absoluteString): \(failure); nothing was created")
             }
             warn("could not reach \(url.absoluteString) to check the token (\(failure)); the first sync will check it.")

@@ -30,7 +30,7 @@ struct Pin: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             let current = store.schema.version
             if let schemaVersion, schemaVersion < current {
                 throw CommandFailure(

@@ -15,7 +15,7 @@ struct Create: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             let values = try ValueParsing.values(self.values, entity: entity, schema: store.schema)
             let id = try await store.table(entity).insert(values)
             if options.json {
@@ -37,7 +37,7 @@ struct Update: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             guard let rawID = arguments.first else { throw CommandFailure("give the record's ID, then key=value pairs") }
             let values = try ValueParsing.values(Array(arguments.dropFirst()), entity: entity, schema: store.schema)
             guard !values.isEmpty else { throw CommandFailure("give at least one key=value to change") }
@@ -67,7 +67,7 @@ struct Delete: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             let id = try ValueParsing.recordID(try self.id)
             let resolved = try await store.permanentID(of: id) ?? id
             let result = try await store.table(entity).delete(id)
@@ -106,7 +106,7 @@ struct Get: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             let id = try self.id
             guard let record = try await store.table(entity).find(try ValueParsing.recordID(id)) else {
                 throw CommandFailure("\(entity) \(id) does not exist")
@@ -142,7 +142,7 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             let filter = try ValueParsing.values(filters, entity: entity, schema: store.schema)
             if let limit, limit < 0 { throw CommandFailure("--limit must be 0 or more") }
             let records = try await store.table(entity).all(where: filter, orderBy: orderBy.map { [$0] } ?? [], limit: limit)

@@ -24,12 +24,33 @@ struct StoreOptions: ParsableArguments {
     @Flag(name: .long, help: "Machine-readable output (JSON).")
     var json = false
 
-    func open() throws -> LocalStore {
+    /// Opens the store. A wiped one (by the server's order, or its offline lease as it opens
+    /// now) sends its receipt first, before anything else, if the server has not had it: the
+    /// server then refuses the old token everywhere.
+    func open() async throws -> LocalStore {
         do {
             return try LocalStore.open(at: store)
         } catch let error as LocalStoreError where error.code == .notAStore {
             throw CommandFailure("\(error.message); create one with: revsync init --server URL --token TOKEN --store \(store)")
+        } catch let error as LocalStoreError where error.code == .wiped {
+            throw try await wiped()
         }
+    }
+
+    /// The wipe of the store, its receipt sent first if it was not (a network that fails leaves
+    /// it for the next command: the report says it is not sent).
+    func wiped() async throws -> CommandFailure {
+        let report: WipeReport?
+        do {
+            report = try await LocalStore.sendWipeReceipt(at: store)
+        } catch {
+            report = LocalStore.wipeReport(at: store)
+        }
+        guard let report else { return CommandFailure("\(store) was wiped") }
+        return CommandFailure(
+            DeviceWiped(report: report).description
+                + "; to set this device up again: revsync init --server URL --store \(store) with a new token (revsync-server token create)"
+        )
     }
 }
 

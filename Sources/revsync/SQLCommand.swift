@@ -18,7 +18,7 @@ struct SQL: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             // Fault injection for the crash tests: `capture-row` (a row judged, the transaction
             // open) or `capture-committed` (committed, not queued as a change set yet).
             let crashAt = ProcessInfo.processInfo.environment["REVSYNC_CRASH_AT"]

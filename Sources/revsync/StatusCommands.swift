@@ -15,12 +15,13 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             let status = try await store.status()
             let server = try await store.server()
             let pinned = try await store.pinnedSchemaVersion
             let live = try await store.recordedLiveState()
             let lastSync = status.lastSuccessfulSync.map { ISO8601DateFormatter().string(from: $0) }
+            let leaseEnds = status.leaseEndsAt.map { ISO8601DateFormatter().string(from: $0) }
             // Only `revsync watch` keeps a store live; a store no process watches is not live, whether the server is up or not.
             let state = live?.state.rawValue ?? "notLive"
             if options.json {
@@ -36,6 +37,7 @@ struct Status: AsyncParsableCommand {
                     var server: Nullable<String>
                     var schemaVersion: Int
                     var pinnedSchemaVersion: Nullable<Int>
+                    var leaseEndsAt: Nullable<String>
                 }
                 JSONOutput.print(
                     Status(
@@ -43,7 +45,7 @@ struct Status: AsyncParsableCommand {
                         unresolvedConflicts: status.unresolvedConflicts, verifiedRevision: Nullable(status.verifiedRevision),
                         differsFromServer: status.differsFromServer, lastSync: Nullable(lastSync), lastError: Nullable(status.lastError),
                         server: Nullable(server?.url.absoluteString), schemaVersion: store.schema.version,
-                        pinnedSchemaVersion: Nullable(pinned)))
+                        pinnedSchemaVersion: Nullable(pinned), leaseEndsAt: Nullable(leaseEnds)))
                 return
             }
             if let live {
@@ -64,6 +66,11 @@ struct Status: AsyncParsableCommand {
                 say("records: \(status.verifiedRevision.map { "proven equal to the server's at revision \($0)" } ?? "not proven yet")")
             }
             say("last sync: \(lastSync ?? "never")")
+            if let leaseEnds {
+                say(
+                    "offline lease: ends \(leaseEnds) (the first command after it wipes this store, with its \(counted(status.pendingChangeSets, "unsent change set")); a sync before then renews it)"
+                )
+            }
             if let error = status.lastError { say("last error: \(error)") }
             say("server: \(server?.url.absoluteString ?? "none")")
         }

@@ -27,11 +27,8 @@ struct Sync: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             // A wiped store: its receipt, if the server has not had it yet, and the wipe in words.
-            if LocalStore.wipeReport(at: options.store) != nil {
-                let report = try? await LocalStore.sendWipeReceipt(at: options.store)
-                throw DeviceWiped(report: report ?? LocalStore.wipeReport(at: options.store)!)
-            }
-            let store = try options.open()
+            if LocalStore.wipeReport(at: options.store) != nil { throw try await options.wiped() }
+            let store = try await options.open()
             let synchronizer = makeSynchronizer(store, startFromSnapshot: !noSnapshot)
             let report =
                 attempts > 1
@@ -60,7 +57,7 @@ struct Watch: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             guard interval > 0 else { throw CommandFailure("--interval must be more than 0") }
-            let store = try options.open()
+            let store = try await options.open()
             let synchronizer = makeSynchronizer(store)
             let server = try await store.server()?.url.absoluteString ?? "no server"
             var liveOptions = LiveOptions()

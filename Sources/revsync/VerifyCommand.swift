@@ -22,7 +22,7 @@ struct Verify: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let store = try options.open()
+            let store = try await options.open()
             let report = try await makeSynchronizer(store).verify(repair: !noRepair)
             if options.json {
                 say(Self.json(report))

@@ -79,8 +79,8 @@ import Testing
                     await #expect {
                         try await old.sync()
                     } throws: { error in
-                        guard case SyncFailure.rejected(426, "upgrade_required", _) = error else { return false }
-                        return true
+                        let failure = error as? SyncFailure
+                        return failure?.status == 426 && failure?.code == .upgradeRequired
                     }
                     #expect(try await old.store.status().pendingChangeSets == 1, "the edit waits")
                     let admin = try await server.device("operator", role: .admin)

@@ -53,7 +53,7 @@ import Testing
             let store = try LocalStore.create(at: path, schema: .attachments)
             let photo = try Attachment.data(Data(repeating: 7, count: 4096), type: "image/jpeg")
             try await store.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(photo)])
-            let covered = Set(store.protectedPaths())
+            let covered = Set(store.files.dataPaths())
             for expected in [
                 path, path + "-wal", path + "-shm", path + "-attachments", path + "-attachments/partial",
                 path + "-attachments/" + photo.sha256,

@@ -286,8 +286,10 @@ import Testing
                     await #expect {
                         try await old.sync()
                     } throws: { error in
-                        guard case SyncFailure.rejected(426, "upgrade_required", let message) = error else { return false }
-                        return message.contains("update the app")
+                        guard let failure = error as? SyncFailure, failure.status == 426, failure.code == .upgradeRequired else {
+                            return false
+                        }
+                        return failure.message.contains("update the app")
                     }
                     #expect(try await old.store.status().pendingChangeSets == 1, "the edit stays queued")
                     // A device newer than the server.
@@ -299,8 +301,8 @@ import Testing
                     await #expect {
                         try await ahead.sync()
                     } throws: { error in
-                        guard case SyncFailure.rejected(409, "schema_ahead", _) = error else { return false }
-                        return true
+                        let failure = error as? SyncFailure
+                        return failure?.status == 409 && failure?.code == .schemaAhead
                     }
                     #expect(try await ahead.store.status().pendingChangeSets == 1)
                     // The operator sees which version each device speaks.

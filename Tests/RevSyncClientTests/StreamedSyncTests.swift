@@ -78,7 +78,7 @@ import Testing
                     try await synchronizer.sync()
                     Issue.record("a cut-off response was applied")
                 } catch let failure as SyncFailure {
-                    guard case .network = failure else { throw failure }
+                    guard failure.code == .network else { throw failure }
                     #expect(failure.isRetryable)
                 }
                 #expect(try await device.store.contents() == before)

@@ -327,8 +327,8 @@ import Testing
                 await #expect {
                     try await synchronizer.sync(retrying: RetryPolicy(maxAttempts: 5))
                 } throws: { error in
-                    guard case .rejected(401, "unauthorized", _) = error as? SyncFailure else { return false }
-                    return true
+                    let failure = error as? SyncFailure
+                    return failure?.status == 401 && failure?.code == .unauthorized
                 }
                 #expect(await waits.waits.count == 3)  // no retry for a 401
                 #expect(try await device.store.status().pendingChangeSets == 1)

@@ -225,65 +225,6 @@ import Testing
         }
     }
 
-    /// The offline lease: a store that has not heard from the server for longer than the lease
-    /// the server set wipes itself when it opens (the device's clock counts, never before the
-    /// server's clock at the last answer); the receipt follows when the server is reached, and
-    /// the token is revoked. Within the lease, or without one, the store opens.
-    @Test(arguments: StoreKind.all)
-    func aStorePastItsLeaseWipesItselfAtOpen(store kind: StoreKind) async throws {
-        try await withTemporaryDirectory { directory in
-            try await withLiveServer(store: kind, configure: { $0.maxOfflineDays = 30 }) { server in
-                let secret = "LEASE-" + UUID().uuidString.prefix(8)
-                let unsynced = "LEASE-UNSYNCED-" + UUID().uuidString.prefix(8)
-                let tablet = try await server.clientDevice("tablet", in: directory)
-                try await tablet.table("players").insert(["first_name": .text(secret), "last_name": "Lopez"])
-                try await tablet.sync()
-                try await tablet.table("players").insert(["first_name": .text(unsynced), "last_name": "Lopez"])
-                try tablet.store.close()
-                let path = tablet.store.path
-                func setBack(_ key: String, days: Int) throws {
-                    let value = Int64(Date().timeIntervalSince1970) + Int64(days) * 86_400
-                    let queue = try DatabaseQueue(path: path)
-                    try queue.write { db in
-                        try db.execute(sql: "UPDATE _rs_state SET value = ? WHERE key = ?", arguments: [String(value), key])
-                    }
-                    try queue.close()
-                }
-                // 29 days without the server: within the lease, it opens.
-                try setBack("last_server_answer", days: -29)
-                try LocalStore.open(at: path).close()
-                #expect(try Self.occurrences(of: secret, under: directory.path) > 0)
-                // 31 days: wiped at open, nothing left, the receipt waiting.
-                try setBack("last_server_answer", days: -31)
-                #expect(throws: LocalStoreError.self) { try LocalStore.open(at: path) }
-                #expect(try Self.occurrences(of: secret, under: directory.path) == 0)
-                #expect(try Self.occurrences(of: unsynced, under: directory.path) == 0)
-                let report = try #require(LocalStore.wipeReport(at: path))
-                #expect(report.reason == .leaseExpired && !report.receiptSent && report.records == 2 && report.unsyncedChangeSets == 1)
-                let sent = try await LocalStore.sendWipeReceipt(at: path)
-                #expect(sent?.receiptSent == true)
-                #expect(try await Self.receipt(of: "tablet", on: server)?.unsyncedChangeSets == 1)
-                // The token it no longer holds data for is revoked: the server says it is wiped.
-                let answer = try await server.send("GET", "/device", headers: [("Authorization", "Bearer \(tablet.connection.token)")])
-                #expect(answer.status == 410)
-                #expect(try await server.contents()["players"]?.count == 1, "the unsynced player never reached the server")
-            }
-        }
-    }
-
-    /// The device's clock cannot stretch the lease past the last answer: a clock that reads a
-    /// day or more before the server's clock at that answer (set back) counts as past the lease.
-    /// A server without a lease never makes a store wipe itself.
-    @Test func aClockSetBackDoesNotStretchTheLeaseAndNoLeaseNeverWipes() {
-        let now = Date()
-        let clock = Int64(now.timeIntervalSince1970)
-        #expect(!LocalStore.leaseExpired(leaseDays: 30, lastAnswer: clock - 86_400, serverTime: clock - 86_400, now: now))
-        #expect(LocalStore.leaseExpired(leaseDays: 30, lastAnswer: clock - 31 * 86_400, serverTime: nil, now: now))
-        #expect(LocalStore.leaseExpired(leaseDays: 30, lastAnswer: clock, serverTime: clock + 2 * 86_400, now: now))
-        #expect(!LocalStore.leaseExpired(leaseDays: nil, lastAnswer: clock - 400 * 86_400, serverTime: nil, now: now))
-        #expect(!LocalStore.leaseExpired(leaseDays: 30, lastAnswer: nil, serverTime: nil, now: now))
-    }
-
     /// An app's observations of the store (typed records through plain GRDB, a count that drops
     /// repeated values, RevSync's own `observe`) neither go on as if nothing happened nor stop
     /// without a word: every one ends with an error, `wiped` where GRDB lets the store say it

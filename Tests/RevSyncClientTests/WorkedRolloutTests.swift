@@ -86,8 +86,8 @@ import Testing
                     await #expect {
                         try await SchemaVersionTests.reconnect(late, to: server).sync()
                     } throws: { error in
-                        guard case SyncFailure.rejected(426, "upgrade_required", _) = error else { return false }
-                        return true
+                        let failure = error as? SyncFailure
+                        return failure?.status == 426 && failure?.code == .upgradeRequired
                     }
                 }
             }

@@ -25,8 +25,7 @@ import Testing
                     if let receipt {
                         _ = try await server.storage.withWriter {
                             try $0.recordWipe(
-                                device: id,
-                                receipt: WipeReceipt(wipedAt: 0, records: 3, unsyncedChangeSets: receipt, attachments: 0))
+                                device: id, receipt: WipeReceipt(records: 3, unsyncedChangeSets: receipt, attachments: 0), at: 0)
                         }
                     }
                     let path = directory.file(name + ".sqlite")

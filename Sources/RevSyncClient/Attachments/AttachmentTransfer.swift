@@ -118,9 +118,15 @@ struct AttachmentTransfer: Sendable {
         let arrived = Locked<Int64>(0)
         let started = Locked(false)
         let total = attachment.size
-        let response: TransportResponse
+        // An answer other than the bytes (a refusal: `410 device_wiped`, `404`) is its error body.
+        let refusal = Locked<[UInt8]>([])
+        var response: TransportResponse
         do {
             response = try await transport.download(get.request) { head, bytes in
+                guard head.status == 200 || head.status == 206 else {
+                    refusal.withLock { if $0.count < 1 << 16 { $0 += bytes } }
+                    return
+                }
                 let first = started.withLock { started in
                     defer { started = true }
                     return !started
@@ -143,7 +149,10 @@ struct AttachmentTransfer: Sendable {
         } catch {
             throw SyncFailure.network("\(error)")
         }
-        guard response.status == 200 || response.status == 206 else { throw Self.failure(response) }
+        guard response.status == 200 || response.status == 206 else {
+            if response.body.isEmpty { response.body = Data(refusal.current) }
+            throw Self.failure(response)
+        }
         try handle.synchronize()
         guard written.current == attachment.size else {
             throw SyncFailure.network("attachment \(attachment.sha256): \(written.current) of \(attachment.size) bytes arrived")
@@ -163,8 +172,10 @@ struct AttachmentTransfer: Sendable {
         return AttachmentDownload(file: file, resumedFrom: resumed, bytesReceived: arrived.current)
     }
 
+    /// The server's JSON error (a `410 device_wiped` among them), as a failure.
     private static func failure(_ response: TransportResponse) -> SyncFailure {
-        let text = String(decoding: response.body.prefix(300), as: UTF8.self)
-        return .rejected(status: response.status, code: "attachment", message: text.isEmpty ? "HTTP \(response.status)" : text)
+        var body = [UInt8](response.body)
+        if Gzip.isGzip(body), let inflated = try? Gzip.decompress(body, limit: 1 << 16) { body = inflated }
+        return .rejection(status: response.status, body: body)
     }
 }

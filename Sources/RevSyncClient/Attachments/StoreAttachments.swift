@@ -15,13 +15,16 @@ struct StoreAttachments: Sendable {
     /// The store's data-protection class: given to the folders, whose new files inherit it.
     let protection: Locked<StoreFileProtection>
 
-    init(storePath: String, protection: Locked<StoreFileProtection>) {
-        directory = storePath + "-attachments"
+    init(files: StoreFiles, protection: Locked<StoreFileProtection>) {
+        directory = files.attachments
+        partialDirectory = files.partialAttachments
         self.protection = protection
     }
 
+    let partialDirectory: String
+
     func path(_ sha256: String) -> String { directory + "/" + sha256 }
-    func partialPath(_ sha256: String) -> String { directory + "/partial/" + sha256 }
+    func partialPath(_ sha256: String) -> String { partialDirectory + "/" + sha256 }
 
     func has(_ sha256: String) -> Bool {
         PrivateFiles.isRegularFile(path(sha256))
@@ -29,10 +32,10 @@ struct StoreAttachments: Sendable {
 
     func ensureDirectories() throws {
         try PrivateFiles.ensurePrivateDirectory(directory)
-        try PrivateFiles.ensurePrivateDirectory(directory + "/partial")
+        try PrivateFiles.ensurePrivateDirectory(partialDirectory)
         let protection = protection.current
         try protection.apply(to: directory)
-        try protection.apply(to: directory + "/partial")
+        try protection.apply(to: partialDirectory)
     }
 
     /// Makes sure the store holds the bytes of `attachment`.
@@ -47,7 +50,7 @@ struct StoreAttachments: Sendable {
                 "this device has no bytes for attachment \(attachment.sha256): make the value with Attachment.file or Attachment.data")
         }
         try ensureDirectories()
-        let temporary = directory + "/partial/\(attachment.sha256).copy-\(UUID().uuidString.prefix(8))"
+        let temporary = partialDirectory + "/\(attachment.sha256).copy-\(UUID().uuidString.prefix(8))"
         do {
             try PrivateFiles.create(temporary)
             let output = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
@@ -86,7 +89,7 @@ struct StoreAttachments: Sendable {
         }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         for name in names where name != "partial" && !kept.contains(name) && old(path(name)) { unlink(path(name)) }
-        let partial = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/partial")) ?? []
-        for name in partial where name.contains(".copy-") && old(directory + "/partial/" + name) { unlink(directory + "/partial/" + name) }
+        let partial = (try? FileManager.default.contentsOfDirectory(atPath: partialDirectory)) ?? []
+        for name in partial where name.contains(".copy-") && old(partialDirectory + "/" + name) { unlink(partialDirectory + "/" + name) }
     }
 }

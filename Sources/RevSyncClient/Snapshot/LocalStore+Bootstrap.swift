@@ -36,7 +36,7 @@ extension LocalStore {
         guard FileManager.default.fileExists(atPath: snapshot) else {
             throw LocalStoreError(.notFound, "there is no snapshot at \(snapshot)")
         }
-        let candidate = path + ".bootstrap-\(UUID().uuidString)"
+        let candidate = StoreFiles(path).newStartCandidate()
         try FileManager.default.copyItem(atPath: snapshot, toPath: candidate)
         try PrivateFiles.restrict(candidate)
         return try install(
@@ -49,6 +49,7 @@ extension LocalStore {
     /// - Throws: `pendingChanges` when `replacing` a store with change sets the server has not
     ///   answered.
     static func existingStore(at path: String, replacing: Bool) throws -> LocalStore? {
+        try refuseIfWiped(path)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let existing = try open(at: path)
         guard replacing else { return existing }
@@ -70,7 +71,7 @@ extension LocalStore {
         _ candidate: String, at path: String, expectedSHA256: String?, knownSHA256: String? = nil, expecting identity: ServerIdentity?,
         server: ServerConnection?
     ) throws -> LocalStore {
-        defer { StoreFile.remove(candidate) }
+        defer { StoreFiles.shredDatabase(candidate) }
         let info = try LocalStoreError.reporting {
             try SnapshotFile.inspect(candidate, expectedSHA256: expectedSHA256, knownSHA256: knownSHA256)
         }
@@ -92,7 +93,7 @@ extension LocalStore {
         // Everything in the main file before it moves: the WAL stays behind.
         try store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         try store.close()
-        StoreFile.remove(path)
+        StoreFiles.shredDatabase(path)
         try FileManager.default.moveItem(atPath: candidate, toPath: path)
         return try open(at: path)
     }

@@ -77,18 +77,20 @@ extension LocalStore {
             }
             return (existing, nil)
         }
+        try refuseIfWiped(path)
         var identity = try await ServerIdentity.fetch(from: server.url, transport: transport)
         if let version { identity.schemaVersion = version }
+        let files = StoreFiles(path)
         let download = SnapshotDownload(
-            path: path + ".snapshot.gz", server: server, transport: transport, schemaVersion: identity.schemaVersion)
-        let candidate = path + ".bootstrap-\(UUID().uuidString)"
+            path: files.snapshotDownload, server: server, transport: transport, schemaVersion: identity.schemaVersion)
+        let candidate = files.newStartCandidate()
         let (announced, receipt, inflated) = try await download.run(inflatingInto: candidate, durable: true)
         if inflated == nil {
             do {
                 try Gzip.decompressFile(at: download.path, to: candidate, limit: announced.storeBytes)
             } catch {
                 download.discard()
-                StoreFile.remove(candidate)
+                StoreFiles.shredDatabase(candidate)
                 throw LocalStoreError(
                     .corrupt, "the downloaded snapshot is damaged (\(error)); it was removed, and the next attempt starts over")
             }
@@ -203,10 +205,12 @@ struct SnapshotDownload {
         return (announced, Receipt(received: size - offset, resumedAt: offset), inflated)
     }
 
-    /// Forgets the download (file and what the server announced).
+    /// Forgets the download (file and what the server announced): overwritten with zeros and
+    /// deleted, as a wipe does, for the file holds the whole data set.
     func discard() {
-        try? FileManager.default.removeItem(atPath: path)
-        try? FileManager.default.removeItem(atPath: statePath)
+        // Best effort: what cannot be deleted now is named by the store's files and goes with a wipe.
+        try? StoreFiles.shred(path)
+        try? StoreFiles.shred(statePath)
     }
 
     fileprivate func record(_ announced: Announced) throws {
@@ -357,7 +361,7 @@ private final class SnapshotInflation: @unchecked Sendable {
     private static let batch = 256 << 10
 
     init?(into path: String, limit: Int) {
-        StoreFile.remove(path)
+        StoreFiles.shredDatabase(path)
         guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
             let file = FileHandle(forWritingAtPath: path)
         else { return nil }
@@ -415,9 +419,9 @@ private final class SnapshotInflation: @unchecked Sendable {
         output.removeAll(keepingCapacity: true)
     }
 
-    /// Closes and removes the file.
+    /// Closes the file, and overwrites it with zeros and deletes it.
     func abandon() {
         try? file.close()
-        StoreFile.remove(path)
+        StoreFiles.shredDatabase(path)
     }
 }

@@ -25,7 +25,9 @@ extension LocalStore {
     ///   - progress: bytes the device has and the total, as a download goes.
     ///   - transport: how the download travels.
     /// - Throws: ``SyncFailure`` when the bytes cannot be had now; ``LocalStoreError``
-    ///   `notFound` when the store has no server to get them from.
+    ///   `notFound` when the store has no server to get them from; ``DeviceWiped`` when the
+    ///   server answers that the device's token was revoked with a wipe order: the store has
+    ///   wiped itself (``wipes()`` tells).
     public func attachment(
         _ value: Attachment, progress: (@Sendable (Int64, Int64) -> Void)? = nil, transport: any SyncTransport = DefaultTransport()
     ) async throws -> URL {
@@ -44,7 +46,16 @@ extension LocalStore {
         guard let server = try await server() else {
             throw LocalStoreError(.notFound, "attachment \(value.sha256) is not on this device, and the store has no server to get it from")
         }
-        return try await AttachmentTransfer(transport: transport, server: server, files: attachments).download(value, progress: progress)
+        do {
+            return try await AttachmentTransfer(transport: transport, server: server, files: attachments).download(
+                value, progress: progress)
+        } catch let failure as SyncFailure where failure.code == .deviceWiped {
+            var report = try wipeNow(reason: .ordered, server: server, announce: false)
+            // Sent now if the network allows; otherwise a sync, or sendWipeReceipt, sends it later.
+            report = (try? await Self.sendWipeReceipt(at: path, server: server, transport: transport)) ?? report
+            wipeBroadcaster.emit(report)
+            throw DeviceWiped(report: report)
+        }
     }
 
     /// Whether the device holds the bytes of `value`.

@@ -48,10 +48,16 @@ public final class LocalStore: Sendable {
         /// Whether the last comparison found records that differ from the server's and the
         /// repair did not finish: the next sync repairs them.
         public let differsFromServer: Bool
+        /// When the offline lease ends, by the device's clock (`nil`: the server sets none): the
+        /// first open after it wipes the store, with the change sets it has not sent, unless a
+        /// sync reaches the server first (``leaseWarnings()`` warns some days before).
+        public let leaseEndsAt: Date?
     }
 
     /// The store file's path.
     public let path: String
+    /// Every file RevSync keeps for the store.
+    let files: StoreFiles
     let pool: DatabasePool
     /// The schema, replaced when the store follows a newer one.
     let currentSchema: Locked<Schema>
@@ -63,6 +69,10 @@ public final class LocalStore: Sendable {
     let capture: WriteCapture
     /// When a live push last moved the offline lease's clock (``recordServerHeard()``).
     let lastHeardRecorded = Locked<Date?>(nil)
+    /// Tells ``wipes()``'s listeners.
+    let wipeBroadcaster = Broadcaster<WipeReport>(keeping: 1)
+    /// Tells ``leaseWarnings()``'s listeners.
+    let leaseBroadcaster = Broadcaster<LeaseWarning>(keeping: 1)
     /// How long the checkpoint after an erasure waits for readers of older snapshots.
     let erasureCheckpointWait = Locked<Duration>(.seconds(10))
     /// The bytes of the store's attachments, beside its file.
@@ -108,13 +118,14 @@ public final class LocalStore: Sendable {
 
     private init(path: String, pool: DatabasePool, schema: Schema) throws {
         self.path = path
+        files = StoreFiles(path)
         self.pool = pool
         let currentSchema = Locked(schema)
         self.currentSchema = currentSchema
         let localChanges = self.localChanges
         let fileProtectionClass = Locked(try Self.keptFileProtection(in: pool))
         self.fileProtectionClass = fileProtectionClass
-        attachments = StoreAttachments(storePath: path, protection: fileProtectionClass)
+        attachments = StoreAttachments(files: StoreFiles(path), protection: fileProtectionClass)
         capture = WriteCapture(schema: { currentSchema.current }, attachments: attachments, folded: { localChanges.emit() })
         storeDatabase = StoreDatabase(base: pool, capture: capture)
         try pool.writeWithoutTransaction { db in
@@ -157,8 +168,10 @@ public final class LocalStore: Sendable {
     /// Creates a new store for `schema`.
     ///
     /// - Throws: ``LocalStoreError`` `storeExists` if a file is already there: a store is never
-    ///   overwritten.
+    ///   overwritten; `wiped` where a store was wiped, until the device is set up again
+    ///   (``clearWipe(at:server:transport:)``).
     public static func create(at path: String, schema: Schema, server: ServerConnection? = nil) throws -> LocalStore {
+        try refuseIfWiped(path)
         let pool = try LocalStoreError.reporting { try StoreFile.create(at: path, schema: schema) }
         try pool.write { db in
             let state = StoreState(db: db)
@@ -171,7 +184,9 @@ public final class LocalStore: Sendable {
     /// Opens an existing store, running any migrations it needs first.
     ///
     /// - Throws: ``LocalStoreError`` `notAStore`, `migrationFailed` (the store is as it was
-    ///   before the failing migration), `tooNew`.
+    ///   before the failing migration), `tooNew`; `wiped` when the store was wiped, or is past
+    ///   its offline lease and wipes itself now (``wipeReport(at:)`` says what it removed; the
+    ///   receipt waits for ``sendWipeReceipt(at:server:transport:)``).
     public static func open(at path: String) throws -> LocalStore {
         try open(at: path, migrations: StoreMigrations.all)
     }
@@ -200,6 +215,7 @@ public final class LocalStore: Sendable {
         let schema = try pool.read { db in try StoreState(db: db).schema() }
         let store = try LocalStore(path: path, pool: pool, schema: schema)
         try store.wipeIfLeaseExpired()
+        Task { await store.warnIfLeaseEnding() }
         try store.removeUnreferencedAttachments()
         // An erasure's checkpoint that readers kept from completing: nobody reads yet.
         if try pool.read({ db in try StoreState(db: db).string(.checkpointPending) }) != nil {
@@ -269,14 +285,17 @@ public final class LocalStore: Sendable {
 
     /// What is waiting and what went wrong, in numbers.
     public func status() async throws -> Status {
-        try await pool.read { db in
+        let now = DeviceClock.now(for: path)
+        return try await pool.read { db in
             let state = StoreState(db: db)
+            var lease = try OfflineLease.read(from: state)
+            lease?.read(clock: OfflineLease.clock(now))
             return Status(
                 maxRevision: try state.maxRevision, pendingChangeSets: try Outbox(db: db).count(),
                 unresolvedConflicts: try ConflictJournal(db: db).unresolvedCount(),
                 lastSuccessfulSync: try state.string(.lastSync).flatMap(Double.init).map { Date(timeIntervalSince1970: $0) },
                 lastError: try state.string(.lastError), verifiedRevision: try state.string(.verifiedRevision).flatMap { Revision($0) },
-                differsFromServer: try state.string(.verificationPending) != nil)
+                differsFromServer: try state.string(.verificationPending) != nil, leaseEndsAt: lease?.endsAt(now: now))
         }
     }
 

@@ -60,24 +60,11 @@ extension LocalStore {
         }
     }
 
-    /// Every file and folder of the store that exists now: the store, its `-wal` and `-shm`, the
-    /// attachments folder with its files and partial downloads, a snapshot download and its
-    /// state.
-    func protectedPaths() -> [String] {
-        var paths = [path, path + "-wal", path + "-shm", path + ".snapshot.gz", path + ".snapshot.gz.json"]
-        for folder in [attachments.directory, attachments.directory + "/partial"] {
-            paths.append(folder)
-            for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where entry != "partial" {
-                paths.append(folder + "/" + entry)
-            }
-        }
-        return paths.filter { FileManager.default.fileExists(atPath: $0) }
-    }
-
-    /// Gives every file of the store (``protectedPaths()``) the store's class.
+    /// Gives every file of the store that holds its data (``StoreFiles/dataPaths()``: the ones a
+    /// wipe removes) the store's class.
     func applyFileProtection() throws {
         let protection = fileProtection
-        for path in protectedPaths() { try protection.apply(to: path) }
+        for path in files.dataPaths() { try protection.apply(to: path) }
     }
 
     /// The class kept in the store (the default when none was set, or when what is kept is not

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import RevSyncProtocol
 import RevSyncSQLite
@@ -105,10 +106,12 @@ extension LocalStore {
             case .pieces: true
             }
         let attachments = self.attachments
+        let path = self.path
         var report = try await ownWrite { db in
             let apply = {
                 try Self.apply(
                     body, in: db, schema: schema, request: request, lenient: lenient, actor: actor, contact: contact,
+                    now: DeviceClock.now(for: path),
                     overwritten: overwritten, stageHook: stageHook, holdsAttachment: { attachments.has($0) })
             }
             guard bulk else { return try apply() }
@@ -174,8 +177,8 @@ extension LocalStore {
 
     private static func apply(
         _ body: ResponseBody, in db: Database, schema: Schema, request: PreparedRequest, lenient: Bool, actor: Actor?,
-        contact: ServerContact?, overwritten: @escaping @Sendable ([RecordReference]) -> Void, stageHook: (@Sendable (SyncStage) -> Void)?,
-        holdsAttachment: @escaping (String) -> Bool
+        contact: ServerContact?, now: Date, overwritten: @escaping @Sendable ([RecordReference]) -> Void,
+        stageHook: (@Sendable (SyncStage) -> Void)?, holdsAttachment: @escaping (String) -> Bool
     ) throws -> SyncReport {
         let application = try ResponseApplication(
             db: db, schema: schema, request: request, lenient: lenient, holdsAttachment: holdsAttachment)
@@ -202,7 +205,7 @@ extension LocalStore {
             message = try decoding.message()
         }
         if let actor { try StoreState(db: db).setActor(actor) }
-        try contact?.record(in: StoreState(db: db))
+        try contact?.record(in: StoreState(db: db), at: now)
         return try application.finish(at: message.maxRevision, digest: message.digest, overwritten: overwritten, stageHook: stageHook)
     }
 }

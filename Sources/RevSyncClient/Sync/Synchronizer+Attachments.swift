@@ -26,7 +26,10 @@ extension Synchronizer {
     ///
     /// The scan of the attachment columns is skipped after a sync that received nothing, when
     /// nothing was missing before: local writes bring their bytes with them.
-    func downloadAttachments(after report: SyncReport, from server: LocalStore.ServerConnection) async -> Int {
+    ///
+    /// - Throws: ``SyncFailure`` `deviceWiped` when the server answers a download so: the sync
+    ///   hears it and wipes; any other failure leaves the attachment for the next sync.
+    func downloadAttachments(after report: SyncReport, from server: LocalStore.ServerConnection) async throws -> Int {
         guard store.schema.hasAttachments else { return 0 }
         let quiet = report.received == 0 && !report.snapshot && report.startedFromSnapshot == nil
         if quiet, (try? await store.lackedAttachments()) == 0 { return 0 }
@@ -37,6 +40,8 @@ extension Synchronizer {
         for attachment in missing {
             do {
                 try await transfer.download(attachment)
+            } catch let failure as SyncFailure where failure.code == .deviceWiped {
+                throw failure
             } catch {
                 failed += 1
             }

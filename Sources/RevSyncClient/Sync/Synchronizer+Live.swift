@@ -132,7 +132,7 @@ extension Synchronizer {
                     break
                 } catch let failure as SyncFailure {
                     guard failure.isRetryable else {
-                        if case .rejected(401, _, _) = failure { throw failure }
+                        if failure.status == 401 { throw failure }
                         break  // reported (events, status); the next want tries again
                     }
                     attempt += 1
@@ -170,10 +170,10 @@ extension Synchronizer {
             } catch let wiped as DeviceWiped {
                 throw wiped
             } catch let failure as SyncFailure {
-                if failure.isDeviceWiped { try await exclusively { try await self.wipeOnOrder() } }
+                if failure.code == .deviceWiped { try await exclusively { try await self.wipeOnOrder() } }
                 await store.recordSyncFailure("live stream: \(failure)")
                 // A revoked token, or a server without live streams: trying again changes nothing.
-                if case .rejected(let status, _, _) = failure, status == 401 || status == 403 || status == 404 { throw failure }
+                if let status = failure.status, status == 401 || status == 403 || status == 404 { throw failure }
             } catch {
                 guard !Task.isCancelled else { return }
                 await store.recordSyncFailure("live stream: \(error)")

@@ -21,7 +21,7 @@ extension Synchronizer {
             guard pinned > current else { return nil }
             do {
                 target = try await Schema.fetch(from: server.url, version: pinned, transport: transport)
-            } catch SyncFailure.rejected(let status, _, _) where status == 404 {
+            } catch let failure as SyncFailure where failure.status == 404 {
                 return nil  // the server does not serve the app's version yet: the store stays as it is
             }
         } else {
@@ -32,7 +32,7 @@ extension Synchronizer {
         for version in (current + 1)..<max(current + 1, target.version) {
             do {
                 intermediates.append(try await Schema.fetch(from: server.url, version: version, transport: transport))
-            } catch SyncFailure.rejected(let status, _, _) where status == 404 {
+            } catch let failure as SyncFailure where failure.status == 404 {
                 continue  // never served by this data set
             }
         }

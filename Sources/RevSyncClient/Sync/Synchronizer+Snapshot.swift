@@ -17,10 +17,11 @@ extension Synchronizer {
     func startFromServerSnapshot(_ server: LocalStore.ServerConnection) async throws -> SnapshotDownloadReport? {
         guard configuration.startFromSnapshot, try await store.holdsNothingOfTheServer() else { return nil }
         let download = SnapshotDownload(
-            path: store.path + ".snapshot.gz", server: server, transport: transport, schemaVersion: store.schema.version,
+            path: store.files.snapshotDownload, server: server, transport: transport, schemaVersion: store.schema.version,
             protection: store.fileProtection)
-        let candidate = store.path + ".bootstrap-\(UUID().uuidString)"
-        defer { StoreFile.remove(candidate) }
+        // The whole data set, decompressed: overwritten and deleted once imported (or refused).
+        let candidate = store.files.newStartCandidate()
+        defer { StoreFiles.shredDatabase(candidate) }
         let identity: ServerIdentity
         let announced: SnapshotDownload.Announced
         let receipt: SnapshotDownload.Receipt
@@ -33,8 +34,8 @@ extension Synchronizer {
         } catch let failure as SyncFailure {
             // A server without snapshots (an older one, or one that cannot make one now): the
             // JSON full sync. Anything else (the network) fails the sync; it resumes later.
-            if case .rejected(let status, _, _) = failure, status == 404 || status == 501 || status == 503 { return nil }
-            if case .invalidResponse = failure {
+            if let status = failure.status, status == 404 || status == 501 || status == 503 { return nil }
+            if failure.code == .invalidResponse {
                 download.discard()
                 return nil
             }

@@ -26,38 +26,52 @@ enum WipedStore {
     }
 }
 
-extension SyncFailure {
-    /// The server's `410 device_wiped`: the token was revoked with a wipe order.
-    var isDeviceWiped: Bool {
-        if case .rejected(410, "device_wiped", _) = self { return true }
-        return false
-    }
-}
-
 extension Synchronizer {
-    /// The store's wipe, when the server orders it (its token revoked with a wipe): the store has
-    /// removed everything RevSync kept for it, and every sync throws ``DeviceWiped`` from then
-    /// on. The app removes its own copy of the token (the Keychain) and shows a screen.
+    /// The store's wipes (``LocalStore/wipes()``): when the server orders one (its token revoked
+    /// with a wipe) the store removes everything RevSync kept for it, and every sync throws
+    /// ``DeviceWiped`` from then on. The app removes its own copy of the token (the Keychain) and
+    /// shows a screen.
     ///
     /// A stream of its own rather than a ``SyncEvent`` case: a new case would break the apps
     /// that switch over every event.
     public nonisolated func wipes() -> AsyncStream<WipeReport> {
-        wipeBroadcaster.stream()
+        store.wipes()
     }
 
     /// Wipes the store on the server's order: the store removes everything RevSync keeps for it,
-    /// the app hears it (``wipes()``), and the server gets the receipt (if it can be
-    /// reached; otherwise ``LocalStore/sendWipeReceipt(at:transport:)`` sends it later). Runs
-    /// between syncs, never inside one: nothing is half applied.
+    /// the app hears it (``wipes()``), and the server gets the receipt (if it can be reached;
+    /// otherwise the next ``sync()`` or ``LocalStore/sendWipeReceipt(at:server:transport:)``
+    /// sends it). Runs between syncs, never inside one: nothing is half applied.
     ///
-    /// - Returns: never; throws ``DeviceWiped``.
-    func wipeOnOrder() async throws -> Never {
+    /// - Throws: always: ``DeviceWiped``.
+    func wipeOnOrder() async throws {
         if let wiped { throw DeviceWiped(report: wiped) }
-        var report = try await store.wipe(reason: .ordered)
-        if let sent = try? await LocalStore.sendWipeReceipt(at: store.path, transport: transport) { report = sent }
-        wiped = report
+        var report = try store.wipeNow(reason: .ordered, server: server, announce: false)
         connection = .offline
-        wipeBroadcaster.emit(report)
+        wiped = report
+        report = await sendReceipt() ?? report
+        store.wipeBroadcaster.emit(report)
         throw DeviceWiped(report: report)
+    }
+
+    /// The receipt of the store's wipe, if it was not sent yet: the report as it then stands, or
+    /// `nil` when it still cannot be sent (the network: the next sync tries again).
+    func sendReceipt() async -> WipeReport? {
+        do {
+            let report = try await LocalStore.sendWipeReceipt(at: store.path, server: server, transport: transport)
+            if let report { wiped = report }
+            return report
+        } catch {
+            return nil
+        }
+    }
+
+    /// A store wiped by anything (an attachment's download answered `410`, the app's own
+    /// ``LocalStore/wipe(reason:)``): what ``DeviceWiped`` reports.
+    func wipedStore() -> WipeReport? {
+        if let wiped { return wiped }
+        guard store.wipeBegun.current else { return nil }
+        wiped = LocalStore.wipeReport(at: store.path)
+        return wiped
     }
 }

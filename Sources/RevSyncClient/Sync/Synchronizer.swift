@@ -72,8 +72,6 @@ public actor Synchronizer {
     var connection: SyncStatus.State = .offline
     /// The store's wipe, once the server ordered it: every sync throws ``DeviceWiped`` from then on.
     var wiped: WipeReport?
-    /// Tells ``wipes()``'s listeners.
-    nonisolated let wipeBroadcaster = Broadcaster<WipeReport>(keeping: 1)
     private var syncing = false
     private var lastPublished: SyncStatus?
     /// Whether ``live(_:)`` runs.
@@ -178,10 +176,9 @@ public actor Synchronizer {
     // MARK: The steps
 
     private func performSync() async throws -> SyncReport {
-        if let wiped {
+        if let wiped = wipedStore() {
             // The receipt, if the network failed right after the wipe.
-            let report = (try? await LocalStore.sendWipeReceipt(at: store.path, transport: transport)) ?? wiped
-            throw DeviceWiped(report: report)
+            throw DeviceWiped(report: await sendReceipt() ?? wiped)
         }
         broadcaster.emit(.started)
         syncing = true
@@ -195,7 +192,9 @@ public actor Synchronizer {
             return report
         } catch let failure as SyncFailure {
             syncing = false
-            if failure.isDeviceWiped { try await wipeOnOrder() }
+            if failure.code == .deviceWiped { try await wipeOnOrder() }
+            // Offline: a lease about to end is worth telling the user.
+            if failure.isRetryable { await store.warnIfLeaseEnding() }
             broadcaster.emit(.failed(failure, retryIn: nil))
             await store.recordSyncFailure(failure.description)
             await publishStatus()
@@ -247,13 +246,11 @@ public actor Synchronizer {
             // server answers them with their outcomes; nothing is applied twice.
             if let upgrade = try await followSchema(of: server) { upgrades.append(upgrade) }
             report = try await send(to: server, lenient: true)
-        } catch SyncFailure.rejected(426, let code, let message) {
+        } catch let failure as SyncFailure where failure.status == 426 {
             // The store's version was retired. A store that follows the server's latest does so
             // now and sends its queued change sets in it; a store pinned to its app's version
             // waits for the app's update (its change sets stay queued).
-            guard try await store.pinnedSchemaVersion == nil, let upgrade = try await followSchema(of: server) else {
-                throw SyncFailure.rejected(status: 426, code: code, message: message)
-            }
+            guard try await store.pinnedSchemaVersion == nil, let upgrade = try await followSchema(of: server) else { throw failure }
             upgrades.append(upgrade)
             report = try await send(to: server, lenient: false)
         }
@@ -292,7 +289,7 @@ public actor Synchronizer {
         if report.verified == true, let digest = report.digest {
             await tellProof(at: report.maxRevision, digest: digest, server: server)
         }
-        report.attachmentsMissing = await downloadAttachments(after: report, from: server)
+        report.attachmentsMissing = try await downloadAttachments(after: report, from: server)
         try? await store.setLackedAttachments(report.attachmentsMissing)
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
         if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
@@ -355,9 +352,9 @@ public actor Synchronizer {
         case .whole(let response):
             let json = try decompressedBody(of: response)
             guard response.status == 200 else { throw SyncFailure.rejection(status: response.status, body: json) }
+            let contact = try ServerContact(headers: response.headers)
             stageHook?(.responseReceived)
             let actor = Self.actor(in: response.headers)
-            let contact = ServerContact(headers: response.headers)
             do {
                 report = try await apply(.whole(json), to: request, lenient: lenient, actor: actor, contact: contact)
             } catch is ResponseNamesUnknownData {
@@ -369,11 +366,11 @@ public actor Synchronizer {
             report.responseBytes = json.count
             report.serverSchemaVersion = response.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
         case .streaming(let head):
+            let contact = try ServerContact(headers: head.headers)
             stageHook?(.responseReceived)
             let decompressed = ResponseBodyPipe.DecompressedBody(pipe, limit: configuration.maxResponseSize)
             report = try await apply(
-                .pieces(decompressed.next), to: request, lenient: lenient, actor: Self.actor(in: head.headers),
-                contact: ServerContact(headers: head.headers))
+                .pieces(decompressed.next), to: request, lenient: lenient, actor: Self.actor(in: head.headers), contact: contact)
             report.responseBytes = decompressed.producedBytes
             report.serverSchemaVersion = head.headers[RevSyncHeader.key(RevSyncHeader.latestSchemaVersion)].flatMap { Int($0) }
         }

@@ -150,8 +150,9 @@ extension Synchronizer {
         guard report.verified == false else { return }
         do {
             try await repair(&report, server: server)
-        } catch let failure as SyncFailure {
-            // The sync stands; what differs is repaired by the next one.
+        } catch let failure as SyncFailure where failure.code != .deviceWiped {
+            // The sync stands; what differs is repaired by the next one. (A wipe order is not a
+            // failure to repair: the sync hears it and wipes.)
             try await store.recordVerification(verifiedAt: nil, pending: true)
             report.repairFailure = failure.description
         }

@@ -45,36 +45,26 @@ public struct DeviceRecord: Sendable, Hashable {
         self.wipe = wipe
     }
 
-    /// A wipe order (`revsync-server token revoke --wipe`): its token can do nothing but learn
-    /// that it is wiped (`410 device_wiped`) and send its receipt.
+    /// A wipe order (`revsync-server token revoke --wipe`), or a wipe the device did by its
+    /// offline lease (its receipt revoked the token): its token can do nothing but learn that
+    /// it is wiped (`410 device_wiped`) and send its receipt.
     public struct Wipe: Sendable, Hashable {
         /// Seconds since 1970.
         public var orderedAt: Int64
-        /// What the device said it removed; `nil` while the wipe is pending (it never came back).
+        /// When the device's receipt arrived (the server's clock, seconds since 1970); `nil`
+        /// while the wipe is pending (it never came back).
+        public var wipedAt: Int64?
+        /// What the device said it removed, and why.
         public var receipt: WipeReceipt?
 
-        public init(orderedAt: Int64, receipt: WipeReceipt? = nil) {
+        public init(orderedAt: Int64, wipedAt: Int64? = nil, receipt: WipeReceipt? = nil) {
             self.orderedAt = orderedAt
+            self.wipedAt = wipedAt
             self.receipt = receipt
         }
-    }
-}
 
-/// A device's receipt of its own wipe: when (the server's clock, when the receipt arrived) and
-/// what it removed.
-public struct WipeReceipt: Sendable, Hashable {
-    /// Seconds since 1970.
-    public var wipedAt: Int64
-    public var records: Int64
-    /// Change sets the device had not sent: discarded, never to reach the server.
-    public var unsyncedChangeSets: Int64
-    public var attachments: Int64
-
-    public init(wipedAt: Int64, records: Int64, unsyncedChangeSets: Int64, attachments: Int64) {
-        self.wipedAt = wipedAt
-        self.records = records
-        self.unsyncedChangeSets = unsyncedChangeSets
-        self.attachments = attachments
+        /// Whether the device has not sent its receipt yet.
+        public var pending: Bool { wipedAt == nil }
     }
 }
 

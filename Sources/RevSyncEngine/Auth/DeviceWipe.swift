@@ -14,18 +14,32 @@ extension SyncEngine {
         try await storage.revoke(device: id, wipe: wipe).device
     }
 
+    /// What became of a wipe receipt (``recordWipe(tokenHash:receipt:at:)``).
+    public enum WipeRecording: Sendable, Hashable {
+        /// Kept (or kept before: the first receipt stands): the wipe as the server now has it.
+        case recorded(DeviceRecord.Wipe)
+        /// The token stands and had no wipe order, and the receipt is not a lease's.
+        case notWiped
+        /// No device has this token.
+        case unknownToken
+    }
+
     /// Keeps the receipt of the wiped device whose token hashes to `tokenHash` (the first one
-    /// it sends), timed by the server's clock; `nil` when the token has no wipe order.
-    public func recordWipe(tokenHash: String, receipt: AdminAPI.WipeReceipt, at date: Date = Date()) async throws -> WipeReceipt? {
+    /// it sends), timed by the server's clock, in one transaction. A receipt of the offline
+    /// lease (`leaseExpired`) from a token that stands revokes it with a wipe order first: the
+    /// device holds nothing for it any more, and nothing it left can be set up again with it.
+    public func recordWipe(tokenHash: String, receipt: WipeReceipt, at date: Date = Date()) async throws -> WipeRecording {
         try await storage.withWriter { writer in
             try writer.transaction {
-                guard let order = try writer.wipeOrder(tokenHash: tokenHash) else { return nil }
-                _ = try writer.recordWipe(
-                    device: order.device,
-                    receipt: WipeReceipt(
-                        wipedAt: Int64(date.timeIntervalSince1970), records: receipt.records,
-                        unsyncedChangeSets: receipt.unsyncedChangeSets, attachments: receipt.attachments))
-                return try writer.allDevices().first { $0.device.id == order.device }?.wipe?.receipt
+                if try writer.wipeOrder(tokenHash: tokenHash) == nil {
+                    guard let standing = try writer.device(tokenHash: tokenHash) else { return .unknownToken }
+                    guard receipt.reason == .leaseExpired else { return .notWiped }
+                    _ = try writer.orderWipe(id: standing.id)
+                }
+                guard let order = try writer.wipeOrder(tokenHash: tokenHash) else { return .unknownToken }
+                _ = try writer.recordWipe(device: order.device, receipt: receipt, at: Int64(date.timeIntervalSince1970))
+                guard let wipe = try writer.allDevices().first(where: { $0.device.id == order.device })?.wipe else { return .unknownToken }
+                return .recorded(wipe)
             }
         }
     }

@@ -16,7 +16,7 @@ public enum Token {
 
     /// The hash stored for `token`.
     public static func hash(_ token: String) -> String {
-        Hex.encode(SHA256.hash(data: Array(token.utf8)))
+        TokenHash.sha256(token)
     }
 
     /// Creates a device with a new token; returns the token, which is not stored anywhere.

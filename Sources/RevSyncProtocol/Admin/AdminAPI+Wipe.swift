@@ -62,43 +62,9 @@ extension AdminAPI {
     }
 
     /// What a wiped device removed: the body of its `POST /wipe-receipt`, and the receipt the
-    /// server keeps (`GET /admin/api/devices`: `wipe.receipt`).
-    public struct WipeReceipt: Codable, Sendable, Equatable {
-        /// The records the store held.
-        public var records: Int64
-        /// The change sets it had not sent: discarded, never to reach the server.
-        public var unsyncedChangeSets: Int64
-        /// The attachment files it held.
-        public var attachments: Int64
-        /// Why it wiped itself: `ordered` (the token's wipe order; the default) or `leaseExpired`
-        /// (it had not heard from the server for longer than its offline lease: the server
-        /// then revokes the token, which the device no longer holds data for).
-        public var reason: String?
-
-        /// A receipt.
-        public init(records: Int64, unsyncedChangeSets: Int64, attachments: Int64, reason: String? = nil) {
-            self.records = records
-            self.unsyncedChangeSets = unsyncedChangeSets
-            self.attachments = attachments
-            self.reason = reason
-        }
-
-        public init(from decoder: any Decoder) throws {
-            try decoder.refuseMembers(otherThan: ["records", "unsyncedChangeSets", "attachments", "reason"])
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            records = try container.decode(Int64.self, forKey: .records)
-            unsyncedChangeSets = try container.decode(Int64.self, forKey: .unsyncedChangeSets)
-            attachments = try container.decode(Int64.self, forKey: .attachments)
-            reason = try container.decodeIfPresent(String.self, forKey: .reason)
-            guard records >= 0, unsyncedChangeSets >= 0, attachments >= 0 else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "counts are 0 or more"))
-            }
-            guard reason == nil || reason == "ordered" || reason == "leaseExpired" else {
-                throw DecodingError.dataCorrupted(
-                    .init(codingPath: decoder.codingPath, debugDescription: "reason is ordered or leaseExpired"))
-            }
-        }
-    }
+    /// server keeps (`GET /admin/api/devices`: `wipe.receipt`). The one receipt type, shared by
+    /// the device, the wire and the engine.
+    public typealias WipeReceipt = RevSyncProtocol.WipeReceipt
 
     /// `POST /wipe-receipt`'s answer: when the server recorded the wipe.
     public struct WipeRecorded: Codable, Sendable, Equatable {

@@ -43,6 +43,11 @@ package enum RevSyncHeader {
     /// Response (`POST /sync`): the server's clock, seconds since 1970.
     package static let serverTime = "RevSync-Server-Time"
 
+    /// Request (`POST /wipe-receipt`): the SHA-256 of the device's token, in lowercase
+    /// hexadecimal, which a wiped store keeps instead of the token: it authorises the wipe's
+    /// receipt and nothing else.
+    package static let tokenSHA256 = "RevSync-Token-SHA256"
+
     /// `name` as a lowercased dictionary key, the way the client's transports keep headers.
     package static func key(_ name: String) -> String { name.lowercased() }
 }

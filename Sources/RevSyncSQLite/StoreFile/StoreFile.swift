@@ -41,8 +41,12 @@ package enum StoreFile {
         return try DatabasePool(path: path, configuration: configuration)
     }
 
-    /// Removes a store file and its WAL and shared-memory files, if they exist.
+    /// The files SQLite keeps beside a database, holding its pages too: the WAL, the shared
+    /// memory index, and a rollback journal.
+    package static let sidecars = ["-wal", "-shm", "-journal"]
+
+    /// Removes a store file and the files SQLite keeps beside it, if they exist.
     package static func remove(_ path: String) {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in [""] + sidecars { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 }

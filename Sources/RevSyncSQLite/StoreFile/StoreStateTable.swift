@@ -54,6 +54,9 @@ package struct StoreStateTable {
         /// server's clock then (`RevSync-Server-Time`).
         case lastServerAnswer = "last_server_answer"
         case lastServerTime = "last_server_time"
+        /// What the lease has counted by the device's clock since that answer (`OfflineLease`):
+        /// `offline lastReading highWater offlineAtHighWater`, in seconds.
+        case leaseCount = "lease_count"
         /// The data-protection class of the store's files on Apple platforms
         /// (`StoreFileProtection`; absent: `completeUntilFirstUserAuthentication`).
         case fileProtection = "file_protection"

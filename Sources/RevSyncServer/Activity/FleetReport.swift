@@ -150,10 +150,7 @@ struct FleetReport: Sendable {
         }
         if let wipe = row.record.wipe {
             report.wipe = AdminAPI.DeviceReport.Wipe(
-                orderedAt: AdminAPI.time(wipe.orderedAt), wipedAt: wipe.receipt.map { AdminAPI.time($0.wipedAt) },
-                receipt: wipe.receipt.map {
-                    AdminAPI.WipeReceipt(records: $0.records, unsyncedChangeSets: $0.unsyncedChangeSets, attachments: $0.attachments)
-                })
+                orderedAt: AdminAPI.time(wipe.orderedAt), wipedAt: wipe.wipedAt.map(AdminAPI.time), receipt: wipe.receipt)
         }
         return report
     }

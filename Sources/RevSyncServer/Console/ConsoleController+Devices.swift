@@ -331,11 +331,12 @@ extension ConsoleController {
     /// A wipe in words: pending since the order, or what the device's receipt says it removed.
     static func wipe(_ wipe: DeviceRecord.Wipe?, now: Int64) -> String? {
         guard let wipe else { return nil }
-        guard let receipt = wipe.receipt else {
+        guard let receipt = wipe.receipt, let wipedAt = wipe.wipedAt else {
             return "Wipe pending since \(ConsoleFormat.ago(wipe.orderedAt, now: now)): the device has not come back."
         }
+        let why = receipt.reason == .leaseExpired ? " by its offline lease" : ""
         return
-            "Wiped \(ConsoleFormat.ago(receipt.wipedAt, now: now)): \(counted(Int(receipt.records), "record")), \(counted(Int(receipt.unsyncedChangeSets), "unsynced change set")) and \(counted(Int(receipt.attachments), "attachment")) removed."
+            "Wiped\(why) \(ConsoleFormat.ago(wipedAt, now: now)): \(counted(Int(receipt.records), "record")), \(counted(Int(receipt.unsyncedChangeSets), "unsynced change set")) and \(counted(Int(receipt.attachments), "attachment")) removed."
     }
 
     /// *Revoke and wipe…*: what the device holds, to confirm.

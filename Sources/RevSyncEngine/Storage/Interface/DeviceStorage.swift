@@ -36,7 +36,7 @@ public protocol DeviceWriting: AnyObject {
     func orderWipe(id: Int64) throws -> Bool
     /// Keeps a wiped device's receipt (the first one: a device wipes itself once); returns
     /// whether it was kept.
-    func recordWipe(device: Int64, receipt: WipeReceipt) throws -> Bool
+    func recordWipe(device: Int64, receipt: WipeReceipt, at wipedAt: Int64) throws -> Bool
     /// Raises the revision delivered to a device to `revision` (never lowers it). It may run
     /// outside a transaction, as a statement of its own.
     func recordDelivered(device: Int64, revision: Revision) throws

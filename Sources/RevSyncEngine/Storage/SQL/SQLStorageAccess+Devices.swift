@@ -22,7 +22,7 @@ extension SQLStorageAccess {
         return try connection.rows(
             """
             SELECT id, name, role, delivered_revision, user_id, created_at, revoked_at,
-                wipe_ordered_at, wiped_at, wiped_records, wiped_change_sets, wiped_attachments
+                wipe_ordered_at, wiped_at, wiped_records, wiped_change_sets, wiped_attachments, wipe_reason
             FROM _rs_devices ORDER BY id
             """
         ).map {
@@ -30,12 +30,14 @@ extension SQLStorageAccess {
             guard let created = row[5].integerValue else { throw StorageError.corrupt("a device has no creation date") }
             var record = DeviceRecord(device: try Self.device(row), createdAt: created, revokedAt: row[6].integerValue)
             if let ordered = row[7].integerValue {
+                let wipedAt = row[8].integerValue
                 record.wipe = DeviceRecord.Wipe(
-                    orderedAt: ordered,
-                    receipt: row[8].integerValue.map {
+                    orderedAt: ordered, wipedAt: wipedAt,
+                    receipt: wipedAt.map { _ in
                         WipeReceipt(
-                            wipedAt: $0, records: row[9].integerValue ?? 0, unsyncedChangeSets: row[10].integerValue ?? 0,
-                            attachments: row[11].integerValue ?? 0)
+                            records: row[9].integerValue ?? 0, unsyncedChangeSets: row[10].integerValue ?? 0,
+                            attachments: row[11].integerValue ?? 0,
+                            reason: row[12].textValue.flatMap(WipeReason.init(rawValue:)) ?? .ordered)
                     })
             }
             return record
@@ -129,15 +131,15 @@ extension SQLStorageAccess {
             [.integer(now), .integer(now), .integer(id)]) > 0
     }
 
-    func recordWipe(device: Int64, receipt: WipeReceipt) throws -> Bool {
+    func recordWipe(device: Int64, receipt: WipeReceipt, at wipedAt: Int64) throws -> Bool {
         try connection.execute(
             """
-            UPDATE _rs_devices SET wiped_at = ?, wiped_records = ?, wiped_change_sets = ?, wiped_attachments = ?
+            UPDATE _rs_devices SET wiped_at = ?, wiped_records = ?, wiped_change_sets = ?, wiped_attachments = ?, wipe_reason = ?
             WHERE id = ? AND wipe_ordered_at IS NOT NULL AND wiped_at IS NULL
             """,
             [
-                .integer(receipt.wipedAt), .integer(receipt.records), .integer(receipt.unsyncedChangeSets),
-                .integer(receipt.attachments), .integer(device),
+                .integer(wipedAt), .integer(receipt.records), .integer(receipt.unsyncedChangeSets),
+                .integer(receipt.attachments), .text(receipt.reason.rawValue), .integer(device),
             ]) > 0
     }
 

@@ -243,6 +243,12 @@ enum ServerTables {
                 "ALTER TABLE _rs_devices ADD COLUMN wiped_attachments \(dialect.bigint)",
             ]
         },
+        Migration(version: 14, name: "wipe reasons") { _ in
+            [
+                // Why the device wiped itself, by its receipt: `ordered` or `leaseExpired`.
+                "ALTER TABLE _rs_devices ADD COLUMN wipe_reason TEXT"
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

@@ -63,7 +63,13 @@ struct BearerAuthenticator: Sendable {
             throw failed(error, address: address, path: path)
         }
         if cached, let device = recent.device(tokenHash: hash) { return Authenticated(device: device, tokenHash: hash) }
-        guard let device = try await storage.withReader({ try $0.device(tokenHash: hash) }) else {
+        let found: Device?
+        do {
+            found = try await storage.withReader { try $0.device(tokenHash: hash) }
+        } catch {
+            throw Self.cannotCheck(error, logger: logger, path: path)
+        }
+        guard let device = found else {
             throw await refusal(tokenHash: hash, address: address, path: path)
         }
         recent.remember(device, tokenHash: hash)
@@ -74,12 +80,29 @@ struct BearerAuthenticator: Sendable {
     /// read): `410 device_wiped` when an operator revoked it with a wipe order (not a failure:
     /// the device is told to wipe itself, and nothing else); otherwise `401`, counted and
     /// logged as a failed authentication.
+    ///
+    /// A database that cannot say (busy, unreachable) is no verdict on the token: `503`, which
+    /// the device retries, never a `401` that would tell a lost device it is merely revoked.
     func refusal(tokenHash: String, address: String, path: String) async -> APIError {
-        if let order = try? await storage.withReader({ try $0.wipeOrder(tokenHash: tokenHash) }) {
+        let order: (device: Int64, orderedAt: Int64)?
+        do {
+            order = try await storage.withReader { try $0.wipeOrder(tokenHash: tokenHash) }
+        } catch {
+            return Self.cannotCheck(error, logger: logger, path: path)
+        }
+        if let order {
             logger.notice("a wiped device's request", metadata: ["device_id": "\(order.device)", "path": "\(path)"])
             return APIError.deviceWiped
         }
         return failed(APIError.unauthorized("unknown or revoked token"), address: address, path: path)
+    }
+
+    /// `503`: the database could not say whether the token stands.
+    static func cannotCheck(_ error: any Error, logger: Logger, path: String) -> APIError {
+        logger.error("cannot check a token: the database failed", metadata: ["path": "\(path)", "error": "\(error)"])
+        return APIError(
+            status: .serviceUnavailable, code: "unavailable", message: "the server cannot check the token now; try again",
+            headers: [.retryAfter: "1"])
     }
 
     /// Checks the request's bearer token against one fixed token (by hash, as `/metrics` asks
@@ -88,6 +111,27 @@ struct BearerAuthenticator: Sendable {
         try refuseIfBlocked(address)
         do {
             guard try Self.tokenHash(headers) == expectedHash else { throw APIError.unauthorized("wrong token") }
+        } catch let error as APIError where error.status == .unauthorized {
+            throw failed(error, address: address, path: path)
+        }
+    }
+
+    /// The token hash a wipe receipt (`POST /wipe-receipt`) is sent with: the bearer token's, or
+    /// the `RevSync-Token-SHA256` a wiped device keeps instead of its token (it can authorise a
+    /// receipt and nothing else). Under the same limit and logging as every token.
+    ///
+    /// - Throws: `429` for a blocked address; `401` (counted) without either, or with a header
+    ///   that is not 64 lowercase hexadecimal digits.
+    func receiptTokenHash(_ headers: HTTPFields, clientAddress address: String, path: String) throws -> String {
+        try refuseIfBlocked(address)
+        do {
+            if headers[.authorization] == nil, let kept = headers[HTTPField.Name(RevSyncHeader.tokenSHA256)!] {
+                guard kept.utf8.count == 64, kept.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+                    throw APIError.unauthorized("\(RevSyncHeader.tokenSHA256) must be 64 lowercase hexadecimal digits")
+                }
+                return kept
+            }
+            return try Self.tokenHash(headers)
         } catch let error as APIError where error.status == .unauthorized {
             throw failed(error, address: address, path: path)
         }
