@@ -101,7 +101,7 @@ public struct AttributeCostBenchmark: Sendable {
                         revision: revision, values: [attribute.name: Self.value(attribute, sequence)])
                 }
                 sequence += chosen.count
-                let response = try await engine.sync(SyncMessage(maxRevision: revision, changeSets: [changeSet]), from: device)
+                let response = try await engine.sync(SyncRequest(SyncMessage(maxRevision: revision, changeSets: [changeSet]), from: device))
                 guard response.refusals.isEmpty else {
                     throw BenchmarkError("an update was refused: \(String(decoding: response.body.prefix(400), as: UTF8.self))")
                 }

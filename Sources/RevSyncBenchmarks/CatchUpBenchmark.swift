@@ -78,7 +78,7 @@ public struct CatchUpBenchmark: Sendable {
             let changeSet = noteChangeSet(
                 id: "catch-up-\(sequence)", sequence: sequence, body: "Catch-up note \(sequence): worked on first touch.")
             let current = try await engine.storage.withReader { try $0.currentRevision() }
-            _ = try await engine.sync(SyncMessage(maxRevision: current, changeSets: [changeSet]), from: device)
+            _ = try await engine.sync(SyncRequest(SyncMessage(maxRevision: current, changeSets: [changeSet]), from: device))
         }
     }
 

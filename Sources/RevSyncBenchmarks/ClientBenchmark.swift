@@ -74,7 +74,7 @@ public struct ClientBenchmark: Sendable {
         let storage = try SQLiteStorage(path: directory + "/server.sqlite", schema: .demo, durability: .normal)
         _ = try await DataSeeder(schema: .demo).seed(records: records, into: storage)
         let (device, _) = try await Token.create(name: "replayed", role: .member, in: storage)
-        let response = try await SyncEngine(schema: .demo, storage: storage).sync(SyncMessage(maxRevision: 0), from: device)
+        let response = try await SyncEngine(schema: .demo, storage: storage).sync(SyncRequest(SyncMessage(maxRevision: 0), from: device))
         try await storage.close()
         return Gzip.compress(response.body, level: 6)
     }

@@ -219,7 +219,7 @@ struct DevicesCommand: AsyncParsableCommand {
         commandName: "devices",
         abstract: "List every device as the running server knows it: how current, when last seen, proven equal or not.",
         discussion:
-            "Needs an admin token. One line per token, revoked ones included, in order of creation: its name and role, how current it is (current, behind, farBehind, silent, neverSynced) and the revision delivered to it, its latest request, the schema version its app speaks (and whether the server refuses it), its outbox, and the last revision at which its records were proven equal to the server's."
+            "Needs an admin token. One line per token, revoked ones included, in order of creation: its name and role, how current it is (current, behind, farBehind, silent, neverSynced; wipe pending or wiped) and the revision delivered to it, its latest request, the schema version its app speaks (and whether the server refuses it), its outbox, and the last revision at which its records were proven equal to the server's."
     )
 
     @OptionGroup var connection: AdminServerOptions
@@ -233,7 +233,7 @@ struct DevicesCommand: AsyncParsableCommand {
             var facts = [
                 device.wipe.map { wipe in
                     wipe.receipt.map {
-                        "wiped \(wipe.wipedAt?.formatted(.iso8601) ?? "") (\($0.records) records, \($0.unsyncedChangeSets) unsynced change sets, \($0.attachments) attachments removed)"
+                        "wiped\($0.reason == .leaseExpired ? " by its offline lease" : "") \(wipe.wipedAt?.formatted(.iso8601) ?? "") (\(counted($0.records, "record")), \(counted($0.unsyncedChangeSets, "unsynced change set")) and \(counted($0.attachments, "attachment")) removed)"
                     } ?? "wipe pending since \(wipe.orderedAt.formatted(.iso8601))"
                 } ?? (device.revoked ? "revoked" : device.currency.rawValue),
                 "revision \(device.revision)" + (device.behind > 0 ? " (\(device.behind) behind)" : ""),
@@ -248,7 +248,10 @@ struct DevicesCommand: AsyncParsableCommand {
                         : "REFUSED: its app's schema version is ahead of the server's")
             }
             if let pending = device.pending, pending > 0 { facts.append("\(counted(pending, "change set")) pending") }
-            facts.append(device.verifiedRevision.map { "proven at \($0)" + (device.verifiedCurrent ? " (latest)" : "") } ?? "never proven")
+            if device.wipe == nil {
+                facts.append(
+                    device.verifiedRevision.map { "proven at \($0)" + (device.verifiedCurrent ? " (latest)" : "") } ?? "never proven")
+            }
             if let refusal = device.lastRefusal { facts.append("last refusal: \(refusal.reason)") }
             printOutput(TerminalText.escaped("  \(device.name) (\(device.role)): " + facts.joined(separator: ", ")))
         }

@@ -32,11 +32,6 @@ struct Pin: AsyncParsableCommand {
         try await reportingErrors {
             let store = try await options.open()
             let current = store.schema.version
-            if let schemaVersion, schemaVersion < current {
-                throw CommandFailure(
-                    "the store holds schema version \(current); it cannot be pinned to an older version (\(schemaVersion)): install an app built for version \(current) or later"
-                )
-            }
             let before = try await store.pinnedSchemaVersion
             try await store.pin(toSchemaVersion: schemaVersion)
             if options.json {

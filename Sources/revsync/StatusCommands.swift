@@ -37,6 +37,7 @@ struct Status: AsyncParsableCommand {
                     var server: Nullable<String>
                     var schemaVersion: Int
                     var pinnedSchemaVersion: Nullable<Int>
+                    var pinAheadOfServer: Bool
                     var leaseEndsAt: Nullable<String>
                 }
                 JSONOutput.print(
@@ -45,7 +46,8 @@ struct Status: AsyncParsableCommand {
                         unresolvedConflicts: status.unresolvedConflicts, verifiedRevision: Nullable(status.verifiedRevision),
                         differsFromServer: status.differsFromServer, lastSync: Nullable(lastSync), lastError: Nullable(status.lastError),
                         server: Nullable(server?.url.absoluteString), schemaVersion: store.schema.version,
-                        pinnedSchemaVersion: Nullable(pinned), leaseEndsAt: Nullable(leaseEnds)))
+                        pinnedSchemaVersion: Nullable(pinned), pinAheadOfServer: try await store.pinIsAheadOfServer,
+                        leaseEndsAt: Nullable(leaseEnds)))
                 return
             }
             if let live {
@@ -54,9 +56,14 @@ struct Status: AsyncParsableCommand {
                 say("state: not live (last sync \(lastSync ?? "never"); `revsync watch` keeps it live)")
             }
             say("maxRevision: \(status.maxRevision)")
+            let ahead = try await store.pinIsAheadOfServer
             let pin =
-                pinned.map { $0 > store.schema.version ? "pinned to \($0): the next sync upgrades it first" : "pinned to \($0)" }
-                ?? "follows the server's latest"
+                pinned.map { pin in
+                    if pin <= store.schema.version { return "pinned to \(pin)" }
+                    return ahead
+                        ? "pinned to \(pin), which the server does not serve yet (409 schema_ahead): the edits wait until its schema is upgraded"
+                        : "pinned to \(pin): the next sync upgrades it first"
+                } ?? "follows the server's latest"
             say("schema version: \(store.schema.version) (\(pin))")
             say("pending change sets: \(status.pendingChangeSets)")
             say("unresolved conflicts: \(status.unresolvedConflicts)")

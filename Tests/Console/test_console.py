@@ -118,6 +118,20 @@ def solid_png(width, height, rgb):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
+# Whether `word` in the element `id` spans more than one line box (broken mid-word).
+WORD_BROKEN = """
+const element = document.getElementById(arguments[0]);
+const text = element.firstChild;
+const at = text.textContent.indexOf(arguments[1]);
+if (at < 0) return true;
+const range = document.createRange();
+range.setStart(text, at);
+range.setEnd(text, at + arguments[1].length);
+const tops = new Set(Array.from(range.getClientRects()).map(rect => Math.round(rect.top)));
+return tops.size > 1;
+"""
+
+
 class Server:
     """A revsync-server process on a scratch SQLite database."""
 
@@ -498,6 +512,44 @@ class ConsoleTests(unittest.TestCase):
         self.assertIn("1 unsynced change set", self.text("#device-wipe"))
         self.assert_fits("wiped-device")
 
+    def test_a_wiped_device_is_its_own_state_and_offers_nothing_to_do(self):
+        """A wiped device is neither current nor proven: its page says wiped, offers no Revert…
+        and no Mark handled, and its refusal leaves the count of those not handled."""
+        lost = Device(self.server, "wiped-with-refusal")
+        colleague = Device(self.server, "wiped-colleague")
+        lost.run("create", "venues", "name=Shared")
+        lost.sync()
+        colleague.sync()
+        venue = re.search(r"^(\d+)\t", lost.run("list", "venues").stdout, re.M).group(1)
+        colleague.run("update", "venues", venue, "name=Colleague's")
+        colleague.sync()
+        lost.run("update", "venues", venue, "name=Lost's")
+        lost.sync()
+        self.sign_in_as_admin()
+        self.wait_for(lambda: "wiped-with-refusal" in self.text("#attention"), message="the refusal is not counted")
+        self.device_row("wiped-with-refusal").find_element(By.TAG_NAME, "a").click()
+        self.wait_for(lambda: self.driver.find_elements(By.ID, "revoke-and-wipe"))
+        self.assertTrue(self.driver.find_elements(By.CSS_SELECTOR, "#refused button"), "Mark handled before the wipe")
+        self.driver.find_element(By.ID, "revoke-and-wipe").click()
+        self.wait_for(lambda: self.driver.find_elements(By.ID, "confirm"))
+        self.submit("confirm")
+        self.wait_for(lambda: self.driver.find_elements(By.ID, "device-wipe"))
+        self.assertNotEqual(lost.sync(check=False).returncode, 0)
+        self.open("/admin/devices")
+        self.device_row("wiped-with-refusal").find_element(By.TAG_NAME, "a").click()
+        self.wait_for(lambda: "Wiped" in self.text("#device-wipe"))
+        self.assertIn("wiped", self.text("#device-revision"))
+        self.assertIn("wiped", self.text("#device-verified"))
+        self.assertNotIn("latest", self.text("#device-verified"))
+        self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "#refused button"), [], "no Mark handled")
+        self.assertIn("nothing to handle", self.text("#refused"))
+        self.assertEqual([link for link in self.driver.find_elements(By.CSS_SELECTOR, "#change-sets a") if "Revert" in link.text], [])
+        self.assert_fits("wiped-device-page")
+        self.open("/admin")
+        self.wait_for(lambda: "wiped-with-refusal" not in self.text("#attention"), message="the wiped device still needs attention")
+        self.open("/admin/devices?currency=wiped")
+        self.assertIsNotNone(self.listed_row("wiped-with-refusal"))
+
     def test_a_refused_change_set_appears_on_the_refusals_page(self):
         erin = Device(self.server, "erin")
         frank = Device(self.server, "frank")
@@ -781,6 +833,17 @@ class ConsoleTests(unittest.TestCase):
             self.assertIn("old tablet (v%d)" % version, retired)
             self.assert_fits("overview-retired")
             row = self.row_text("old tablet", "refused: a retired schema version")
+            # Its page says so on a line of its own; the client tile keeps its words whole.
+            self.device_row("old tablet").find_element(By.TAG_NAME, "a").click()
+            self.wait_for(lambda: self.driver.find_elements(By.ID, "device-version-refusal"))
+            self.assertIn("retired", self.text("#device-version-refusal"))
+            self.assertNotIn("retired", self.text("#device-client"))
+            for width, height in (LAPTOP, IPAD):
+                self.driver.set_window_size(width, height)
+                broken = self.driver.execute_script(WORD_BROKEN, "device-client", "RevSyncClient/")
+                self.assertFalse(broken, f"the client's name is broken across lines at {width} px")
+            self.driver.set_window_size(*LAPTOP)
+            self.assert_fits("device-retired")
             # The change set the refused request carried waits too.
             self.assertEqual(self.device_row("old tablet").find_element(By.CSS_SELECTOR, "td[data-label='Pending']").text, "1", row)
             self.assert_fits("devices-retired")

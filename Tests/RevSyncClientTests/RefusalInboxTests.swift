@@ -251,3 +251,72 @@ import Testing
         }
     }
 }
+
+/// A refusal the device's user re-applied, once the new change set commits, needs no operator:
+/// the server marks it handled by the device (`RevSync-Reapplies`), so it leaves the "need
+/// attention" counts; one whose re-apply is refused again stays, and a device cannot mark
+/// another's.
+@Suite struct ReappliedRefusalTests {
+    static func unhandled(_ server: LiveServer, _ name: String) async throws -> Int {
+        let devices = try await server.storage.withReader { try $0.allDevices() }
+        guard let id = devices.first(where: { $0.device.name == name })?.device.id else { return -1 }
+        return try await server.storage.withReader { try $0.unhandledRefusalCounts() }[id] ?? 0
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aReappliedRefusalThatCommitsIsHandledByTheDevice(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: store) { server in
+                let (ipad, laptop, player) = try await server.twoDevicesSharingAPlayer(in: directory)
+                try await laptop.table("players").update(player, ["position": "Defender"])
+                try await laptop.sync()
+                try await ipad.table("players").update(player, ["position": "Forward"])
+                try await ipad.sync()
+                #expect(try await Self.unhandled(server, "ipad") == 1)
+                // Re-applied, and refused again: a colleague changed it once more meanwhile.
+                let conflict = try #require(try await ipad.store.conflicts().first)
+                try await ipad.store.reapply(conflict)
+                try await laptop.table("players").update(player, ["position": "Keeper"])
+                try await laptop.sync()
+                let refusedAgain = try await ipad.sync()
+                #expect(refusedAgain.conflicts.count == 1)
+                #expect(try await Self.unhandled(server, "ipad") == 2, "the first stays: its re-apply did not commit")
+                // Re-applied again (the second refusal), and it commits: both are the device's doing.
+                let second = try #require(try await ipad.store.conflicts().first)
+                try await ipad.store.reapply(second)
+                let committed = try await ipad.sync()
+                #expect(committed.committed.count == 1)
+                #expect(try await Self.unhandled(server, "ipad") == 1, "the refusal whose re-apply committed is handled")
+                let refusals = try await server.storage.withReader { try $0.refusals(device: nil, limit: 10, handled: true) }
+                let handled = refusals.filter { $0.handledAt != nil }
+                #expect(handled.count == 1 && handled.first?.handledBy == handled.first?.device)
+            }
+        }
+    }
+
+    /// A device that names another device's refusal in `RevSync-Reapplies` changes nothing of it.
+    @Test func aDeviceCannotMarkAnothersRefusal() async throws {
+        try await withLiveServer { server in
+            let alice = try await server.device("alice")
+            let bob = try await server.device("bob")
+            let (venue, created) = try await alice.create("venues", ["name": "North"])
+            try await bob.sync()
+            try await alice.sync([.new().updating("venues", venue, base: created, ["name": "North 2"])])
+            let refused = ChangeSet.new(id: "bob-refused").updating("venues", venue, base: created, ["name": "Bobs"])
+            try await bob.sync([refused])
+            #expect(try await server.storage.withReader { try $0.unhandledRefusalCounts() }[bob.device.id] == 1)
+            let body = SyncMessage(
+                maxRevision: alice.maxRevision, changeSets: [.new(id: "alice-new").creating("venues", -5, ["name": "East"])]
+            )
+            .jsonBytes()
+            let answer = try await server.send(
+                "POST", "/sync",
+                headers: [
+                    ("Authorization", "Bearer \(alice.token)"), ("Content-Type", "application/json"),
+                    ("RevSync-Reapplies", "alice-new=bob-refused"),
+                ], body: body)
+            #expect(answer.status == 200)
+            #expect(try await server.storage.withReader { try $0.unhandledRefusalCounts() }[bob.device.id] == 1)
+        }
+    }
+}

@@ -270,7 +270,8 @@ import Testing
                     let one = try await server.send("GET", "/schema?version=1")
                     #expect(try Schema(json: one.body) == Self.v1)
                     #expect(try Schema(json: try await server.send("GET", "/schema").body) == Self.v2)
-                    #expect(try await server.send("GET", "/schema?version=7").status == 404)
+                    let ahead = try await server.send("GET", "/schema?version=7")
+                    #expect(ahead.status == 409 && ahead.bodyText.contains("schema_ahead"), "\(ahead.bodyText)")
                     try await Self.reconnect(start.old, to: server).sync()
                 }
                 // Version 3 retires version 1.
@@ -489,6 +490,43 @@ import Testing
                     let missing = try ExecutableProcess(
                         "revsync", ["generate", "swift", "--server", server.url.absoluteString, "--version", "5", "--out", out])
                     #expect(await missing.exitStatus() != 0)
+                }
+            }
+        }
+    }
+
+    /// A store pinned to a version the server does not serve yet (the app was updated before
+    /// the server) is answered as SchemaVersions.md promises: `409 schema_ahead`, its edits kept
+    /// queued and never sent in the old version; `revsync status` says so instead of "the next
+    /// sync upgrades it first" forever. Once the server serves the version, the next sync
+    /// follows it and sends them.
+    @Test(arguments: StoreKind.all)
+    func aPinAheadOfTheServerIsRefusedAndKeepsItsEditsQueued(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withTestDatabase(store) { database in
+                let start = try await Self.startAtVersion1(database, in: directory)
+                try await withLiveServer(database: database, schema: Self.v1) { server in
+                    let tablet = Self.reconnect(start.old, to: server)
+                    try await tablet.table("users").insert(["name": "Queued"])
+                    try await tablet.store.pin(toSchemaVersion: 2)
+                    let failure = await #expect(throws: SyncFailure.self) { try await tablet.sync() }
+                    #expect(failure?.status == 409 && failure?.code == .schemaAhead, "\(String(describing: failure))")
+                    #expect(try await tablet.store.status().pendingChangeSets == 1)
+                    #expect(try await tablet.store.pinIsAheadOfServer)
+                    #expect(try await tablet.store.schema.version == 1)
+                    #expect(try await server.contents()["users"]?.count == 1, "the edit was not sent in version 1")
+                    let status = try await ExecutableProcess.run("revsync", ["status", "--store", tablet.store.path])
+                    #expect(status.stdout.contains("which the server does not serve yet"), "\(status.stdout)")
+                    #expect(!status.stdout.contains("the next sync upgrades it first"))
+                    // A pin never goes back below what the store holds.
+                    await #expect(throws: LocalStoreError.self) { try await tablet.store.pin(toSchemaVersion: 0) }
+                }
+                try await withLiveServer(database: database, schema: Self.v2) { server in
+                    let tablet = Self.reconnect(start.old, to: server)
+                    let report = try await tablet.sync()
+                    #expect(report.committed.count == 1)
+                    #expect(try await tablet.store.schema.version == 2)
+                    #expect(try await !tablet.store.pinIsAheadOfServer)
                 }
             }
         }

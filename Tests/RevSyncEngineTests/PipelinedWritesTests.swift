@@ -95,7 +95,7 @@ import Testing
 
             // Once the database accepts it, the retry commits all three, once.
             try await storage.withWriter { writer in try Self.removeTrap(writer, store) }
-            let retried = try await engine.sync(failing, from: devices[3])
+            let retried = try await engine.sync(SyncRequest(failing, from: devices[3]))
             #expect(retried.committed == 3 && retried.maxRevision == 10)
         }
     }
@@ -109,7 +109,8 @@ import Testing
             let (author, _) = try await Token.create(name: "author", role: .member, in: storage)
             let (other, _) = try await Token.create(name: "other", role: .member, in: storage)
             let seeded = try await engine.sync(
-                SyncMessage(maxRevision: 0, changeSets: [.new(id: "seed").creating("venues", -1, ["name": "Pitch 1"])]), from: author)
+                SyncRequest(
+                    SyncMessage(maxRevision: 0, changeSets: [.new(id: "seed").creating("venues", -1, ["name": "Pitch 1"])]), from: author))
             let base = seeded.maxRevision
             let retried = SyncMessage(
                 maxRevision: base,
@@ -152,25 +153,30 @@ import Testing
             let (author, _) = try await Token.create(name: "author", role: .member, in: storage)
             let (other, _) = try await Token.create(name: "other", role: .member, in: storage)
             let first = try await engine.sync(
-                SyncMessage(maxRevision: 0, changeSets: [.new(id: "one").creating("venues", -1, ["name": "Pitch 1"])]), from: author)
+                SyncRequest(
+                    SyncMessage(maxRevision: 0, changeSets: [.new(id: "one").creating("venues", -1, ["name": "Pitch 1"])]), from: author))
             _ = try await engine.sync(
-                SyncMessage(
-                    maxRevision: first.maxRevision,
-                    changeSets: [.new(id: "edit").updating("venues", 1, base: first.maxRevision, ["name": "Pitch 1b"])]),
-                from: other)
-            let stale = try SyncMessage(
-                json: try await engine.sync(
+                SyncRequest(
                     SyncMessage(
                         maxRevision: first.maxRevision,
-                        changeSets: [
-                            .new(id: "stale").creating("venues", -2, ["name": "Pitch 2"])
-                                .updating("venues", 1, base: first.maxRevision, ["name": "Pitch 1a"])
-                        ]), from: author
+                        changeSets: [.new(id: "edit").updating("venues", 1, base: first.maxRevision, ["name": "Pitch 1b"])]),
+                    from: other))
+            let stale = try SyncMessage(
+                json: try await engine.sync(
+                    SyncRequest(
+                        SyncMessage(
+                            maxRevision: first.maxRevision,
+                            changeSets: [
+                                .new(id: "stale").creating("venues", -2, ["name": "Pitch 2"])
+                                    .updating("venues", 1, base: first.maxRevision, ["name": "Pitch 1a"])
+                            ]), from: author)
                 ).body, sender: .server)
             #expect(stale.outcome(of: "stale")?.reason == .staleRevision)
             let next = try SyncMessage(
                 json: try await engine.sync(
-                    SyncMessage(maxRevision: 2, changeSets: [.new(id: "two").creating("venues", -3, ["name": "Pitch 3"])]), from: author
+                    SyncRequest(
+                        SyncMessage(maxRevision: 2, changeSets: [.new(id: "two").creating("venues", -3, ["name": "Pitch 3"])]), from: author
+                    )
                 ).body, sender: .server)
             // The refused create's ID went back: the next venue is 2, not 3.
             #expect(next.permanentID(of: -3, in: "venues") == 2)
@@ -249,11 +255,13 @@ import Testing
             var start: Revision = 0
             for device in devices {
                 let changeSet = ChangeSet.new().creating("venues", -1, ["name": "First"])
-                start = try await engine.sync(SyncMessage(maxRevision: start, changeSets: [changeSet]), tokenHash: Token.hash(device.token))
-                    .maxRevision
+                start = try await engine.sync(
+                    SyncRequest(SyncMessage(maxRevision: start, changeSets: [changeSet]), tokenHash: Token.hash(device.token))
+                )
+                .maxRevision
             }
             for device in devices {
-                _ = try await engine.sync(SyncMessage(maxRevision: start, changeSets: []), tokenHash: Token.hash(device.token))
+                _ = try await engine.sync(SyncRequest(SyncMessage(maxRevision: start, changeSets: []), tokenHash: Token.hash(device.token)))
             }
             let senders = [0, 1, 2, 0]
             let requests = senders.enumerated().map { round, index in
@@ -265,7 +273,8 @@ import Testing
                 let newest = zip(senders, responses).filter { $0.0 == index }.map(\.1.maxRevision).max()!
                 let stored = try await storage.withReader { try $0.device(tokenHash: Token.hash(device.token)) }
                 #expect(stored?.deliveredRevision == newest)
-                let next = try await engine.sync(SyncMessage(maxRevision: newest, changeSets: []), tokenHash: Token.hash(device.token))
+                let next = try await engine.sync(
+                    SyncRequest(SyncMessage(maxRevision: newest, changeSets: []), tokenHash: Token.hash(device.token)))
                 #expect(!next.isSnapshot)
             }
         }
@@ -279,7 +288,7 @@ import Testing
         try await withEngine(store) { storage, engine in
             let (_, token) = try await Token.create(name: "tablet", role: .member, in: storage)
             func sync(_ message: SyncMessage) async throws -> SyncMessage {
-                try SyncMessage(json: try await engine.sync(message, tokenHash: Token.hash(token)).body, sender: .server)
+                try SyncMessage(json: try await engine.sync(SyncRequest(message, tokenHash: Token.hash(token))).body, sender: .server)
             }
             let seeded = try await sync(
                 SyncMessage(maxRevision: 0, changeSets: [.new(id: "seed").creating("venues", -1, ["name": "Old pitch"])]))
@@ -321,7 +330,8 @@ import Testing
         try await withEngine(store) { storage, engine in
             let (device, _) = try await Token.create(name: "tablet", role: .member, in: storage)
             _ = try await engine.sync(
-                SyncMessage(maxRevision: 0, changeSets: [.new(id: "first").creating("venues", -1, ["name": "Pitch 1"])]), from: device)
+                SyncRequest(
+                    SyncMessage(maxRevision: 0, changeSets: [.new(id: "first").creating("venues", -1, ["name": "Pitch 1"])]), from: device))
             let venues = Schema.demo.entity("venues")!
             // Nothing of this is kept: the transaction ends with an error.
             await #expect(throws: CancellationError.self) {

@@ -60,7 +60,7 @@ import Testing
             func create(_ name: String, _ temporaryID: RecordID, on storage: any SyncStorage) async throws {
                 let message = SyncMessage(
                     maxRevision: 0, changeSets: [.new(id: name).creating("venues", temporaryID, ["name": .text(name)])])
-                _ = try await SyncEngine(schema: .demo, storage: storage).sync(message, from: device)
+                _ = try await SyncEngine(schema: .demo, storage: storage).sync(SyncRequest(message, from: device))
             }
             try await create("one", -1, on: one)
             try await create("other", -2, on: other)

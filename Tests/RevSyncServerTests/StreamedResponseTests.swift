@@ -7,7 +7,7 @@ import RevSyncTestSupport
 import Testing
 
 /// Full syncs are written from their read transaction in pieces as the connection takes them
-/// (`SyncEngine.syncStreamed`): the same bytes as a response built whole, whatever the reader's
+/// (`SyncRequest.streaming`): the same bytes as a response built whole, whatever the reader's
 /// pace, and a device that goes away mid-response frees what the response held.
 @Suite struct StreamedResponseTests {
     /// Enough records for a full sync of several pieces (a piece is 256 KB).
@@ -21,8 +21,9 @@ import Testing
             let alice = try await server.device("alice")
             let bob = try await server.device("bob")
             let tokenA = Token.hash(alice.token)
-            let whole = try await engine.sync(SyncMessage(maxRevision: 0), tokenHash: tokenA)
-            let streamed = try await engine.syncStreamed(SyncMessage(maxRevision: 0), tokenHash: Token.hash(bob.token))
+            let whole = try await engine.sync(SyncRequest(SyncMessage(maxRevision: 0), tokenHash: tokenA))
+            let streamed = try await engine.sync(
+                SyncRequest(SyncMessage(maxRevision: 0), tokenHash: Token.hash(bob.token), streaming: true))
             let stream = try #require(streamed.stream)
             var bytes: [UInt8] = []
             var pieces = 0
@@ -39,7 +40,7 @@ import Testing
             }
             #expect(delivered == whole.maxRevision)
             // A small response is still answered whole.
-            let small = try await engine.syncStreamed(SyncMessage(maxRevision: whole.maxRevision), tokenHash: tokenA)
+            let small = try await engine.sync(SyncRequest(SyncMessage(maxRevision: whole.maxRevision), tokenHash: tokenA, streaming: true))
             #expect(small.stream == nil && !small.body.isEmpty)
         }
     }

@@ -159,4 +159,48 @@ import Testing
             }
         }
     }
+
+    /// A wiped device is its own state everywhere: `wipePending`, then `wiped`, in the API and
+    /// `revsync-server devices` (never "current" or "proven at the latest"), and its refusals
+    /// leave the counts of those not handled. A device with a lease shows when it ends.
+    @Test(arguments: StoreKind.all)
+    func aWipedDeviceIsItsOwnStateAndItsRefusalsNeedNoHandling(store: StoreKind) async throws {
+        try await withLiveServer(store: store, configure: { $0.maxOfflineDays = 30 }) { server in
+            let admin = try await server.device("admin", role: .admin)
+            let tablet = try await server.device("tablet")
+            let colleague = try await server.device("colleague")
+            let (venue, created) = try await colleague.create("venues", ["name": "North"])
+            try await tablet.sync()
+            try await colleague.sync([.new().updating("venues", venue, base: created, ["name": "North 2"])])
+            try await tablet.sync([.new().updating("venues", venue, base: created, ["name": "Tablet's"])])
+            #expect(try await server.storage.withReader { try $0.unhandledRefusalCounts() }[tablet.device.id] == 1)
+            func row(_ name: String) async throws -> [String: Any] {
+                let list = try await Self.admin(server, admin.token, "GET", "/admin/api/devices")
+                let rows = (try JSONSerialization.jsonObject(with: Data(list.body)) as? [String: Any])?["devices"] as? [[String: Any]] ?? []
+                return try #require(rows.first { $0["name"] as? String == name })
+            }
+            let before = try await row("tablet")
+            let ends = try #require(before["leaseEndsAt"] as? String)
+            let endsAt = try #require(ISO8601DateFormatter().date(from: ends))
+            #expect(abs(endsAt.timeIntervalSinceNow - 30 * 86_400) < 600, "its last request plus the 30-day lease")
+            let ordered = try await Self.admin(
+                server, admin.token, "POST", "/admin/api/revoke", #"{"id": \#(tablet.device.id), "wipe": true}"#)
+            #expect(ordered.status == 200)
+            let pending = try await row("tablet")
+            #expect(pending["currency"] as? String == "wipePending" && pending["verifiedCurrent"] as? Bool == false)
+            #expect(pending["leaseEndsAt"] is NSNull)
+            #expect(try await server.storage.withReader { try $0.unhandledRefusalCounts() }[tablet.device.id] == nil)
+            let receipt = try await server.send(
+                "POST", "/wipe-receipt", headers: [("Authorization", "Bearer \(tablet.token)"), ("Content-Type", "application/json")],
+                body: Array(#"{"records": 1, "unsyncedChangeSets": 0, "attachments": 0}"#.utf8))
+            #expect(receipt.status == 200)
+            #expect(try await row("tablet")["currency"] as? String == "wiped")
+            #expect(try await row("colleague")["currency"] as? String == "current")
+            let listed = try await ExecutableProcess.run(
+                "revsync-server", ["devices", "--server", "http://127.0.0.1:\(server.port)", "--token", admin.token])
+            let line = try #require(listed.stdout.split(separator: "\n").first { $0.contains("tablet (member)") })
+            #expect(line.contains("wiped") && !line.contains("current") && !line.contains("proven"), "\(line)")
+            #expect(line.contains("1 record,") || line.contains("(1 record"), "counted in words: \(line)")
+        }
+    }
 }

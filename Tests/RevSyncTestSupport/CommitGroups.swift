@@ -7,7 +7,7 @@ public import RevSyncProtocol
 public func syncAsOneGroup(
     _ engine: SyncEngine, _ storage: any SyncStorage, _ requests: [(message: SyncMessage, device: Device)]
 ) async throws -> [Result<SyncResponse, any Error>] {
-    try await asOneGroup(storage, requests.map { request in { try await engine.sync(request.message, from: request.device) } })
+    try await asOneGroup(storage, requests.map { request in { try await engine.sync(SyncRequest(request.message, from: request.device)) } })
 }
 
 /// The same, each request as one from the network: its device found by its token (and what
@@ -16,7 +16,7 @@ public func syncAsOneGroup(
     _ engine: SyncEngine, _ storage: any SyncStorage, tokens requests: [(message: SyncMessage, token: String)]
 ) async throws -> [Result<SyncResponse, any Error>] {
     try await asOneGroup(
-        storage, requests.map { request in { try await engine.sync(request.message, tokenHash: Token.hash(request.token)) } })
+        storage, requests.map { request in { try await engine.sync(SyncRequest(request.message, tokenHash: Token.hash(request.token))) } })
 }
 
 private func asOneGroup(

@@ -68,7 +68,7 @@ public final class TestDevice {
             return try SyncMessage(json: response.body, sender: .server)
         case .engine(let engine):
             let decoded = try SyncMessage(json: request.jsonBytes(), sender: .client)
-            let response = try await engine.sync(decoded, tokenHash: Token.hash(token), snapshotProof: snapshotProof)
+            let response = try await engine.sync(SyncRequest(decoded, tokenHash: Token.hash(token), snapshotProof: snapshotProof))
             return try SyncMessage(json: response.body, sender: .server)
         }
     }

@@ -32,6 +32,19 @@ extension LocalStore {
         at path: String, from snapshot: String, expectedSHA256: String? = nil, expecting identity: ServerIdentity? = nil,
         server: ServerConnection? = nil, replacing: Bool = false
     ) throws -> LocalStore {
+        try bootstrap(
+            at: path, from: snapshot, expectedSHA256: expectedSHA256, expecting: identity, server: server, storingToken: true,
+            replacing: replacing)
+    }
+
+    /// The same; with `storingToken` `false` the store keeps the server's address but not the
+    /// token, for an app that keeps it in the Keychain (a device backup carries the store, never
+    /// the Keychain's items made `ThisDeviceOnly`): it then syncs with
+    /// ``Synchronizer/init(store:server:transport:configuration:sleep:)``.
+    public static func bootstrap(
+        at path: String, from snapshot: String, expectedSHA256: String? = nil, expecting identity: ServerIdentity? = nil,
+        server: ServerConnection?, storingToken: Bool, replacing: Bool = false
+    ) throws -> LocalStore {
         if let existing = try existingStore(at: path, replacing: replacing) { return existing }
         guard FileManager.default.fileExists(atPath: snapshot) else {
             throw LocalStoreError(.notFound, "there is no snapshot at \(snapshot)")
@@ -41,7 +54,7 @@ extension LocalStore {
         try PrivateFiles.restrict(candidate)
         return try install(
             candidate, at: path, expectedSHA256: expectedSHA256 ?? SnapshotFile.publishedSHA256(of: snapshot), expecting: identity,
-            server: server)
+            server: server, storingToken: storingToken)
     }
 
     /// The store already at `path`, to use as it is (`nil`: start from a snapshot).
@@ -69,7 +82,7 @@ extension LocalStore {
     /// - Parameter knownSHA256: the candidate's SHA-256, when it was computed as it was written.
     static func install(
         _ candidate: String, at path: String, expectedSHA256: String?, knownSHA256: String? = nil, expecting identity: ServerIdentity?,
-        server: ServerConnection?
+        server: ServerConnection?, storingToken: Bool
     ) throws -> LocalStore {
         defer { StoreFiles.shredDatabase(candidate) }
         let info = try LocalStoreError.reporting {
@@ -88,7 +101,7 @@ extension LocalStore {
         try store.ownWriteNow { db in
             let state = StoreState(db: db)
             try state.set(.serverURL, server?.url.absoluteString)
-            try state.set(.token, server?.token)
+            try state.set(.token, storingToken ? server?.token : nil)
         }
         // Everything in the main file before it moves: the WAL stays behind.
         try store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }

@@ -42,7 +42,8 @@ extension LocalStore {
         at path: String, downloadingFrom server: ServerConnection, transport: any SyncTransport = DefaultTransport(),
         replacing: Bool = false
     ) async throws -> (store: LocalStore, report: SnapshotDownloadReport?) {
-        try await bootstrap(at: path, downloadingFrom: server, pinnedTo: nil, transport: transport, replacing: replacing)
+        try await bootstrap(
+            at: path, downloadingFrom: server, pinnedTo: nil, storingToken: true, transport: transport, replacing: replacing)
     }
 
     /// Opens the store at `path`, starting it from the server's snapshot of schema version
@@ -62,13 +63,16 @@ extension LocalStore {
     ///   - server: the server and the device's token.
     ///   - version: the schema version to start in and pin to; `nil`: the server's latest,
     ///     unpinned.
+    ///   - storingToken: whether the store keeps the token (`false`: only the server's address,
+    ///     for an app that keeps the token in the Keychain, where no device backup carries it;
+    ///     it then syncs with ``Synchronizer/init(store:server:transport:configuration:sleep:)``).
     ///   - transport: how requests travel.
     ///   - replacing: whether a store without pending change sets at `path` is replaced.
     /// - Returns: the store, and a report (`nil` when an existing store was opened).
     /// - Throws: as ``bootstrap(at:downloadingFrom:transport:replacing:)``; ``SyncFailure``
     ///   `404` when the server does not serve `version`.
     public static func bootstrap(
-        at path: String, downloadingFrom server: ServerConnection, pinnedTo version: Int?,
+        at path: String, downloadingFrom server: ServerConnection, pinnedTo version: Int?, storingToken: Bool = true,
         transport: any SyncTransport = DefaultTransport(), replacing: Bool = false
     ) async throws -> (store: LocalStore, report: SnapshotDownloadReport?) {
         if let existing = try existingStore(at: path, replacing: replacing) {
@@ -98,7 +102,8 @@ extension LocalStore {
         let store: LocalStore
         do {
             store = try install(
-                candidate, at: path, expectedSHA256: announced.sha256, knownSHA256: inflated?.sha256, expecting: identity, server: server)
+                candidate, at: path, expectedSHA256: announced.sha256, knownSHA256: inflated?.sha256, expecting: identity, server: server,
+                storingToken: storingToken)
         } catch {
             download.discard()
             throw error

@@ -59,6 +59,7 @@ extension LocalStore {
                 try ConflictJournal(db: transaction.db).refreshTruth(of: current.id, with: changed.map(\.now))
                 return .outdated(changed.map(\.description))
             }
+            transaction.reapplies = current.changeSetID
             let written = try Self.writeAgain(current, keeping: keep, in: transaction)
             _ = try ConflictJournal(db: transaction.db).resolve(conflict.id, as: "reapplied")
             return .written(written)

@@ -118,8 +118,33 @@ extension LocalStore {
     ///
     /// After an app update, pin the store the app opens to the new build's version before its
     /// next sync: that sync upgrades the store first, whatever the server answers.
+    ///
+    /// - Throws: ``LocalStoreError`` `schemaMismatch` for a version older than the one the
+    ///   store holds: a store never goes back (install an app built for its version or later).
     public func pin(toSchemaVersion version: Int?) async throws {
-        try await ownWrite { db in try StoreState(db: db).set(.pinnedSchemaVersion, version.map(String.init)) }
+        let current = schema.version
+        if let version, version < current {
+            throw LocalStoreError(
+                .schemaMismatch,
+                "the store holds schema version \(current); it cannot be pinned to an older version (\(version)): install an app built for version \(current) or later"
+            )
+        }
+        try await ownWrite { db in
+            let state = StoreState(db: db)
+            if try state.integer(.pinnedSchemaVersion).map({ Int($0) }) != version { try state.set(.pinAheadOfServer, nil) }
+            try state.set(.pinnedSchemaVersion, version.map(String.init))
+        }
+    }
+
+    /// Whether the server refused the version the store is pinned to as newer than its latest
+    /// (`409 schema_ahead`) at the last sync: the edits wait until the server is upgraded.
+    public var pinIsAheadOfServer: Bool {
+        get async throws { try await pool.read { db in try StoreState(db: db).string(.pinAheadOfServer) != nil } }
+    }
+
+    func setPinAheadOfServer(_ ahead: Bool) async throws {
+        guard try await pinIsAheadOfServer != ahead else { return }
+        try await ownWrite { db in try StoreState(db: db).set(.pinAheadOfServer, ahead ? "1" : nil) }
     }
 
     private func followSchema(_ schema: Schema, through intermediates: [Schema]) async throws -> SchemaUpgradeReport {

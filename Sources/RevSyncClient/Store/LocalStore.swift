@@ -249,7 +249,9 @@ public final class LocalStore: Sendable {
             let transaction = WriteTransaction(
                 db: db, schema: schema, actor: try StoreState(db: db).actor, attachments: self.attachments)
             let result = try body(transaction)
-            if let changeSet = transaction.recorder.result { try Outbox(db: db).append(changeSet, base: transaction.recorder.base) }
+            if let changeSet = transaction.recorder.result {
+                try Outbox(db: db).append(changeSet, base: transaction.recorder.base, reapplies: transaction.reapplies)
+            }
             return result
         }
         localChanges.emit()

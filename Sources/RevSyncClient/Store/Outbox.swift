@@ -17,11 +17,27 @@ struct Outbox {
 
     /// Queues a change set, with what the records it updates or deletes held before it
     /// (``ChangeRecorder/base``), kept for the refusal inbox.
-    func append(_ changeSet: ChangeSet, base: ChangeSet? = nil) throws {
-        try db.cachedStatement(sql: "INSERT INTO _rs_outbox (change_set_id, body, created_at, base) VALUES (?, ?, ?, ?)")
+    /// - Parameter reapplies: the refused change set this one writes again (the inbox's re-apply).
+    func append(_ changeSet: ChangeSet, base: ChangeSet? = nil, reapplies: String? = nil) throws {
+        try db.cachedStatement(sql: "INSERT INTO _rs_outbox (change_set_id, body, created_at, base, reapplies) VALUES (?, ?, ?, ?, ?)")
             .execute(arguments: [
-                changeSet.id, Data(changeSet.jsonBytes()), Date().timeIntervalSince1970, base.map { Data($0.jsonBytes()) },
+                changeSet.id, Data(changeSet.jsonBytes()), Date().timeIntervalSince1970, base.map { Data($0.jsonBytes()) }, reapplies,
             ])
+    }
+
+    /// The refused change set each of `ids` writes again, by the queued change set's id.
+    func reapplied(_ ids: [String]) throws -> [String: String] {
+        guard !ids.isEmpty else { return [:] }
+        var found: [String: String] = [:]
+        let rows = try Row.fetchAll(
+            db,
+            sql:
+                "SELECT change_set_id, reapplies FROM _rs_outbox WHERE reapplies IS NOT NULL AND change_set_id IN (SELECT value FROM json_each(?))",
+            arguments: [String(decoding: try JSONEncoder().encode(ids), as: UTF8.self)])
+        for row in rows {
+            if let id: String = row[0], let refused: String = row[1] { found[id] = refused }
+        }
+        return found
     }
 
     /// The queued change set `id` and what its records held before it.

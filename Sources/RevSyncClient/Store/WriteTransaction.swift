@@ -20,6 +20,8 @@ public final class WriteTransaction {
     /// The schema the store follows.
     public let schema: Schema
     var recorder = ChangeRecorder()
+    /// The refused change set this write re-applies (``LocalStore/reapply(_:keepingTheirs:)``).
+    var reapplies: String?
     /// The checks every write passes, for the device's role and user when the server told
     /// them (the evaluator the server uses).
     let rules: WriteRules

@@ -39,6 +39,8 @@ struct PreparedRequest: Sendable {
     var snapshotProof: String?
     /// The change sets the outbox still holds beyond this request's (`RevSync-Pending`).
     var pendingAfter = 0
+    /// The refused change set each of its change sets re-applies, by its id (`RevSync-Reapplies`).
+    var reapplies: [String: String] = [:]
     /// The digest of the store's records at the request's revision, as the server has them
     /// (sent as `RevSync-Digest`, which the server checks against its own).
     var digest: DigestSum?
@@ -68,10 +70,12 @@ extension LocalStore {
             let ids = changeSets.compactMap(\.id)
             try Outbox(db: db).markSent(ids)
             let state = StoreState(db: db)
-            return PreparedRequest(
+            var request = PreparedRequest(
                 message: SyncMessage(maxRevision: fromScratch ? 0 : try state.maxRevision, changeSets: changeSets), changeSetIDs: Set(ids),
                 snapshotProof: fromScratch ? nil : try state.string(.snapshotProof), pendingAfter: entries.count - changeSets.count,
                 digest: fromScratch ? nil : try StoreDigest.prepare(in: db, schema: schema).digest.total)
+            request.reapplies = try Outbox(db: db).reapplied(ids)
+            return request
         }
     }
 

@@ -153,9 +153,10 @@ extension Synchronizer {
             do {
                 // An app update (the pin raised): the store follows it before its stream opens,
                 // so the stream speaks the new version.
-                if let pinned = try await store.pinnedSchemaVersion, pinned > store.schema.version {
+                let target = try await SchemaTarget.of(store)
+                if target.isAhead(of: store.schema.version) {
                     let server = try await connection()
-                    try await exclusively { _ = try await self.followPin(of: server) }
+                    try await exclusively { _ = try await self.followPin(of: server, target: target) }
                 }
                 for try await event in try await openStream() {
                     if connection != .live {

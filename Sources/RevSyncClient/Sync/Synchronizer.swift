@@ -233,40 +233,48 @@ public actor Synchronizer {
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
         try await agreeOnTemporaryIDs(with: server)
+        // The version the store should be in, decided once for the whole sync.
+        let target = try await SchemaTarget.of(store)
         var upgrades: [SchemaUpgradeReport] = []
-        if let upgrade = try await followPin(of: server) { upgrades.append(upgrade) }
+        do {
+            if let upgrade = try await followPin(of: server, target: target) { upgrades.append(upgrade) }
+        } catch let failure as SyncFailure where failure.code == .schemaAhead {
+            try await store.setPinAheadOfServer(true)
+            throw failure
+        }
+        try await store.setPinAheadOfServer(false)
         let pendingCheckpoint = await store.retryPendingCheckpoint()
         let started = try await startFromServerSnapshot(server)
         var report: SyncReport
         do {
-            report = try await send(to: server, lenient: false)
+            report = try await send(to: server, target: target, lenient: false)
         } catch is ResponseNamesUnknownData {
             // The server's schema grew, and the response was applied while it arrived, so it
             // is gone: follow the schema and ask again. The change sets keep their ids, so the
             // server answers them with their outcomes; nothing is applied twice.
-            if let upgrade = try await followSchema(of: server) { upgrades.append(upgrade) }
-            report = try await send(to: server, lenient: true)
+            if let upgrade = try await followSchema(of: server, target: target) { upgrades.append(upgrade) }
+            report = try await send(to: server, target: target, lenient: true)
         } catch let failure as SyncFailure where failure.status == 426 {
             // The store's version was retired. A store that follows the server's latest does so
             // now and sends its queued change sets in it; a store pinned to its app's version
             // waits for the app's update (its change sets stay queued).
-            guard try await store.pinnedSchemaVersion == nil, let upgrade = try await followSchema(of: server) else { throw failure }
+            guard target.followsRetirement, let upgrade = try await followSchema(of: server, target: target) else { throw failure }
             upgrades.append(upgrade)
-            report = try await send(to: server, lenient: false)
+            report = try await send(to: server, target: target, lenient: false)
         }
         if !report.retriedForAttachments.isEmpty {
             // Bytes the server lacked after all: uploaded again with the same change sets.
-            report.append(try await send(to: server, lenient: false))
+            report.append(try await send(to: server, target: target, lenient: false))
         }
         // The server answers in the store's schema version; a newer one is followed (up to the
         // version the app was built for), and the data set fetched again in it.
         // The first answer is applied already: a network failure from here on leaves the sync
         // standing (its outcomes reported), and the next sync follows.
-        if try await follows(serverVersion: report.serverSchemaVersion) {
+        if target.follows(serverVersion: report.serverSchemaVersion, from: store.schema.version) {
             let before = store.schema.version
             do {
-                if let upgrade = try await followSchema(of: server) { upgrades.append(upgrade) }
-                if store.schema.version != before { report.append(try await send(to: server, lenient: true)) }
+                if let upgrade = try await followSchema(of: server, target: target) { upgrades.append(upgrade) }
+                if store.schema.version != before { report.append(try await send(to: server, target: target, lenient: true)) }
             } catch let failure as SyncFailure where failure.isRetryable {
                 report.schemaFollowFailure = "\(failure)"
             }
@@ -277,7 +285,7 @@ public actor Synchronizer {
         // revisions and go with the next sync, applied on top meanwhile).
         if report.schemaFollowFailure == nil, try await store.resyncPending {
             do {
-                report.append(try await send(to: server, lenient: true, pullOnly: true, fromScratch: true))
+                report.append(try await send(to: server, target: target, lenient: true, pullOnly: true, fromScratch: true))
                 try await store.setResyncPending(false)
             } catch let failure as SyncFailure where failure.isRetryable {
                 report.schemaFollowFailure = "\(failure)"
@@ -285,7 +293,7 @@ public actor Synchronizer {
         }
         report.startedFromSnapshot = started
         if report.walTruncated == nil { report.walTruncated = pendingCheckpoint }
-        try await proveOrRepair(&report, server: server)
+        try await proveOrRepair(&report, server: server, target: target)
         if report.verified == true, let digest = report.digest {
             await tellProof(at: report.maxRevision, digest: digest, server: server)
         }
@@ -302,7 +310,7 @@ public actor Synchronizer {
     ///
     /// - Parameter pullOnly: send no change set (a verification's sync): the outbox waits.
     func send(
-        to server: LocalStore.ServerConnection, lenient: Bool, pullOnly: Bool = false, fromScratch: Bool = false
+        to server: LocalStore.ServerConnection, target: SchemaTarget, lenient: Bool, pullOnly: Bool = false, fromScratch: Bool = false
     ) async throws
         -> SyncReport
     {
@@ -322,6 +330,7 @@ public actor Synchronizer {
         call[header: RevSyncHeader.snapshotProof] = request.snapshotProof
         call[header: RevSyncHeader.pending] = String(request.pendingAfter)
         call[header: RevSyncHeader.sending] = String(request.message.changeSets.count)
+        call[header: RevSyncHeader.reapplies] = RevSyncHeader.reappliesValue(request.reapplies)
         // What the store holds at the revision it claims, for the server to check.
         if let digest = request.digest {
             call[header: RevSyncHeader.digest] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"
@@ -360,7 +369,7 @@ public actor Synchronizer {
             } catch is ResponseNamesUnknownData {
                 // The server's schema grew: follow it, then apply the same response again, so no
                 // value is dropped. A server that sends names its own schema lacks gets them skipped.
-                try await followSchema(of: server)
+                try await followSchema(of: server, target: target)
                 report = try await apply(.whole(json), to: request, lenient: true, actor: actor, contact: contact)
             }
             report.responseBytes = json.count

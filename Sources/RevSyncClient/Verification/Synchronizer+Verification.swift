@@ -17,18 +17,38 @@ public struct RepairReport: Sendable, Hashable {
         self.differences = differences
     }
 
-    /// `Repaired 3 records that differed from the server: players 2 changed, tags 1 removed`
-    /// (an entity named once: `teams 2 changed, 1 added`).
+    /// `Repaired 3 records that differed from the server: players 7 and 9 changed; tags 4 removed`:
+    /// each record by its ID when an entity has a few of a kind (at most ``namedRecords``), else
+    /// counted (`players 1,200 records changed`).
     public var summary: String {
         let total = repaired.values.reduce(0) { $0 + $1.total }
         let parts = repaired.keys.sorted().compactMap { entity -> String? in
             let counts = repaired[entity]!
-            let moved = [(counts.updated, "changed"), (counts.inserted, "added"), (counts.removed, "removed")].compactMap { count, word in
-                count > 0 ? "\(count) \(word)" : nil
-            }
+            let moved = [(counts.updated, RecordDifference.Kind.changed), (counts.inserted, .missing), (counts.removed, .extra)]
+                .compactMap { count, kind -> String? in
+                    guard count > 0 else { return nil }
+                    let ids = differences.filter { $0.record.entity == entity && $0.kind == kind }.map(\.record.id.rawValue).sorted()
+                    guard ids.count == count, count <= Self.namedRecords else {
+                        return "\(count.formatted()) record\(count == 1 ? "" : "s") \(Self.word(kind))"
+                    }
+                    let named = ids.map(String.init)
+                    return (named.count == 1 ? named[0] : named.dropLast().joined(separator: ", ") + " and " + named.last!)
+                        + " \(Self.word(kind))"
+                }
             return moved.isEmpty ? nil : "\(entity) " + moved.joined(separator: ", ")
         }
-        return "Repaired \(total) record\(total == 1 ? "" : "s") that differed from the server: \(parts.joined(separator: ", "))"
+        return "Repaired \(total) record\(total == 1 ? "" : "s") that differed from the server: \(parts.joined(separator: "; "))"
+    }
+
+    /// The most records of one entity and kind ``summary`` names by ID; more are counted.
+    public static let namedRecords = 5
+
+    private static func word(_ kind: RecordDifference.Kind) -> String {
+        switch kind {
+        case .changed: "changed"
+        case .missing: "added"
+        case .extra: "removed"
+        }
     }
 }
 
@@ -83,15 +103,17 @@ extension Synchronizer {
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
         let recounted = Set(try await store.recountDigest())
-        var report = try await compareAndRepair(server, repair: repair)
+        var report = try await compareAndRepair(server, target: try await SchemaTarget.of(store), repair: repair)
         report.rehashed = report.differences.map(\.record).filter { recounted.contains($0.entity) }
         return report
     }
 
-    private func compareAndRepair(_ server: LocalStore.ServerConnection, repair: Bool) async throws -> VerificationReport {
+    private func compareAndRepair(
+        _ server: LocalStore.ServerConnection, target: SchemaTarget, repair: Bool
+    ) async throws -> VerificationReport {
         var report = VerificationReport()
         for _ in 0..<Self.verificationAttempts {
-            let pulled = try await send(to: server, lenient: false, pullOnly: true)
+            let pulled = try await send(to: server, target: target, lenient: false, pullOnly: true)
             report.roundTrips += 1
             report.bytesSent += pulled.bytesSent
             report.bytesReceived += pulled.bytesReceived
@@ -139,7 +161,7 @@ extension Synchronizer {
     /// down and repairs it (starting again after a sync of its own when the server moved on);
     /// a store proven equal after an erasure tells the server at once, so that the erasure's
     /// receipt counts it.
-    func proveOrRepair(_ report: inout SyncReport, server: LocalStore.ServerConnection) async throws {
+    func proveOrRepair(_ report: inout SyncReport, server: LocalStore.ServerConnection, target: SchemaTarget) async throws {
         if report.verified == true {
             if !report.erasures.isEmpty, let digest = report.digest {
                 var outcome = Verifier.Outcome(equal: true)
@@ -149,7 +171,7 @@ extension Synchronizer {
         }
         guard report.verified == false else { return }
         do {
-            try await repair(&report, server: server)
+            try await repair(&report, server: server, target: target)
         } catch let failure as SyncFailure where failure.code != .deviceWiped {
             // The sync stands; what differs is repaired by the next one. (A wipe order is not a
             // failure to repair: the sync hears it and wipes.)
@@ -158,7 +180,7 @@ extension Synchronizer {
         }
     }
 
-    private func repair(_ report: inout SyncReport, server: LocalStore.ServerConnection) async throws {
+    private func repair(_ report: inout SyncReport, server: LocalStore.ServerConnection, target: SchemaTarget) async throws {
         for _ in 0..<Self.verificationAttempts {
             let (revision, digest) = try await store.settledDigest()
             var outcome = Verifier.Outcome(equal: false)
@@ -171,7 +193,7 @@ extension Synchronizer {
                 outcome = try await verifier(server).compare(at: revision, digest: digest)
             } catch is Verifier.RevisionMoved {
                 // Others committed meanwhile: their changes first; the comparison starts again.
-                let later = try await send(to: server, lenient: false, pullOnly: true)
+                let later = try await send(to: server, target: target, lenient: false, pullOnly: true)
                 report.append(later)
                 if later.verified != false { return }
                 continue

@@ -1,3 +1,4 @@
+import Foundation
 import RevSyncProtocol
 
 /// What processing one change set of a request gave.
@@ -33,26 +34,26 @@ struct ChangeSetProcessor {
     /// trip per window, not one per change set. What one of them writes is forgotten from what
     /// was read ahead, so the later ones read it again.
     ///
-    /// - Parameters:
-    ///   - fingerprints: each change set's fingerprint, where it was computed beforehand.
-    ///   - outsideVersion: for each change set, what it names that the device's schema
-    ///     version does not have (``VersionNames``): such a change set is refused.
-    func process(_ changeSets: [ChangeSet], fingerprints: [String?], outsideVersion: [[ConflictEntry]] = []) throws -> [ChangeSetOutcome] {
+    func process(_ changeSets: [PreparedChangeSet]) throws -> [ChangeSetOutcome] {
         var outcomes: [ChangeSetOutcome] = []
         outcomes.reserveCapacity(changeSets.count)
-        for (index, (changeSet, fingerprint)) in zip(changeSets, fingerprints).enumerated() {
+        for (index, prepared) in changeSets.enumerated() {
             if index % Self.readAheadWindow == 0, changeSets.count > 1 {
-                try writer.prepareReads(changeSets[index..<min(index + Self.readAheadWindow, changeSets.count)], device: device.id)
+                try writer.prepareReads(
+                    changeSets[index..<min(index + Self.readAheadWindow, changeSets.count)].map(\.changeSet), device: device.id)
             }
-            let outside = index < outsideVersion.count ? outsideVersion[index] : []
-            outcomes.append(try process(changeSet, knownFingerprint: fingerprint, outsideVersion: outside))
+            outcomes.append(try process(prepared))
         }
         return outcomes
     }
 
-    /// - Parameter knownFingerprint: the change set's fingerprint, when it could be computed without the
-    ///   ID map (``ChangeSetFingerprint/withoutIDMap(_:schema:)``).
-    func process(_ changeSet: ChangeSet, knownFingerprint: String? = nil, outsideVersion: [ConflictEntry] = []) throws -> ChangeSetOutcome {
+    /// One change set: its fingerprint (``PreparedChangeSet/fingerprint`` when it could be
+    /// computed without the ID map), what it names outside the device's version (refused), and
+    /// the device's refusal it writes again, marked handled when it commits.
+    func process(_ prepared: PreparedChangeSet) throws -> ChangeSetOutcome {
+        let changeSet = prepared.changeSet
+        let knownFingerprint = prepared.fingerprint
+        let outsideVersion = prepared.outsideVersion
         let outcome: ChangeSetOutcome = try writer.transaction {
             // The lock comes first: another server instance may be committing this very change
             // set (a client retrying elsewhere), and its outcome must be seen once it commits.
@@ -122,6 +123,11 @@ struct ChangeSetProcessor {
                     try writer.saveOutcome(
                         device: device.id, changeSetID: id, outcome: .committed(revision: committed.revision), fingerprint: fingerprint)
                 }
+                // The device's user wrote a refused change set again, and it committed: that
+                // refusal needs no operator now (only the device's own refusals are touched).
+                if let refused = prepared.reapplies, refused != changeSet.id {
+                    _ = try writer.markRefusal(device: device.id, changeSetID: refused, handledBy: device.id, at: Self.now())
+                }
                 try LogCommit(hashers: hashers).commit(
                     LogEntry(
                         revision: committed.revision, device: device.id, changeSetID: changeSet.id, body: committed.changeSet.jsonBytes()),
@@ -132,6 +138,8 @@ struct ChangeSetProcessor {
         if case .committed(let committed) = outcome { resolver.remember(committed.mappings) }
         return outcome
     }
+
+    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     /// A refusal with the server's truth; kept as the change set's outcome when it has a
     /// `fingerprint` (a first refusal, not the answer to a repeat). A refusal for bytes the server

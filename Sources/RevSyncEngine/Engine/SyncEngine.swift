@@ -10,8 +10,8 @@ public import RevSyncProtocol
 ///
 /// ```swift
 /// let engine = SyncEngine(schema: .demo, storage: try SQLiteStorage(path: "revsync.sqlite", schema: .demo))
-/// let request = try SyncMessage(json: body, sender: .client)
-/// let response = try await engine.sync(request, tokenHash: Token.hash(token))
+/// let message = try SyncMessage(json: body, sender: .client)
+/// let response = try await engine.sync(SyncRequest(message, tokenHash: Token.hash(token)))
 /// ```
 public struct SyncEngine: Sendable {
     /// Bounds on what one request may ask of the server.
@@ -57,25 +57,6 @@ public struct SyncEngine: Sendable {
         self.limits = limits
     }
 
-    /// Applies the request's change sets for `device`, as given: its claims are trusted (the
-    /// caller, code in this process, vouches for what the device has seen). For benchmarks and
-    /// tools; requests from the network go through ``sync(_:tokenHash:snapshotProof:)``.
-    ///
-    /// - Throws: ``SyncError`` for a request refused as a whole (nothing was applied), or the
-    ///   storage's error.
-    ///
-    /// - Parameter speaking: the schema version the device speaks (``speaking(_:)``); `nil`:
-    ///   the latest.
-    public func sync(
-        _ request: SyncMessage, from device: Device, claimedDigest: DigestSum? = nil, speaking: SpokenVersion? = nil
-    )
-        async throws -> SyncResponse
-    {
-        try await sync(
-            request, as: .trusted(device), snapshotProof: nil, streaming: false, claimedDigest: claimedDigest,
-            speaking: speaking ?? speakingLatest)
-    }
-
     /// How a device speaking schema `version` reads and writes the data set: `nil` when it
     /// speaks the stored layout.
     ///
@@ -92,95 +73,54 @@ public struct SyncEngine: Sendable {
         return lineage.lens(version: version)
     }
 
-    /// Applies the request's change sets for the device of `tokenHash`, checked inside the
-    /// same database access as the work: a token revoked a moment ago is refused even when an
-    /// earlier check (such as the HTTP layer's) still knew it.
+    /// Applies the request's change sets, each in its own transaction, and answers it.
     ///
-    /// What the device claims to have seen is never trusted beyond what the server delivered
-    /// to it (``Device/deliveredRevision``), or what a valid `snapshotProof` shows.
+    /// A device of a token is checked inside the same database access as the work: a token
+    /// revoked a moment ago is refused even when an earlier check (such as the HTTP layer's)
+    /// still knew it. What it claims to have seen is never trusted beyond what the server
+    /// delivered to it (``Device/deliveredRevision``), or what a valid snapshot proof shows.
     ///
-    /// - Throws: ``SyncError/unauthorized`` for an unknown or revoked token, and as
-    ///   ``sync(_:from:)``.
-    ///
-    /// - Parameter claimedDigest: the digest of the device's records at the revision it claims
-    ///   (``DataSetDigest/total``), if it said: the response says whether it is the server's
-    ///   (``SyncResponse/claimVerified``).
-    public func sync(
-        _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil,
-        speaking: SpokenVersion? = nil
-    ) async throws -> SyncResponse {
-        try await sync(
-            request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: false, claimedDigest: claimedDigest,
-            speaking: speaking ?? speakingLatest)
-    }
-
-    /// The same, for the HTTP layer: a response larger than one piece (a full sync's snapshot)
-    /// comes as ``SyncResponse/stream``, written from its read transaction as the connection
-    /// takes it, so that its memory does not grow with the data set.
-    public func syncStreamed(
-        _ request: SyncMessage, tokenHash: String, snapshotProof: SnapshotProof? = nil, claimedDigest: DigestSum? = nil,
-        speaking: SpokenVersion? = nil
-    ) async throws -> SyncResponse {
-        try await sync(
-            request, as: .token(hash: tokenHash), snapshotProof: snapshotProof, streaming: true, claimedDigest: claimedDigest,
-            speaking: speaking ?? speakingLatest)
-    }
-
-    /// Who sends a request: a device whose claims are trusted, or the one of a token to look up.
-    private enum Sender: Sendable {
-        case trusted(Device)
-        case token(hash: String)
-
-        func device(_ reader: any StorageReader) throws -> Device {
-            switch self {
-            case .trusted(let device): return device
-            case .token(let hash):
-                guard let device = try reader.device(tokenHash: hash) else { throw SyncError.unauthorized }
-                return device
-            }
-        }
-    }
-
-    private func sync(
-        _ sent: SyncMessage, as sender: Sender, snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?,
-        speaking: SpokenVersion
-    ) async throws -> SyncResponse {
+    /// - Throws: ``SyncError`` for a request refused as a whole (nothing was applied:
+    ///   ``SyncError/unauthorized`` for an unknown or revoked token), or the storage's error.
+    public func sync(_ sync: SyncRequest) async throws -> SyncResponse {
+        let sent = sync.message
         try checkLimits(sent)
+        let speaking = sync.speaking ?? speakingLatest
         // A device of another schema version: its change sets in stored names, and (the response
         // builder) its answer and its digest in its own.
         let lens = speaking.lens
         // Names the device's version does not have, found before they are translated.
         let names = VersionNames(schema: lens?.schema ?? lineage.schema(version: speaking.version) ?? lineage.latest, lens: lens)
-        let outsideVersion = sent.changeSets.map { names.outside($0) }
         var translated = sent
         if let lens { translated.changeSets = sent.changeSets.map(lens.toStored) }
         let request = translated
-        let claimedDigest = speaking.digestVersion != nil ? claimedDigest : nil
+        let claimedDigest = speaking.digestVersion != nil ? sync.claimedDigest : nil
         guard !request.changeSets.isEmpty else {
             return try await answerWithoutChanges(
-                request, sender, snapshotProof, streaming: streaming, claimedDigest: claimedDigest, speaking: speaking)
+                request, sync.sender, sync.snapshotProof, streaming: sync.streaming, claimedDigest: claimedDigest, speaking: speaking)
         }
         // Out of the writer's time: the writer is the server's one serial resource.
         let schema = self.schema
-        let fingerprints = request.changeSets.map { ChangeSetFingerprint.withoutIDMap($0, schema: schema) }
+        let prepared = zip(sent.changeSets, request.changeSets).map { original, stored in
+            PreparedChangeSet(
+                stored, fingerprint: ChangeSetFingerprint.withoutIDMap(stored, schema: schema), outsideVersion: names.outside(original),
+                reapplies: original.id.flatMap { sync.reapplies[$0] })
+        }
         // Concurrent requests share one writer turn and one commit on both stores (on PostgreSQL
         // too: one transaction, a savepoint per change set, the counter row locked once).
         var hints: ReadHints?
-        if case .token(let hash) = sender { hints = ReadHints(tokenHash: hash, changeSets: request.changeSets) }
-        let hashers = self.hashers
-        let written = try await storage.write(hints: hints) { writer in
-            try Self.apply(
-                request, fingerprints: fingerprints, outsideVersion: outsideVersion, sender, snapshotProof, schema: schema,
-                hashers: hashers,
-                claimedDigest: claimedDigest, speaking: speaking, on: writer)
-        }
+        if case .token(let hash) = sync.sender { hints = ReadHints(tokenHash: hash, changeSets: request.changeSets) }
+        let work = WriterTurn(
+            request: request, changeSets: prepared, sender: sync.sender, snapshotProof: sync.snapshotProof, schema: schema,
+            hashers: hashers, claimedDigest: claimedDigest, speaking: speaking)
+        let written = try await storage.write(hints: hints) { writer in try work.apply(on: writer) }
         switch written {
         case .response(let response):
             return response
         case .outcomes(let device, let outcomes, let recorded, let continues):
             // Streamed: a first sync, or a claim the server cannot vouch for (answered with a snapshot).
             let fullSync = request.maxRevision == 0 || !continues
-            return try await respondFromReader(streaming: streaming && fullSync, outcomes: outcomes) { reader, stream in
+            return try await respondFromReader(streaming: sync.streaming && fullSync, outcomes: outcomes) { reader, stream in
                 var builder = ResponseBuilder(schema: schema, device: device, reader: reader)
                 builder.stream = stream
                 builder.speaking = speaking
@@ -208,7 +148,7 @@ public struct SyncEngine: Sendable {
 
     /// A request without change sets reads only: a reader answers it, the writer is not involved.
     private func answerWithoutChanges(
-        _ request: SyncMessage, _ sender: Sender, _ snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?,
+        _ request: SyncMessage, _ sender: SyncRequest.Sender, _ snapshotProof: SnapshotProof?, streaming: Bool, claimedDigest: DigestSum?,
         speaking: SpokenVersion
     ) async throws -> SyncResponse {
         let schema = self.schema
@@ -227,43 +167,48 @@ public struct SyncEngine: Sendable {
 
     /// The writer's part of a request with change sets: who sends it, what it has seen, its
     /// change sets applied, and (for a device nearly up to date) its whole answer.
-    private static func apply(
-        _ request: SyncMessage, fingerprints: [String?], outsideVersion: [[ConflictEntry]], _ sender: Sender,
-        _ snapshotProof: SnapshotProof?,
-        schema: Schema, hashers: VersionHashers, claimedDigest: DigestSum?, speaking: SpokenVersion, on writer: any StorageWriter
-    ) throws -> Written {
-        var device = try sender.device(writer)
-        let current = try writer.currentRevision()
-        guard request.maxRevision <= current else {
-            throw SyncError.revisionAhead(client: request.maxRevision, server: current)
+    private struct WriterTurn: Sendable {
+        let request: SyncMessage
+        let changeSets: [PreparedChangeSet]
+        let sender: SyncRequest.Sender
+        let snapshotProof: SnapshotProof?
+        let schema: Schema
+        let hashers: VersionHashers
+        let claimedDigest: DigestSum?
+        let speaking: SpokenVersion
+
+        func apply(on writer: any StorageWriter) throws -> Written {
+            var device = try sender.device(writer)
+            let current = try writer.currentRevision()
+            guard request.maxRevision <= current else {
+                throw SyncError.revisionAhead(client: request.maxRevision, server: current)
+            }
+            let recorded = device.deliveredRevision
+            device.deliveredRevision = try SyncEngine.delivered(to: device, request, snapshotProof, writer)
+            if device.deliveredRevision > recorded { try writer.recordDelivered(device: device.id, revision: device.deliveredRevision) }
+            let continues = SyncEngine.continues(request, sender, device.deliveredRevision)
+            let processor = ChangeSetProcessor(
+                schema: schema, hashers: hashers, device: device, claimedRevision: request.maxRevision,
+                seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
+                resolver: TemporaryIDResolver(device: device.id))
+            // One savepoint around the request's change sets (each has its own inside): a failure
+            // anywhere rolls all of them back and fails the request, whose device sends them
+            // again. So their writes are checked together (on PostgreSQL at the request's end, or
+            // at the group's commit), not one change set at a time.
+            let outcomes = try writer.transaction { try processor.process(changeSets) }
+            let now = try writer.currentRevision()
+            if continues,
+                let response = try SyncEngine.answerOnWriter(
+                    request, device, outcomes, now: now, schema: schema, claimedDigest: claimedDigest, speaking: speaking, writer)
+            {
+                return .response(response)
+            }
+            // The reader answers up to `now` (a snapshot may go further; that is recorded
+            // after it is built). A device whose claim is not covered gets a snapshot.
+            guard continues else { return .outcomes(device, outcomes, recorded: device.deliveredRevision, continues: false) }
+            if now > device.deliveredRevision { try writer.recordDelivered(device: device.id, revision: now) }
+            return .outcomes(device, outcomes, recorded: max(now, device.deliveredRevision), continues: true)
         }
-        let recorded = device.deliveredRevision
-        device.deliveredRevision = try delivered(to: device, request, snapshotProof, writer)
-        if device.deliveredRevision > recorded { try writer.recordDelivered(device: device.id, revision: device.deliveredRevision) }
-        let continues = continues(request, sender, device.deliveredRevision)
-        let processor = ChangeSetProcessor(
-            schema: schema, hashers: hashers, device: device, claimedRevision: request.maxRevision,
-            seenRevision: continues ? request.maxRevision : device.deliveredRevision, writer: writer,
-            resolver: TemporaryIDResolver(device: device.id))
-        // One savepoint around the request's change sets (each has its own inside): a failure
-        // anywhere rolls all of them back and fails the request, whose device sends them
-        // again. So their writes are checked together (on PostgreSQL at the request's end, or
-        // at the group's commit), not one change set at a time.
-        let outcomes = try writer.transaction {
-            try processor.process(request.changeSets, fingerprints: fingerprints, outsideVersion: outsideVersion)
-        }
-        let now = try writer.currentRevision()
-        if continues,
-            let response = try answerOnWriter(
-                request, device, outcomes, now: now, schema: schema, claimedDigest: claimedDigest, speaking: speaking, writer)
-        {
-            return .response(response)
-        }
-        // The reader answers up to `now` (a snapshot may go further; that is recorded
-        // after it is built). A device whose claim is not covered gets a snapshot.
-        guard continues else { return .outcomes(device, outcomes, recorded: device.deliveredRevision, continues: false) }
-        if now > device.deliveredRevision { try writer.recordDelivered(device: device.id, revision: now) }
-        return .outcomes(device, outcomes, recorded: max(now, device.deliveredRevision), continues: true)
     }
 
     /// A device that is nearly up to date gets its answer from the writer at once, where the
@@ -271,7 +216,7 @@ public struct SyncEngine: Sendable {
     /// than handing the request to a reader. Where they would cost the writer round trips,
     /// readers build it in parallel (nil). A long catch-up or a snapshot is built by a reader,
     /// so that it does not hold up writers.
-    private static func answerOnWriter(
+    fileprivate static func answerOnWriter(
         _ request: SyncMessage, _ device: Device, _ outcomes: [ChangeSetOutcome], now: Revision, schema: Schema,
         claimedDigest: DigestSum?, speaking: SpokenVersion, _ writer: any StorageWriter
     ) throws -> SyncResponse? {
@@ -349,7 +294,7 @@ public struct SyncEngine: Sendable {
 
     /// The revision up to which the device was delivered the whole data set: what the server
     /// recorded, or what a valid snapshot proof shows (the caller records it).
-    private static func delivered(
+    fileprivate static func delivered(
         to device: Device, _ request: SyncMessage, _ proof: SnapshotProof?, _ reader: any StorageReader
     ) throws -> Revision {
         guard let proof, proof.revision > device.deliveredRevision, proof.revision <= request.maxRevision,
@@ -364,7 +309,7 @@ public struct SyncEngine: Sendable {
     /// delivered (a revision copied from `GET /health`, a snapshot file without a proof) is
     /// judged at the delivered revision and answered with a snapshot, after which the device
     /// is covered again. Trusted senders always carry on.
-    private static func continues(_ request: SyncMessage, _ sender: Sender, _ delivered: Revision) -> Bool {
+    fileprivate static func continues(_ request: SyncMessage, _ sender: SyncRequest.Sender, _ delivered: Revision) -> Bool {
         if case .trusted = sender { return true }
         return request.maxRevision <= delivered
     }
@@ -379,7 +324,7 @@ public struct SyncEngine: Sendable {
     /// The most change sets a response built by the writer carries.
     static let writerResponseLimit: Revision = 200
 
-    private enum Written: Sendable {
+    fileprivate enum Written: Sendable {
         case response(SyncResponse)
         /// The outcomes, for a reader to answer with; `recorded` is the revision the database
         /// already knows was delivered, and `continues` whether the answer delivers more.
@@ -406,7 +351,7 @@ public struct SyncResponse: Sendable {
     public var claimVerified: Bool?
     /// The request's change sets the server refused.
     public var refusals: [Refusal] = []
-    /// A long response in pieces, to be sent as they come (``SyncEngine/syncStreamed(_:tokenHash:snapshotProof:)``);
+    /// A long response in pieces, to be sent as they come (``SyncRequest/streaming``);
     /// ``body`` is then empty.
     public var stream: ResponseStream?
 }

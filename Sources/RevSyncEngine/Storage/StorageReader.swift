@@ -2,7 +2,7 @@
 /// ``RecordReading``, ``OutcomeReading``, ``DeviceReading``, ``HistoryReading``,
 /// ``ConsoleSessionReading``, ``DataSetReading``).
 public protocol StorageReader: LogReading, RecordReading, OutcomeReading, DeviceReading, HistoryReading, ConsoleSessionReading,
-    DataSetReading, AttachmentReading, ErasureReading
+    DataSetReading, AttachmentReading, ErasureReading, WipeReading
 {}
 
 /// Writes, by the one writer: every concern's writes, and the transactions they happen in
@@ -10,5 +10,5 @@ public protocol StorageReader: LogReading, RecordReading, OutcomeReading, Device
 /// ``TransactionWriting/transaction(_:)``; the revision counter is locked by
 /// ``LogWriting/lockRevision()``.
 public protocol StorageWriter: StorageReader, TransactionWriting, LogWriting, RecordWriting, OutcomeWriting, DeviceWriting,
-    HistoryWriting, ConsoleSessionWriting, AttachmentWriting, AttachmentRetaining, ErasureWriting
+    HistoryWriting, ConsoleSessionWriting, AttachmentWriting, AttachmentRetaining, ErasureWriting, WipeWriting
 {}

@@ -15,6 +15,12 @@ extension AdminAPI {
         /// The server delivered it nothing and it never synced (a token made for a device that
         /// has not started): neither behind nor silent.
         case neverSynced
+        /// Its token was revoked with a wipe order and its receipt has not come (it never came
+        /// back): it holds what it held, and can receive nothing more.
+        case wipePending
+        /// It wiped itself (the order, or its offline lease) and the server has the receipt: it
+        /// holds nothing, and nothing of it is current or behind.
+        case wiped
     }
 
     /// `GET /admin/api/devices`: every token, revoked ones included, in order of creation.
@@ -99,6 +105,10 @@ extension AdminAPI {
         public var wipe: Wipe? = nil
         /// When the device wiped itself, by its receipt (`nil`: not wiped, or the wipe pending).
         public var wipedAt: Date? { wipe?.wipedAt }
+        /// When its offline lease ends: its last request plus the lease (`maxOfflineDays`), by the
+        /// server's clock. A device that has not reached the server by then wipes itself at its
+        /// next open, with the change sets it has not sent (`nil`: no lease, never seen, revoked).
+        public var leaseEndsAt: Date? = nil
 
         /// A wipe order, and the device's receipt.
         public struct Wipe: Codable, Sendable, Equatable {
@@ -251,6 +261,7 @@ extension AdminAPI {
             try container.encode(revoked, forKey: .revoked)
             try container.encode(versionRefusal, forKey: .versionRefusal)
             try container.encode(wipe, forKey: .wipe)
+            try container.encode(leaseEndsAt, forKey: .leaseEndsAt)
             // Read from `wipe` when decoded; written for whoever reads the top level only.
             var derived = encoder.container(keyedBy: DerivedKeys.self)
             try derived.encode(wipedAt, forKey: .wipedAt)
@@ -384,7 +395,7 @@ extension AdminAPI {
                 neverSynced = Group(devices: devices(.neverSynced))
             }
 
-            /// The group of a currency.
+            /// The group of a currency (a wiped device is revoked: never in the fleet).
             public subscript(currency: Currency) -> Group {
                 switch currency {
                 case .current: current
@@ -392,6 +403,7 @@ extension AdminAPI {
                 case .farBehind: farBehind
                 case .silent: silent
                 case .neverSynced: neverSynced
+                case .wipePending, .wiped: Group(devices: [])
                 }
             }
         }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The names of the HTTP headers RevSync adds, written once for the server (which reads and
 /// writes them as `HTTPField.Name`s) and the client (which looks responses' headers up
 /// lowercased: use ``key(_:)``). What each means is in `docs/protocol.md` and
@@ -47,6 +49,38 @@ package enum RevSyncHeader {
     /// hexadecimal, which a wiped store keeps instead of the token: it authorises the wipe's
     /// receipt and nothing else.
     package static let tokenSHA256 = "RevSync-Token-SHA256"
+
+    /// Request (`POST /sync`): the refused change sets the request's change sets write again
+    /// (the refusal inbox's re-apply), `NEW=REFUSED` pairs of change set ids separated by commas:
+    /// once NEW commits, the server marks the device's refusal of REFUSED handled. At most
+    /// ``maxReapplies`` pairs are read.
+    package static let reapplies = "RevSync-Reapplies"
+    package static let maxReapplies = 100
+
+    /// The `RevSync-Reapplies` value of `pairs` (`nil` without any): ids percent-encoded where
+    /// they hold a comma, an equals sign, a percent sign or a character outside printable ASCII.
+    package static func reappliesValue(_ pairs: [String: String]) -> String? {
+        guard !pairs.isEmpty else { return nil }
+        var allowed = CharacterSet(
+            charactersIn: "!#$&'()*+-./0123456789:;<>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_`abcdefghijklmnopqrstuvwxyz{|}~")
+        allowed.remove(charactersIn: ",=%")
+        func encoded(_ id: String) -> String { id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id }
+        return pairs.keys.sorted().prefix(maxReapplies).map { "\(encoded($0))=\(encoded(pairs[$0]!))" }.joined(separator: ",")
+    }
+
+    /// The pairs of a `RevSync-Reapplies` value; malformed pairs are left out.
+    package static func reappliesPairs(_ value: String?) -> [String: String] {
+        guard let value else { return [:] }
+        var pairs: [String: String] = [:]
+        for pair in value.split(separator: ",").prefix(maxReapplies) {
+            let parts = pair.split(separator: "=", omittingEmptySubsequences: false)
+            guard parts.count == 2, let new = parts[0].removingPercentEncoding, let refused = parts[1].removingPercentEncoding,
+                Names.isChangeSetID(new), Names.isChangeSetID(refused)
+            else { continue }
+            pairs[new] = refused
+        }
+        return pairs
+    }
 
     /// `name` as a lowercased dictionary key, the way the client's transports keep headers.
     package static func key(_ name: String) -> String { name.lowercased() }

@@ -106,6 +106,12 @@ package enum StoreMigrations {
                     DELETE FROM _rs_state WHERE key = 'digest_schema';
                     """)
         },
+        StoreMigration(version: 6, name: "re-applied refusals") { db in
+            // The refused change set a queued one writes again (the refusal inbox's re-apply):
+            // sent with it (`RevSync-Reapplies`), so that the server marks that refusal handled
+            // once the new one commits.
+            try db.execute(sql: "ALTER TABLE _rs_outbox ADD COLUMN reapplies TEXT")
+        },
     ]
 
     /// The version of the newest released migration.

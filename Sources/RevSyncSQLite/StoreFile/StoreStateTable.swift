@@ -44,6 +44,9 @@ package struct StoreStateTable {
         /// The schema version the app was built for (generated types' `schemaVersion`, or
         /// `revsync init --schema-version`): the store follows the server up to it, never past.
         case pinnedSchemaVersion = "pinned_schema_version"
+        /// Set while the server refuses the pinned version as newer than its latest
+        /// (`409 schema_ahead`): the edits wait until the server is upgraded.
+        case pinAheadOfServer = "pin_ahead_of_server"
         /// Set when a schema upgrade gave records attributes (or names) whose values the store
         /// never received: the next sync asks for the whole data set (a snapshot, from revision 0,
         /// sending no change set).

@@ -23,14 +23,21 @@ struct FleetReport: Sendable {
         var currency: Currency
         /// The erasures whose values it may still hold (it has not synced since).
         var holdsErasures: [Int64] = []
+        /// When its offline lease ends (seconds since 1970): its last request plus the lease, by
+        /// the server's clock; `nil` without a lease, for a device never seen, or a revoked one.
+        var leaseEndsAt: Int64?
 
         var device: Device { record.device }
         var isRevoked: Bool { record.revokedAt != nil }
 
-        /// Whether its records were proven equal to the server's at the latest revision.
+        /// Whether its records were proven equal to the server's at the latest revision (a wiped
+        /// device holds nothing to prove).
         func verifiedCurrent(maxRevision: Revision) -> Bool {
-            activity?.verifiedRevision == maxRevision
+            record.wipe == nil && activity?.verifiedRevision == maxRevision
         }
+
+        /// Whether an operator ordered its wipe (pending or done): its own state everywhere.
+        var isWiped: Bool { record.wipe != nil }
 
         /// When its records were last found to differ from the server's, if no proof came since.
         var unresolvedMismatch: Int64? {
@@ -57,6 +64,9 @@ struct FleetReport: Sendable {
             .sorted { ($0.device.name.lowercased(), $0.device.id) < ($1.device.name.lowercased(), $1.device.id) }
     }
 
+    /// The currencies of the fleet's active devices (a wiped device is revoked: out of it).
+    static let fleetCurrencies = Currency.allCases.filter { $0 != .wipePending && $0 != .wiped }
+
     static let farBehindSeconds: Int64 = 3600
     static let silentSeconds: Int64 = 24 * 3600
 
@@ -70,7 +80,12 @@ struct FleetReport: Sendable {
     /// The tokens that are not revoked.
     var activeRows: [Row] { rows.filter { !$0.isRevoked } }
 
-    static func load(from storage: any SyncStorage, schema: Schema, now date: Date = Date()) async throws -> FleetReport {
+    /// - Parameter leaseDays: the offline lease the server tells devices (``ServerConfiguration``).
+    static func load(
+        from storage: any SyncStorage, schema: Schema, leaseDays: Int? = nil, now date: Date = Date()
+    ) async throws
+        -> FleetReport
+    {
         let now = Int64(date.timeIntervalSince1970)
         let (maxRevision, records, activity, userNames, erasures) = try await storage.withReader { reader in
             let records = try reader.allDevices()
@@ -94,7 +109,9 @@ struct FleetReport: Sendable {
             let neverSynced = record.device.deliveredRevision == 0 && (seen?.syncs ?? 0) == 0
             let behindSeconds = behind > 0 && !neverSynced ? commitTimes[revision + 1].map { max(0, now - $0) } : nil
             let currency: Currency =
-                if neverSynced {
+                if let wipe = record.wipe {
+                    wipe.pending ? .wipePending : .wiped
+                } else if neverSynced {
                     .neverSynced
                 } else if behind == 0 {
                     // A device with every revision but not every file a record refers to cannot
@@ -110,7 +127,8 @@ struct FleetReport: Sendable {
             return Row(
                 record: record, activity: seen, revision: revision, behind: behind, behindSeconds: behindSeconds,
                 live: (seen?.liveUntil ?? 0) > now && record.revokedAt == nil, currency: currency,
-                holdsErasures: holding[record.device.id] ?? [])
+                holdsErasures: holding[record.device.id] ?? [],
+                leaseEndsAt: record.revokedAt == nil ? leaseDays.flatMap { days in seen.map { $0.lastSeen + Int64(days) * 86_400 } } : nil)
         }
         return FleetReport(maxRevision: maxRevision, now: now, rows: rows, userNames: userNames)
     }
@@ -148,6 +166,7 @@ struct FleetReport: Sendable {
             report.versionRefusal = AdminAPI.DeviceReport.VersionRefusal(
                 code: code, schemaVersion: activity?.schemaVersion.map(Int64.init), at: AdminAPI.time(at))
         }
+        report.leaseEndsAt = row.leaseEndsAt.map(AdminAPI.time)
         if let wipe = row.record.wipe {
             report.wipe = AdminAPI.DeviceReport.Wipe(
                 orderedAt: AdminAPI.time(wipe.orderedAt), wipedAt: wipe.wipedAt.map(AdminAPI.time), receipt: wipe.receipt)

@@ -26,6 +26,8 @@ enum ConsoleAssets {
         .figure, .bucket { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 0.75rem 1rem; min-width: 0; }
         .figure .label, .bucket .label { display: block; color: var(--muted); font-size: 0.85rem; }
         .figure .value { font-size: 1.2rem; font-weight: 600; overflow-wrap: break-word; }
+        .figure.wide { grid-column: span 2; } .figure .value.detail { font-size: 1rem; font-weight: 400; }
+        @media (max-width: 480px) { .figure.wide { grid-column: auto; } }
         .currency { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 0.75rem; }
         a.bucket { color: var(--ink); text-decoration: none; display: block; } a.bucket:hover .label { text-decoration: underline; }
         .bucket .count { font-size: 1.8rem; font-weight: 700; } .bucket .label { display: inline; } .bucket .hint { display: block; }

@@ -56,6 +56,7 @@ extension ConsoleController {
             case nil: return true
             case "revoked": return row.isRevoked
             case "attention": return !row.isRevoked && attention.contains(row.device.id)
+            case let currency? where row.isWiped: return row.currency.rawValue == currency
             case let currency?: return !row.isRevoked && row.currency.rawValue == currency
             }
         }
@@ -71,7 +72,8 @@ extension ConsoleController {
 
     func devicesPage(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
         await activity.flushBeforeReading()
-        let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
+        let report = try await FleetReport.load(
+            from: engine.storage, schema: engine.schema, leaseDays: configuration.offlineLeaseDays(engine.lineage))
         let query = Self.formQuery(request)
         let filter = DeviceFilter(query, schema: engine.schema)
         let attention =
@@ -153,6 +155,7 @@ extension ConsoleController {
     /// `at the latest`, `revision 812, 3 hours ago` or `never`: the last revision at which the
     /// device's records were proven equal to the server's.
     static func verification(_ row: FleetReport.Row, report: FleetReport) -> String {
+        if let wipe = row.record.wipe { return wipe.pending ? "wipe pending: nothing proven since the order" : "wiped: it holds nothing" }
         guard let revision = row.activity?.verifiedRevision else { return "never" }
         if row.verifiedCurrent(maxRevision: report.maxRevision) { return "at the latest" }
         return "revision \(revision), \(ConsoleFormat.ago(row.activity?.verifiedAt, now: report.now))"
@@ -239,7 +242,8 @@ extension ConsoleController {
         let id = try context.parameters.require("id", as: Int64.self)
         let before = request.uri.queryParameters["before"].flatMap { Int64(String($0)) }
         await activity.flushBeforeReading()
-        let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
+        let report = try await FleetReport.load(
+            from: engine.storage, schema: engine.schema, leaseDays: configuration.offlineLeaseDays(engine.lineage))
         guard let row = report.rows.first(where: { $0.device.id == id }) else {
             return message(
                 context, status: .notFound, heading: "No such device", kind: .error, text: "There is no device \(id).",
@@ -259,6 +263,8 @@ extension ConsoleController {
             switch row.currency {
             case .neverSynced: "never synced"
             case .current: "current"
+            case .wipePending: "wipe pending"
+            case .wiped: "wiped"
             default: "\(row.behind) behind" + Self.lacking(row)
             }
         let page = DevicePage(
@@ -267,7 +273,12 @@ extension ConsoleController {
             lastSeen: ConsoleFormat.ago(row.activity?.lastSeen, now: report.now),
             revision: row.currency == .neverSynced ? "–" : String(row.revision), state: state,
             pending: row.activity?.pending.map(String.init) ?? "unknown", live: row.live,
-            clientVersion: Self.client(row.activity, unknown: "unknown"),
+            clientVersion: Self.client(row.activity, unknown: "unknown", refusalApart: true),
+            lease: row.leaseEndsAt.map { ends in
+                ends > report.now
+                    ? "ends in \(ConsoleFormat.duration(ends - report.now))"
+                    : "ended \(ConsoleFormat.ago(ends, now: report.now)): wiped at its next open"
+            }, versionRefusal: Self.versionRefusal(row.activity),
             verified: Self.verification(row, report: report), repaired: Self.repair(row, now: report.now),
             differs: row.unresolvedMismatch.map { "differs, found \(ConsoleFormat.ago($0, now: report.now))" },
             revoked: row.isRevoked, wipe: Self.wipe(row.record.wipe, now: report.now), canWipe: row.record.wipe == nil,
@@ -275,9 +286,11 @@ extension ConsoleController {
                 DevicePage.Refused(
                     time: ConsoleFormat.time(refusal.time), reason: refusal.reason.rawValue, changeSet: refusal.changeSetID,
                     entries: refusal.entries.map(ConsoleFormat.entry), records: RefusedRecordsPartial.records(of: refusal),
-                    handling: RefusalHandlingPartial.handling(
-                        refusal, csrf: context.session.session.csrf, back: here, names: names, now: report.now),
-                    handled: refusal.handledAt != nil)
+                    handling: row.isWiped
+                        ? nil
+                        : RefusalHandlingPartial.handling(
+                            refusal, csrf: context.session.session.csrf, back: here, names: names, now: report.now),
+                    moot: RefusalHandlingPartial.moot(row.isWiped), handled: refusal.handledAt != nil)
             },
             refusedNote: refused.count == refusalLimit
                 ? "The newest \(refusalLimit), handled or not; all of them on the refusals page."
@@ -287,9 +300,10 @@ extension ConsoleController {
                     revision: changeSet.revision, time: ConsoleFormat.time(Int64(changeSet.time.timeIntervalSince1970)),
                     changeSet: changeSet.changeSetID ?? "", records: ConsoleFormat.records(changeSet.listing),
                     counts: ConsoleFormat.counts(changeSet.listing),
-                    revertURL: changeSet.revertedBy == nil
+                    revertURL: changeSet.revertedBy == nil && !row.isWiped
                         ? "/admin/revert?revision=\(changeSet.revision)&back=\(Self.queryValue(here))" : nil,
-                    note: changeSet.revertedBy.map { "reverted by revision \($0)" })
+                    note: changeSet.revertedBy.map { "reverted by revision \($0)" }
+                        ?? (row.isWiped ? "the device was wiped: revert it from the history" : nil))
             },
             olderURL: committed.next.map { "\(here)?before=\($0)" }, newestURL: before == nil ? nil : here)
         return renderer.response(page)
@@ -343,7 +357,8 @@ extension ConsoleController {
     func wipePage(_ context: ConsoleRequestContext) async throws -> Response {
         let id = try context.parameters.require("id", as: Int64.self)
         await activity.flushBeforeReading()
-        let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
+        let report = try await FleetReport.load(
+            from: engine.storage, schema: engine.schema, leaseDays: configuration.offlineLeaseDays(engine.lineage))
         guard let row = report.rows.first(where: { $0.device.id == id }), row.record.wipe == nil else {
             return message(
                 context, status: .notFound, heading: "Nothing to wipe", kind: .error,
@@ -387,13 +402,26 @@ extension ConsoleController {
 
     /// The client library and the schema version its app speaks: `RevSyncClient/0.9 (Linux) · schema v2`,
     /// and why the server refuses that version, if it does.
-    static func client(_ activity: DeviceActivityRecord?, unknown: String = "–") -> String {
+    static func client(_ activity: DeviceActivityRecord?, unknown: String = "–", refusalApart: Bool = false) -> String {
         let client = activity?.clientVersion ?? unknown
         guard let version = activity?.schemaVersion else { return client }
         switch activity?.versionRefusal {
         case nil: return "\(client) · schema v\(version)"
+        // The device page says why on a line of its own (``versionRefusal(_:)``).
+        case _? where refusalApart: return "\(client) · schema v\(version) (refused)"
         case "upgrade_required"?: return "\(client) · schema v\(version), refused: a retired schema version; update the app"
         case _?: return "\(client) · schema v\(version), refused: newer than the server's schema"
         }
+    }
+
+    /// Why the server refuses the schema version the device's app speaks, as the device page
+    /// says it on a line of its own (`nil`: it does not).
+    static func versionRefusal(_ activity: DeviceActivityRecord?) -> String? {
+        guard let code = activity?.versionRefusal else { return nil }
+        let version = activity?.schemaVersion.map { " \($0)" } ?? ""
+        let waiting = activity?.pending.map { $0 > 0 ? " Its \(counted($0, "change set")) wait on the device." : "" } ?? ""
+        return code == "upgrade_required"
+            ? "Refused: its app speaks schema version\(version), which is retired (minimumVersion). Update the app.\(waiting)"
+            : "Refused: its app speaks schema version\(version), newer than the server's. Upgrade the server's schema.\(waiting)"
     }
 }

@@ -86,7 +86,7 @@ extension ConsoleController {
             return message(
                 context, heading: "Erased", kind: .success,
                 text:
-                    "Erasure \(result.id), at revision \(result.revision), erased \(what) of \(entity) \(id) from the tables, \(result.historyRowsRewritten) history rows, \(result.logEntriesRewritten) change log entries and \(result.refusalsRewritten) stored refusals. Devices remove it as they sync: the Erasures page shows which still hold it."
+                    "Erasure \(result.id), at revision \(result.revision), erased \(what) of \(entity) \(id) from the tables, \(counted(result.historyRowsRewritten, "history row")), \(counted(result.logEntriesRewritten, "change log entry", plural: "change log entries")) and \(counted(result.refusalsRewritten, "stored refusal")). Devices remove it as they sync: the Erasures page shows which still hold it."
                     + result.errors.map { " Error: \($0.message)." }.joined(),
                 back: "/admin/erasures", backLabel: "Erasures")
         } catch let refusal as RecordErasure.Refusal {

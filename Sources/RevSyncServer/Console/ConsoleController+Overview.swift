@@ -12,6 +12,8 @@ extension ConsoleController {
         .farBehind: ("far behind", "lack changes an hour old or more"),
         .silent: ("silent", "lack changes and were not seen for a day"),
         .neverSynced: ("never synced", "tokens whose device has not synced yet"),
+        .wipePending: ("wipe pending", "revoked with a wipe order, not back yet"),
+        .wiped: ("wiped", "wiped themselves; the server has their receipts"),
     ]
 
     /// How many devices, refusals and erasures the overview lists by name; the rest are counted.
@@ -32,7 +34,7 @@ extension ConsoleController {
         let names = Dictionary(devices.map { ($0.device.id, $0.device.name) }, uniquingKeysWith: { first, _ in first })
         let attention = FleetAttention(report: report, unhandledRefusals: unhandled)
         let pending = try await engine.erasureReceipts().filter { !$0.complete }.reversed()
-        let currency = FleetReport.Currency.allCases.map { currency in
+        let currency = FleetReport.fleetCurrencies.map { currency in
             OverviewPage.Bucket(
                 key: currency.rawValue, count: report.activeRows.filter { $0.currency == currency }.count,
                 label: Self.currencyLabels[currency]?.label ?? currency.rawValue, hint: Self.currencyLabels[currency]?.hint ?? "",

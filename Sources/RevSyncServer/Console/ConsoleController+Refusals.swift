@@ -24,6 +24,7 @@ extension ConsoleController {
             (try reader.refusals(device: device, limit: Self.refusalsShown, handled: showHandled), try reader.allDevices())
         }
         let names = Dictionary(devices.map { ($0.device.id, $0.device.name) }, uniquingKeysWith: { first, _ in first })
+        let wiped = Set(devices.filter { $0.wipe != nil }.map(\.device.id))
         let counts = Dictionary(grouping: refusals, by: \.reason.rawValue).mapValues(\.count)
         let whose = device.map { " of \(names[$0] ?? "device \($0)")" } ?? ""
         let deviceQuery = device.map { "device=\($0)" }
@@ -45,8 +46,8 @@ extension ConsoleController {
                     reason: refusal.reason.rawValue, changeSet: refusal.changeSetID, entries: refusal.entries.map(ConsoleFormat.entry),
                     records: RefusedRecordsPartial.records(of: refusal),
                     handling: RefusalHandlingPartial.handling(
-                        refusal, csrf: context.session.session.csrf, back: here, names: names, now: now),
-                    handled: refusal.handledAt != nil)
+                        refusal, csrf: context.session.session.csrf, back: here, names: names, now: now, wiped: wiped),
+                    moot: RefusalHandlingPartial.moot(wiped.contains(refusal.device)), handled: refusal.handledAt != nil)
             },
             note: refusals.count == Self.refusalsShown
                 ? "The newest \(Self.refusalsShown) \(what)." : "Every one of the \(what), newest first.",

@@ -16,6 +16,8 @@ extension HTTPField.Name {
     static let revSyncSnapshotLength = Self(RevSyncHeader.snapshotLength)!
     static let revSyncRole = Self(RevSyncHeader.role)!
     static let revSyncMaxOfflineDays = Self(RevSyncHeader.maxOfflineDays)!
+    static let revSyncReapplies = Self(RevSyncHeader.reapplies)!
+    static let revSyncTokenSHA256 = Self(RevSyncHeader.tokenSHA256)!
     static let revSyncServerTime = Self(RevSyncHeader.serverTime)!
     static let revSyncUser = Self(RevSyncHeader.user)!
     /// A request header: the proof a snapshot file carries (``SnapshotProof``).

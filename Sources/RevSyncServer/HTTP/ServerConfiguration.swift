@@ -1,5 +1,6 @@
 public import NIOCore
 public import RevSyncEngine
+import RevSyncProtocol
 
 /// How the HTTP server listens and what it accepts.
 public struct ServerConfiguration: Sendable {
@@ -68,4 +69,12 @@ public struct ServerConfiguration: Sendable {
     public var live = LiveFeed.Configuration()
 
     public init() {}
+}
+
+extension ServerConfiguration {
+    /// The offline lease the server tells devices, in days: `serve --max-offline-days`, else the
+    /// schema's `maxOfflineDays` (`nil`: none).
+    func offlineLeaseDays(_ lineage: SchemaLineage) -> Int? {
+        maxOfflineDays ?? lineage.latest.maxOfflineDays
+    }
 }

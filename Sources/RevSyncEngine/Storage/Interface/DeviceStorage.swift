@@ -9,10 +9,6 @@ public protocol DeviceReading: AnyObject {
     func allDevices() throws -> [DeviceRecord]
     /// The IDs of the devices whose token was revoked.
     func revokedDevices() throws -> Set<Int64>
-    /// The device a revoked token belongs to, and when its wipe was ordered, if it was.
-    func wipeOrder(tokenHash: String) throws -> (device: Int64, orderedAt: Int64)?
-    /// The devices whose wipe was ordered, with when.
-    func wipeOrders() throws -> [Int64: Int64]
     /// The activity of every device that made a request since it was kept.
     func deviceActivity() throws -> [Int64: DeviceActivityRecord]
     /// The requests counted per minute from `minute` on (minutes since 1970), oldest first.
@@ -31,12 +27,6 @@ public protocol DeviceWriting: AnyObject {
     func createDevice(name: String, role: Role, user: RecordID?, tokenHash: String) throws -> Int64
     /// Revokes a device's token; returns whether a device was found.
     func revokeDevice(id: Int64) throws -> Bool
-    /// Revokes a device's token (if it stands) and orders its wipe (if not ordered before);
-    /// returns whether a device was found.
-    func orderWipe(id: Int64) throws -> Bool
-    /// Keeps a wiped device's receipt (the first one: a device wipes itself once); returns
-    /// whether it was kept.
-    func recordWipe(device: Int64, receipt: WipeReceipt, at wipedAt: Int64) throws -> Bool
     /// Raises the revision delivered to a device to `revision` (never lowers it). It may run
     /// outside a transaction, as a statement of its own.
     func recordDelivered(device: Int64, revision: Revision) throws

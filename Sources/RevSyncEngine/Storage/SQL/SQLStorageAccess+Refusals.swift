@@ -4,7 +4,7 @@ import RevSyncProtocol
 /// The refusals the server kept for the console's inbox, and their handling.
 extension SQLStorageAccess {
     func refusals(device: Int64?, limit: Int, handled: Bool) throws -> [StoredRefusal] {
-        let filter = (device == nil ? "" : " AND device_id = ?") + (handled ? "" : " AND handled_at IS NULL")
+        let filter = (device == nil ? "" : " AND device_id = ?") + (handled ? "" : " AND handled_at IS NULL AND " + Self.notWiped)
         let arguments: [SQLValue] = (device.map { [SQLValue.integer($0)] } ?? []) + [.integer(Int64(limit))]
         return try connection.rows(
             """
@@ -45,10 +45,14 @@ extension SQLStorageAccess {
         }
     }
 
+    /// A wiped device's refusals need no handling: its edits are gone with it.
+    static let notWiped = "device_id NOT IN (SELECT id FROM _rs_devices WHERE wipe_ordered_at IS NOT NULL)"
+
     func unhandledRefusalCounts() throws -> [Int64: Int] {
         var counts: [Int64: Int] = [:]
         try connection.query(
-            "SELECT device_id, count(*) FROM _rs_outcomes WHERE revision IS NULL AND handled_at IS NULL GROUP BY device_id", []
+            "SELECT device_id, count(*) FROM _rs_outcomes WHERE revision IS NULL AND handled_at IS NULL AND \(Self.notWiped) GROUP BY device_id",
+            []
         ) { row in
             if let device = row[0].integerValue, let count = row[1].integerValue { counts[device] = Int(count) }
         }

@@ -11,7 +11,9 @@ struct DevicePage: ConsolePage {
         var entries: [String]
         /// Base, mine and theirs of its first records.
         var records: [RefusedRecordsPartial.Record]
-        var handling: RefusalHandlingPartial.Handling
+        var handling: RefusalHandlingPartial.Handling?
+        /// Why nothing is offered (a wiped device's refusal).
+        var moot: String?
         var handled: Bool
     }
 
@@ -42,6 +44,10 @@ struct DevicePage: ConsolePage {
     var pending: String
     var live: Bool
     var clientVersion: String
+    /// When its offline lease ends (`nil`: no lease, or the device is revoked or never seen).
+    var lease: String?
+    /// Why the server refuses its app's schema version (`nil`: it does not), on a line of its own.
+    var versionRefusal: String?
     /// The last proof of its records (``ConsoleController/verification(_:report:)``), and its
     /// last repair or a difference found since.
     var verified: String
@@ -70,8 +76,10 @@ struct DevicePage: ConsolePage {
           <div class="figure"><span class="label">Pending</span><span class="value">{{pending}}</span></div>
           <div class="figure"><span class="label">Live</span><span class="value">{{#live}}yes{{/live}}{{^live}}no{{/live}}</span></div>
           <div class="figure"><span class="label">Verified</span><span class="value" id="device-verified">{{verified}}{{#differs}} <span class="flag mismatch">{{differs}}</span>{{/differs}}{{#repaired}} <span class="flag repair">{{repaired}}</span>{{/repaired}}</span></div>
-          <div class="figure"><span class="label">Client</span><span class="value wrap">{{clientVersion}}</span></div>
+          {{#lease}}<div class="figure"><span class="label">Offline lease</span><span class="value" id="device-lease">{{lease}}</span></div>{{/lease}}
+          <div class="figure wide"><span class="label">Client</span><span class="value detail" id="device-client">{{clientVersion}}</span></div>
         </section>
+        {{#versionRefusal}}<p class="error" id="device-version-refusal">{{versionRefusal}}</p>{{/versionRefusal}}
         {{#revoked}}<p class="error">This token is revoked.</p>{{/revoked}}
         {{#wipe}}<p class="error" id="device-wipe">{{wipe}}</p>{{/wipe}}
         {{#canWipe}}<p><a class="button danger" id="revoke-and-wipe" href="/admin/devices/{{id}}/wipe">Revoke and wipe…</a></p>{{/canWipe}}

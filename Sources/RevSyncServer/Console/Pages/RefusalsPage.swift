@@ -18,7 +18,9 @@ struct RefusalsPage: ConsolePage {
         var entries: [String]
         /// Base, mine and theirs of its first records.
         var records: [RefusedRecordsPartial.Record]
-        var handling: RefusalHandlingPartial.Handling
+        var handling: RefusalHandlingPartial.Handling?
+        /// Why nothing is offered (a wiped device's refusal).
+        var moot: String?
         var handled: Bool
     }
 

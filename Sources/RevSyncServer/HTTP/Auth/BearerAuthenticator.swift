@@ -125,7 +125,7 @@ struct BearerAuthenticator: Sendable {
     func receiptTokenHash(_ headers: HTTPFields, clientAddress address: String, path: String) throws -> String {
         try refuseIfBlocked(address)
         do {
-            if headers[.authorization] == nil, let kept = headers[HTTPField.Name(RevSyncHeader.tokenSHA256)!] {
+            if headers[.authorization] == nil, let kept = headers[.revSyncTokenSHA256] {
                 guard kept.utf8.count == 64, kept.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
                     throw APIError.unauthorized("\(RevSyncHeader.tokenSHA256) must be 64 lowercase hexadecimal digits")
                 }

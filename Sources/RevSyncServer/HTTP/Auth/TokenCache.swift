@@ -5,7 +5,7 @@ import RevSyncProtocol
 /// body is read: a device syncing often then costs no separate database read per request.
 ///
 /// It is only a gate: the engine checks the token again inside the sync's own database access
-/// (``SyncEngine/sync(_:tokenHash:)``), so a revoked token is refused at once. Unknown tokens
+/// (``SyncEngine/sync(_:)``), so a revoked token is refused at once. Unknown tokens
 /// are never kept, so a new token works at once.
 final class TokenCache: Sendable {
     private let entries = Locked<[String: (device: Device, expires: ContinuousClock.Instant)]>([:])

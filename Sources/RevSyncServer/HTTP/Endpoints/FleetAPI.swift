@@ -9,7 +9,8 @@ import RevSyncProtocol
 extension SyncHTTPServer {
     func adminDevices(_ request: Request) async throws -> Response {
         await activity.flushBeforeReading()
-        let report = try await FleetReport.load(from: engine.storage, schema: engine.schema)
+        let report = try await FleetReport.load(
+            from: engine.storage, schema: engine.schema, leaseDays: configuration.offlineLeaseDays(engine.lineage))
         return try compression.encodedResponse(report.deviceList, for: request)
     }
 

@@ -9,11 +9,17 @@ import RevSyncProtocol
 extension SyncHTTPServer {
     /// The schema is not secret: it describes the shape of the data, not the data.
     ///
-    /// `?version=V` gives version V as the data set served it (`404` for one it never served);
-    /// without it, the latest.
+    /// `?version=V` gives version V as the data set served it (`404` for one it never served,
+    /// `409 schema_ahead` for one newer than its latest: an app built for a schema the server was
+    /// not upgraded to yet); without it, the latest.
     func schema(_ request: Request) async throws -> Response {
         guard let text = request.uri.queryParameters["version"] else {
             return compression.jsonResponse(engine.lineage.latest.jsonBytes(), for: request)
+        }
+        let latest = engine.lineage.latest.version
+        if let version = Int(String(text)), version > latest {
+            let ahead = SyncError.schemaAhead(device: version, server: latest)
+            throw APIError(status: .conflict, code: ahead.code, message: ahead.description)
         }
         guard let version = Int(String(text)), let schema = engine.lineage.schema(version: version) else {
             throw APIError(

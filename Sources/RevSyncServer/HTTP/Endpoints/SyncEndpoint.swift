@@ -27,8 +27,10 @@ extension SyncHTTPServer {
         let claimed = claimedDigest(request, revision: message.maxRevision, speaking: speaking)
         let response: SyncResponse
         do {
-            response = try await engine.syncStreamed(
-                message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed, speaking: speaking)
+            response = try await engine.sync(
+                SyncRequest(
+                    message, tokenHash: sender.tokenHash, snapshotProof: proof, claimedDigest: claimed, speaking: speaking,
+                    streaming: true, reapplies: RevSyncHeader.reappliesPairs(request.headers[.revSyncReapplies])))
         } catch SyncError.unauthorized {
             // Revoked since the token was cached: refused now, as wiped if it was.
             throw await authenticator.refusal(
@@ -55,7 +57,7 @@ extension SyncHTTPServer {
         answer.headers[.revSyncSchemaVersion] = String(engine.lineage.latest.version)
         // The offline lease (`serve --max-offline-days`, else the schema's `maxOfflineDays`), and
         // the clock it is counted from (protocol section 16).
-        if let days = configuration.maxOfflineDays ?? engine.lineage.latest.maxOfflineDays {
+        if let days = configuration.offlineLeaseDays(engine.lineage) {
             answer.headers[.revSyncMaxOfflineDays] = String(days)
         }
         answer.headers[.revSyncServerTime] = String(Int64(Date().timeIntervalSince1970))
