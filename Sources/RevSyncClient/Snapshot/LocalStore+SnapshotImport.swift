@@ -33,7 +33,8 @@ extension LocalStore {
     ///
     /// What the store has of its own is written into the snapshot first: its state (server and
     /// token, pin, temporary IDs), the records it made offline and their queued change sets
-    /// (marked by the snapshot's triggers as records the server does not have). The file that
+    /// (marked by the snapshot's triggers as records the server does not have), and everything
+    /// the app made in it (``AppObjects``: its tables and rows, indexes, views, triggers). The file that
     /// replaces the store's pages is then the whole store: SQLite's backup copies it into the
     /// open store in one transaction (a crash leaves the store as it was, or as it is
     /// afterwards), page by page: no record is inserted, no index built, no record hashed (the
@@ -52,6 +53,8 @@ extension LocalStore {
             try StoreMigrations.run(in: snapshot)
             try snapshot.writeWithoutTransaction { source in
                 try source.execute(sql: "ATTACH DATABASE ? AS store", arguments: [path])
+                // The app's rows come in no particular order: their foreign keys are the app's.
+                try source.execute(sql: "PRAGMA foreign_keys = OFF")
                 defer { try? source.execute(sql: "DETACH DATABASE store") }
                 try source.inTransaction {
                     // The snapshot's keys (its revision, data set, proof, schema, digest) stay; the
@@ -66,6 +69,8 @@ extension LocalStore {
                         let columns = (["id", "revision"] + entity.attributes.map(\.name)).map(SQLIdentifier.quoted).joined(separator: ", ")
                         try source.execute(sql: "INSERT INTO main.\(table) (\(columns)) SELECT \(columns) FROM store.\(table)")
                     }
+                    // Last: the app's triggers fire on nothing RevSync copies.
+                    try AppObjects.carry(from: "store", into: source)
                     return .commit
                 }
             }

@@ -419,7 +419,7 @@ extension ConsoleController {
     static func versionRefusal(_ activity: DeviceActivityRecord?) -> String? {
         guard let code = activity?.versionRefusal else { return nil }
         let version = activity?.schemaVersion.map { " \($0)" } ?? ""
-        let waiting = activity?.pending.map { $0 > 0 ? " Its \(counted($0, "change set")) wait on the device." : "" } ?? ""
+        let waiting = activity?.pending.map { $0 > 0 ? " It holds \(counted($0, "change set")) waiting to be sent." : "" } ?? ""
         return code == "upgrade_required"
             ? "Refused: its app speaks schema version\(version), which is retired (minimumVersion). Update the app.\(waiting)"
             : "Refused: its app speaks schema version\(version), newer than the server's. Upgrade the server's schema.\(waiting)"
