@@ -98,6 +98,19 @@ extension LocalStore {
             }
         }
         let store = try open(at: candidate)
+        // No checksum vouches for the file's bytes (a snapshot copied without its `.sha256`): its
+        // records must sum to the digest it carries, or it would be proven whatever it holds.
+        if expectedSHA256 == nil && knownSHA256 == nil {
+            let schema = store.schema
+            let differing = try store.pool.read { db in try StoreDigest(db: db, schema: schema).entitiesWhoseSumsDiffer() }
+            guard differing.isEmpty else {
+                try? store.close()  // the candidate is removed below either way (this refuses it)
+                throw LocalStoreError(
+                    .corrupt,
+                    "the snapshot's records do not sum to the digest it carries (\(differing.joined(separator: ", "))): it was changed after the server wrote it; nothing was created"
+                )
+            }
+        }
         try store.ownWriteNow { db in
             let state = StoreState(db: db)
             try state.set(.serverURL, server?.url.absoluteString)

@@ -77,6 +77,9 @@ extension LocalStore {
             try snapshot.writeWithoutTransaction { source in try source.backup(to: db) }
             try capture.installTriggers(in: db)
             try db.inTransaction {
+                // The audit begins anew with the snapshot's records (a cycle the empty store had
+                // came along with its state).
+                try StoreState(db: db).set(.audit, nil)
                 try StoreDigest.prepare(in: db, schema: schema)
                 try db.notifyChanges(in: .fullDatabase)
                 return .commit

@@ -132,9 +132,11 @@ public final class LocalStore: Sendable {
             try capture.install(in: db)
             // Transactions whose change sets were not queued when the process stopped.
             _ = try capture.suspended { try CaptureFold.fold(in: db, schema: schema) }
-            // The records' hashes, computed at the first open after an upgrade.
+            // The records' hashes, computed at the first open after an upgrade; a marking trigger
+            // replaced under its own name is put back, and every sum counted again.
             try capture.suspended {
                 try db.inTransaction {
+                    _ = try StoreMarks.dropAltered(in: db, schema: schema)
                     try StoreDigest.prepare(in: db, schema: schema)
                     return .commit
                 }

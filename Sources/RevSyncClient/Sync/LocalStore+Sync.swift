@@ -41,6 +41,8 @@ struct PreparedRequest: Sendable {
     var pendingAfter = 0
     /// The refused change set each of its change sets re-applies, by its id (`RevSync-Reapplies`).
     var reapplies: [String: String] = [:]
+    /// The revision the store's last complete audit began at (`RevSync-Audited`; `nil`: none yet).
+    var audited: Revision?
     /// The digest of the store's records at the request's revision, as the server has them
     /// (sent as `RevSync-Digest`, which the server checks against its own).
     var digest: DigestSum?
@@ -75,6 +77,7 @@ extension LocalStore {
                 snapshotProof: fromScratch ? nil : try state.string(.snapshotProof), pendingAfter: entries.count - changeSets.count,
                 digest: fromScratch ? nil : try StoreDigest.prepare(in: db, schema: schema).digest.total)
             request.reapplies = try Outbox(db: db).reapplied(ids)
+            request.audited = try StoreAudit.read(from: state)?.completed
             return request
         }
     }

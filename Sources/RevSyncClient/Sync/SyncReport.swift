@@ -73,6 +73,16 @@ public struct SyncReport: Sendable, Hashable {
     /// not say its digest (an older server, or a revision its log no longer holds) or runs
     /// another schema version.
     public var verified: Bool?
+    /// The records the sync's slice of the audit counted again from their rows (``LocalStore/auditedRevision()``):
+    /// every record is re-hashed within 32 syncs, so that a change no trigger saw (a flipped
+    /// sector, a write with triggers off) is found and repaired.
+    public var recordsRehashed = 0
+    /// The entities whose kept sum the audit found was not their records' (then corrected, and
+    /// the records that differ repaired in the same sync).
+    public var auditCorrected: [String] = []
+    /// The revision the store's last complete audit began at, after the sync: its records were
+    /// re-hashed from their rows since (`nil`: no audit completed yet).
+    public var auditedRevision: Revision?
     /// What a repair changed, per entity, when the device's records differed from the server's:
     /// records updated to the server's values, inserted because the device lacked them, and
     /// removed because the server does not have them.

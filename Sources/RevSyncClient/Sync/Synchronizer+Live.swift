@@ -13,6 +13,9 @@ public struct LiveOptions: Sendable {
     /// often (`revsync create` while `revsync watch` runs); `nil`: only this process's writes,
     /// which are noticed at once.
     public var outboxPollInterval: Duration?
+    /// How often a slice of the audit runs while the stream is live (``SyncReport/recordsRehashed``:
+    /// syncs run one each; a device that only receives pushes audits this often); `nil`: never.
+    public var auditInterval: Duration? = .seconds(60)
 
     /// The defaults.
     public init() {}
@@ -92,6 +95,16 @@ extension Synchronizer {
                     return nil
                 }
             }
+            if let interval = options.auditInterval {
+                group.addTask {
+                    while (try? await Task.sleep(for: interval)) != nil {
+                        // A kept sum the slice found wrong: a sync repairs what differs. A slice
+                        // that fails (the store busy) is the next one's to do.
+                        if (try? await self.auditWhileLive()) == true { wanted.emit() }
+                    }
+                    return nil
+                }
+            }
             group.addTask { await Result { try await self.followStream(options: options, wanted: wanted) } }
             // The stream and the syncs end only by cancellation or a final failure.
             var first: Result<Void, any Error> = .success(())
@@ -104,6 +117,12 @@ extension Synchronizer {
             group.cancelAll()
             return first
         }
+    }
+
+    /// A slice of the audit between syncs and pushes; whether it corrected a kept sum.
+    private func auditWhileLive() async throws -> Bool {
+        let limit = configuration.auditSlice
+        return try await exclusively { try await !self.store.auditSlice(limit: limit).corrected.isEmpty }
     }
 
     private func stopped() async {

@@ -45,6 +45,10 @@ public actor Synchronizer {
         /// at once (the next request's `RevSync-Digest` header tells it).
         public var proofReportInterval: Duration? = .seconds(5)
 
+        /// The most records one slice of the audit re-hashes (`nil`: at least 5,000, and a 32nd of
+        /// the store, so that 32 syncs re-hash every record; ``SyncReport/recordsRehashed``).
+        public var auditSlice: Int?
+
         /// When attachments are downloaded.
         public enum AttachmentDownloads: Sendable, Hashable {
             case eager
@@ -293,6 +297,7 @@ public actor Synchronizer {
         }
         report.startedFromSnapshot = started
         if report.walTruncated == nil { report.walTruncated = pendingCheckpoint }
+        try await audit(&report)
         try await proveOrRepair(&report, server: server, target: target)
         if report.verified == true, let digest = report.digest {
             await tellProof(at: report.maxRevision, digest: digest, server: server)
@@ -302,6 +307,24 @@ public actor Synchronizer {
         broadcaster.emit(.serverChangesApplied(records: report.recordsApplied, maxRevision: report.maxRevision))
         if !report.conflicts.isEmpty { broadcaster.emit(.conflicts(report.conflicts)) }
         return report
+    }
+
+    /// The sync's slice of the audit (``StoreAudit``): the next records counted again from their
+    /// rows, before the proof, so that a kept sum found wrong is repaired by this sync. Not on a
+    /// start from the snapshot (the syncs after it begin its cycle: the first stays at wire
+    /// speed); after an erasure, a whole cycle from now, so that its receipt can count the device.
+    private func audit(_ report: inout SyncReport) async throws {
+        guard report.startedFromSnapshot == nil else {
+            report.auditedRevision = try await store.auditedRevision()
+            return
+        }
+        let erasure = !report.erasures.isEmpty
+        let slice = try await store.auditSlice(restart: erasure, whole: erasure, limit: configuration.auditSlice)
+        report.recordsRehashed += slice.records
+        report.auditedRevision = slice.completed
+        guard !slice.corrected.isEmpty else { return }
+        report.auditCorrected += slice.corrected
+        if report.verified == true { report.verified = false }
     }
 
     /// Sends the next request from the outbox and applies the response: whole once it arrived,
@@ -334,6 +357,7 @@ public actor Synchronizer {
         // What the store holds at the revision it claims, for the server to check.
         if let digest = request.digest {
             call[header: RevSyncHeader.digest] = "\(request.message.maxRevision) \(digest) \(store.schema.version)"
+            call[header: RevSyncHeader.audited] = RevSyncHeader.auditedValue(request.audited)
             proofTold(at: request.message.maxRevision)
         }
         if store.schema.hasAttachments, let missing = try? await store.lackedAttachments() {

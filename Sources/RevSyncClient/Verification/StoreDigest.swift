@@ -34,6 +34,10 @@ final class StoreDigest {
     /// Whether the store's records are being replaced (a full sync): the marks' triggers are
     /// dropped, and each record the server sends is added as it comes (``reset()``).
     private var replacing = false
+    /// The audit's cycle (``StoreAudit``), as this transaction moves it: a move of a record it
+    /// already counted follows into what it counted.
+    private(set) var audit: StoreAudit?
+    private var auditChanged = false
 
     /// Above this many marked records (or an eighth of those counted), settling counts the
     /// entity's table whole instead of record by record.
@@ -43,6 +47,19 @@ final class StoreDigest {
         self.db = db
         self.schema = schema
         digest = try StoreDigestTable.read(in: db)
+        audit = try StoreAudit.read(from: StoreState(db: db))
+    }
+
+    /// Sets the audit's cycle (saved with the sums).
+    func setAudit(_ audit: StoreAudit?) {
+        self.audit = audit
+        auditChanged = true
+    }
+
+    /// Makes `entity`'s kept sum `sum`: the audit found its records sum to that.
+    func correct(_ entity: String, to sum: DigestSum) {
+        digest[entity] = sum
+        changed = true
     }
 
     // MARK: The marks
@@ -97,9 +114,9 @@ final class StoreDigest {
         if pending {
             let old = try mark(entity, id)
             try setMark(entity, id, revision: revision, values: values)
-            move(entity.name, old ?? nil, new)
+            move(entity.name, id, old ?? nil, new)
         } else if replacing {
-            move(entity.name, nil, new)
+            move(entity.name, id, nil, new)
         }
     }
 
@@ -111,6 +128,8 @@ final class StoreDigest {
         digest = DataSetDigest()
         changed = true
         replacing = true
+        // A new data set: the audit begins again.
+        setAudit(nil)
     }
 
     /// The end of a full sync's replacing: the triggers back; a record with queued edits that
@@ -158,7 +177,7 @@ final class StoreDigest {
                 let old = (row[1] as Int64) != 0 ? hash(entity, id, row, from: 2) : nil
                 let new = row.hasNull(atIndex: 2 + width) ? nil : hash(entity, id, row, from: 3 + width)
                 if old != new {
-                    move(entity.name, old, new)
+                    move(entity.name, id, old, new)
                     moved.append(reference)
                 }
             }
@@ -167,11 +186,19 @@ final class StoreDigest {
         return moved
     }
 
-    /// Writes the sums this transaction moved.
+    /// Writes the sums this transaction moved, and the audit's cycle.
     func save() throws {
+        try saveAudit()
         guard changed else { return }
         try StoreDigestTable.write(digest, in: db)
         changed = false
+    }
+
+    private func saveAudit() throws {
+        guard auditChanged else { return }
+        let state = StoreState(db: db)
+        if let audit { try audit.write(to: state) } else { try state.set(.audit, nil) }
+        auditChanged = false
     }
 
     /// Counts every sum again from the tables (but those of `keeping`, whose records hash as
@@ -185,9 +212,15 @@ final class StoreDigest {
         }
         let names = Set(schema.entities.map(\.name))
         for entity in digest.entities.keys where !names.contains(entity) { digest[entity] = .empty }
+        // Every record counted from its row: a whole audit, at the store's revision.
+        if keeping.isEmpty {
+            let revision = try StoreState(db: db).maxRevision
+            setAudit(StoreAudit(started: revision, completed: revision))
+        }
         changed = true
         try StoreDigestTable.write(digest, countedFor: schema, in: db)
         changed = false
+        try saveAudit()
         return wrong
     }
 
@@ -199,6 +232,10 @@ final class StoreDigest {
             try setMark(entity, id, revision: nil, values: nil)
         }
         try dropMarks(entity, keeping: Array(ids))
+        // Counted whole now: the audit counts this entity again from its start.
+        if let audit, audit.entity == entity.name {
+            setAudit(StoreAudit(entity: entity.name, started: audit.started, completed: audit.completed))
+        }
         let sum = try countedSum(of: DigestRange(entity: entity.name))
         guard sum != digest[entity.name] else { return false }
         digest[entity.name] = sum
@@ -231,7 +268,7 @@ final class StoreDigest {
 
     /// Each record of `range` as the digest counts it: its mark if it has one (a record with
     /// queued edits), else its row.
-    private func forEachCounted(_ range: DigestRange, _ body: (RecordID, RecordHash) -> Void) throws {
+    func forEachCounted(_ range: DigestRange, _ body: (RecordID, RecordHash) -> Void) throws {
         guard let entity = schema.entity(range.entity) else { return }
         let columns = valueColumns(entity).joined(separator: ", ")
         let marks = marksTable(entity)
@@ -315,10 +352,18 @@ final class StoreDigest {
         }
     }
 
-    private func move(_ entity: String, _ old: RecordHash?, _ new: RecordHash?) {
+    private func move(_ entity: String, _ id: RecordID, _ old: RecordHash?, _ new: RecordHash?) {
         guard old != new else { return }
         digest.replace(entity, old, with: new)
         changed = true
+        // A record the audit already counted in the entity it is in: counted as it now is.
+        if var audit, audit.entity == entity, let cursor = audit.cursor, id.rawValue < cursor {
+            var counted = audit.countedSum
+            if let old { counted.remove(old) }
+            if let new { counted.add(new) }
+            audit.countedSum = counted
+            setAudit(audit)
+        }
     }
 }
 

@@ -111,6 +111,8 @@ struct Verifier {
 
     private func send(_ request: VerifyRequest, into outcome: inout Outcome) async throws -> VerifyResponse {
         var call = ServerCall("POST", "verify", on: server, schemaVersion: store.schema.version)
+        // What a report's proof covers beyond the sums: the store's last complete audit.
+        if request.report != nil { call[header: RevSyncHeader.audited] = RevSyncHeader.auditedValue(try await store.auditedRevision()) }
         let sent = call.json(request.jsonBytes(), gzipLevel: gzipLevel)
         let (response, bytes) = try await call.answer(with: transport, limit: 256 << 20)
         outcome.roundTrips += 1

@@ -100,8 +100,14 @@ public struct ErasureReceipt: Sendable {
             guard delivered > 0 || (activity[record.device.id]?.syncs ?? 0) > 0 else { continue }
             counted += 1
             // Never sent the values, or proven to hold the server's records at the erasure or
-            // after it: a device only sent the erasure has not shown that it removed them.
-            let proven = (activity[record.device.id]?.verifiedRevision ?? -1) >= erasure.revision
+            // after it: a device only sent the erasure has not shown that it removed them. A
+            // proof counts for a revision the server delivered to it, and (from a client that
+            // audits its rows) with its rows re-hashed since the erasure: its sums alone move
+            // only with what its change marks saw.
+            let seen = activity[record.device.id]
+            let verified = seen?.verifiedRevision ?? -1
+            let audited = seen?.auditedRevision.map { $0 >= erasure.revision } ?? true
+            let proven = verified >= erasure.revision && verified <= delivered && audited
             if delivered >= erasure.writtenRevision && !proven { holding.append(record) }
         }
         devices = counted

@@ -242,33 +242,48 @@ extension SyncEngine {
     /// wrong (if no commit came in between) and what the device proved or was repaired of
     /// (at once: an erasure's receipt waits for it).
     ///
-    /// - Parameter tokenHash: the hash of the token the request came with, checked in the
-    ///   same read (``DataSetVerification/Refusal/revokedToken``); `nil` for a trusted caller.
+    /// A report's proof counts only for a revision the server delivered to the device: one that
+    /// was never sent the erasure (or anything since) cannot prove it removed its values with
+    /// another device's digest.
+    ///
+    /// - Parameters:
+    ///   - tokenHash: the hash of the token the request came with, checked in the same read
+    ///     (``DataSetVerification/Refusal/revokedToken``); `nil` for a trusted caller.
+    ///   - audited: what the report says of the device's audit (`RevSync-Audited`).
     public func verify(
-        _ request: VerifyRequest, device: Device, tokenHash: String? = nil, speaking: SpokenVersion
+        _ request: VerifyRequest, device: Device, tokenHash: String? = nil, speaking: SpokenVersion, audited: Revision? = nil
     ) async throws -> DataSetVerification.Outcome {
         let verification = {
             var verification = DataSetVerification(schema: schema, hashers: hashers, speaking: speaking)
             verification.repairRoom = limits.maxRepairRecords
             return verification
         }()
-        var outcome = try await storage.withReader { reader in
-            if let tokenHash, try reader.device(tokenHash: tokenHash)?.id != device.id {
-                throw DataSetVerification.Refusal.revokedToken
+        let (answered, delivered) = try await storage.withReader { reader in
+            var delivered = device.deliveredRevision
+            if let tokenHash {
+                guard let current = try reader.device(tokenHash: tokenHash), current.id == device.id else {
+                    throw DataSetVerification.Refusal.revokedToken
+                }
+                delivered = current.deliveredRevision
             }
-            return try verification.answer(request, reader: reader)
+            return (try verification.answer(request, reader: reader), delivered)
         }
+        var outcome = answered
         if let corrected = outcome.correctedDigests {
             let revision = request.revision
             outcome.corrected = try await storage.withWriter { writer in
                 try writer.transaction { try writer.correctDigests(corrected, at: revision) }
             }
         }
-        if outcome.response.verified != nil || outcome.repaired > 0 {
-            let (revision, equal, repaired) = (request.revision, outcome.response.verified, outcome.repaired)
+        // A proof of a revision the device was not delivered is no proof (a repair, which sends
+        // what differs, is counted all the same).
+        let equal = request.revision <= delivered ? outcome.response.verified : nil
+        if equal != nil || outcome.repaired > 0 {
+            let (revision, repaired) = (request.revision, outcome.repaired)
             try await storage.withAutocommitWriter { writer in
                 try writer.recordVerification(
-                    device: device.id, revision: revision, equal: equal, repaired: repaired, at: Int64(Date().timeIntervalSince1970))
+                    device: device.id, revision: revision, equal: equal, audited: audited, repaired: repaired,
+                    at: Int64(Date().timeIntervalSince1970))
             }
         }
         return outcome

@@ -109,6 +109,10 @@ extension AdminAPI {
         /// server's clock. A device that has not reached the server by then wipes itself at its
         /// next open, with the change sets it has not sent (`nil`: no lease, never seen, revoked).
         public var leaseEndsAt: Date? = nil
+        /// What its last proof said of its audit: the revision its last complete audit began at
+        /// (every record re-hashed from its row since), -1 for none yet; `nil` for a client that
+        /// does not say (before 0.13), whose proof counts by its sums alone.
+        public var auditedRevision: Int64? = nil
 
         /// A wipe order, and the device's receipt.
         public struct Wipe: Codable, Sendable, Equatable {
@@ -262,6 +266,7 @@ extension AdminAPI {
             try container.encode(versionRefusal, forKey: .versionRefusal)
             try container.encode(wipe, forKey: .wipe)
             try container.encode(leaseEndsAt, forKey: .leaseEndsAt)
+            try container.encode(auditedRevision, forKey: .auditedRevision)
             // Read from `wipe` when decoded; written for whoever reads the top level only.
             var derived = encoder.container(keyedBy: DerivedKeys.self)
             try derived.encode(wipedAt, forKey: .wipedAt)

@@ -45,6 +45,16 @@ package enum RevSyncHeader {
     /// Response (`POST /sync`): the server's clock, seconds since 1970.
     package static let serverTime = "RevSync-Server-Time"
 
+    /// Request (`POST /sync`, `POST /verify`): what the device's proof covers beyond the sums its
+    /// change marks move: the revision its last complete audit began at (every record re-hashed
+    /// from its row since), or `none`.
+    package static let audited = "RevSync-Audited"
+
+    /// The `RevSync-Audited` value of `revision` (`none` for `nil`).
+    package static func auditedValue(_ revision: Revision?) -> String {
+        revision.map(String.init) ?? "none"
+    }
+
     /// Request (`POST /wipe-receipt`): the SHA-256 of the device's token, in lowercase
     /// hexadecimal, which a wiped store keeps instead of the token: it authorises the wipe's
     /// receipt and nothing else.

@@ -81,6 +81,33 @@ package enum StoreMarks {
         return before < expected
     }
 
+    /// Drops each marking trigger whose SQL is not what RevSync writes (one replaced under its own
+    /// name, by a program or a restore, that no longer marks every write), so that ``install(in:schema:)``
+    /// puts it back and the digest is counted again from the tables; returns the names dropped.
+    /// Run when the store opens.
+    package static func dropAltered(in db: Database, schema: Schema) throws -> [String] {
+        var expected: [String: String] = [:]
+        for entity in schema.entities {
+            for statement in statements(for: entity) where statement.hasPrefix("CREATE TRIGGER IF NOT EXISTS ") {
+                let stored = "CREATE TRIGGER " + statement.dropFirst("CREATE TRIGGER IF NOT EXISTS ".count)
+                let name = String(stored.dropFirst("CREATE TRIGGER ".count).prefix { $0 != " " })
+                expected[name] = stored
+            }
+        }
+        var dropped: [String] = []
+        for row in try Row.fetchAll(
+            db, sql: "SELECT name, sql FROM main.sqlite_master WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'",
+            arguments: [escapedPrefix + "%"])
+        {
+            let name: String = row[0]
+            let sql: String? = row[1]
+            guard expected[q(name)] != sql else { continue }
+            try db.execute(sql: "DROP TRIGGER \(q(name))")
+            dropped.append(name)
+        }
+        return dropped
+    }
+
     /// Drops every marking trigger (a store's own bulk write, which moves the digest itself;
     /// ``install(in:schema:)`` puts them back), and the triggers of another schema's entities
     /// before an upgrade.

@@ -60,6 +60,9 @@ package struct StoreStateTable {
         /// What the lease has counted by the device's clock since that answer (`OfflineLease`):
         /// `offline lastReading highWater offlineAtHighWater`, in seconds.
         case leaseCount = "lease_count"
+        /// The audit's cycle: the store's records counted again from their rows, a slice after each
+        /// sync (`StoreAudit`, JSON), and the revision its last complete cycle began at.
+        case audit
         /// The data-protection class of the store's files on Apple platforms
         /// (`StoreFileProtection`; absent: `completeUntilFirstUserAuthentication`).
         case fileProtection = "file_protection"

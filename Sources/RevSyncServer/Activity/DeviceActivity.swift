@@ -33,6 +33,8 @@ public final class DeviceActivity: Service, Sendable {
         /// What the device's sync proved: whether its records' digest at `revision` was the
         /// server's (a verification's proof is written at once, not here).
         public var verification: (revision: Revision, equal: Bool)?
+        /// What the proof said of the device's audit (`RevSync-Audited`).
+        public var audited: Revision?
         /// Refused for the schema version it speaks (`upgrade_required`, `schema_ahead`).
         public var versionRefusal: String?
         /// Answered without an error (its version is no longer refused).
@@ -99,8 +101,10 @@ public final class DeviceActivity: Service, Sendable {
                 if equal {
                     update.verifiedRevision = revision
                     update.verifiedAt = now
+                    update.auditedRevision = request.audited
                 } else {
                     update.mismatchAt = now
+                    update.mismatchRevision = revision
                 }
             }
             pending.devices[request.device] = update

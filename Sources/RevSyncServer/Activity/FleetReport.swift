@@ -167,6 +167,7 @@ struct FleetReport: Sendable {
                 code: code, schemaVersion: activity?.schemaVersion.map(Int64.init), at: AdminAPI.time(at))
         }
         report.leaseEndsAt = row.leaseEndsAt.map(AdminAPI.time)
+        report.auditedRevision = row.record.wipe == nil ? activity?.auditedRevision : nil
         if let wipe = row.record.wipe {
             report.wipe = AdminAPI.DeviceReport.Wipe(
                 orderedAt: AdminAPI.time(wipe.orderedAt), wipedAt: wipe.wipedAt.map(AdminAPI.time), receipt: wipe.receipt)

@@ -17,6 +17,7 @@ extension HTTPField.Name {
     static let revSyncRole = Self(RevSyncHeader.role)!
     static let revSyncMaxOfflineDays = Self(RevSyncHeader.maxOfflineDays)!
     static let revSyncReapplies = Self(RevSyncHeader.reapplies)!
+    static let revSyncAudited = Self(RevSyncHeader.audited)!
     static let revSyncTokenSHA256 = Self(RevSyncHeader.tokenSHA256)!
     static let revSyncServerTime = Self(RevSyncHeader.serverTime)!
     static let revSyncUser = Self(RevSyncHeader.user)!

@@ -45,7 +45,10 @@ public protocol DeviceWriting: AnyObject {
     /// at `revision`, or not) and the records a repair sent it, so that an erasure's receipt
     /// counts it without waiting for the activity's next write. It may run outside a
     /// transaction, as a statement of its own.
-    func recordVerification(device: Int64, revision: Revision, equal: Bool?, repaired: Int, at time: Int64) throws
+    ///
+    /// - Parameter audited: what the proof said of the device's audit (the revision its last
+    ///   complete audit began at, -1 for none; `nil`: it did not say).
+    func recordVerification(device: Int64, revision: Revision, equal: Bool?, audited: Revision?, repaired: Int, at time: Int64) throws
     /// Marks the refusal of `device`'s change set `changeSetID` handled by the admin token
     /// `admin` at `time` (seconds since 1970), or no longer handled (`admin` `nil`); returns
     /// whether such a refusal is kept.

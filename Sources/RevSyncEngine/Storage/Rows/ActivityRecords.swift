@@ -38,8 +38,14 @@ public struct DeviceActivityUpdate: Sendable, Hashable {
     /// server's, and when.
     public var verifiedRevision: Revision?
     public var verifiedAt: Int64?
-    /// The latest time since the last flush that its digest was not the server's.
+    /// The latest time since the last flush that its digest was not the server's, and at which
+    /// revision: a proof of that revision or an older one no longer stands.
     public var mismatchAt: Int64?
+    public var mismatchRevision: Revision?
+    /// What its proof said of its audit (``verifiedRevision``'s): the revision its last complete
+    /// audit began at (its records re-hashed from their rows since), -1 for none yet; `nil`
+    /// when it did not say (a client before 0.13).
+    public var auditedRevision: Revision?
     /// The schema version its latest request spoke (`RevSync-Schema-Version`).
     public var schemaVersion: Int?
     /// Its latest request refused for its schema version since the last flush (the error's
@@ -74,6 +80,9 @@ public struct DeviceActivityRecord: Sendable, Hashable {
     public var verifiedAt: Int64? = nil
     /// The last time its records' digest was not the server's.
     public var mismatchAt: Int64? = nil
+    /// The revision its latest proof said its last complete audit began at (-1: none yet; `nil`:
+    /// its client does not say).
+    public var auditedRevision: Revision? = nil
     /// The schema version its app spoke in its latest request (`nil`: before RevSync kept it).
     public var schemaVersion: Int? = nil
     /// Why its latest request was refused for its schema version (`upgrade_required`: the

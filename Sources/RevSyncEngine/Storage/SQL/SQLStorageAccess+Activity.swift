@@ -9,7 +9,7 @@ extension SQLStorageAccess {
             SELECT device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out, syncs,
                 refusal_at, refusal_reason, refusal_change_set, live_until, missing_attachments,
                 verified_revision, verified_at, mismatch_at, repairs, repaired_records, repaired_at, schema_version,
-                version_refusal, version_refused_at, version_served_at
+                version_refusal, version_refused_at, version_served_at, audited_revision
             FROM _rs_device_activity
             """, []
         ) { row in
@@ -32,6 +32,7 @@ extension SQLStorageAccess {
             activity[device]?.repairedRecords = row[17].integerValue
             activity[device]?.repairedAt = row[18].integerValue
             activity[device]?.schemaVersion = row[19].integerValue.map { Int($0) }
+            activity[device]?.auditedRevision = row[23].integerValue
             if let refusedAt = row[21].integerValue, refusedAt >= (row[22].integerValue ?? .min) {
                 activity[device]?.versionRefusal = row[20].textValue
                 activity[device]?.versionRefusedAt = refusedAt
@@ -62,8 +63,8 @@ extension SQLStorageAccess {
                 """
                 INSERT INTO _rs_device_activity (device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out,
                     syncs, refusal_at, refusal_reason, refusal_change_set, missing_attachments, verified_revision, verified_at, mismatch_at,
-                    schema_version, version_refusal, version_refused_at, version_served_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    schema_version, version_refusal, version_refused_at, version_served_at, audited_revision, mismatch_revision)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (device_id) DO UPDATE SET
                     last_seen = CASE WHEN excluded.last_seen > _rs_device_activity.last_seen
                         THEN excluded.last_seen ELSE _rs_device_activity.last_seen END,
@@ -79,7 +80,9 @@ extension SQLStorageAccess {
                     missing_attachments = COALESCE(excluded.missing_attachments, _rs_device_activity.missing_attachments),
                     verified_revision = \(Self.newerVerification("verified_revision")),
                     verified_at = \(Self.newerVerification("verified_at")),
+                    audited_revision = \(Self.newerVerification("audited_revision")),
                     mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
+                    mismatch_revision = COALESCE(excluded.mismatch_revision, _rs_device_activity.mismatch_revision),
                     schema_version = COALESCE(excluded.schema_version, _rs_device_activity.schema_version),
                     version_refusal = CASE WHEN excluded.version_served_at IS NOT NULL THEN NULL
                         ELSE COALESCE(excluded.version_refusal, _rs_device_activity.version_refusal) END,
@@ -97,7 +100,8 @@ extension SQLStorageAccess {
                     update.verifiedRevision.map(SQLValue.integer) ?? .null, update.verifiedAt.map(SQLValue.integer) ?? .null,
                     update.mismatchAt.map(SQLValue.integer) ?? .null, update.schemaVersion.map { .integer(Int64($0)) } ?? .null,
                     update.versionRefusal.map(SQLValue.text) ?? .null, update.versionRefusedAt.map(SQLValue.integer) ?? .null,
-                    update.versionServedAt.map(SQLValue.integer) ?? .null,
+                    update.versionServedAt.map(SQLValue.integer) ?? .null, update.auditedRevision.map(SQLValue.integer) ?? .null,
+                    update.mismatchRevision.map(SQLValue.integer) ?? .null,
                 ])
         }
         for minute in traffic {
@@ -116,25 +120,34 @@ extension SQLStorageAccess {
     }
 
     /// The stored proof unless the new one is of a later revision (proofs arrive out of order:
-    /// a sync's is written with the activity, a verification's at once).
+    /// a sync's is written with the activity, a verification's at once); and none once the
+    /// device's digest was found to differ at the proof's revision or a later one (a mismatch
+    /// after a proof of the same revision: the proof no longer stands).
     private static func newerVerification(_ column: String) -> String {
         """
         CASE WHEN excluded.verified_revision IS NOT NULL
             AND excluded.verified_revision >= COALESCE(_rs_device_activity.verified_revision, -1)
-            THEN excluded.\(column) ELSE _rs_device_activity.\(column) END
+            THEN excluded.\(column)
+            WHEN excluded.mismatch_revision IS NOT NULL
+            AND excluded.mismatch_revision >= COALESCE(_rs_device_activity.verified_revision, -1)
+            THEN NULL ELSE _rs_device_activity.\(column) END
         """
     }
 
-    func recordVerification(device: Int64, revision: Revision, equal: Bool?, repaired: Int, at time: Int64) throws {
+    func recordVerification(
+        device: Int64, revision: Revision, equal: Bool?, audited: Revision?, repaired: Int, at time: Int64
+    ) throws {
         try connection.execute(
             """
             INSERT INTO _rs_device_activity (device_id, last_seen, bytes_in, bytes_out, syncs, verified_revision, verified_at, mismatch_at,
-                repairs, repaired_records, repaired_at)
-            VALUES (?, ?, 0, 0, 0, ?, ?, ?, ?, ?, ?)
+                repairs, repaired_records, repaired_at, audited_revision, mismatch_revision)
+            VALUES (?, ?, 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (device_id) DO UPDATE SET
                 verified_revision = \(Self.newerVerification("verified_revision")),
                 verified_at = \(Self.newerVerification("verified_at")),
+                audited_revision = \(Self.newerVerification("audited_revision")),
                 mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
+                mismatch_revision = COALESCE(excluded.mismatch_revision, _rs_device_activity.mismatch_revision),
                 repairs = COALESCE(_rs_device_activity.repairs, 0) + excluded.repairs,
                 repaired_records = COALESCE(excluded.repaired_records, _rs_device_activity.repaired_records),
                 repaired_at = COALESCE(excluded.repaired_at, _rs_device_activity.repaired_at)
@@ -142,7 +155,8 @@ extension SQLStorageAccess {
             [
                 .integer(device), .integer(time), equal == true ? .integer(revision) : .null, equal == true ? .integer(time) : .null,
                 equal == false ? .integer(time) : .null, .integer(Int64(repaired)), repaired > 0 ? .integer(Int64(repaired)) : .null,
-                repaired > 0 ? .integer(time) : .null,
+                repaired > 0 ? .integer(time) : .null, equal == true ? audited.map(SQLValue.integer) ?? .null : .null,
+                equal == false ? .integer(revision) : .null,
             ])
     }
 

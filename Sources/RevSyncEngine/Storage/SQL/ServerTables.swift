@@ -249,6 +249,17 @@ enum ServerTables {
                 "ALTER TABLE _rs_devices ADD COLUMN wipe_reason TEXT"
             ]
         },
+        Migration(version: 15, name: "audited proofs and mismatches by revision") { dialect in
+            [
+                // The revision the device's last complete audit began at (its records re-hashed
+                // from their rows since then), as its proof said (`RevSync-Audited`): -1 for
+                // none yet, NULL for a client that does not say.
+                "ALTER TABLE _rs_device_activity ADD COLUMN audited_revision \(dialect.bigint)",
+                // The revision at which its digest was last found to differ: a proof of that
+                // revision or an older one no longer stands.
+                "ALTER TABLE _rs_device_activity ADD COLUMN mismatch_revision \(dialect.bigint)",
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.

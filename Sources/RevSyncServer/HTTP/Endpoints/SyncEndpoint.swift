@@ -38,7 +38,10 @@ extension SyncHTTPServer {
                 path: "/sync")
         }
         context.record.synced(claimed: message.maxRevision, committed: response.committed, refusals: response.refusals)
-        if let equal = response.claimVerified { context.record.verified(revision: message.maxRevision, equal: equal) }
+        if let equal = response.claimVerified {
+            context.record.verified(
+                revision: message.maxRevision, equal: equal, audited: Self.audited(request.headers, proving: message.maxRevision))
+        }
         logger.debug(
             "sync",
             metadata: [
@@ -68,6 +71,16 @@ extension SyncHTTPServer {
     /// revision `R`, its schema version `V`) when it speaks of the revision the request claims
     /// and of the version the request speaks (whose digest the server keeps); anything else is
     /// ignored (an older or a confused client proves nothing).
+    /// What a proof says of the device's audit (`RevSync-Audited: A`, the revision its last
+    /// complete audit began at, or `none`): -1 for none, `nil` when absent (a client before 0.13)
+    /// or not a revision at or below the one proven.
+    static func audited(_ headers: HTTPFields, proving revision: Revision) -> Revision? {
+        guard let value = headers[.revSyncAudited], value.utf8.count <= 20 else { return nil }
+        if value == "none" { return -1 }
+        guard let audited = Revision(value), audited >= 0, audited <= revision else { return nil }
+        return audited
+    }
+
     func claimedDigest(_ request: Request, revision: Revision, speaking: SpokenVersion) -> DigestSum? {
         guard let header = request.headers[.revSyncDigest], header.utf8.count <= 100, let version = speaking.digestVersion else {
             return nil

@@ -43,7 +43,9 @@ extension SyncHTTPServer {
         let verification = try VerifyRequest(json: body, maxRanges: DataSetVerification.maxRanges, maxItems: DataSetVerification.maxItems)
         let outcome: DataSetVerification.Outcome
         do {
-            outcome = try await engine.verify(verification, device: sender.device, tokenHash: sender.tokenHash, speaking: speaking)
+            outcome = try await engine.verify(
+                verification, device: sender.device, tokenHash: sender.tokenHash, speaking: speaking,
+                audited: Self.audited(request.headers, proving: verification.revision))
         } catch let refusal as DataSetVerification.Refusal {
             switch refusal {
             case .revisionMoved(let revision):

@@ -15,6 +15,7 @@ final class RequestRecord: Sendable {
         var versionRefusal: String?
         var sync: (claimed: Revision, committed: Int, refusals: [Refusal])?
         var verification: (revision: Revision, equal: Bool)?
+        var audited: Revision?
     }
 
     private let state = Locked(State())
@@ -37,13 +38,18 @@ final class RequestRecord: Sendable {
         state.withLock { $0.sync = (claimed, committed, refusals) }
     }
 
-    /// The device's records' digest at `revision` was (or was not) the server's.
-    func verified(revision: Revision, equal: Bool) {
-        state.withLock { $0.verification = (revision, equal) }
+    /// The device's records' digest at `revision` was (or was not) the server's; `audited`:
+    /// what the proof said of the device's audit (`RevSync-Audited`).
+    func verified(revision: Revision, equal: Bool, audited: Revision?) {
+        state.withLock {
+            $0.verification = (revision, equal)
+            $0.audited = audited
+        }
     }
 
     fileprivate var sync: (claimed: Revision, committed: Int, refusals: [Refusal])? { state.withLock { $0.sync } }
     fileprivate var verification: (revision: Revision, equal: Bool)? { state.withLock { $0.verification } }
+    fileprivate var audited: Revision? { state.withLock { $0.audited } }
 
 }
 
@@ -82,6 +88,7 @@ struct RequestRecording: RouterMiddleware {
                 seen.refusals = sync.refusals
             }
             seen.verification = record.verification
+            seen.audited = record.audited
             // A device refused for its schema version (`426 upgrade_required`, `409
             // schema_ahead`) shows the operator which version it speaks, how many change sets
             // wait in it, and that it needs attention; one served is no longer refused.
