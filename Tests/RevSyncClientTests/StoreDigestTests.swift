@@ -120,22 +120,23 @@ import Testing
         }
     }
 
-    /// A snapshot whose sums say something its records do not (a file edited by hand) is not
-    /// believed: the first comparison counts the entity again, and nothing needs repairing.
-    @Test func aSnapshotWhoseSumsLieIsCountedAgain() async throws {
+    /// A snapshot whose sums say something its records do not (a file edited by hand), and whose
+    /// bytes no checksum vouches for, is refused before it becomes a store (it was believed, and
+    /// corrected at the first comparison; a record changed the same way was proven forever).
+    /// With its checksum, the sums are the server's, and a store's audit checks them later.
+    @Test func aSnapshotWhoseSumsLieIsRefusedWithoutAChecksum() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer { server in
                 let (_, file) = try await SnapshotBootstrapTests.authorAndSnapshot(server, in: directory)
                 try Self.elsewhere(file, "UPDATE _rs_digests SET count = count + 1, low = low + 1 WHERE entity = 'players'")
                 try FileManager.default.removeItem(atPath: file + ".sha256")  // edited: its published checksum no longer holds
                 let (_, token) = try await Token.create(name: "newcomer", role: .member, in: server.storage)
-                let store = try LocalStore.bootstrap(
-                    at: directory.file("newcomer.sqlite"), from: file, server: .init(url: server.url, token: token))
-                let report = try await Synchronizer(store: store).sync()
-                #expect(report.verified == true, "\(report)")
-                #expect(report.repaired.isEmpty && report.differences.isEmpty, "nothing differed but the sums")
-                #expect(try await store.settledDigest().digest == (try Self.counted(store.path, schema: .demo)))
-                try store.close()
+                let refused = #expect(throws: LocalStoreError.self) {
+                    _ = try LocalStore.bootstrap(
+                        at: directory.file("newcomer.sqlite"), from: file, server: .init(url: server.url, token: token))
+                }
+                #expect(refused?.code == .corrupt)
+                #expect(!FileManager.default.fileExists(atPath: directory.file("newcomer.sqlite")))
             }
         }
     }

@@ -52,7 +52,9 @@ import Testing
                 #expect(text.stdout.contains("2 records differed from the server's at revision"), "\(text.stdout)")
                 #expect(text.stdout.contains("  players \(players[2]): changed"), "\(text.stdout)")
                 #expect(
-                    text.stdout.contains("Repaired 2 records that differed from the server: players 1 changed, 1 added"), "\(text.stdout)")
+                    text.stdout.contains(
+                        "Repaired 2 records that differed from the server: players \(players[2]) changed, \(players[3]) added"),
+                    "\(text.stdout)")
                 #expect(text.stdout.contains("Now equal to the server's at revision"), "\(text.stdout)")
                 let repaired = try LocalStore.open(at: device.store.path)
                 #expect(try await repaired.contents() == (try await server.contents()))
@@ -77,7 +79,9 @@ import Testing
                 let sync = try await ExecutableProcess.run("revsync", ["sync", "--store", device.store.path])
                 #expect(sync.status == 0, "\(sync.stderr)")
                 #expect(
-                    sync.stdout.contains("Repaired 3 records that differed from the server: teams 2 changed, 1 removed"), "\(sync.stdout)")
+                    sync.stdout.contains(
+                        "Repaired 3 records that differed from the server: teams \(teams[0]) and \(teams[1]) changed, 5000 removed"),
+                    "\(sync.stdout)")
                 let json = try await ExecutableProcess.run("revsync", ["sync", "--store", device.store.path, "--json"])
                 let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
                 #expect(report["verified"] as? Bool == true)

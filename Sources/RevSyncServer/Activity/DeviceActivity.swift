@@ -105,6 +105,10 @@ public final class DeviceActivity: Service, Sendable {
                 } else {
                     update.mismatchAt = now
                     update.mismatchRevision = revision
+                    // A proof of this revision or an older one, seen before in this second, no longer stands.
+                    if let proven = update.verifiedRevision, proven <= revision {
+                        (update.verifiedRevision, update.verifiedAt, update.auditedRevision) = (nil, nil, nil)
+                    }
                 }
             }
             pending.devices[request.device] = update

@@ -25,12 +25,23 @@ struct ClubRoster {
     static func run(_ options: Options) async throws {
         // As the app opens it at launch: the store on disk, or one started from the server's
         // snapshot with the device's token (here in a file; in the app, the Keychain).
-        let store = try await ClubDatabase.openAtLaunch(
-            directory: URL(fileURLWithPath: options.store).deletingLastPathComponent(), server: options.server,
-            tokens: FileTokenStore(path: options.tokenFile))
-        let synchronizer = Synchronizer(store: store)
+        let tokens = FileTokenStore(path: options.tokenFile)
+        let opened: ClubDatabase.Opened
+        do {
+            opened = try await ClubDatabase.openAtLaunch(
+                directory: URL(fileURLWithPath: options.store).deletingLastPathComponent(), server: options.server, tokens: tokens)
+        } catch ClubDatabaseError.wiped(let report) {
+            return print("This device was wiped (\(report.records) records removed): ask your administrator to set it up again.")
+        }
+        let (store, synchronizer) = (opened.store, opened.synchronizer)
         _ = try await synchronizer.fetchDevice()
-        try await synchronizer.sync()
+        do {
+            try await synchronizer.sync()
+        } catch let wiped as DeviceWiped {
+            // Ordered since the last launch: the store is gone; so goes the token.
+            try tokens.remove()
+            return print("This device was wiped (\(wiped.report.records) records removed): ask your administrator to set it up again.")
+        }
 
         // The roster, kept current by GRDB: local writes and syncs alike.
         let roster = ValueObservation.tracking(RosterLine.all().fetchAll)

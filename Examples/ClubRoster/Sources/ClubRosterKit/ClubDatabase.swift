@@ -4,7 +4,8 @@ public import RevSyncClient
 /// Where the app's store lives, and how it is opened at launch.
 ///
 /// The store is one SQLite file holding the whole data set, the outbox of changes not yet sent,
-/// and the server's address and token: `Application Support/ClubRoster/roster.sqlite` on Apple
+/// and the server's address (the token stays in the ``TokenStore``, out of the file that device
+/// backups carry): `Application Support/ClubRoster/roster.sqlite` on Apple
 /// platforms (backed up, never purged by the system), the directory given elsewhere. Open it
 /// once at launch and keep it for the app's life; every screen reads and writes through
 /// `store.database`.
@@ -31,30 +32,58 @@ public enum ClubDatabase {
         return directory
     }
 
+    /// The store at launch and the synchronizer that syncs it with the device's token.
+    public struct Opened: Sendable {
+        public var store: LocalStore
+        public var synchronizer: Synchronizer
+    }
+
     /// The store at launch: the one on disk, pinned to the version this build's types were
     /// generated from (after an app update, its next sync upgrades it in place first); or, on
     /// the first launch (and after a reinstall, which deletes the file but not the Keychain), a
-    /// new one started from the server's snapshot of that version with the token the device was
-    /// given.
+    /// new one started from the server's snapshot of that version. The token stays in `tokens`:
+    /// the synchronizer is given it, the store keeps only the server's address.
     ///
-    /// - Throws: ``ClubDatabaseError/noToken`` when the device has no token yet: show the
-    ///   sign-in screen.
-    public static func openAtLaunch(directory: URL, server: URL, tokens: any TokenStore) async throws -> LocalStore {
+    /// - Throws: ``ClubDatabaseError/noToken`` when the device has no token yet (show the sign-in
+    ///   screen); ``ClubDatabaseError/wiped(_:)`` when the store was wiped (by the server's order
+    ///   while the app was not running, or by its offline lease as it opened now): its receipt
+    ///   was sent (or is kept for the next try) and the token removed; show the wiped screen.
+    public static func openAtLaunch(directory: URL, server: URL, tokens: any TokenStore) async throws -> Opened {
         let path = storePath(in: directory)
-        if FileManager.default.fileExists(atPath: path) {
-            let store = try LocalStore.open(at: path)
-            // Open, pin, sync: an updated app's store follows its new types from the next sync
-            // on, whatever the server answers to the old version (SchemaVersions in the DocC catalog).
-            try await store.pin(toSchemaVersion: max(Player.schemaVersion, store.schema.version))
-            return store
-        }
         guard let token = try tokens.token() else { throw ClubDatabaseError.noToken }
-        // The server's snapshot of the version this app was built for (a store file, checked
-        // before it is opened), pinned to it, then only what changed since: a new device is
-        // ready in a second, whatever version the server runs.
-        return try await LocalStore.bootstrap(
-            at: path, downloadingFrom: LocalStore.ServerConnection(url: server, token: token), pinnedTo: Player.schemaVersion
-        ).store
+        let connection = LocalStore.ServerConnection(url: server, token: token)
+        let store: LocalStore
+        do {
+            if FileManager.default.fileExists(atPath: path) || LocalStore.wipeReport(at: path) != nil {
+                store = try LocalStore.open(at: path)
+                // Open, pin, sync: an updated app's store follows its new types from the next sync
+                // on, whatever the server answers to the old version (SchemaVersions in the DocC catalog).
+                try await store.pin(toSchemaVersion: max(Player.schemaVersion, store.schema.version))
+            } else {
+                // The server's snapshot of the version this app was built for (a store file,
+                // checked before it is opened), pinned to it, then only what changed since: a new
+                // device is ready in a second, whatever version the server runs.
+                store = try await LocalStore.bootstrap(
+                    at: path, downloadingFrom: connection, pinnedTo: Player.schemaVersion, storingToken: false
+                ).store
+            }
+        } catch let error as LocalStoreError where error.code == .wiped {
+            throw try await forgetWiped(at: path, connection: connection, tokens: tokens)
+        }
+        return Opened(store: store, synchronizer: Synchronizer(store: store, server: connection))
+    }
+
+    /// After a wipe: the receipt (the network may keep it back: the store's path then keeps what
+    /// a later try needs, not the token), the token removed, and what the wipe removed.
+    public static func forgetWiped(
+        at path: String, connection: LocalStore.ServerConnection, tokens: any TokenStore
+    ) async throws
+        -> ClubDatabaseError
+    {
+        let sent = try? await LocalStore.sendWipeReceipt(at: path, server: connection)
+        try tokens.remove()
+        guard let report = sent ?? LocalStore.wipeReport(at: path) else { return ClubDatabaseError.noToken }
+        return ClubDatabaseError.wiped(report)
     }
 
     /// A store with no server, filled with a small roster: for SwiftUI previews and tests.
@@ -83,4 +112,7 @@ public enum ClubDatabaseError: Error, Equatable {
     case noToken
     /// The app bundle lacks `schema.json`.
     case missingSchema
+    /// The store was wiped: what it removed. The device needs a new token from the operator
+    /// (`LocalStore.clearWipe(at:)` before it starts again).
+    case wiped(WipeReport)
 }

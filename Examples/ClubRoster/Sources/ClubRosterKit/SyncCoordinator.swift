@@ -27,6 +27,19 @@ public final class SyncCoordinator {
     /// Whether the live connection is open.
     public var isLive: Bool { live != nil }
 
+    /// The wipe, when the server orders it while the app runs: the store has removed everything,
+    /// the token goes from `tokens`, and `wiped` is told (show the wiped screen instead of the roster).
+    public func watchWipes(tokens: any TokenStore, wiped: @escaping @MainActor (WipeReport) -> Void) async {
+        for await report in synchronizer.wipes() {
+            live?.cancel()
+            live = nil
+            // The Keychain item: nothing of the device's access is left. A failure to remove it
+            // leaves a revoked token, which reads nothing.
+            try? tokens.remove()
+            wiped(report)
+        }
+    }
+
     /// Follows the scene's phase (`.onChange(of: scenePhase)`).
     public func sceneChanged(to phase: Phase) async {
         switch phase {

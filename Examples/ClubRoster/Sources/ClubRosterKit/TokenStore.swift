@@ -1,12 +1,15 @@
 import Foundation
 
-/// Where the device's token is kept. The store keeps a copy (it needs it to sync), but the
-/// Keychain's outlives a reinstall: a reinstalled app signs in again without the operator.
+/// Where the device's token is kept: not in the store, which device backups carry, but in the
+/// Keychain, which outlives a reinstall (a reinstalled app signs in again without the operator)
+/// and whose item never leaves this device.
 public protocol TokenStore: Sendable {
     /// The token, or `nil` before the device was provisioned.
     func token() throws -> String?
     /// Keeps `token` (the sign-in screen, or a managed configuration, gave it).
     func save(_ token: String) throws
+    /// Forgets the token: the device was wiped, and nothing of its access may stay.
+    func remove() throws
 }
 
 #if canImport(Security)
@@ -41,6 +44,11 @@ public struct KeychainTokenStore: TokenStore {
         let status = SecItemAdd(item as CFDictionary, nil)
         guard status == errSecSuccess else { throw KeychainError(status: status) }
     }
+
+    public func remove() throws {
+        let status = SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service] as CFDictionary)
+        guard status == errSecSuccess || status == errSecItemNotFound else { throw KeychainError(status: status) }
+    }
 }
 
 /// A Keychain call failed.
@@ -68,5 +76,10 @@ public struct FileTokenStore: TokenStore {
     public func save(_ token: String) throws {
         guard FileManager.default.createFile(atPath: path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+    }
+
+    public func remove() throws {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        try FileManager.default.removeItem(atPath: path)
     }
 }

@@ -78,9 +78,9 @@ extension SQLStorageAccess {
                     refusal_reason = COALESCE(excluded.refusal_reason, _rs_device_activity.refusal_reason),
                     refusal_change_set = COALESCE(excluded.refusal_change_set, _rs_device_activity.refusal_change_set),
                     missing_attachments = COALESCE(excluded.missing_attachments, _rs_device_activity.missing_attachments),
-                    verified_revision = \(Self.newerVerification("verified_revision")),
-                    verified_at = \(Self.newerVerification("verified_at")),
-                    audited_revision = \(Self.newerVerification("audited_revision")),
+                    verified_revision = \(Self.newerVerification("verified_revision", buffered: true)),
+                    verified_at = \(Self.newerVerification("verified_at", buffered: true)),
+                    audited_revision = \(Self.newerVerification("audited_revision", buffered: true)),
                     mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
                     mismatch_revision = COALESCE(excluded.mismatch_revision, _rs_device_activity.mismatch_revision),
                     schema_version = COALESCE(excluded.schema_version, _rs_device_activity.schema_version),
@@ -120,18 +120,31 @@ extension SQLStorageAccess {
     }
 
     /// The stored proof unless the new one is of a later revision (proofs arrive out of order:
-    /// a sync's is written with the activity, a verification's at once); and none once the
-    /// device's digest was found to differ at the proof's revision or a later one (a mismatch
-    /// after a proof of the same revision: the proof no longer stands).
-    private static func newerVerification(_ column: String) -> String {
-        """
-        CASE WHEN excluded.verified_revision IS NOT NULL
-            AND excluded.verified_revision >= COALESCE(_rs_device_activity.verified_revision, -1)
-            THEN excluded.\(column)
-            WHEN excluded.mismatch_revision IS NOT NULL
-            AND excluded.mismatch_revision >= COALESCE(_rs_device_activity.verified_revision, -1)
-            THEN NULL ELSE _rs_device_activity.\(column) END
-        """
+    /// a sync's is written with the activity, once a second, a verification's at once), and
+    /// none once the device's digest was found to differ at the proof's revision or a later one,
+    /// after the proof: a mismatch after a proof of the same revision undoes it.
+    ///
+    /// What the activity writes (`buffered`) happened up to a second before it is written: its
+    /// mismatch undoes only a proof strictly older, and its proof is not taken over a mismatch
+    /// written at once that is as new. What a verification writes happened now: its mismatch
+    /// undoes a proof of the same second.
+    private static func newerVerification(_ column: String, buffered: Bool) -> String {
+        let stored = "_rs_device_activity"
+        let notContradicted =
+            buffered
+            ? """
+            AND NOT (COALESCE(\(stored).mismatch_revision, -1) >= excluded.verified_revision
+                AND COALESCE(\(stored).mismatch_at, -1) >= excluded.verified_at)
+            """ : ""
+        return """
+            CASE WHEN excluded.verified_revision IS NOT NULL
+                AND excluded.verified_revision >= COALESCE(\(stored).verified_revision, -1) \(notContradicted)
+                THEN excluded.\(column)
+                WHEN excluded.mismatch_revision IS NOT NULL
+                AND excluded.mismatch_revision >= COALESCE(\(stored).verified_revision, -1)
+                AND excluded.mismatch_at \(buffered ? ">" : ">=") COALESCE(\(stored).verified_at, -1)
+                THEN NULL ELSE \(stored).\(column) END
+            """
     }
 
     func recordVerification(
@@ -143,9 +156,9 @@ extension SQLStorageAccess {
                 repairs, repaired_records, repaired_at, audited_revision, mismatch_revision)
             VALUES (?, ?, 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (device_id) DO UPDATE SET
-                verified_revision = \(Self.newerVerification("verified_revision")),
-                verified_at = \(Self.newerVerification("verified_at")),
-                audited_revision = \(Self.newerVerification("audited_revision")),
+                verified_revision = \(Self.newerVerification("verified_revision", buffered: false)),
+                verified_at = \(Self.newerVerification("verified_at", buffered: false)),
+                audited_revision = \(Self.newerVerification("audited_revision", buffered: false)),
                 mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
                 mismatch_revision = COALESCE(excluded.mismatch_revision, _rs_device_activity.mismatch_revision),
                 repairs = COALESCE(_rs_device_activity.repairs, 0) + excluded.repairs,
