@@ -75,7 +75,7 @@ extension LocalStore {
     /// Wipes the store: counts what it holds, overwrites every record, the outbox, the refusal
     /// journal and the server's address and token in place (`secure_delete`, then a truncating
     /// checkpoint), closes the database, and overwrites with zeros and deletes every file RevSync
-    /// keeps for it (``StoreFiles``: the store, its `-wal`, `-shm` and `-journal`, the files a
+    /// keeps for it (the store, its `-wal`, `-shm` and `-journal`, the files a
     /// symbolic link at its path points to, the attachment files and partial downloads, a
     /// snapshot download, start-up candidates); then leaves the wipe's report at `STORE.wiped`. The
     /// store cannot be used afterwards: ``open(at:)`` on its path throws `wiped`, and
@@ -186,10 +186,12 @@ extension LocalStore {
     /// it now stands, `nil` when the store was not wiped. Once the server has the receipt, what
     /// sent it is forgotten.
     ///
-    /// - Parameter server: the server and token, for an app that keeps its token out of the
-    ///   store (the Keychain): the store's path then keeps the token's SHA-256 and the address,
-    ///   so that a later call can send the receipt without it, and the app may remove its token
-    ///   at once.
+    /// - Parameters:
+    ///   - path: the wiped store's path.
+    ///   - server: the server and token, for an app that keeps its token out of the store (the
+    ///     Keychain): the store's path then keeps the token's SHA-256 and the address, so that a
+    ///     later call can send the receipt without it, and the app may remove its token at once.
+    ///   - transport: how the request travels.
     /// - Throws: ``SyncFailure`` when the server cannot be reached or refuses the receipt, or
     ///   `notConfigured` when neither the store nor `server` says where to send it.
     @discardableResult

@@ -10,13 +10,22 @@ extension Synchronizer {
     /// temporary IDs below every one its token used before (a new store on an earlier store's
     /// token), as its first sync would.
     ///
-    /// - Throws: ``SyncFailure``.
+    /// - Throws: ``SyncFailure``; ``DeviceWiped`` when the server answers that the token was
+    ///   revoked with a wipe order: the store has wiped itself (``wipes()`` tells), as a sync's
+    ///   would.
     @discardableResult
     public func fetchDevice() async throws -> Actor {
+        if let wiped = wipedStore() { throw DeviceWiped(report: await sendReceipt() ?? wiped) }
         var server = self.server
         if server == nil { server = try await store.server() }
         guard let server else { throw SyncFailure.notConfigured }
-        let identity = try await Self.fetchIdentity(from: server, transport: transport, maxResponseSize: configuration.maxResponseSize)
+        let identity: DeviceIdentity
+        do {
+            identity = try await Self.fetchIdentity(from: server, transport: transport, maxResponseSize: configuration.maxResponseSize)
+        } catch let failure as SyncFailure where failure.code == .deviceWiped {
+            try await exclusively { try await self.wipeOnOrder() }
+            throw failure  // not reached: the wipe throws DeviceWiped
+        }
         try await store.setActor(identity.actor)
         try await store.agreeOnTemporaryIDs(lowest: identity.lowestTemporaryID)
         return identity.actor

@@ -34,8 +34,8 @@ struct ClubRoster {
             return print("This device was wiped (\(report.records) records removed): ask your administrator to set it up again.")
         }
         let (store, synchronizer) = (opened.store, opened.synchronizer)
-        _ = try await synchronizer.fetchDevice()
         do {
+            _ = try await synchronizer.fetchDevice()
             try await synchronizer.sync()
         } catch let wiped as DeviceWiped {
             // Ordered since the last launch: the store is gone; so goes the token.
