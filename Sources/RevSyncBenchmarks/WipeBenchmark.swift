@@ -19,6 +19,9 @@ public struct WipeBenchmark: Sendable {
     }
 
     public struct Result: Sendable {
+        /// An empty result, filled by the run.
+        public init() {}
+
         public var records = 0
         /// The store's files before the wipe (store, WAL), in bytes.
         public var storeBytes = 0
@@ -31,6 +34,22 @@ public struct WipeBenchmark: Sendable {
         public var filesLeft: [String] = []
         /// Whether the server holds the receipt.
         public var receiptOnServer = false
+        /// What the server's receipt says the device removed (`nil`: no receipt).
+        public var receiptRecords: Int64?
+
+        /// What the benchmark checks and found wrong (empty: the wipe kept its promise): a file
+        /// left, no receipt on the server, a record count that is not the store's. A run with any
+        /// fails (`revsync-bench wipe` exits non-zero), in CI's benchmark smoke too.
+        public var problems: [String] {
+            var problems: [String] = []
+            if !filesLeft.isEmpty { problems.append("files of the store left: \(filesLeft.joined(separator: ", "))") }
+            if !receiptOnServer { problems.append("the server has no receipt") }
+            if removedRecords != records { problems.append("the wipe's report counts \(removedRecords) records of \(records)") }
+            if let receiptRecords, receiptRecords != Int64(records) {
+                problems.append("the server's receipt counts \(receiptRecords) records of \(records)")
+            }
+            return problems
+        }
     }
 
     public func run() async throws -> Result {
@@ -38,7 +57,8 @@ public struct WipeBenchmark: Sendable {
     }
 
     private func measure(_ server: BenchmarkServer) async throws -> Result {
-        var result = Result(records: records)
+        var result = Result()
+        result.records = records
         let revsync = binaries.appendingPathComponent("revsync").path
         let directory = server.work + "/tablet"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -70,8 +90,9 @@ public struct WipeBenchmark: Sendable {
         guard let report = LocalStore.wipeReport(at: path) else { throw BenchmarkError("the store was not wiped: \(log(syncLog))") }
         result.removedRecords = report.records
         result.filesLeft = storeFiles(of: path)
-        result.receiptOnServer =
-            try await storage.withReader { try $0.allDevices() }.first { $0.device.id == device.id }?.wipe?.receipt != nil
+        let receipt = try await storage.withReader { try $0.allDevices() }.first { $0.device.id == device.id }?.wipe?.receipt
+        result.receiptOnServer = receipt != nil
+        result.receiptRecords = receipt?.records
         try await storage.close()
         return result
     }
@@ -84,7 +105,7 @@ public struct WipeBenchmark: Sendable {
     }
 
     public func row(_ result: Result, command: String) -> BenchmarkRow {
-        let wiped = result.filesLeft.isEmpty && result.receiptOnServer && result.removedRecords == result.records
+        let wiped = result.problems.isEmpty
         return BenchmarkRow(
             scenario: "A lost device's wipe, \(Format.count(records)) records, \(store): the sync that learns of it, the wipe, the receipt",
             figures: [

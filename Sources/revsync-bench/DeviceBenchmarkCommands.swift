@@ -228,13 +228,18 @@ struct Wipe: AsyncParsableCommand {
 
     func run() async throws {
         var rows: [BenchmarkRow] = []
+        var problems: [String] = []
         let store = try await options.choice()
         for size in records {
             var benchmark = WipeBenchmark(binaries: try productsDirectory)
             benchmark.records = size
             benchmark.store = store
-            rows.append(benchmark.row(try await benchmark.run(), command: commandLine))
+            let result = try await benchmark.run()
+            rows.append(benchmark.row(result, command: commandLine))
+            problems += result.problems.map { "\(size) records: \($0)" }
         }
         try output.print(rows)
+        // What it checks must hold: a run that left a file, no receipt or a miscount fails.
+        guard problems.isEmpty else { throw BenchmarkError("the wipe did not keep its promise: " + problems.joined(separator: "; ")) }
     }
 }
