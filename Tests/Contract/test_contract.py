@@ -8,7 +8,8 @@ Run by scripts/test (scripts/contract-tests); alone:
     swift build && .build/contract-venv/bin/python -m unittest discover -s Tests/Contract -v
 
 PostgreSQL runs when REVSYNC_POSTGRES_URL names a server (scripts/test starts one) and
-POSTGRES_BINDIR holds its createdb; REVSYNC_REQUIRE_POSTGRES=1 makes its absence a failure.
+POSTGRES_BINDIR holds its createdb; REVSYNC_REQUIRE_POSTGRES=1 makes its absence a failure, and
+REVSYNC_REQUIRE_CONTRACT=1 (as in CI) makes a missing schemathesis one.
 REVSYNC_CONTRACT_EXAMPLES sets the examples per operation (default 60). Each run's report is in
 .build/contract-reports/.
 
@@ -100,6 +101,8 @@ class ContractTests:
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(SCHEMATHESIS):
+            if os.environ.get("REVSYNC_REQUIRE_CONTRACT") == "1":
+                raise AssertionError("schemathesis is not installed (REVSYNC_REQUIRE_CONTRACT=1): run scripts/contract-tests")
             raise unittest.SkipTest("schemathesis is not installed: run scripts/contract-tests")
         cls.directory = tempfile.mkdtemp(prefix="revsync-contract-")
         cls.server = Server(cls.database(), cls.directory, cls.schema)

@@ -1,7 +1,10 @@
 import Foundation
 import GRDB
+import RevSyncEngine
 import RevSyncProtocol
 import RevSyncSQLite
+import RevSyncServer
+import RevSyncServerTestSupport
 import RevSyncTestSupport
 import Testing
 
@@ -61,6 +64,39 @@ import Testing
                 #expect(covered.contains(expected), "\(expected) is not given the class: \(covered.sorted())")
             }
             try store.close()
+        }
+    }
+
+    /// The class is given (not only listed): every file of the store that holds data gets the
+    /// store's class when the store opens, and a snapshot download (which holds the whole data
+    /// set, compressed) when it is made. Recorded where the platform has no classes.
+    @Test func theStoresClassIsGivenToEveryFileIncludingASnapshotDownload() async throws {
+        StoreFileProtection.applied.withLock { if $0 == nil { $0 = [:] } }
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(schema: .attachments) { server in
+                let maker = try await server.clientDevice("maker", in: directory)
+                let photo = try Attachment.data(Data(repeating: 3, count: 2048), type: "image/jpeg")
+                try await maker.table("players").insert(["first_name": "Ana", "last_name": "Lopez", "photo": .attachment(photo)])
+                try await maker.sync()
+                let tablet = try await server.clientDevice("tablet", in: directory)
+                try await tablet.store.setFileProtection(.complete)
+                let report = try await tablet.sync()
+                #expect(report.startedFromSnapshot != nil)
+                let given = StoreFileProtection.applied.current ?? [:]
+                let path = tablet.store.path
+                for file in [path, path + "-wal", path + "-shm", path + ".snapshot.gz", path + ".snapshot.gz.json", path + "-attachments"] {
+                    #expect(given[file] == .complete, "\(file) was not given the store's class: \(given[file].map(\.rawValue) ?? "none")")
+                }
+                // Files made in the folders since inherit the folders' class; the next open gives
+                // it to every data file there is.
+                try tablet.store.close()
+                let reopened = try LocalStore.open(at: path)
+                let now = StoreFileProtection.applied.current ?? [:]
+                for file in reopened.files.dataPaths() {
+                    #expect(now[file] == .complete, "\(file) was not given the store's class")
+                }
+                try reopened.close()
+            }
         }
     }
 }

@@ -100,15 +100,19 @@ import Testing
     }
 
     /// A snapshot carries the server's sums of its records and its marks: the device that
-    /// starts from it counts nothing, holds no mark, and is proven by its first sync.
+    /// starts from it hashes nothing (counted: the test used to assume it), holds no mark, and is
+    /// proven by its first sync. Its next sync begins the audit, which hashes the rows.
     @Test(arguments: StoreKind.all) func aSnapshotStartCountsNothingAndIsProvenAtOnce(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(store: kind) { server in
                 let author = try await server.clientDevice("author", in: directory)
                 try await SnapshotBootstrapTests.work(author, "a")
                 let newcomer = try await server.clientDevice("newcomer", in: directory)
+                HashCounts.watch(newcomer.store.path)
                 let report = try await newcomer.sync()
                 #expect(report.startedFromSnapshot != nil && report.verified == true)
+                #expect(HashCounts.hashed(newcomer.store.path) == 0, "the first sync hashed records")
+                #expect(report.recordsRehashed == 0)
                 let path = newcomer.store.path
                 #expect(try await newcomer.store.settledDigest().digest == (try Self.counted(path, schema: .demo)))
                 let marks = try await newcomer.store.read { context in
@@ -116,6 +120,10 @@ import Testing
                 }
                 #expect(marks == 0)
                 #expect(try await newcomer.store.contents() == (try await server.contents()))
+                // The control: the next sync's audit hashes every record (a store this small is one slice).
+                let next = try await newcomer.sync()
+                #expect(next.recordsRehashed == 12)
+                #expect(HashCounts.hashed(newcomer.store.path) ?? 0 >= 12)
             }
         }
     }

@@ -179,3 +179,28 @@ final class BeforeFirstSyncTransport: SyncTransport, Sendable {
         return try await real.send(request)
     }
 }
+
+/// Forwards everything, and records what the live streams brought: how many `GET /events`
+/// were opened, and whether one delivered the event `wiped`.
+final class StreamRecordingTransport: SyncTransport, Sendable {
+    private let real = DefaultTransport()
+    private let state = Locked((opened: 0, wiped: false))
+
+    var streamsOpened: Int { state.current.opened }
+    var sawWipedEvent: Bool { state.current.wiped }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        try await real.send(request)
+    }
+
+    func download(
+        _ request: TransportRequest, receive: @escaping @Sendable (TransportResponse, [UInt8]) throws -> Void
+    ) async throws -> TransportResponse {
+        let isStream = request.url.path.hasSuffix("/events")
+        if isStream { state.withLock { $0.opened += 1 } }
+        return try await real.download(request) { head, bytes in
+            if isStream, String(decoding: bytes, as: UTF8.self).contains("event: wiped") { self.state.withLock { $0.wiped = true } }
+            try receive(head, bytes)
+        }
+    }
+}

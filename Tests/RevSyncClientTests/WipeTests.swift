@@ -79,13 +79,14 @@ import Testing
                     let report = try #require(LocalStore.wipeReport(at: tablet.store.path))
                     #expect(report.reason == .ordered && report.receiptSent)
                     #expect(report.records == 1 && report.unsyncedChangeSets == 1 && report.attachments == 1)
-                    #expect(await wipes.value == report)
+                    #expect(try await within(30, "the wipe on wipes()") { await wipes.value } == report)
                     // The server: the receipt, and never the unsynced edit.
                     let receipt = try #require(try await Self.receipt(of: "tablet", on: server))
                     #expect(receipt.records == 1 && receipt.unsyncedChangeSets == 1 && receipt.attachments == 1)
                     #expect(try await server.record("players", permanent)?["last_name"] == "Lopez")
                     // Nothing opens it again; the synchronizer says so; the colleague goes on.
-                    #expect(throws: LocalStoreError.self) { try LocalStore.open(at: tablet.store.path) }
+                    let reopened = #expect(throws: LocalStoreError.self) { try LocalStore.open(at: tablet.store.path) }
+                    #expect(reopened?.code == .wiped)
                     await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
                     try await colleague.sync()
                     #expect(try await colleague.table("players").find(permanent)?["first_name"] == .text(synced))
@@ -164,13 +165,17 @@ import Testing
     }
 
     /// A wipe ordered while the device is live reaches it through its stream (the event
-    /// `wiped`), without waiting for its next sync; live mode ends with ``DeviceWiped``.
+    /// `wiped`), without waiting for its next sync or a reconnect; live mode ends with
+    /// ``DeviceWiped``. The transport records what came: the event arrived on the open stream,
+    /// and the store was wiped before any new stream was opened (a reconnect's `410` would also
+    /// wipe it, so without this the test passed with no event sent).
     @Test(arguments: StoreKind.all)
     func aWipeOrderedWhileLiveReachesTheDeviceThroughItsStream(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(store: kind) { server in
                 let secret = "LIVE-" + UUID().uuidString.prefix(8)
-                let tablet = try await server.clientDevice("tablet", in: directory)
+                let recording = StreamRecordingTransport()
+                let tablet = try await server.clientDevice("tablet", in: directory, transport: recording)
                 try await tablet.table("players").insert(["first_name": .text(secret), "last_name": "Lopez"])
                 try await tablet.sync()
                 let live = Task { try await tablet.synchronizer.live() }
@@ -178,9 +183,12 @@ import Testing
                 while try await tablet.synchronizer.status().state != .live && ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(20))
                 }
+                let streamsBefore = recording.streamsOpened
                 try await Self.orderWipe(of: tablet, on: server)
-                let ended = await live.result
+                let ended = try await within(60, "live mode to end after the wipe order") { await live.result }
                 #expect(throws: DeviceWiped.self) { try ended.get() }
+                #expect(recording.sawWipedEvent, "the stream delivered the event wiped")
+                #expect(recording.streamsOpened == streamsBefore, "no stream was opened again before the wipe")
                 #expect(LocalStore.wipeReport(at: tablet.store.path)?.receiptSent == true)
                 #expect(try Self.occurrences(of: secret, under: directory.path) == 0)
                 #expect(try await Self.receipt(of: "tablet", on: server)?.records == 1)
@@ -195,7 +203,22 @@ import Testing
     func aWipeRacingSyncsLeavesNothingHalfApplied(store kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveServer(store: kind) { server in
-                let tablet = try await server.clientDevice("tablet", in: directory)
+                // One change set (a team, three players, their memberships: 7 records) per request,
+                // and the order given once the first has committed: some change sets reach the
+                // server, the rest go with the wipe (with all five in one request, only all or
+                // nothing could happen).
+                var configuration = Synchronizer.Configuration()
+                configuration.maxRecordsPerRequest = 7
+                let ordered = Locked(false)
+                let box = Locked<ClientDevice?>(nil)
+                let hook = WipeEdgesTests.HookTransport { request in
+                    guard request.url.path.hasSuffix("/sync"), let tablet = box.current,
+                        try await server.contents()["teams"]?.isEmpty == false, !ordered.current
+                    else { return }
+                    ordered.withLock { $0 = true }
+                    try await Self.orderWipe(of: tablet, on: server)
+                }
+                let tablet = try await server.clientDevice("tablet", in: directory, transport: hook, configuration: configuration)
                 try await tablet.sync()
                 for index in 0..<5 {
                     try await tablet.store.write { transaction in
@@ -208,9 +231,10 @@ import Testing
                         }
                     }
                 }
-                let syncs = (0..<3).map { _ in Task { try await tablet.sync() } }
-                try await Self.orderWipe(of: tablet, on: server)
-                for task in syncs { _ = await task.result }
+                box.withLock { $0 = tablet }
+                let syncs = (0..<5).map { _ in Task { try await tablet.sync() } }
+                for task in syncs { _ = try await within(60, "a sync racing the wipe to end") { await task.result } }
+                #expect(ordered.current, "the order came between two syncs")
                 await #expect(throws: DeviceWiped.self) { try await tablet.sync() }
                 #expect(LocalStore.wipeReport(at: tablet.store.path) != nil)
                 let receipt = try #require(try await Self.receipt(of: "tablet", on: server))
@@ -221,6 +245,7 @@ import Testing
                 #expect(contents["players"]?.count ?? 0 == teams * 3)
                 #expect(contents["team_players"]?.count ?? 0 == teams * 3)
                 #expect(Int64(teams) + receipt.unsyncedChangeSets == 5)
+                #expect(teams >= 1 && teams < 5, "some committed before the order, the rest went with the wipe: \(teams)")
             }
         }
     }

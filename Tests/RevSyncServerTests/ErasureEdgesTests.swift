@@ -228,7 +228,7 @@ import Testing
                 !String(decoding: try Self.bytes(under: snapshots.directory), as: UTF8.self).contains(secret),
                 "no file in the snapshot directory holds the erased value once the erasure answered")
             // The request that waited for the stopped build is served one made after the erasure.
-            let served = try await building.value
+            let served = try await within(120, "the snapshot the waiting request is served") { try await building.value }
             #expect(served.revision >= (answer["revision"] as? NSNumber)?.int64Value ?? .max)
             hold.release()
         }

@@ -29,11 +29,16 @@ public enum StoreFileProtection: String, Sendable, Hashable, CaseIterable {
     /// Gives `path` (a file, or a folder whose new files then inherit it) this class, where the
     /// platform has classes (iOS, iPadOS, tvOS, watchOS, visionOS).
     func apply(to path: String) throws {
-        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         guard FileManager.default.fileExists(atPath: path) else { return }
+        Self.applied.withLock { $0?[path] = self }
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         try FileManager.default.setAttributes([.protectionKey: fileProtectionType], ofItemAtPath: path)
         #endif
     }
+
+    /// Tests: every class given to a file, by path, once set (on every platform: Linux has no
+    /// classes, but what RevSync asks for is recorded all the same).
+    static let applied = Locked<[String: StoreFileProtection]?>(nil)
 }
 
 extension LocalStore {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import RevSyncProtocol
 import RevSyncSQLite
 
@@ -38,6 +39,9 @@ final class StoreDigest {
     /// already counted follows into what it counted.
     private(set) var audit: StoreAudit?
     private var auditChanged = false
+    /// Records hashed by this transaction, for ``HashCounts`` (tests that a step hashes nothing).
+    private var hashed = 0
+    private let counted: String?
 
     /// Above this many marked records (or an eighth of those counted), settling counts the
     /// entity's table whole instead of record by record.
@@ -48,6 +52,11 @@ final class StoreDigest {
         self.schema = schema
         digest = try StoreDigestTable.read(in: db)
         audit = try StoreAudit.read(from: StoreState(db: db))
+        counted = HashCounts.watched(db)
+    }
+
+    deinit {
+        if let counted, hashed > 0 { HashCounts.add(hashed, for: counted) }
     }
 
     /// Sets the audit's cycle (saved with the sums).
@@ -110,6 +119,7 @@ final class StoreDigest {
         _ entity: Entity, _ id: RecordID, revision: Revision?, values: [String: Value]?, pending: Bool, hash: RecordHash? = nil
     ) throws {
         guard pending || replacing else { return }
+        if hash == nil, values != nil { hashed += 1 }
         let new = hash ?? values.map { hasher(entity).hash(id: id, revision: revision ?? -1, values: $0) }
         if pending {
             let old = try mark(entity, id)
@@ -313,6 +323,7 @@ final class StoreDigest {
     /// `row`. A value that does not read as its attribute's type (another program wrote it)
     /// hashes as what it is, which no server record matches.
     private func hash(_ entity: Entity, _ id: RecordID, _ row: Row, from offset: Int) -> RecordHash {
+        hashed += 1
         let values = entity.attributes.enumerated().map { index, attribute -> Value in
             let stored: DatabaseValue = row[offset + 1 + index]
             return (try? SQLiteValues.value(stored, attribute, of: entity.name)) ?? .text("\u{FFFD}not a \(attribute.type.name): \(stored)")
@@ -369,4 +380,32 @@ final class StoreDigest {
 
 private func q(_ name: String) -> String {
     SQLIdentifier.quoted(name)
+}
+
+/// Tests: how many records the stores they watch hashed in their digests' transactions, by the
+/// store's file, so that a step said to hash nothing (a start from a snapshot) is seen to.
+/// Nothing is counted unless a store is watched (one read of the set per transaction).
+package enum HashCounts {
+    private static let counts = Locked<[String: Int]>([:])
+
+    /// Starts counting the store at `path` (the file SQLite has open) from zero.
+    package static func watch(_ path: String) {
+        counts.withLock { $0[URL(fileURLWithPath: path).resolvingSymlinksInPath().path] = 0 }
+    }
+
+    /// The records the store at `path` hashed since ``watch(_:)``.
+    package static func hashed(_ path: String) -> Int? {
+        counts.current[URL(fileURLWithPath: path).resolvingSymlinksInPath().path]
+    }
+
+    static func watched(_ db: Database) -> String? {
+        let counts = self.counts.current
+        guard !counts.isEmpty, let file = sqlite3_db_filename(db.sqliteConnection, "main") else { return nil }
+        let path = URL(fileURLWithPath: String(cString: file)).resolvingSymlinksInPath().path
+        return counts[path] == nil ? nil : path
+    }
+
+    static func add(_ hashed: Int, for path: String) {
+        counts.withLock { $0[path, default: 0] += hashed }
+    }
 }
