@@ -248,6 +248,43 @@ import Testing
         }
     }
 
+    /// A receipt whose send fails stays due and goes with the next attempt (here, the next
+    /// command); until then the path keeps the token's SHA-256, never the token, and once the
+    /// server has the receipt it keeps neither.
+    @Test func aReceiptThatFailedToSendIsSentAgainAndThenNothingOfTheTokenIsKept() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(configure: { $0.maxOfflineDays = 30 }) { server in
+                let tablet = try await server.clientDevice("tablet", in: directory)
+                try await tablet.sync()
+                try tablet.store.close()
+                let path = tablet.store.path
+                let token = tablet.connection.token
+                let hash = TokenHash.sha256(token)
+                try Self.moveLease(of: path, back: 31 * Self.day)
+                #expect(throws: LocalStoreError.self) { try LocalStore.open(at: path) }
+                #expect(try WipeTests.occurrences(of: token, under: directory.path) == 0)
+                #expect(try WipeTests.occurrences(of: hash, under: directory.path) == 1, "the receipt's key is kept")
+
+                await #expect(throws: SyncFailure.self) {
+                    _ = try await LocalStore.sendWipeReceipt(at: path, transport: FailingTransport())
+                }
+                #expect(LocalStore.wipeReport(at: path)?.receiptSent == false)
+                #expect(try await WipeTests.receipt(of: "tablet", on: server) == nil)
+                #expect(try WipeTests.occurrences(of: hash, under: directory.path) == 1)
+
+                // The next command sends it.
+                let status = try await ExecutableProcess.run("revsync", ["status", "--store", path])
+                #expect(status.status != 0)
+                #expect(status.stderr.contains("wiped"), "\(status.stderr)")
+                #expect(LocalStore.wipeReport(at: path)?.receiptSent == true)
+                #expect(try await WipeTests.receipt(of: "tablet", on: server)?.reason == .leaseExpired)
+                #expect(try WipeTests.occurrences(of: hash, under: directory.path) == 0, "nothing of the token is kept")
+                #expect(try WipeTests.occurrences(of: token, under: directory.path) == 0)
+                #expect(try await server.send("GET", "/device", headers: [("Authorization", "Bearer \(token)")]).status == 410)
+            }
+        }
+    }
+
     /// Moves what the store's lease counted back by `seconds`, as if that long passed offline.
     static func moveLease(of path: String, back seconds: Int64) throws {
         let queue = try DatabaseQueue(path: path)
@@ -276,5 +313,12 @@ final class HeaderRewritingTransport: SyncTransport, Sendable {
         var response = try await real.send(request)
         if request.url.path.hasSuffix("/sync") { rewrite(&response.headers) }
         return response
+    }
+}
+
+/// A network that is down: every request fails.
+struct FailingTransport: SyncTransport {
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        throw TransportError("the network is down (test)")
     }
 }

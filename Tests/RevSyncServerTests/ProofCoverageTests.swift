@@ -70,8 +70,9 @@ import Testing
         }
     }
 
-    /// A device the erasure was never sent to (it synced before it) reports another device's
-    /// digest at the server's revision: no proof, it still holds the values.
+    /// A device the erasure was never sent to (it synced before it, and proved what it holds)
+    /// reports another device's digest at the server's revision: the forged report proves
+    /// nothing, its earlier proof stands as it was, and it still holds the values.
     @Test(arguments: StoreKind.all)
     func anotherDevicesDigestProvesNothing(store: StoreKind) async throws {
         try await withLiveServer(store: store) { server in
@@ -79,7 +80,10 @@ import Testing
             let honest = try await server.device("honest")
             let liar = try await server.device("liar")
             let (player, _) = try await honest.create("players", ["first_name": "Ana", "last_name": "Lopez"])
-            try await liar.sync()
+            let own = try #require(try await liar.sync().digest)
+            try await Self.prove(liar, digest: own, audited: String(liar.maxRevision))
+            let proven = Int(liar.maxRevision)
+            #expect(try await eventually { try await Self.row(server, admin: admin.token, "liar")["verifiedRevision"] as? Int == proven })
             let erased = try await HistoryAndRevertTests.admin(
                 server, admin.token, "POST", "/admin/api/erase", #"{"entity": "players", "id": \#(player.rawValue), "reason": "r"}"#)
             #expect(erased.status == 200)
@@ -95,7 +99,8 @@ import Testing
             #expect(verified.status == 200, "\(verified.bodyText)")
             try await Task.sleep(for: .milliseconds(1500))
             #expect(try await Self.holding(server, admin: admin.token).contains("liar"))
-            #expect(try await Self.row(server, admin: admin.token, "liar")["verifiedRevision"] is NSNull)
+            #expect(try await Self.row(server, admin: admin.token, "liar")["verifiedRevision"] as? Int == proven)
+            #expect(try await Self.row(server, admin: admin.token, "liar")["verifiedCurrent"] as? Bool == false)
         }
     }
 
@@ -113,6 +118,64 @@ import Testing
             try await Self.prove(tablet, digest: DigestSum(count: 99, sum: digest.sum), audited: "none")
             #expect(try await eventually { try await Self.row(server, admin: admin.token, "tablet")["verifiedCurrent"] as? Bool == false })
             #expect(try await Self.row(server, admin: admin.token, "tablet")["verifiedRevision"] is NSNull)
+        }
+    }
+
+    /// Which came later decides, to the millisecond, also within one second and across the
+    /// activity's flushes and the verification's immediate writes: a mismatch after a proof of
+    /// the same revision undoes it, a proof made after a mismatch (a repair's) stands, and a
+    /// mismatch written late (by the activity) does not undo a proof made after it.
+    @Test(arguments: StoreKind.all)
+    func aProofAndAMismatchOfTheSameSecondAreOrderedByTheirMilliseconds(store: StoreKind) async throws {
+        try await withLiveServer(store: store) { server in
+            let tablet = try await server.device("tablet")
+            let id = tablet.device.id
+            let second = Int64(Date().timeIntervalSince1970)
+            let ms = second * 1000
+            func buffered(proof revision: Revision?, mismatch: Revision?, at milliseconds: Int64) async throws {
+                var update = DeviceActivityUpdate(device: id, lastSeen: second)
+                if let revision {
+                    (update.verifiedRevision, update.verifiedAt, update.verifiedAtMilliseconds) = (revision, second, milliseconds)
+                    update.auditedRevision = revision
+                }
+                if let mismatch {
+                    (update.mismatchRevision, update.mismatchAt, update.mismatchAtMilliseconds) = (mismatch, second, milliseconds)
+                }
+                let written = update
+                try await server.storage.withWriter { writer in try writer.transaction { try writer.recordActivity([written], traffic: []) }
+                }
+            }
+            func immediate(equal: Bool, revision: Revision, at milliseconds: Int64) async throws {
+                try await server.storage.withAutocommitWriter { writer in
+                    try writer.recordVerification(
+                        device: id, revision: revision, equal: equal, audited: revision, repaired: 0, atMilliseconds: milliseconds)
+                }
+            }
+            func proven() async throws -> Revision? {
+                try await server.storage.withReader { try $0.deviceActivity()[id]?.verifiedRevision }
+            }
+
+            // A proof, then (another flush, the same second) a mismatch of its revision: undone.
+            try await buffered(proof: 5, mismatch: nil, at: ms + 100)
+            #expect(try await proven() == 5)
+            try await buffered(proof: nil, mismatch: 5, at: ms + 300)
+            #expect(try await proven() == nil)
+            // The repair's proof, made after the mismatch: it stands.
+            try await immediate(equal: true, revision: 5, at: ms + 500)
+            #expect(try await proven() == 5)
+            // A mismatch of an earlier moment written afterwards (the activity flushes late): the
+            // later proof stands.
+            try await buffered(proof: nil, mismatch: 5, at: ms + 400)
+            #expect(try await proven() == 5)
+            // A sync's proof made before a verification's mismatch, written after it: not taken.
+            try await immediate(equal: false, revision: 6, at: ms + 700)
+            #expect(try await proven() == nil)
+            try await buffered(proof: 6, mismatch: nil, at: ms + 600)
+            #expect(try await proven() == nil)
+            // A mismatch of an older revision undoes nothing newer.
+            try await immediate(equal: true, revision: 7, at: ms + 800)
+            try await immediate(equal: false, revision: 6, at: ms + 900)
+            #expect(try await proven() == 7)
         }
     }
 }

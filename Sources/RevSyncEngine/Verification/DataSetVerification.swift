@@ -283,7 +283,7 @@ extension SyncEngine {
             try await storage.withAutocommitWriter { writer in
                 try writer.recordVerification(
                     device: device.id, revision: revision, equal: equal, audited: audited, repaired: repaired,
-                    at: Int64(Date().timeIntervalSince1970))
+                    atMilliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
             }
         }
         return outcome

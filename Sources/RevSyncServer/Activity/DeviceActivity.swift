@@ -73,6 +73,7 @@ public final class DeviceActivity: Service, Sendable {
     /// Notes what a request told (called as its response leaves; never waits).
     public func record(_ request: Request, at date: Date = Date()) {
         let now = Int64(date.timeIntervalSince1970)
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let minute = now / 60
         pending.withLock { pending in
             var update = pending.devices[request.device] ?? DeviceActivityUpdate(device: request.device, lastSeen: now)
@@ -101,13 +102,17 @@ public final class DeviceActivity: Service, Sendable {
                 if equal {
                     update.verifiedRevision = revision
                     update.verifiedAt = now
+                    update.verifiedAtMilliseconds = milliseconds
                     update.auditedRevision = request.audited
                 } else {
                     update.mismatchAt = now
+                    update.mismatchAtMilliseconds = milliseconds
                     update.mismatchRevision = revision
-                    // A proof of this revision or an older one, seen before in this second, no longer stands.
+                    // A proof of this revision or an older one, seen before since the last flush, no longer stands.
                     if let proven = update.verifiedRevision, proven <= revision {
-                        (update.verifiedRevision, update.verifiedAt, update.auditedRevision) = (nil, nil, nil)
+                        (update.verifiedRevision, update.verifiedAt, update.verifiedAtMilliseconds, update.auditedRevision) = (
+                            nil, nil, nil, nil
+                        )
                     }
                 }
             }

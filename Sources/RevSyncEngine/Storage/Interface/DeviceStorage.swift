@@ -46,9 +46,13 @@ public protocol DeviceWriting: AnyObject {
     /// counts it without waiting for the activity's next write. It may run outside a
     /// transaction, as a statement of its own.
     ///
-    /// - Parameter audited: what the proof said of the device's audit (the revision its last
-    ///   complete audit began at, -1 for none; `nil`: it did not say).
-    func recordVerification(device: Int64, revision: Revision, equal: Bool?, audited: Revision?, repaired: Int, at time: Int64) throws
+    /// - Parameters:
+    ///   - audited: what the proof said of the device's audit (the revision its last complete
+    ///     audit began at, -1 for none; `nil`: it did not say).
+    ///   - milliseconds: when, in milliseconds since 1970 (a proof and a mismatch of the same
+    ///     second are ordered by it).
+    func recordVerification(
+        device: Int64, revision: Revision, equal: Bool?, audited: Revision?, repaired: Int, atMilliseconds milliseconds: Int64) throws
     /// Marks the refusal of `device`'s change set `changeSetID` handled by the admin token
     /// `admin` at `time` (seconds since 1970), or no longer handled (`admin` `nil`); returns
     /// whether such a refusal is kept.

@@ -38,9 +38,12 @@ public struct DeviceActivityUpdate: Sendable, Hashable {
     /// server's, and when.
     public var verifiedRevision: Revision?
     public var verifiedAt: Int64?
+    /// When the proof was made, in milliseconds since 1970 (what orders it against a mismatch).
+    public var verifiedAtMilliseconds: Int64?
     /// The latest time since the last flush that its digest was not the server's, and at which
-    /// revision: a proof of that revision or an older one no longer stands.
+    /// revision: a proof of that revision or an older one, made before, no longer stands.
     public var mismatchAt: Int64?
+    public var mismatchAtMilliseconds: Int64?
     public var mismatchRevision: Revision?
     /// What its proof said of its audit (``verifiedRevision``'s): the revision its last complete
     /// audit began at (its records re-hashed from their rows since), -1 for none yet; `nil`

@@ -63,8 +63,9 @@ extension SQLStorageAccess {
                 """
                 INSERT INTO _rs_device_activity (device_id, last_seen, claimed_revision, client_version, pending, bytes_in, bytes_out,
                     syncs, refusal_at, refusal_reason, refusal_change_set, missing_attachments, verified_revision, verified_at, mismatch_at,
-                    schema_version, version_refusal, version_refused_at, version_served_at, audited_revision, mismatch_revision)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    schema_version, version_refusal, version_refused_at, version_served_at, audited_revision, mismatch_revision,
+                    verified_at_ms, mismatch_at_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (device_id) DO UPDATE SET
                     last_seen = CASE WHEN excluded.last_seen > _rs_device_activity.last_seen
                         THEN excluded.last_seen ELSE _rs_device_activity.last_seen END,
@@ -78,11 +79,7 @@ extension SQLStorageAccess {
                     refusal_reason = COALESCE(excluded.refusal_reason, _rs_device_activity.refusal_reason),
                     refusal_change_set = COALESCE(excluded.refusal_change_set, _rs_device_activity.refusal_change_set),
                     missing_attachments = COALESCE(excluded.missing_attachments, _rs_device_activity.missing_attachments),
-                    verified_revision = \(Self.newerVerification("verified_revision", buffered: true)),
-                    verified_at = \(Self.newerVerification("verified_at", buffered: true)),
-                    audited_revision = \(Self.newerVerification("audited_revision", buffered: true)),
-                    mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
-                    mismatch_revision = COALESCE(excluded.mismatch_revision, _rs_device_activity.mismatch_revision),
+                    \(Self.proofAndMismatch),
                     schema_version = COALESCE(excluded.schema_version, _rs_device_activity.schema_version),
                     version_refusal = CASE WHEN excluded.version_served_at IS NOT NULL THEN NULL
                         ELSE COALESCE(excluded.version_refusal, _rs_device_activity.version_refusal) END,
@@ -102,6 +99,8 @@ extension SQLStorageAccess {
                     update.versionRefusal.map(SQLValue.text) ?? .null, update.versionRefusedAt.map(SQLValue.integer) ?? .null,
                     update.versionServedAt.map(SQLValue.integer) ?? .null, update.auditedRevision.map(SQLValue.integer) ?? .null,
                     update.mismatchRevision.map(SQLValue.integer) ?? .null,
+                    update.verifiedAtMilliseconds.map(SQLValue.integer) ?? .null,
+                    update.mismatchAtMilliseconds.map(SQLValue.integer) ?? .null,
                 ])
         }
         for minute in traffic {
@@ -119,48 +118,54 @@ extension SQLStorageAccess {
         }
     }
 
-    /// The stored proof unless the new one is of a later revision (proofs arrive out of order:
-    /// a sync's is written with the activity, once a second, a verification's at once), and
-    /// none once the device's digest was found to differ at the proof's revision or a later one,
-    /// after the proof: a mismatch after a proof of the same revision undoes it.
-    ///
-    /// What the activity writes (`buffered`) happened up to a second before it is written: its
-    /// mismatch undoes only a proof strictly older, and its proof is not taken over a mismatch
-    /// written at once that is as new. What a verification writes happened now: its mismatch
-    /// undoes a proof of the same second.
-    private static func newerVerification(_ column: String, buffered: Bool) -> String {
+    /// The columns of the proof and of the mismatch, as an update writes them: the stored proof
+    /// unless the new one is of a revision as late and no mismatch as new stands against it (a
+    /// proof of the same revision made after a mismatch, by a repair, stands); none once the
+    /// device's digest was found to differ, after the proof, at the proof's revision or a later
+    /// one. What happened later is decided by the millisecond of each (proofs arrive out of order:
+    /// a sync's is written with the activity, once a second, a verification's at once), and a
+    /// row written before the milliseconds were kept counts its second's first.
+    private static let proofAndMismatch: String = {
         let stored = "_rs_device_activity"
-        let notContradicted =
-            buffered
-            ? """
-            AND NOT (COALESCE(\(stored).mismatch_revision, -1) >= excluded.verified_revision
-                AND COALESCE(\(stored).mismatch_at, -1) >= excluded.verified_at)
-            """ : ""
-        return """
-            CASE WHEN excluded.verified_revision IS NOT NULL
-                AND excluded.verified_revision >= COALESCE(\(stored).verified_revision, -1) \(notContradicted)
+        let storedProof = "COALESCE(\(stored).verified_at_ms, \(stored).verified_at * 1000, -1)"
+        let storedMismatch = "COALESCE(\(stored).mismatch_at_ms, \(stored).mismatch_at * 1000, -1)"
+        let newProof = "COALESCE(excluded.verified_at_ms, excluded.verified_at * 1000)"
+        let newMismatch = "COALESCE(excluded.mismatch_at_ms, excluded.mismatch_at * 1000)"
+        func proof(_ column: String) -> String {
+            """
+            \(column) = CASE WHEN excluded.verified_revision IS NOT NULL
+                AND excluded.verified_revision >= COALESCE(\(stored).verified_revision, -1)
+                AND NOT (COALESCE(\(stored).mismatch_revision, -1) >= excluded.verified_revision
+                    AND \(storedMismatch) > \(newProof))
                 THEN excluded.\(column)
                 WHEN excluded.mismatch_revision IS NOT NULL
                 AND excluded.mismatch_revision >= COALESCE(\(stored).verified_revision, -1)
-                AND excluded.mismatch_at \(buffered ? ">" : ">=") COALESCE(\(stored).verified_at, -1)
+                AND \(newMismatch) > \(storedProof)
                 THEN NULL ELSE \(stored).\(column) END
             """
-    }
+        }
+        func mismatch(_ column: String) -> String {
+            """
+            \(column) = CASE WHEN excluded.mismatch_at IS NOT NULL AND \(newMismatch) >= \(storedMismatch)
+                THEN excluded.\(column) ELSE \(stored).\(column) END
+            """
+        }
+        return
+            (["verified_revision", "verified_at", "verified_at_ms", "audited_revision"].map(proof)
+            + ["mismatch_at", "mismatch_at_ms", "mismatch_revision"].map(mismatch)).joined(separator: ",\n")
+    }()
 
     func recordVerification(
-        device: Int64, revision: Revision, equal: Bool?, audited: Revision?, repaired: Int, at time: Int64
+        device: Int64, revision: Revision, equal: Bool?, audited: Revision?, repaired: Int, atMilliseconds milliseconds: Int64
     ) throws {
+        let time = milliseconds / 1000
         try connection.execute(
             """
             INSERT INTO _rs_device_activity (device_id, last_seen, bytes_in, bytes_out, syncs, verified_revision, verified_at, mismatch_at,
-                repairs, repaired_records, repaired_at, audited_revision, mismatch_revision)
-            VALUES (?, ?, 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)
+                repairs, repaired_records, repaired_at, audited_revision, mismatch_revision, verified_at_ms, mismatch_at_ms)
+            VALUES (?, ?, 0, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (device_id) DO UPDATE SET
-                verified_revision = \(Self.newerVerification("verified_revision", buffered: false)),
-                verified_at = \(Self.newerVerification("verified_at", buffered: false)),
-                audited_revision = \(Self.newerVerification("audited_revision", buffered: false)),
-                mismatch_at = COALESCE(excluded.mismatch_at, _rs_device_activity.mismatch_at),
-                mismatch_revision = COALESCE(excluded.mismatch_revision, _rs_device_activity.mismatch_revision),
+                \(Self.proofAndMismatch),
                 repairs = COALESCE(_rs_device_activity.repairs, 0) + excluded.repairs,
                 repaired_records = COALESCE(excluded.repaired_records, _rs_device_activity.repaired_records),
                 repaired_at = COALESCE(excluded.repaired_at, _rs_device_activity.repaired_at)
@@ -169,7 +174,8 @@ extension SQLStorageAccess {
                 .integer(device), .integer(time), equal == true ? .integer(revision) : .null, equal == true ? .integer(time) : .null,
                 equal == false ? .integer(time) : .null, .integer(Int64(repaired)), repaired > 0 ? .integer(Int64(repaired)) : .null,
                 repaired > 0 ? .integer(time) : .null, equal == true ? audited.map(SQLValue.integer) ?? .null : .null,
-                equal == false ? .integer(revision) : .null,
+                equal == false ? .integer(revision) : .null, equal == true ? .integer(milliseconds) : .null,
+                equal == false ? .integer(milliseconds) : .null,
             ])
     }
 

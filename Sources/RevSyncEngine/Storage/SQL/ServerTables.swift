@@ -260,6 +260,16 @@ enum ServerTables {
                 "ALTER TABLE _rs_device_activity ADD COLUMN mismatch_revision \(dialect.bigint)",
             ]
         },
+        Migration(version: 16, name: "proofs and mismatches ordered by the millisecond") { dialect in
+            [
+                // When the proof and the mismatch happened, in milliseconds since 1970: which
+                // came later decides whether a mismatch undoes a proof, also when both fell in
+                // the same second and were written by different flushes (NULL in rows written
+                // before: their seconds count).
+                "ALTER TABLE _rs_device_activity ADD COLUMN verified_at_ms \(dialect.bigint)",
+                "ALTER TABLE _rs_device_activity ADD COLUMN mismatch_at_ms \(dialect.bigint)",
+            ]
+        },
     ]
 
     /// 32 random bytes from the system's secure generator, in hexadecimal.
