@@ -495,8 +495,17 @@ class ConsoleTests(unittest.TestCase):
         self.driver.find_element(By.ID, "revoke-and-wipe").click()
         self.wait_for(lambda: "Revoke and wipe lost-tablet" in self.driver.find_element(By.TAG_NAME, "h1").text)
         page = self.driver.find_element(By.TAG_NAME, "body").text
-        self.assertIn("Unsynced change sets, as it last reported", page)
-        self.assertIn("record", page)
+        # What it holds, counted: the data set's records at the revision it last received, and
+        # the change sets it last reported unsynced (none: the edit after its sync is unreported).
+        overview = json.loads(urllib.request.urlopen(urllib.request.Request(
+            self.server.url + "/admin/api/overview", headers={"Authorization": "Bearer " + self.server.admin_token})).read())
+        records = sum(overview["records"].values())
+        devices = json.loads(urllib.request.urlopen(urllib.request.Request(
+            self.server.url + "/admin/api/devices", headers={"Authorization": "Bearer " + self.server.admin_token})).read())
+        revision = next(d for d in devices["devices"] if d["name"] == "lost-tablet")["revision"]
+        noun = "record" if records == 1 else "records"
+        self.assertIn(f"Up to {records} {noun} (the data set at revision {revision}, the last it received).", page)
+        self.assertIn("Unsynced change sets, as it last reported: 0 (discarded", page)
         self.assert_fits("revoke-and-wipe")
         self.submit("confirm")
         self.wait_for(lambda: self.driver.find_elements(By.ID, "device-wipe"))

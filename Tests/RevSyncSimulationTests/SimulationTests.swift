@@ -36,16 +36,19 @@ import Testing
         #expect(report.faults.responsesDropped > 0)
         #expect(report.serverCrashes == 1)
         #expect(report.edits > 100)
-        #expect(report.checks.count == 15)
+        #expect(report.checks.count == 16)
         // Stores were corrupted behind RevSync's back, and every corruption was found and repaired.
         #expect(report.storeCorruptions > 0 && report.repairedRecords > 0, "\(report.text)")
         let found = try #require(report.checks.first { $0.promise.hasPrefix("every corruption of a device's store") })
         #expect(found.total + report.corruptionsUnjudged == report.storeCorruptions && found.held > 0, "\(report.text)")
-        // The proof judged most syncs that finished (a sync whose repair was cut off by new
-        // commits is judged by a later one): relative to the syncs done, which a loaded machine
-        // lowers (CI once saw 47 proven where this machine sees 66 of 81).
+        // The proof judged syncs that finished (one whose repair the harsh network cut off is
+        // judged by a later one, so no share of them is promised: a loaded machine lowers it),
+        // and, by design, every sync once the network was good again: each device made one,
+        // and each was proven.
         let proven = try #require(report.checks.first { $0.promise.hasPrefix("every device that finished a sync was verified") })
-        #expect(report.syncs > 10 && proven.total * 2 >= report.syncs, "\(proven.total) of \(report.syncs)\n\(report.text)")
+        let settled = try #require(report.checks.first { $0.promise.hasPrefix("every device's syncs on the good network") })
+        #expect(report.syncs > 10 && proven.total >= settled.total, "\(proven.total) of \(report.syncs)\n\(report.text)")
+        #expect(settled.passed && settled.total >= configuration.devices - 1, "\(report.text)")
         // Updates did commit, so "no attribute overwritten unseen" checked real cases.
         #expect((report.checks.first { $0.promise.hasPrefix("no attribute was overwritten unseen") }?.total ?? 0) > 10)
         // The schema judges players and teams per attribute, and the devices' edits of the same

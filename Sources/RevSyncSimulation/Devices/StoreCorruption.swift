@@ -50,6 +50,12 @@ struct VerificationLedger: Sendable {
     var verifiedByVersion: [Int: Int] = [:]
     /// Attempts that failed since the last sync that finished.
     var failedAttempts = 0
+    /// Whether the run is settling: the network good again, every device syncing until quiet.
+    /// No fault can cut such a sync short, so each must end proven.
+    var settling = false
+    /// Syncs that finished while settling, and those of them proven equal.
+    var settlingSyncs = 0
+    var settlingProven: [String] = []
 
     /// - Parameters:
     ///   - provable: whether the sync could end proven (it did not stop halfway through
@@ -65,6 +71,14 @@ struct VerificationLedger: Sendable {
         let changed = Set(report.changes.map(\.record))
         let differing = Set(report.differences.map(\.record)).union(repairedBefore)
         repairedRecords += report.repairedRecords
+        if settling {
+            settlingSyncs += 1
+            if report.verified != true || report.repairFailure != nil {
+                settlingProven.append(
+                    "\(device)'s sync to revision \(report.maxRevision) on the good network ended with verified = \(report.verified.map { "\($0)" } ?? "nil")\(report.repairFailure.map { ", its repair failed: \($0)" } ?? "")"
+                )
+            }
+        }
         if (!provable && report.verified == nil) || report.repairFailure != nil {
             // The sync stands, its repair was cut off (or applied and not proven), or it
             // stopped halfway through following a new schema version: what it brought or
