@@ -225,10 +225,12 @@ struct SnapshotDownload {
 
     private func announcedSoFar() -> Announced? {
         guard let data = FileManager.default.contents(atPath: statePath) else { return nil }
+        // What does not read (a file cut short) resumes nothing: the download starts over.
         return try? JSONDecoder().decode(Announced.self, from: data)
     }
 
     fileprivate func fileSize() -> Int {
+        // No file yet: nothing downloaded.
         (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
     }
 

@@ -102,6 +102,7 @@ extension LocalStore {
             let url = try state.string(.serverURL).flatMap(URL.init(string:))
             return (records, try Outbox(db: db).count(), (url, try state.string(.token)))
         }
+        // For the receipt only: a folder that cannot be listed counts none (shredding it below reports nothing lost).
         let attachmentFiles =
             ((try? FileManager.default.contentsOfDirectory(atPath: files.attachments)) ?? []).filter { $0 != "partial" }.count
         // In place first: whatever else holds the file open reads zeros from here on, and the
@@ -266,6 +267,7 @@ extension LocalStore {
             // A store wiped by RevSync 0.12 kept the token: only its SHA-256 from now on.
             marker.tokenSHA256 = marker.tokenSHA256 ?? TokenHash.sha256(token)
             marker.token = nil
+            // Best effort: a file that cannot be rewritten keeps the old token until the receipt removes the marker's key.
             try? writeMarker(marker, at: path)
         }
         return marker

@@ -188,6 +188,7 @@ extension LocalStore {
     /// Tells ``leaseWarnings()`` if the lease ends within its warning period.
     func warnIfLeaseEnding() async {
         let now = DeviceClock.now(for: path)
+        // A store that cannot be read now warns at the next sync; the lease itself is checked at open.
         guard
             let warning = try? await pool.read({ db -> LeaseWarning? in
                 guard var lease = try OfflineLease.read(from: StoreState(db: db)) else { return nil }

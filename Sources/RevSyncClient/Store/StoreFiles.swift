@@ -66,6 +66,7 @@ struct StoreFiles: Sendable, Hashable {
         for file in [snapshotDownload, snapshotDownloadState] where Self.exists(file) { paths.append(file) }
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
+        // A directory that cannot be listed cannot have had a candidate written into it either.
         for entry in ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
         where entry.hasPrefix(startCandidatePrefix) {
             paths.append(directory + "/" + entry)
@@ -83,6 +84,7 @@ struct StoreFiles: Sendable, Hashable {
     /// A database RevSync made for a moment (a snapshot checked or imported, then no longer
     /// needed) and its sidecars: overwritten with zeros and deleted, as a wipe does.
     static func shredDatabase(_ path: String) {
+        // Best effort: what cannot be deleted now is named by ``dataPaths()`` and goes with a wipe.
         for file in [path] + sidecars.map({ path + $0 }) { try? shred(file) }
     }
 
@@ -93,6 +95,7 @@ struct StoreFiles: Sendable, Hashable {
         guard lstat(path, &info) == 0 else { return }
         let kind = info.st_mode & S_IFMT
         if kind == S_IFDIR {
+            // A folder that cannot be listed is not empty: its `rmdir` below fails and says so.
             for entry in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] { try shred(path + "/" + entry) }
             guard rmdir(path) == 0 || errno == ENOENT else { throw cannotDelete(path) }
             return
@@ -128,6 +131,7 @@ struct StoreFiles: Sendable, Hashable {
     /// A folder's files and folders, depth first, then the folder itself.
     private static func contents(of folder: String) -> [String] {
         var paths: [String] = []
+        // A folder that cannot be listed is still named: shredding it fails and says so.
         for entry in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted() {
             let path = folder + "/" + entry
             var info = stat()

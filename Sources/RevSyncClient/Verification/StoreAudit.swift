@@ -46,6 +46,7 @@ struct StoreAudit: Codable, Hashable, Sendable {
 
     static func read(from state: StoreState) throws -> StoreAudit? {
         guard let text = try state.string(.audit) else { return nil }
+        // An audit that does not read (written by another release) starts over: a cycle more, no proof lost.
         return try? JSONDecoder().decode(StoreAudit.self, from: Data(text.utf8))
     }
 

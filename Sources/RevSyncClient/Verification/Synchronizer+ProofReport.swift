@@ -34,7 +34,7 @@ extension Synchronizer {
             proofReports.scheduled = true
             let (wait, sleep) = (interval - (ContinuousClock.now - last), self.sleep)
             Task { [weak self] in
-                try? await sleep(wait)
+                try? await sleep(wait)  // a sleep cut short (cancelled) only sends the proof sooner
                 await self?.sendWaitingProof(server: server)
             }
             return
@@ -46,7 +46,8 @@ extension Synchronizer {
         proofReports.scheduled = false
         guard let waiting = proofReports.waiting else { return }
         proofReports.waiting = nil
-        // Still the store's revision: otherwise a later sync or push proves (and tells) anew.
+        // Still the store's revision: otherwise a later sync or push proves (and tells) anew. A
+        // store that cannot be read (closed, wiped) has nothing to tell.
         guard waiting.revision > proofReports.told, (try? await store.status().maxRevision) == waiting.revision else { return }
         await sendProof(at: waiting.revision, digest: waiting.digest, server: server)
     }

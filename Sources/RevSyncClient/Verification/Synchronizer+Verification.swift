@@ -147,6 +147,7 @@ extension Synchronizer {
             report.differences = applied.differences
             report.repaired = applied.counts
             var confirmation = Verifier.Outcome(equal: true)
+            // A lost answer leaves the repair applied and unproven: the next sync proves it.
             let confirmed = (try? await verifier(server).report(applied.digest, at: revision, into: &confirmation)) ?? nil
             tally(confirmation)
             report.verifiedRevision = confirmed == true ? revision : nil
@@ -165,6 +166,7 @@ extension Synchronizer {
         if report.verified == true {
             if !report.erasures.isEmpty, let digest = report.digest {
                 var outcome = Verifier.Outcome(equal: true)
+                // Best effort: the next request's RevSync-Digest header tells the server all the same.
                 _ = try? await verifier(server).report(digest, at: report.maxRevision, into: &outcome)
             }
             return
