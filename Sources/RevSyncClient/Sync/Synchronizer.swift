@@ -45,7 +45,7 @@ public actor Synchronizer {
         /// at once (the next request's `RevSync-Digest` header tells it).
         public var proofReportInterval: Duration? = .seconds(5)
 
-        /// The most records one slice of the audit re-hashes (`nil`: at least 5,000, and a 32nd of
+        /// The most records one slice of the audit re-hashes (`nil`: at least 500, and a 32nd of
         /// the store, so that 32 syncs re-hash every record; ``SyncReport/recordsRehashed``).
         public var auditSlice: Int?
 
@@ -251,7 +251,9 @@ public actor Synchronizer {
         let started = try await startFromServerSnapshot(server)
         var report: SyncReport
         do {
-            report = try await send(to: server, target: target, lenient: false)
+            // Not on a start from the snapshot: the syncs after it begin the audit's cycle, so
+            // that the first stays at wire speed.
+            report = try await send(to: server, target: target, lenient: false, auditing: started == nil)
         } catch is ResponseNamesUnknownData {
             // The server's schema grew, and the response was applied while it arrived, so it
             // is gone: follow the schema and ask again. The change sets keep their ids, so the
@@ -309,31 +311,32 @@ public actor Synchronizer {
         return report
     }
 
-    /// The sync's slice of the audit (``StoreAudit``): the next records counted again from their
-    /// rows, before the proof, so that a kept sum found wrong is repaired by this sync. Not on a
-    /// start from the snapshot (the syncs after it begin its cycle: the first stays at wire
-    /// speed); after an erasure, a whole cycle from now, so that its receipt can count the device.
+    /// The audit's part after the exchange (its slice ran while the request travelled, in
+    /// ``send(to:target:lenient:pullOnly:fromScratch:auditing:)``): after an erasure, a whole
+    /// cycle from now, so that its receipt can count the device; then what the store's audit
+    /// proves, for the report. A kept sum found wrong makes the proof fail, so the sync repairs.
     private func audit(_ report: inout SyncReport) async throws {
-        guard report.startedFromSnapshot == nil else {
-            report.auditedRevision = try await store.auditedRevision()
-            return
+        if !report.erasures.isEmpty && report.startedFromSnapshot == nil {
+            let slice = try await store.auditSlice(restart: true, whole: true, limit: configuration.auditSlice)
+            report.recordsRehashed += slice.records
+            report.auditCorrected += slice.corrected
         }
-        let erasure = !report.erasures.isEmpty
-        let slice = try await store.auditSlice(restart: erasure, whole: erasure, limit: configuration.auditSlice)
-        report.recordsRehashed += slice.records
-        report.auditedRevision = slice.completed
-        guard !slice.corrected.isEmpty else { return }
-        report.auditCorrected += slice.corrected
-        if report.verified == true { report.verified = false }
+        report.auditedRevision = try await store.auditedRevision()
+        if !report.auditCorrected.isEmpty && report.verified == true { report.verified = false }
     }
 
     /// Sends the next request from the outbox and applies the response: whole once it arrived,
     /// or while it arrives when it passes ``Configuration/streamingThreshold``
     /// (``ResponseBodyPipe``).
     ///
-    /// - Parameter pullOnly: send no change set (a verification's sync): the outbox waits.
+    /// - Parameters:
+    ///   - pullOnly: send no change set (a verification's sync): the outbox waits.
+    ///   - auditing: whether the next slice of the audit (``StoreAudit``) runs while the request
+    ///     travels: its records are re-hashed while the device waits for the network anyway, and
+    ///     a kept sum it corrects is what the response's digest is compared with.
     func send(
-        to server: LocalStore.ServerConnection, target: SchemaTarget, lenient: Bool, pullOnly: Bool = false, fromScratch: Bool = false
+        to server: LocalStore.ServerConnection, target: SchemaTarget, lenient: Bool, pullOnly: Bool = false, fromScratch: Bool = false,
+        auditing: Bool = false
     ) async throws
         -> SyncReport
     {
@@ -372,6 +375,14 @@ public actor Synchronizer {
                 pipe.finish(.success(try await transport.download(transportRequest) { try pipe.receive(head: $0, bytes: $1) }))
             } catch {
                 pipe.finish(.failure(error))
+            }
+        }
+        var slice = StoreAudit.Slice()
+        if auditing {
+            do {
+                slice = try await store.auditSlice(limit: configuration.auditSlice)
+            } catch {
+                // The store could not be written now: the next sync's slice goes on from here.
             }
         }
         let start: ResponseBodyPipe.Start
@@ -413,6 +424,8 @@ public actor Synchronizer {
         // version whose digest it does not keep): compared whatever the server's latest is.
         report.attachmentsUploaded = uploaded.count
         report.attachmentBytesSent = uploaded.bytes
+        report.recordsRehashed += slice.records
+        report.auditCorrected += slice.corrected
         return report
     }
 

@@ -10,7 +10,8 @@ import RevSyncSQLite
 /// every write the marks' triggers see. What no trigger sees (a flipped sector or a partial
 /// restore that leave the file valid, a program that writes with triggers turned off, a trigger
 /// replaced under its own name) leaves the sums as they were. The audit goes through the store's
-/// records entity by entity, in ID order, a slice after every sync (``Synchronizer``), and sums
+/// records entity by entity, in ID order, a slice in every sync (while its request travels:
+/// ``Synchronizer``), and sums
 /// what it reads exactly as the digest counts them; when it reaches an entity's end and the sum
 /// is not the kept one, the kept sum becomes the records' true sum, so the sync's comparison
 /// differs from the server's and the repair puts the records right. A cycle that reaches the
@@ -23,7 +24,7 @@ import RevSyncSQLite
 struct StoreAudit: Codable, Hashable, Sendable {
     /// A slice re-hashes at least this many records, and at least a ``slicesPerCycle``-th of the
     /// store: every record is counted within that many slices.
-    static let minimumSlice = 5_000
+    static let minimumSlice = 500
     static let slicesPerCycle = 32
 
     /// The entity being counted (`nil`: the cycle begins with the schema's first).
