@@ -20,6 +20,17 @@ import Testing
         let second = hasher.hash(id: RecordID(8), revision: 4, values: ["first_name": "C", "last_name": "D"])
         #expect(second.description == "03ef01d5b4856e68be9c513380262245")
 
+        // An attachment, with a name and without (vectors from the same text, by hashlib).
+        let sha = String(repeating: "ab", count: 32)
+        let named = try Attachment(sha256: sha, size: 2048, type: "image/png", name: "Ann.png")
+        let unnamed = try Attachment(sha256: sha, size: 2048, type: "image/png")
+        #expect(
+            hasher.hash(id: RecordID(9), revision: 5, values: ["first_name": "Ann", "last_name": "Lee", "photo": .attachment(named)])
+                .description == "8e99a24fdaf8bd57388a3a75aa35d520")
+        #expect(
+            hasher.hash(id: RecordID(9), revision: 5, values: ["first_name": "Ann", "last_name": "Lee", "photo": .attachment(unnamed)])
+                .description == "32c3da21445cd30cf3e4b909891ca28e")
+
         // Any change to the record changes its hash.
         #expect(hasher.hash(id: RecordID(7), revision: 4, values: ["first_name": "Ann", "last_name": "Bø"]) != first)
         #expect(hasher.hash(id: RecordID(8), revision: 4, values: ["first_name": "C", "last_name": "E"]) != second)

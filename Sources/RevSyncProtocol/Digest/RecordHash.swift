@@ -58,10 +58,18 @@ public struct RecordHash: Sendable, Hashable, CustomStringConvertible {
 public struct RecordHasher: Sendable {
     public let entity: Entity
     private let prefix: [UInt8]
+    /// Each attribute's name and its NUL, by attribute index, and whether it is a real.
+    private let names: [[UInt8]]
+    private let reals: [Bool]
 
     public init(_ entity: Entity) {
         self.entity = entity
         prefix = Array("RSR1".utf8) + Array(entity.name.utf8) + [0]
+        names = entity.attributes.map { Array($0.name.utf8) + [0] }
+        reals = entity.attributes.map { attribute in
+            if case .real = attribute.type { return true }
+            return false
+        }
     }
 
     /// The hash of the record with `values` in the entity's attribute order (a missing value
@@ -71,18 +79,11 @@ public struct RecordHasher: Sendable {
         bytes.reserveCapacity(prefix.count + 16 + values.count * 24)
         Self.append(id.rawValue, to: &bytes)
         Self.append(revision, to: &bytes)
-        let attributes = entity.attributes
         for index in entity.positionsByName {
             let value = index < values.count ? values[index] : .null
             if case .null = value { continue }
-            let attribute = attributes[index]
-            bytes.append(contentsOf: attribute.name.utf8)
-            bytes.append(0)
-            if case .real = attribute.type {
-                Self.append(value, real: true, to: &bytes)
-            } else {
-                Self.append(value, real: false, to: &bytes)
-            }
+            bytes.append(contentsOf: names[index])
+            Self.append(value, real: reals[index], to: &bytes)
         }
         var sha = SHA256()
         sha.update(data: bytes)
@@ -100,6 +101,8 @@ public struct RecordHasher: Sendable {
         hash(id: id, revision: revision, values: entity.attributes.map { values[$0.name] ?? .null })
     }
 
+    // The canonical form is written in place, without a temporary array per value: records are
+    // hashed by the million (a snapshot, a full sync, the audit).
     private static func append(_ value: Value, real: Bool, to bytes: inout [UInt8]) {
         switch value {
         case .null: return
@@ -108,19 +111,21 @@ public struct RecordHasher: Sendable {
             bytes.append(UInt8(ascii: "i"))
             append(integer, to: &bytes)
         case .real(let real): appendReal(real, to: &bytes)
-        case .bool(let bool): bytes += [UInt8(ascii: "b"), bool ? 1 : 0]
+        case .bool(let bool):
+            bytes.append(UInt8(ascii: "b"))
+            bytes.append(bool ? 1 : 0)
         case .text(let text):
             bytes.append(UInt8(ascii: "t"))
-            appendLengthPrefixed(Array(text.utf8), to: &bytes)
+            appendLengthPrefixed(text.utf8, to: &bytes)
         case .attachment(let attachment):
             bytes.append(UInt8(ascii: "a"))
-            bytes += Array(attachment.sha256.utf8)
+            bytes.append(contentsOf: attachment.sha256.utf8)
             append(attachment.size, to: &bytes)
-            appendLengthPrefixed(Array(attachment.type.utf8), to: &bytes)
+            appendLengthPrefixed(attachment.type.utf8, to: &bytes)
             if let name = attachment.name {
-                appendLengthPrefixed(Array(name.utf8), to: &bytes)
+                appendLengthPrefixed(name.utf8, to: &bytes)
             } else {
-                bytes += [0xFF, 0xFF, 0xFF, 0xFF]
+                for _ in 0..<4 { bytes.append(0xFF) }
             }
         }
     }
@@ -130,10 +135,13 @@ public struct RecordHasher: Sendable {
         append(Int64(bitPattern: (real == 0 ? 0.0 : real).bitPattern), to: &bytes)
     }
 
-    private static func appendLengthPrefixed(_ content: [UInt8], to bytes: inout [UInt8]) {
+    private static func appendLengthPrefixed(_ content: String.UTF8View, to bytes: inout [UInt8]) {
         let count = UInt32(truncatingIfNeeded: content.count)
-        bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)]
-        bytes += content
+        bytes.append(UInt8(count >> 24))
+        bytes.append(UInt8(count >> 16 & 0xFF))
+        bytes.append(UInt8(count >> 8 & 0xFF))
+        bytes.append(UInt8(count & 0xFF))
+        bytes.append(contentsOf: content)
     }
 
     private static func append(_ integer: Int64, to bytes: inout [UInt8]) {
