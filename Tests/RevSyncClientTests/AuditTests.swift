@@ -146,6 +146,21 @@ import Testing
         }
     }
 
+    /// The cycle's state reads back as it was written, and a line it cannot read starts a new cycle.
+    @Test func theCyclesStateReadsBackAsWritten() {
+        let sum = DigestSum(count: 3, sum: RecordHash(low: 7, high: 9)).description
+        for audit in [
+            StoreAudit(started: 0), StoreAudit(started: 12, completed: 4),
+            StoreAudit(entity: "team_players", cursor: -5, counted: sum, started: 40, completed: nil),
+            StoreAudit(entity: "players", cursor: 1_000_000, counted: sum, started: 40, completed: 39),
+        ] {
+            #expect(StoreAudit(line: audit.line) == audit, "\(audit.line)")
+        }
+        for line in ["", "a1", "a2 1 - - - 0:00000000000000000000000000000000", "a1 x - - - 0:0", "a1 1 - players 5"] {
+            #expect(StoreAudit(line: line) == nil, "\(line)")
+        }
+    }
+
     /// A snapshot file without its `.sha256` whose record was changed (same length, a valid
     /// SQLite file): its records do not sum to its digest, and it is refused, nothing created.
     @Test func aSnapshotFileWhoseRecordsDisagreeWithItsSumsIsRefused() async throws {

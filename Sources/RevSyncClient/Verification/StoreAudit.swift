@@ -21,7 +21,7 @@ import RevSyncSQLite
 /// Moves of the digest during a cycle (syncs, repairs) follow into what the cycle counted of the
 /// entity it is in (``StoreDigest``), so a slice never needs the store to stand still between
 /// slices. Every record is re-hashed within ``slicesPerCycle`` slices.
-struct StoreAudit: Codable, Hashable, Sendable {
+struct StoreAudit: Hashable, Sendable {
     /// A slice re-hashes at least this many records, and at least a ``slicesPerCycle``-th of the
     /// store: every record is counted within that many slices.
     static let minimumSlice = 500
@@ -45,14 +45,22 @@ struct StoreAudit: Codable, Hashable, Sendable {
 
     // MARK: Kept in the store
 
+    // Read with every sync and push (a move of the digest follows into the cycle): one line of
+    // fields, not JSON. `a1 STARTED COMPLETED ENTITY CURSOR COUNTED`, `-` for none (entity
+    // names are identifiers: no spaces).
+
     static func read(from state: StoreState) throws -> StoreAudit? {
         guard let text = try state.string(.audit) else { return nil }
         // An audit that does not read (written by another release) starts over: a cycle more, no proof lost.
-        return try? JSONDecoder().decode(StoreAudit.self, from: Data(text.utf8))
+        return StoreAudit(line: text)
     }
 
     func write(to state: StoreState) throws {
-        try state.set(.audit, String(decoding: try JSONEncoder().encode(self), as: UTF8.self))
+        try state.set(.audit, line)
+    }
+
+    var line: String {
+        "a1 \(started) \(completed.map(String.init) ?? "-") \(entity ?? "-") \(cursor.map(String.init) ?? "-") \(counted)"
     }
 
     /// What one slice did.
@@ -63,6 +71,21 @@ struct StoreAudit: Codable, Hashable, Sendable {
         var corrected: [String] = []
         /// The revision the last complete cycle began at, after this slice.
         var completed: Revision?
+    }
+}
+
+extension StoreAudit {
+    /// The cycle written as ``line``, or `nil`.
+    init?(line: String) {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count == 6, fields[0] == "a1", let started = Revision(fields[1]), DigestSum(fields[5]) != nil else { return nil }
+        func optional<T>(_ field: Substring, _ make: (Substring) -> T?) -> T?? {
+            field == "-" ? .some(nil) : make(field).map { .some($0) }
+        }
+        guard let completed = optional(fields[2], { Revision($0) }), let entity = optional(fields[3], { String($0) }),
+            let cursor = optional(fields[4], { Int64($0) })
+        else { return nil }
+        self.init(entity: entity, cursor: cursor, counted: String(fields[5]), started: started, completed: completed)
     }
 }
 

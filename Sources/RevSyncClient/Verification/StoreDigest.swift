@@ -162,7 +162,8 @@ final class StoreDigest {
         var moved: [RecordReference] = []
         for entity in schema.entities {
             let marks = marksTable(entity)
-            let marked = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(marks)") ?? 0
+            // Cached statements: settling runs in every sync and push, for every entity.
+            let marked = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(marks)")) ?? 0
             guard marked > 0 else { continue }
             // Most of the entity written (a bulk import by another program): one pass.
             if marked > max(Self.bulkSettle, Int(digest[entity.name].count / 8)) {
@@ -172,10 +173,10 @@ final class StoreDigest {
             var kept: [RecordID] = []
             let columns = valueColumns(entity)
             let cursor = try Row.fetchCursor(
-                db,
-                sql:
-                    "SELECT m.id, m._present, \(columns.map { "m." + $0 }.joined(separator: ", ")), t.id, \(columns.map { "t." + $0 }.joined(separator: ", ")) "
-                    + "FROM \(marks) m LEFT JOIN \(q(entity.name)) t ON t.id = m.id")
+                db.cachedStatement(
+                    sql:
+                        "SELECT m.id, m._present, \(columns.map { "m." + $0 }.joined(separator: ", ")), t.id, \(columns.map { "t." + $0 }.joined(separator: ", ")) "
+                        + "FROM \(marks) m LEFT JOIN \(q(entity.name)) t ON t.id = m.id"))
             let width = columns.count
             while let row = try cursor.next() {
                 let id = RecordID(row[0] as Int64)
@@ -284,16 +285,17 @@ final class StoreDigest {
         let marks = marksTable(entity)
         let bounds: StatementArguments = [range.from ?? .min, range.to ?? .max]
         let rows = try Row.fetchCursor(
-            db,
-            sql:
-                "SELECT id, \(columns) FROM \(q(entity.name)) t WHERE id >= ? AND id < ? AND NOT EXISTS (SELECT 1 FROM \(marks) m WHERE m.id = t.id)",
+            db.cachedStatement(
+                sql:
+                    "SELECT id, \(columns) FROM \(q(entity.name)) t WHERE id >= ? AND id < ? AND NOT EXISTS (SELECT 1 FROM \(marks) m WHERE m.id = t.id)"
+            ),
             arguments: bounds)
         while let row = try rows.next() {
             let id = RecordID(row[0] as Int64)
             body(id, hash(entity, id, row, from: 1))
         }
         let marked = try Row.fetchCursor(
-            db, sql: "SELECT id, \(columns) FROM \(marks) WHERE _present = 1 AND id >= ? AND id < ?", arguments: bounds)
+            db.cachedStatement(sql: "SELECT id, \(columns) FROM \(marks) WHERE _present = 1 AND id >= ? AND id < ?"), arguments: bounds)
         while let row = try marked.next() {
             let id = RecordID(row[0] as Int64)
             body(id, hash(entity, id, row, from: 1))
@@ -355,7 +357,7 @@ final class StoreDigest {
 
     private func dropMarks(_ entity: Entity, keeping: [RecordID]) throws {
         if keeping.isEmpty {
-            try db.execute(sql: "DELETE FROM \(marksTable(entity))")
+            try db.cachedStatement(sql: "DELETE FROM \(marksTable(entity))").execute()
         } else {
             try db.execute(
                 sql: "DELETE FROM \(marksTable(entity)) WHERE id NOT IN (SELECT value FROM json_each(?))",

@@ -63,7 +63,7 @@ package enum StoreMarks {
     /// How many marking triggers the file has.
     package static func triggerCount(in db: Database) throws -> Int {
         try Int.fetchOne(
-            db, sql: "SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'",
+            db.cachedStatement(sql: "SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'"),
             arguments: [escapedPrefix + "%"]) ?? 0
     }
 
@@ -121,7 +121,7 @@ package enum StoreMarks {
     private static func tablesExist(in db: Database, schema: Schema) throws -> Bool {
         let tables = Set(
             try String.fetchAll(
-                db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE ? ESCAPE '\\'",
+                db.cachedStatement(sql: "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name LIKE ? ESCAPE '\\'"),
                 arguments: [tablePrefix.replacing("_", with: "\\_") + "%"]))
         return schema.entities.allSatisfy { tables.contains(table($0.name)) }
     }
@@ -138,7 +138,7 @@ package enum StoreDigestTable {
     /// The sums the file keeps.
     package static func read(in db: Database) throws -> DataSetDigest {
         var digest = DataSetDigest()
-        for row in try Row.fetchAll(db, sql: "SELECT entity, count, low, high FROM \(name)") {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT entity, count, low, high FROM \(name)")) {
             let low: Int64 = row[2]
             let high: Int64 = row[3]
             digest[row[0]] = DigestSum(count: row[1], sum: RecordHash(low: UInt64(bitPattern: low), high: UInt64(bitPattern: high)))
@@ -148,7 +148,7 @@ package enum StoreDigestTable {
 
     /// Replaces the sums.
     package static func write(_ digest: DataSetDigest, in db: Database) throws {
-        try db.execute(sql: "DELETE FROM \(name)")
+        try db.cachedStatement(sql: "DELETE FROM \(name)").execute()
         let statement = try db.cachedStatement(sql: "INSERT INTO \(name) (entity, count, low, high) VALUES (?, ?, ?, ?)")
         for (entity, sum) in digest.entities {
             try statement.execute(
