@@ -45,7 +45,7 @@ public actor Synchronizer {
         /// at once (the next request's `RevSync-Digest` header tells it).
         public var proofReportInterval: Duration? = .seconds(5)
 
-        /// The most records one slice of the audit re-hashes (`nil`: at least 500, and a 32nd of
+        /// The most records one slice of the audit re-hashes (`nil`: at least 100, and a 32nd of
         /// the store, so that 32 syncs re-hash every record; ``SyncReport/recordsRehashed``).
         public var auditSlice: Int?
 

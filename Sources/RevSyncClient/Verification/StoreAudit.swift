@@ -24,7 +24,7 @@ import RevSyncSQLite
 struct StoreAudit: Hashable, Sendable {
     /// A slice re-hashes at least this many records, and at least a ``slicesPerCycle``-th of the
     /// store: every record is counted within that many slices.
-    static let minimumSlice = 500
+    static let minimumSlice = 100
     static let slicesPerCycle = 32
 
     /// The entity being counted (`nil`: the cycle begins with the schema's first).

@@ -62,7 +62,10 @@ package enum StoreTables {
             if let prepared = statements[entity.name] {
                 statement = prepared
             } else {
-                statement = try db.makeStatement(sql: upsertSQL.sql(for: entity))
+                // Cached by the connection, not only by this upserter: a push or a small sync upserts
+                // a record or two, and preparing an upsert compiles the table's triggers (the
+                // capture's and the marks'), which cost more than running it.
+                statement = try db.cachedStatement(sql: upsertSQL.sql(for: entity))
                 statements[entity.name] = statement
             }
             var arguments: [(any DatabaseValueConvertible)?] = [id.rawValue, revision]
