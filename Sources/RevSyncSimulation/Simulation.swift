@@ -256,7 +256,6 @@ public enum Simulation {
             report.lostDevices = lost.count
             let fleetLeft = devices.filter { device in !lost.contains { $0.deviceID == device.deviceID } }
             progress("syncing until quiet")
-            for device in fleetLeft { device.verification.settling = true }
             for round in 1...30 {
                 var quiet = true
                 for device in fleetLeft where !(try await device.syncUntilQuiet()) { quiet = false }

@@ -115,8 +115,10 @@ public final class SimulatedDevice: @unchecked Sendable {
         verification.pending = []
     }
 
-    /// Syncs until the server has nothing more for this device and its outbox is empty.
+    /// Syncs until the server has nothing more for this device and its outbox is empty: called
+    /// once the network is good, so from here on every sync must end proven.
     public func syncUntilQuiet() async throws -> Bool {
+        verification.settling = true
         try await sync()
         let report = lastReport
         return report.map { $0.received == 0 && $0.sent == 0 } ?? false
