@@ -120,6 +120,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "GET /snapshot makes a new snapshot only once the data set is this many revisions past the last one.")
     var snapshotInterval: Int = 1000
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Make the latest version's snapshot ready in the background when the server starts (unless an intact recent one is on disk), so that the first new device does not wait for it."
+    )
+    var snapshotAtStart = true
+
     @Option(help: "GET /events: the largest changes event in bytes; more change sets at once are a revision event (the device syncs).")
     var maxEventBytes: Int = 64 * 1024
 
@@ -320,6 +326,7 @@ struct Serve: AsyncParsableCommand {
         configuration.authFailureWindowSeconds = authFailureWindow
         configuration.trustedProxies = Set(trustedProxy)
         configuration.snapshotInterval = snapshotInterval
+        configuration.prepareSnapshotAtStart = snapshotAtStart
         configuration.live.maxEventBytes = maxEventBytes
         configuration.live.heartbeat = .milliseconds(Int64(eventHeartbeat * 1000))
         configuration.live.maxStreams = maxStreams

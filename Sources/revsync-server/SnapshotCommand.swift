@@ -12,7 +12,7 @@ struct SnapshotCommand: AsyncParsableCommand {
         discussion: """
             The file is a device store file (empty outbox, no server, no token) holding every \
             record at one revision, read in one transaction: consistent while the server keeps \
-            serving writes. It is compacted (checkpoint, VACUUM), and FILE.sha256 is written next \
+            serving writes. It has no free pages (written once, in ID order), and FILE.sha256 is written next \
             to it. A device opens it with `revsync init --snapshot FILE` (or LocalStore.bootstrap) \
             and then syncs only what changed since. With --schema-version V the file holds the \
             records as an app of version V has them (an app bundle for an older version).

@@ -183,6 +183,7 @@ public actor SnapshotCache {
                 })
         }
         let build = Build(task: task, cancelled: cancelled)
+        let started = ContinuousClock.now
         building[version] = build
         defer { if building[version]?.cancelled === cancelled { building[version] = nil } }
         let entry = try await Self.value(of: build)
@@ -192,9 +193,15 @@ public actor SnapshotCache {
             metadata: [
                 "revision": "\(entry.revision)", "schemaVersion": "\(version)", "records": "\(entry.records)",
                 "bytes": "\(entry.storeBytes)", "gzip": "\(entry.gzipBytes)",
+                "seconds": "\(String(format: "%.2f", Self.seconds(since: started)))",
             ])
         removeAllButNewest(2, of: entry.dataset, version: version)
         return entry
+    }
+
+    private static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
     /// What `build` came to. A build an erasure stopped (``withdraw(before:)``) fails with
@@ -205,6 +212,22 @@ public actor SnapshotCache {
             return try await build.task.value
         } catch  where build.cancelled.withLock({ $0 }) {
             throw CancellationError()
+        }
+    }
+
+    /// Has the latest version's snapshot ready: the one on disk while it may be served, else a
+    /// new one (``SnapshotPreparation``, at the server's start). Nothing for an empty data set;
+    /// a failure is logged (`GET /snapshot` then makes one when asked).
+    public func prepare() async {
+        do {
+            guard try await storage.withReader({ try $0.currentRevision() }) > 0 else { return }
+            let entry = try await snapshot()
+            logger.info(
+                "snapshot ready", metadata: ["revision": "\(entry.revision)", "schemaVersion": "\(entry.schemaVersion)", "records": "\(entry.records)"])
+        } catch is CancellationError {
+            // The server stopped first.
+        } catch {
+            logger.error("the snapshot could not be made at start; GET /snapshot makes one when asked: \(error)")
         }
     }
 
@@ -238,19 +261,23 @@ public actor SnapshotCache {
     /// snapshot made before `revision` is deleted. Stopping the builds first also frees the
     /// readers that would hold up the erasure's checkpoint.
     public func withdraw(before revision: Revision) async {
+        // Stopped or finished: either way a build's working directory is gone (its own
+        // `defer`), and a snapshot it finished is older than the erasure (deleted below).
+        await stopBuilds()
+        removeSnapshots(before: revision)
+        removeWorkDirectories()
+    }
+
+    /// Stops the builds under way and returns once they are gone, their working files with them
+    /// (the server is stopping: a build must not outlive the storage it reads).
+    public func stopBuilds() async {
         let running = Array(building.values)
         building = [:]
         for build in running {
             build.cancelled.withLock { $0 = true }
             build.task.cancel()
         }
-        for build in running {
-            // Stopped or finished: either way its working directory is gone (the build's own
-            // `defer`), and a snapshot it finished is older than the erasure (deleted below).
-            _ = await build.task.result
-        }
-        removeSnapshots(before: revision)
-        removeWorkDirectories()
+        for build in running { _ = await build.task.result }
     }
 
     /// Deletes every snapshot file (and manifest) of a revision before `revision`, with or

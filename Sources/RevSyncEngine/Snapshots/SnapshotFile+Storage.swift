@@ -32,18 +32,19 @@ extension SnapshotFile {
                 for entity in schema.entities {
                     let storedName = lens?.storedEntityName(entity.name) ?? entity.name
                     guard let stored = lineage.storage.entity(storedName) else { continue }
-                    let names = entity.attributes.map(\.name)
+                    // The version's attributes, in its order, by their place among the stored ones.
                     let positions = lens?.entity(stored: storedName)?.storedPositions ?? stored.attributes.indices.map { $0 }
+                    let identity = positions.elementsEqual(0..<entity.attributes.count)
                     var written = 0
                     try reader.allRecords(stored) { record in
                         written += 1
                         if written & 1023 == 0, cancelled() { throw CancellationError() }
-                        var values: [String: Value] = [:]
-                        values.reserveCapacity(names.count)
-                        for (name, position) in zip(names, positions) where position < record.values.count {
-                            values[name] = record.values[position]
+                        if identity && record.values.count == positions.count {
+                            try add(entity, record.id, record.revision, record.values)
+                        } else {
+                            let values = positions.map { $0 < record.values.count ? record.values[$0] : .null }
+                            try add(entity, record.id, record.revision, values)
                         }
-                        try add(entity.name, record.id, record.revision, values)
                     }
                 }
             }

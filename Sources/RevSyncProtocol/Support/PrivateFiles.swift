@@ -59,6 +59,14 @@ package enum PrivateFiles {
         }
     }
 
+    /// Makes what was written to the file at `path` durable (`fsync`).
+    package static func synchronize(_ path: String) throws {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { throw PrivateFileError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw PrivateFileError("cannot sync \(path): \(String(cString: strerror(errno)))") }
+    }
+
     /// Creates a directory (and its missing parents) accessible to its owner only; an existing
     /// one is left as it is.
     package static func createDirectory(_ path: String) throws {

@@ -52,6 +52,9 @@ public struct ServerConfiguration: Sendable {
     /// `GET /snapshot` makes a new snapshot only once the data set is this many revisions past
     /// the last one; devices catch up the rest with a normal sync.
     public var snapshotInterval: Int = 1000
+    /// Whether the server makes the latest version's snapshot ready when it starts, in the
+    /// background (``SnapshotPreparation``), so that the first new device does not wait for it.
+    public var prepareSnapshotAtStart = true
 
     /// The most bytes of request bodies being received, inflated and decoded at once, over all
     /// requests (``BodyBudget``); a request that would pass it waits briefly, then gets `503`.

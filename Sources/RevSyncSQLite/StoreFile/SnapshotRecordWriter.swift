@@ -1,0 +1,75 @@
+import GRDB
+import GRDBSQLite
+import RevSyncProtocol
+
+/// Writes a snapshot's records into its new file: one plain `INSERT` per entity, prepared once,
+/// each record's values bound in the schema's attribute order straight through SQLite's C API.
+///
+/// A snapshot writes every record of the data set once, into empty tables, in ID order: no
+/// record is there before it (no upsert), no value is looked up by name, and GRDB's generic
+/// arguments (an array of existentials per record) are not built. Measured at a million
+/// records (`revsync-bench fresh-device`), building the dictionary of values and the generic
+/// arguments cost about as much as SQLite's inserts.
+struct SnapshotRecordWriter {
+    private let db: Database
+    private var statements: [String: Statement] = [:]
+
+    init(db: Database) {
+        self.db = db
+    }
+
+    /// Inserts one record; `values` holds one value per attribute of `entity`, in its order.
+    mutating func insert(_ entity: Entity, id: RecordID, revision: Revision, values: [Value]) throws {
+        let statement = try statement(for: entity).sqliteStatement
+        sqlite3_reset(statement)
+        var code = sqlite3_bind_int64(statement, 1, id.rawValue)
+        if code == SQLITE_OK { code = sqlite3_bind_int64(statement, 2, revision) }
+        var index: Int32 = 3
+        for value in values where code == SQLITE_OK {
+            code = Self.bind(value, at: index, to: statement)
+            index += 1
+        }
+        if code == SQLITE_OK { code = sqlite3_step(statement) }
+        guard code == SQLITE_DONE else {
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+                sql: "INSERT INTO \(entity.name)")
+        }
+    }
+
+    private mutating func statement(for entity: Entity) throws -> Statement {
+        if let statement = statements[entity.name] { return statement }
+        let columns = (["id", "revision"] + entity.attributes.map(\.name)).map(SQLIdentifier.quoted)
+        let statement = try db.makeStatement(
+            sql: "INSERT INTO \(SQLIdentifier.quoted(entity.name)) (\(columns.joined(separator: ", "))) VALUES ("
+                + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")")
+        statements[entity.name] = statement
+        return statement
+    }
+
+    /// SQLite copies what it is given (`SQLITE_TRANSIENT`).
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    /// Binds a wire value as ``SQLiteValues/databaseValue(_:)`` stores it.
+    private static func bind(_ value: Value, at index: Int32, to statement: OpaquePointer) -> Int32 {
+        switch value {
+        case .null: return sqlite3_bind_null(statement, index)
+        case .bool(let bool): return sqlite3_bind_int64(statement, index, bool ? 1 : 0)
+        case .integer(let integer): return sqlite3_bind_int64(statement, index, integer)
+        case .real(let real): return sqlite3_bind_double(statement, index, real)
+        case .text(let text): return bind(text, at: index, to: statement)
+        case .attachment(let attachment): return bind(attachment.json, at: index, to: statement)
+        }
+    }
+
+    private static func bind(_ text: String, at index: Int32, to statement: OpaquePointer) -> Int32 {
+        var text = text
+        return text.withUTF8 { utf8 in
+            // An empty buffer may have no address; SQLite would bind NULL for a nil pointer.
+            guard let base = utf8.baseAddress else { return sqlite3_bind_text(statement, index, "", 0, transient) }
+            return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
+                sqlite3_bind_text(statement, index, $0, Int32(utf8.count), transient)
+            }
+        }
+    }
+}
