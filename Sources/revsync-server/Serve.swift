@@ -122,7 +122,8 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(
         inversion: .prefixedNo,
-        help: "Make the latest version's snapshot ready in the background when the server starts (unless an intact recent one is on disk), so that the first new device does not wait for it."
+        help:
+            "Make the latest version's snapshot ready in the background when the server starts (unless an intact recent one is on disk), so that the first new device does not wait for it."
     )
     var snapshotAtStart = true
 

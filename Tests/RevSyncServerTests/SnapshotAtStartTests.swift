@@ -55,7 +55,9 @@ import Testing
             let token = try await withLiveServer(database: database) { server in
                 let device = try await server.device()
                 var changeSet = ChangeSet.new()
-                for index in 1...2_000 { changeSet = changeSet.creating("teams", RecordID(rawValue: -Int64(index)), ["name": .text("Team \(index)")]) }
+                for index in 1...2_000 {
+                    changeSet = changeSet.creating("teams", RecordID(rawValue: -Int64(index)), ["name": .text("Team \(index)")])
+                }
                 _ = try await device.sync([changeSet])
                 #expect(try await server.count("teams") == 2_000)
                 return device.token

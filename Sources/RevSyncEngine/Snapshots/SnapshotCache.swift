@@ -223,7 +223,8 @@ public actor SnapshotCache {
             guard try await storage.withReader({ try $0.currentRevision() }) > 0 else { return }
             let entry = try await snapshot()
             logger.info(
-                "snapshot ready", metadata: ["revision": "\(entry.revision)", "schemaVersion": "\(entry.schemaVersion)", "records": "\(entry.records)"])
+                "snapshot ready",
+                metadata: ["revision": "\(entry.revision)", "schemaVersion": "\(entry.schemaVersion)", "records": "\(entry.records)"])
         } catch is CancellationError {
             // The server stopped first.
         } catch {

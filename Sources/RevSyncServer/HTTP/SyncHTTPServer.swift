@@ -97,7 +97,8 @@ public struct SyncHTTPServer: Sendable {
                     }, idleTimeout: .seconds(configuration.idleTimeoutSeconds))
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "RevSync"),
-            services: [liveFeed, activity] + (configuration.prepareSnapshotAtStart ? [SnapshotPreparation(snapshots: snapshots)] : []) + services,
+            services: [liveFeed, activity] + (configuration.prepareSnapshotAtStart ? [SnapshotPreparation(snapshots: snapshots)] : [])
+                + services,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             eventLoopGroupProvider: configuration.eventLoopGroup.map { .shared($0) } ?? .singleton,
             logger: logger
