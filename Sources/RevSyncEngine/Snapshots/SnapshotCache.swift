@@ -193,15 +193,10 @@ public actor SnapshotCache {
             metadata: [
                 "revision": "\(entry.revision)", "schemaVersion": "\(version)", "records": "\(entry.records)",
                 "bytes": "\(entry.storeBytes)", "gzip": "\(entry.gzipBytes)",
-                "seconds": "\(String(format: "%.2f", Self.seconds(since: started)))",
+                "seconds": "\(String(format: "%.2f", (ContinuousClock.now - started) / .seconds(1)))",
             ])
         removeAllButNewest(2, of: entry.dataset, version: version)
         return entry
-    }
-
-    private static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
     /// What `build` came to. A build an erasure stopped (``withdraw(before:)``) fails with

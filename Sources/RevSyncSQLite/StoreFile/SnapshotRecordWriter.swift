@@ -47,9 +47,6 @@ struct SnapshotRecordWriter {
         return statement
     }
 
-    /// SQLite copies what it is given (`SQLITE_TRANSIENT`).
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-
     /// Binds a wire value as ``SQLiteValues/databaseValue(_:)`` stores it.
     private static func bind(_ value: Value, at index: Int32, to statement: OpaquePointer) -> Int32 {
         switch value {
@@ -57,19 +54,8 @@ struct SnapshotRecordWriter {
         case .bool(let bool): return sqlite3_bind_int64(statement, index, bool ? 1 : 0)
         case .integer(let integer): return sqlite3_bind_int64(statement, index, integer)
         case .real(let real): return sqlite3_bind_double(statement, index, real)
-        case .text(let text): return bind(text, at: index, to: statement)
-        case .attachment(let attachment): return bind(attachment.json, at: index, to: statement)
-        }
-    }
-
-    private static func bind(_ text: String, at index: Int32, to statement: OpaquePointer) -> Int32 {
-        var text = text
-        return text.withUTF8 { utf8 in
-            // An empty buffer may have no address; SQLite would bind NULL for a nil pointer.
-            guard let base = utf8.baseAddress else { return sqlite3_bind_text(statement, index, "", 0, transient) }
-            return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
-                sqlite3_bind_text(statement, index, $0, Int32(utf8.count), transient)
-            }
+        case .text(let text): return SQLiteBinding.bind(text, at: index, to: statement)
+        case .attachment(let attachment): return SQLiteBinding.bind(attachment.json, at: index, to: statement)
         }
     }
 }

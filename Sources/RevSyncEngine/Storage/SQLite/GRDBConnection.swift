@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import RevSyncSQLite
 
 /// A ``SQLConnection`` over one GRDB database access.
 ///
@@ -80,28 +81,18 @@ final class GRDBConnection: SQLConnection {
             || sql.hasPrefix("RELEASE")
     }
 
-    /// SQLite copies what it is given (`SQLITE_TRANSIENT`).
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-
     private static func bind(_ value: SQLValue, at index: Int32, to statement: SQLiteStatement) -> Int32 {
         switch value {
         case .null: return sqlite3_bind_null(statement, index)
         case .integer(let integer): return sqlite3_bind_int64(statement, index, integer)
         case .real(let real): return sqlite3_bind_double(statement, index, real)
         case .boolean(let bool): return sqlite3_bind_int64(statement, index, bool ? 1 : 0)
-        case .text(var text):
-            return text.withUTF8 { utf8 in
-                // An empty buffer may have no address; SQLite would bind NULL for a nil pointer.
-                guard let base = utf8.baseAddress else { return sqlite3_bind_text(statement, index, "", 0, transient) }
-                return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
-                    sqlite3_bind_text(statement, index, $0, Int32(utf8.count), transient)
-                }
-            }
+        case .text(let text): return SQLiteBinding.bind(text, at: index, to: statement)
         case .bytes(let bytes), .blob(let bytes):
             return bytes.withUnsafeBytes { raw in
                 // A nil pointer would bind NULL, not an empty blob.
                 guard let base = raw.baseAddress, !raw.isEmpty else { return sqlite3_bind_zeroblob(statement, index, 0) }
-                return sqlite3_bind_blob(statement, index, base, Int32(raw.count), transient)
+                return sqlite3_bind_blob(statement, index, base, Int32(raw.count), SQLiteBinding.transient)
             }
         }
     }
