@@ -1,0 +1,49 @@
+import Foundation
+import GRDB
+import RevSyncClient
+import RevSyncEngine
+import RevSyncProtocol
+import RevSyncSQLite
+import RevSyncServer
+import RevSyncServerTestSupport
+import RevSyncTestSupport
+import Testing
+
+/// A snapshot is written the fast way (no journal, indexes built after the records, no
+/// `VACUUM`), and is still the file a store is: the same tables and indexes as a store
+/// `StoreFile.create` makes, a WAL database, intact, without free pages.
+@Suite struct SnapshotFileFormTests {
+    @Test(arguments: StoreKind.all)
+    func aSnapshotHasAStoresTablesAndIndexesAndNoFreePages(store: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store: store, configure: { $0.snapshotDirectory = directory.file("snapshots") }) { server in
+                let author = try await server.clientDevice("author", in: directory)
+                try await SnapshotBootstrapTests.work(author, "a")
+                let snapshots = server.http!.snapshots
+                let entry = try await snapshots.snapshot()
+                let file = directory.file("snapshot.revsync")
+                try Gzip.decompressFile(at: snapshots.path(of: entry), to: file, limit: entry.storeBytes)
+
+                let reference = directory.file("reference.revsync")
+                try StoreFile.create(at: reference, schema: server.schema).close()
+                let objects =
+                    "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                let expected = try await DatabaseQueue(path: reference).read { try String.fetchAll($0, sql: objects) }
+                let snapshot = try DatabaseQueue(path: file)
+                let (found, mode, integrity, free, players) = try await snapshot.read { db in
+                    (
+                        try String.fetchAll(db, sql: objects), try String.fetchOne(db, sql: "PRAGMA journal_mode"),
+                        try String.fetchOne(db, sql: "PRAGMA integrity_check"), try Int.fetchOne(db, sql: "PRAGMA freelist_count"),
+                        try Int.fetchOne(db, sql: "SELECT count(*) FROM players") ?? 0
+                    )
+                }
+                #expect(Set(found).isSuperset(of: expected), "\(Set(expected).subtracting(found))")
+                #expect(expected.contains { $0.hasPrefix("index ") }, "the schema has reference indexes to compare")
+                #expect(
+                    mode == "wal" && integrity == "ok" && free == 0 && players > 0,
+                    "\(String(describing: mode)) \(String(describing: integrity)) \(String(describing: free)) \(players)")
+                try snapshot.close()
+            }
+        }
+    }
+}
