@@ -36,16 +36,6 @@ public enum Gzip {
         return try inflater.finish()
     }
 
-    /// Compresses the file at `source` into a new gzip file at `destination`, a piece at a
-    /// time (a snapshot of a million records never sits in memory whole).
-    public static func compressFile(at source: String, to destination: String, level: Int32 = 6) throws {
-        try streamFile(at: source, to: destination) { input, write in
-            let deflater = Deflater(level: level)
-            while let piece = try input() { try write(deflater.compress(piece)) }
-            try write(deflater.finish())
-        }
-    }
-
     /// Decompresses the gzip file at `source` into a new file at `destination`, a piece at a
     /// time, refusing to write more than `limit` bytes, on disk when this returns.
     ///
@@ -73,7 +63,7 @@ public enum Gzip {
         }
     }
 
-    private static func streamFile(
+    static func streamFile(
         at source: String, to destination: String, durable: Bool = true,
         _ body: (_ input: () throws -> [UInt8]?, _ write: ([UInt8]) throws -> Void) throws -> Void
     ) throws {
