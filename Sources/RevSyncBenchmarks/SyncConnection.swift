@@ -132,7 +132,5 @@ final class SyncConnection {
 /// Runs blocking work (a ``SyncConnection``'s) on a thread of its own, off Swift's cooperative
 /// pool.
 func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try work() }) }.start()
-    }
+    try await BlockingWork.run(work)
 }

@@ -1,4 +1,3 @@
-import Dispatch
 public import RevSyncProtocol
 
 /// Processes sync requests: the protocol's sections 3 to 5, over a ``SyncStorage``.
@@ -268,9 +267,7 @@ public struct SyncEngine: Sendable {
                 try await recordDelivered(response.maxRevision, to: device, alreadyRecorded: recorded)
                 if stream.hasSentPieces {
                     // The last piece, off Swift's threads: sending may wait for the connection.
-                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                        DispatchQueue.global().async { continuation.resume(with: Result { try stream.send(response.body) }) }
-                    }
+                    try await BlockingWork.run { try stream.send(response.body) }
                     stream.finish(.success(()))
                 } else {
                     whole.withLock { $0 = response }

@@ -1,5 +1,4 @@
 import CZlib
-import Dispatch
 import Foundation
 
 /// A file compressed on every core into one ordinary gzip member.
@@ -18,12 +17,14 @@ extension Gzip {
 
     /// Compresses the file at `source` into a new gzip file at `destination` (private to its
     /// owner, on disk when this returns), on every core, a batch of pieces at a time (a
-    /// snapshot of a million records never sits in memory whole).
+    /// snapshot of a million records never sits in memory whole). The calling thread and threads
+    /// started for the call do it (``BlockingWork/perform(iterations:threads:)``): it blocks the
+    /// caller, and waits for no shared pool.
     public static func compressFile(at source: String, to destination: String, level: Int32 = 6) throws {
-        let batch = max(1, ProcessInfo.processInfo.activeProcessorCount) * 4
+        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        let batch = cores * 4
         try streamFile(at: source, to: destination) { input, write in
-            // ID1 ID2, deflate, no flags, no time, no extra flags, unknown OS.
-            try write([0x1F, 0x8B, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xFF])
+            try write(memberHeader)
             var crc: uLong = 0
             var length = 0
             var tail: [UInt8] = []
@@ -39,7 +40,7 @@ extension Gzip {
                 }
                 let made = Locked<[(deflated: [UInt8], crc: uLong)?]>(Array(repeating: nil, count: pieces.count))
                 let (batchPieces, before) = (pieces, tail)
-                DispatchQueue.concurrentPerform(iterations: batchPieces.count) { index in
+                BlockingWork.perform(iterations: batchPieces.count, threads: cores) { index in
                     let piece = batchPieces[index]
                     let previous = index == 0 ? before : Array(batchPieces[index - 1].suffix(window))
                     let deflated = deflatePiece(piece, after: previous.isEmpty ? nil : previous, level: level)
@@ -50,17 +51,12 @@ extension Gzip {
                     guard let result = made else { preconditionFailure("a piece of the batch was not compressed") }
                     try write(result.deflated)
                     let pieceLength = batchPieces[index].count
-                    crc = length == 0 ? result.crc : crc32_combine(crc, result.crc, Int(pieceLength))
+                    crc = length == 0 ? result.crc : crc32_combine(crc, result.crc, pieceLength)
                     length += pieceLength
                 }
                 if let last = batchPieces.last { tail = Array(last.suffix(window)) }
             }
-            // The last block: final, fixed codes, nothing but the end-of-block code; then the
-            // CRC and the length (modulo 2^32) of the whole file.
-            var trailer: [UInt8] = [0x03, 0x00]
-            withUnsafeBytes(of: UInt32(truncatingIfNeeded: crc).littleEndian) { trailer.append(contentsOf: $0) }
-            withUnsafeBytes(of: UInt32(truncatingIfNeeded: length).littleEndian) { trailer.append(contentsOf: $0) }
-            try write(trailer)
+            try write(memberEnd(crc: crc, length: length))
         }
     }
 }

@@ -44,8 +44,7 @@ extension Gzip {
     public static func splice(_ body: [UInt8], pieces: [Piece], gapLevel: Int32 = 1) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(pieces.reduce(64) { $0 + $1.deflated.count } + body.count / 4)
-        // ID1 ID2, deflate, no flags, no time, no extra flags, unknown OS.
-        output.append(contentsOf: [0x1F, 0x8B, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xFF])
+        output.append(contentsOf: memberHeader)
         body.withUnsafeBytes { body in
             var position = 0
             for piece in pieces {
@@ -56,13 +55,23 @@ extension Gzip {
                 position = piece.range.upperBound
             }
             appendGap(UnsafeRawBufferPointer(rebasing: body[position...]), level: gapLevel, to: &output)
-            // The last block: final, fixed codes, nothing but the end-of-block code.
-            output.append(contentsOf: [0x03, 0x00])
-            let crc = UInt32(crc32_z(0, body.baseAddress?.assumingMemoryBound(to: UInt8.self), body.count))
-            appendLittleEndian(crc, to: &output)
-            appendLittleEndian(UInt32(truncatingIfNeeded: body.count), to: &output)
+            let crc = crc32_z(0, body.baseAddress?.assumingMemoryBound(to: UInt8.self), body.count)
+            output.append(contentsOf: memberEnd(crc: crc, length: body.count))
         }
         return output
+    }
+
+    /// The header of a member of spliced pieces: ID1 ID2, deflate, no flags, no time, no extra
+    /// flags, unknown OS.
+    static let memberHeader: [UInt8] = [0x1F, 0x8B, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xFF]
+
+    /// What closes a member of spliced pieces: the last block (final, fixed codes, nothing but
+    /// the end-of-block code), then the CRC and the length (modulo 2^32) of the whole body.
+    static func memberEnd(crc: uLong, length: Int) -> [UInt8] {
+        var end: [UInt8] = [0x03, 0x00]
+        appendLittleEndian(UInt32(truncatingIfNeeded: crc), to: &end)
+        appendLittleEndian(UInt32(truncatingIfNeeded: length), to: &end)
+        return end
     }
 
     /// Below this many bytes a gap is stored as it is: deflating it (a fresh state, its own

@@ -89,10 +89,7 @@ final class PostgresConnectionPool: Sendable {
             case .connect(let number):
                 do {
                     let url = self.url
-                    let connection = try await withCheckedThrowingContinuation { continuation in
-                        DispatchQueue.global().async { continuation.resume(with: Result { try LibpqConnection(url: url) }) }
-                    }
-                    return Slot(connection, number: number)
+                    return try await BlockingWork.run { Slot(try LibpqConnection(url: url), number: number) }
                 } catch {
                     state.withLock { $0.open -= 1 }
                     wakeOne()
