@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 package import RevSyncProtocol
 package import RevSyncSQLite
 
@@ -27,29 +29,65 @@ extension SnapshotFile {
         return try await storage.withReader { reader in
             let (revision, dataset) = (try reader.currentRevision(), try reader.datasetID())
             let kept = try reader.keptDigests()?[version]
-            let proof = SnapshotProof(secret: try reader.snapshotSecret(), dataset: dataset, revision: revision)
-            let info = try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof.description) { add in
-                for entity in schema.entities {
-                    let storedName = lens?.storedEntityName(entity.name) ?? entity.name
-                    guard let stored = lineage.storage.entity(storedName) else { continue }
-                    // The version's attributes, in its order, by their place among the stored ones.
-                    let positions = lens?.entity(stored: storedName)?.storedPositions ?? stored.attributes.indices.map { $0 }
-                    let identity = positions.elementsEqual(0..<entity.attributes.count)
-                    var written = 0
-                    try reader.allRecords(stored) { record in
-                        written += 1
-                        if written & 1023 == 0, cancelled() { throw CancellationError() }
-                        if identity && record.values.count == positions.count {
-                            try add(entity, record.id, record.revision, record.values)
-                        } else {
-                            let values = positions.map { $0 < record.values.count ? record.values[$0] : .null }
-                            try add(entity, record.id, record.revision, values)
-                        }
-                    }
+            let proof = SnapshotProof(secret: try reader.snapshotSecret(), dataset: dataset, revision: revision).description
+            // Two stages on two cores: this thread reads the records (the reader's connection
+            // is its own), a thread started for the file inserts and hashes them; a few
+            // batches between them bound the memory.
+            let handoff = Handoff<Batch>(capacity: 8)
+            let written = Locked<Result<Info, any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                let result = Result {
+                    try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof) { try handoff.take() }
                 }
+                if case .failure = result { handoff.stop() }
+                written.withLock { $0 = result }
+                done.signal()
+            }.start()
+            do {
+                try readBatches(reader, lineage: lineage, schema: schema, lens: lens, cancelled: cancelled) { try handoff.put($0) }
+                handoff.finish()
+            } catch {
+                // The writer's failure stops the reader too (`put` throws): its error is the one reported.
+                handoff.finish(throwing: error)
             }
+            done.wait()
+            guard let result = written.current else { preconditionFailure("the snapshot's writer ended without a result") }
+            let info = try result.get()
             if cancelled() { throw CancellationError() }
             return Written(info: info, kept: kept)
+        }
+    }
+
+    /// Hands `reader`'s records of every entity of `schema` to `send`, in batches, as the
+    /// version has them (through `lens`, when it is not the latest).
+    private static func readBatches(
+        _ reader: any StorageReader, lineage: SchemaLineage, schema: Schema, lens: SchemaLens?,
+        cancelled: () -> Bool, send: (Batch) throws -> Void
+    ) throws {
+        let batchSize = 512
+        for entity in schema.entities {
+            let storedName = lens?.storedEntityName(entity.name) ?? entity.name
+            guard let stored = lineage.storage.entity(storedName) else { continue }
+            // The version's attributes, in its order, by their place among the stored ones.
+            let positions = lens?.entity(stored: storedName)?.storedPositions ?? stored.attributes.indices.map { $0 }
+            let identity = positions.elementsEqual(0..<entity.attributes.count)
+            var batch = Batch(entity: entity)
+            batch.records.reserveCapacity(batchSize)
+            var read = 0
+            try reader.allRecords(stored) { record in
+                read += 1
+                if read & 1023 == 0, cancelled() { throw CancellationError() }
+                let values =
+                    identity && record.values.count == positions.count
+                    ? record.values : positions.map { $0 < record.values.count ? record.values[$0] : .null }
+                batch.records.append((record.id, record.revision, values))
+                if batch.records.count == batchSize {
+                    try send(batch)
+                    batch.records.removeAll(keepingCapacity: true)
+                }
+            }
+            if !batch.records.isEmpty { try send(batch) }
         }
     }
 

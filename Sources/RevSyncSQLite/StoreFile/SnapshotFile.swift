@@ -21,13 +21,27 @@ package enum SnapshotFile {
         package var bytes: Int
         /// Lowercase hexadecimal.
         package var sha256: String
-        /// The digest of the records written, counted as they were (``write(to:schema:revision:dataset:proof:records:)``
+        /// The digest of the records written, counted as they were (``write(to:schema:revision:dataset:proof:next:)``
         /// only; `nil` for a file inspected).
         package var digest: DataSetDigest?
     }
 
-    /// Writes a snapshot at `path` (which must not exist), with the records `records` adds, in
-    /// one transaction, and `path.sha256`.
+    /// Records of one entity on their way into a snapshot, in ID order: what
+    /// ``write(to:schema:revision:dataset:proof:next:)`` takes, a batch at a time.
+    package struct Batch: Sendable {
+        /// One of the snapshot schema's entities.
+        package var entity: Entity
+        /// Each record's ID, revision, and a value for every attribute of `entity`, in its order.
+        package var records: [(id: RecordID, revision: Revision, values: [Value])]
+
+        package init(entity: Entity, records: [(id: RecordID, revision: Revision, values: [Value])] = []) {
+            self.entity = entity
+            self.records = records
+        }
+    }
+
+    /// Writes a snapshot at `path` (which must not exist), with the records of the batches
+    /// `next` returns (until `nil`), in one transaction, and `path.sha256`.
     ///
     /// The file carries the digest of its records, counted as they are written (``StoreDigestTable``),
     /// and its change marks (``StoreMarks``), created after the records: a device that starts
@@ -42,12 +56,12 @@ package enum SnapshotFile {
     ///
     /// - Parameters:
     ///   - proof: the server's proof of the data set at this revision, kept for the first sync.
-    ///   - records: calls `add` once per record: its entity (one of `schema`'s), ID, revision
-    ///     and a value for every attribute of the entity, in its order.
-    /// - Throws: ``StoreFileError`` `storeExists`, `unknownEntity`; what `records` throws.
+    ///   - next: the next batch of records (its entity one of `schema`'s); `nil` after the last.
+    ///     Called on the calling thread; it may wait for another thread that reads them.
+    /// - Throws: ``StoreFileError`` `storeExists`, `unknownEntity`; what `next` throws.
     package static func write(
         to path: String, schema: Schema, revision: Revision, dataset: String, proof: String? = nil,
-        records: ((_ entity: Entity, _ id: RecordID, _ revision: Revision, _ values: [Value]) throws -> Void) throws -> Void
+        next: () throws -> Batch?
     ) throws -> Info {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw StoreFileError(.storeExists, "\(path) already exists; a snapshot is never written over a file")
@@ -75,20 +89,25 @@ package enum SnapshotFile {
                     }
                 }
                 var writer = SnapshotRecordWriter(db: db)
-                var current: (entity: Entity, hasher: RecordHasher)?
-                try records { entity, id, recordRevision, values in
-                    if current?.entity.name != entity.name {
-                        guard let known = schema.entity(entity.name), let hasher = hashers[entity.name] else {
-                            throw StoreFileError(.unknownEntity, "the snapshot's schema has no entity \(entity.name)")
+                // The entity, its statement and its hasher are found once per batch, and the
+                // batch's sum added once: nothing is looked up by name per record.
+                while let batch = try next() {
+                    let name = batch.entity.name
+                    guard let known = schema.entity(name), let hasher = hashers[name] else {
+                        throw StoreFileError(.unknownEntity, "the snapshot's schema has no entity \(name)")
+                    }
+                    let statement = try writer.statement(for: known)
+                    let attributes = known.attributes.count
+                    var sum = DigestSum.empty
+                    for record in batch.records {
+                        guard record.values.count == attributes else {
+                            throw StoreFileError(.unknownEntity, "a record of \(name) without a value for each of its attributes")
                         }
-                        current = (known, hasher)
+                        try writer.insert(record.values, id: record.id, revision: record.revision, with: statement)
+                        sum.add(hasher.hash(id: record.id, revision: record.revision, values: record.values))
                     }
-                    guard let (known, hasher) = current, values.count == known.attributes.count else {
-                        throw StoreFileError(.unknownEntity, "a record of \(entity.name) without a value for each of its attributes")
-                    }
-                    try writer.insert(known, id: id, revision: recordRevision, values: values)
-                    digest[known.name].add(hasher.hash(id: id, revision: recordRevision, values: values))
-                    count += 1
+                    digest[name].add(sum)
+                    count += batch.records.count
                 }
                 for statement in indexes { try db.execute(sql: statement) }
                 let state = StoreStateTable(db: db)

@@ -18,9 +18,10 @@ struct SnapshotRecordWriter {
         self.db = db
     }
 
-    /// Inserts one record; `values` holds one value per attribute of `entity`, in its order.
-    mutating func insert(_ entity: Entity, id: RecordID, revision: Revision, values: [Value]) throws {
-        let statement = try statement(for: entity).sqliteStatement
+    /// Inserts one record with the insert of its entity (``statement(for:)``); `values` holds
+    /// one value per attribute of the entity, in its order.
+    func insert(_ values: [Value], id: RecordID, revision: Revision, with insert: Statement) throws {
+        let statement = insert.sqliteStatement
         sqlite3_reset(statement)
         var code = sqlite3_bind_int64(statement, 1, id.rawValue)
         if code == SQLITE_OK { code = sqlite3_bind_int64(statement, 2, revision) }
@@ -33,11 +34,12 @@ struct SnapshotRecordWriter {
         guard code == SQLITE_DONE else {
             throw DatabaseError(
                 resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                sql: "INSERT INTO \(entity.name)")
+                sql: insert.sql)
         }
     }
 
-    private mutating func statement(for entity: Entity) throws -> Statement {
+    /// The insert of `entity`'s records, prepared at its first use.
+    mutating func statement(for entity: Entity) throws -> Statement {
         if let statement = statements[entity.name] { return statement }
         let columns = (["id", "revision"] + entity.attributes.map(\.name)).map(SQLIdentifier.quoted)
         let statement = try db.makeStatement(

@@ -36,6 +36,10 @@ struct EntitySQL: Sendable {
     let tracksAttributeWrites: Bool
     /// The columns before the attributes'.
     private let systemColumnCount: Int
+    /// Each attribute's type, in order: what a row's values are read as (a record is read by the
+    /// million in a snapshot or a full sync; copying each ``Attribute`` for it cost as much as
+    /// the read).
+    private let attributeTypes: [AttributeType]
 
     /// The column of ``AttributeWrites``.
     static let attributeWritesColumn = "_rs_attribute_writes"
@@ -50,6 +54,7 @@ struct EntitySQL: Sendable {
         tracksAttributeWrites = entity.staleness == .attribute
         let system = ["id", "revision", "_writer", "_other_revision"] + (tracksAttributeWrites ? [Self.attributeWritesColumn] : [])
         systemColumnCount = system.count
+        attributeTypes = entity.attributes.map(\.type)
         let columns = (system + entity.attributes.map { quoted($0.name) }).joined(separator: ", ")
         self.columns = columns
         select = "SELECT \(columns) FROM \(table) WHERE id = ?"
@@ -155,8 +160,8 @@ struct EntitySQL: Sendable {
         else { throw StorageError.corrupt("a row of \(entity.name) does not have the expected columns") }
         var values: [Value] = []
         values.reserveCapacity(entity.attributes.count)
-        for (index, attribute) in entity.attributes.enumerated() {
-            values.append(try dialect.value(row[systemColumnCount + index], attribute, of: entity.name))
+        for index in attributeTypes.indices {
+            values.append(try dialect.value(row[systemColumnCount + index], attributeTypes[index], of: entity, at: index))
         }
         return StoredRecord(
             id: RecordID(id), revision: revision, writer: writer, otherRevision: other, values: values,

@@ -85,9 +85,10 @@ struct SQLDialect: Sendable {
         }
     }
 
-    /// The wire value of a stored column of `attribute`.
-    func value(_ stored: SQLValue, _ attribute: Attribute, of entity: String) throws -> Value {
-        switch (attribute.type, stored) {
+    /// The wire value of a stored column: the attribute at `index` of `entity`, whose type is
+    /// `type` (given apart: the read of a million records does not copy each ``Attribute``).
+    func value(_ stored: SQLValue, _ type: AttributeType, of entity: Entity, at index: Int) throws -> Value {
+        switch (type, stored) {
         case (_, .null): return .null
         case (.integer, .integer(let value)), (.reference, .integer(let value)): return .integer(value)
         case (.boolean, .integer(let value)): return .bool(value != 0)
@@ -97,11 +98,11 @@ struct SQLDialect: Sendable {
         case (.text, .text(let value)), (.date, .text(let value)): return .text(value)
         case (.attachment, .text(let json)):
             guard let attachment = try? Attachment(json: json) else {
-                throw StorageError.corrupt("\(entity).\(attribute.name) holds \(json.prefix(80)), not an attachment")
+                throw StorageError.corrupt("\(entity.name).\(entity.attributes[index].name) holds \(json.prefix(80)), not an attachment")
             }
             return .attachment(attachment)
         default:
-            throw StorageError.corrupt("\(entity).\(attribute.name) holds \(stored), not \(attribute.type.name)")
+            throw StorageError.corrupt("\(entity.name).\(entity.attributes[index].name) holds \(stored), not \(type.name)")
         }
     }
 }
