@@ -46,4 +46,25 @@ import Testing
             }
         }
     }
+
+    /// The digest's rows are written in the entities' name order, not a dictionary's (whose
+    /// order differs from one process to the next): two snapshots of one revision, made by two
+    /// runs of the server, are the same bytes.
+    @Test func theDigestTableIsWrittenInNameOrder() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.file("store.revsync")
+            let pool = try StoreFile.create(at: path, schema: .demo)
+            var digest = DataSetDigest()
+            for (index, entity) in Schema.demo.entities.enumerated() {
+                digest[entity.name] = DigestSum(count: Int64(index + 1), sum: RecordHash(low: UInt64(index + 1), high: 7))
+            }
+            let sums = digest
+            let written = try await pool.write { db in
+                try StoreDigestTable.write(sums, in: db)
+                return try String.fetchAll(db, sql: "SELECT entity FROM \(StoreDigestTable.name) ORDER BY rowid")
+            }
+            #expect(written == Schema.demo.entities.map(\.name).sorted())
+            try pool.close()
+        }
+    }
 }

@@ -146,11 +146,12 @@ package enum StoreDigestTable {
         return digest
     }
 
-    /// Replaces the sums.
+    /// Replaces the sums, in the entities' name order (the same sums give the same pages: two
+    /// snapshots of one revision are the same bytes).
     package static func write(_ digest: DataSetDigest, in db: Database) throws {
         try db.cachedStatement(sql: "DELETE FROM \(name)").execute()
         let statement = try db.cachedStatement(sql: "INSERT INTO \(name) (entity, count, low, high) VALUES (?, ?, ?, ?)")
-        for (entity, sum) in digest.entities {
+        for (entity, sum) in digest.entities.sorted(by: { $0.key < $1.key }) {
             try statement.execute(
                 arguments: [entity, sum.count, Int64(bitPattern: sum.sum.low), Int64(bitPattern: sum.sum.high)])
         }
