@@ -67,4 +67,48 @@ import Testing
             try pool.close()
         }
     }
+
+    /// A batch's records are hashed by the reader or left to the writer, whichever has the
+    /// time: the file's digest is the records' either way, and a batch of an entity that is not
+    /// the schema's (the same name, other attributes) is refused, not counted.
+    @Test func theDigestIsTheRecordsWhoeverHashedThem() async throws {
+        try await withTemporaryDirectory { directory in
+            let venues = try #require(Schema.demo.entity("venues"))
+            let hasher = RecordHasher(venues)
+            var expected = DigestSum.empty
+            var batches: [SnapshotFile.Batch] = []
+            for first in stride(from: 1, through: 30, by: 10) {
+                var batch = SnapshotFile.Batch(entity: venues)
+                for id in Int64(first)..<Int64(first + 10) {
+                    let values = venues.attributes.map { attribute -> Value in
+                        switch attribute.type {
+                        case .integer: .integer(id * 7)
+                        case .text: .text("\(attribute.name) \(id)")
+                        default: .null
+                        }
+                    }
+                    batch.add(id: RecordID(id), revision: 3, values: values)
+                    expected.add(hasher.hash(id: RecordID(id), revision: 3, values: values))
+                }
+                // The first batch comes hashed, the others do not.
+                if first == 1 { batch.hash() }
+                batches.append(batch)
+            }
+            var queued = batches[...]
+            let info = try SnapshotFile.write(to: directory.file("a.revsync"), schema: .demo, revision: 3, dataset: "D") {
+                queued.popFirst()
+            }
+            #expect(info.records == 30)
+            #expect(info.digest?["venues"] == expected)
+
+            let other = try Entity(name: "venues", attributes: Array(venues.attributes.dropLast()))
+            var stranger = SnapshotFile.Batch(entity: other)
+            stranger.add(id: RecordID(1), revision: 3, values: other.attributes.map { _ in .null })
+            var strangers = [stranger][...]
+            #expect(throws: StoreFileError.self) {
+                try SnapshotFile.write(to: directory.file("b.revsync"), schema: .demo, revision: 3, dataset: "D") { strangers.popFirst() }
+            }
+            #expect(!FileManager.default.fileExists(atPath: directory.file("b.revsync")))
+        }
+    }
 }

@@ -34,13 +34,16 @@ import Testing
         #expect(try handoff.take() == nil, "a finished handoff keeps answering nil")
     }
 
-    /// The producer's error reaches the consumer after the values it queued before failing.
+    /// The producer's error reaches the consumer after the values it queued before failing;
+    /// `queued` counts what waits.
     @Test func theProducersErrorComesAfterItsValues() throws {
         let handoff = Handoff<String>(capacity: 4)
         try handoff.put("a")
         try handoff.put("b")
+        #expect(handoff.queued == 2)
         handoff.finish(throwing: Failed())
         #expect(try handoff.take() == "a")
+        #expect(handoff.queued == 1)
         #expect(try handoff.take() == "b")
         #expect(throws: Failed.self) { try handoff.take() }
     }

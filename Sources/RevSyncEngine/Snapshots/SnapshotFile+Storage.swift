@@ -31,9 +31,13 @@ extension SnapshotFile {
             let kept = try reader.keptDigests()?[version]
             let proof = SnapshotProof(secret: try reader.snapshotSecret(), dataset: dataset, revision: revision).description
             // Two stages on two cores: this thread reads the records (the reader's connection
-            // is its own), a thread started for the file inserts and hashes them; a few
-            // batches between them bound the memory.
-            let handoff = Handoff<Batch>(capacity: 8)
+            // is its own), a thread started for the file inserts them and builds each entity's
+            // indexes once its records are in. Hashing them, the largest part, goes to whichever
+            // has the time: this thread while batches wait, the writer when it would wait.
+            // 64 batches between them (32,768 records) let the reading go on while an index is
+            // built, and bound the memory (docs/performance-log.md, "The snapshot's records on
+            // two threads").
+            let handoff = Handoff<Batch>(capacity: 64)
             let written = Locked<Result<Info, any Error>?>(nil)
             let done = DispatchSemaphore(value: 0)
             Thread {
@@ -45,7 +49,11 @@ extension SnapshotFile {
                 done.signal()
             }.start()
             do {
-                try readBatches(reader, lineage: lineage, schema: schema, lens: lens, cancelled: cancelled) { try handoff.put($0) }
+                try readBatches(reader, lineage: lineage, schema: schema, lens: lens, cancelled: cancelled) { batch in
+                    var batch = batch
+                    if handoff.queued > 1 { batch.hash() }
+                    try handoff.put(batch)
+                }
                 handoff.finish()
             } catch {
                 // The writer's failure stops the reader too (`put` throws): its error is the one reported.
@@ -72,8 +80,7 @@ extension SnapshotFile {
             // The version's attributes, in its order, by their place among the stored ones.
             let positions = lens?.entity(stored: storedName)?.storedPositions ?? stored.attributes.indices.map { $0 }
             let identity = positions.elementsEqual(0..<entity.attributes.count)
-            var batch = Batch(entity: entity)
-            batch.records.reserveCapacity(batchSize)
+            var batch = Batch(entity: entity, capacity: batchSize)
             var read = 0
             try reader.allRecords(stored) { record in
                 read += 1
@@ -81,10 +88,10 @@ extension SnapshotFile {
                 let values =
                     identity && record.values.count == positions.count
                     ? record.values : positions.map { $0 < record.values.count ? record.values[$0] : .null }
-                batch.records.append((record.id, record.revision, values))
+                batch.add(id: record.id, revision: record.revision, values: values)
                 if batch.records.count == batchSize {
                     try send(batch)
-                    batch.records.removeAll(keepingCapacity: true)
+                    batch.removeAll()
                 }
             }
             if !batch.records.isEmpty { try send(batch) }

@@ -39,6 +39,14 @@ package final class Handoff<Element: Sendable>: @unchecked Sendable {
         self.capacity = capacity
     }
 
+    /// How many values wait to be taken: a producer may do more of the work itself while the
+    /// consumer is behind (the answer may be out of date as soon as it is read).
+    package var queued: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count - head
+    }
+
     /// Queues `value`, waiting while the queue is full.
     ///
     /// - Throws: `CancellationError` once the consumer stopped.

@@ -21,29 +21,57 @@ package enum SnapshotFile {
         package var bytes: Int
         /// Lowercase hexadecimal.
         package var sha256: String
-        /// The digest of the records written, counted as they were (``write(to:schema:revision:dataset:proof:next:)``
+        /// The digest of the records written, from their batches' sums (``write(to:schema:revision:dataset:proof:next:)``
         /// only; `nil` for a file inspected).
         package var digest: DataSetDigest?
     }
 
-    /// Records of one entity on their way into a snapshot, in ID order: what
-    /// ``write(to:schema:revision:dataset:proof:next:)`` takes, a batch at a time.
+    /// Records of one entity on their way into a snapshot, in ID order, and the sum of their
+    /// hashes: what ``write(to:schema:revision:dataset:proof:next:)`` takes, a batch at a time.
+    /// The records are hashed by ``hash()``, on whichever thread has the time: the one that
+    /// reads them, or ``write(to:schema:revision:dataset:proof:next:)`` when the batch comes
+    /// unhashed. The sum is the same either way.
     package struct Batch: Sendable {
         /// One of the snapshot schema's entities.
-        package var entity: Entity
+        package let entity: Entity
         /// Each record's ID, revision, and a value for every attribute of `entity`, in its order.
-        package var records: [(id: RecordID, revision: Revision, values: [Value])]
+        package private(set) var records: [(id: RecordID, revision: Revision, values: [Value])] = []
+        /// The records' hashes, summed; `nil` until ``hash()``.
+        package private(set) var sum: DigestSum?
+        private let hasher: RecordHasher
 
-        package init(entity: Entity, records: [(id: RecordID, revision: Revision, values: [Value])] = []) {
+        package init(entity: Entity, capacity: Int = 0) {
             self.entity = entity
-            self.records = records
+            hasher = RecordHasher(entity)
+            records.reserveCapacity(capacity)
+        }
+
+        package mutating func add(id: RecordID, revision: Revision, values: [Value]) {
+            records.append((id, revision, values))
+            sum = nil
+        }
+
+        /// Hashes the records (once) and returns their sum.
+        @discardableResult
+        package mutating func hash() -> DigestSum {
+            if let sum { return sum }
+            var total = DigestSum.empty
+            for record in records { total.add(hasher.hash(id: record.id, revision: record.revision, values: record.values)) }
+            sum = total
+            return total
+        }
+
+        /// Empties the batch for the entity's next records.
+        package mutating func removeAll() {
+            records.removeAll(keepingCapacity: true)
+            sum = nil
         }
     }
 
     /// Writes a snapshot at `path` (which must not exist), with the records of the batches
     /// `next` returns (until `nil`), in one transaction, and `path.sha256`.
     ///
-    /// The file carries the digest of its records, counted as they are written (``StoreDigestTable``),
+    /// The file carries the digest of its records, the sum of its batches' (``StoreDigestTable``),
     /// and its change marks (``StoreMarks``), created after the records: a device that starts
     /// from it is proven at once, without hashing a record.
     ///
@@ -74,7 +102,6 @@ package enum SnapshotFile {
         let queue = try DatabaseQueue(path: partial, configuration: configuration)
         var count = 0
         var digest = DataSetDigest()
-        let hashers = SchemaHashers(schema)
         do {
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = OFF")
@@ -82,34 +109,51 @@ package enum SnapshotFile {
             }
             try StoreMigrations.run(in: queue)
             try queue.write { db in
-                var indexes: [String] = []
+                // Each entity's indexes, built once its records are in.
+                var indexes: [String: [String]] = [:]
                 for entity in schema.entities {
                     for statement in StoreTables.createStatements(entity) {
-                        if statement.hasPrefix("CREATE INDEX") { indexes.append(statement) } else { try db.execute(sql: statement) }
+                        if statement.hasPrefix("CREATE INDEX") {
+                            indexes[entity.name, default: []].append(statement)
+                        } else {
+                            try db.execute(sql: statement)
+                        }
                     }
                 }
+                func buildIndexes(of entity: String?) throws {
+                    guard let entity, let statements = indexes.removeValue(forKey: entity) else { return }
+                    for statement in statements { try db.execute(sql: statement) }
+                }
                 var writer = SnapshotRecordWriter(db: db)
-                // The entity, its statement and its hasher are found once per batch, and the
-                // batch's sum added once: nothing is looked up by name per record.
-                while let batch = try next() {
+                var previous: String?
+                // The entity and its statement are found once per batch, and the batch's sum
+                // added once (hashed here if the caller did not): nothing is looked up by name
+                // per record.
+                while var batch = try next() {
                     let name = batch.entity.name
-                    guard let known = schema.entity(name), let hasher = hashers[name] else {
-                        throw StoreFileError(.unknownEntity, "the snapshot's schema has no entity \(name)")
+                    // An entity's batches come together: once the next one's begin, its
+                    // indexes are built, while the caller reads on.
+                    if name != previous {
+                        try buildIndexes(of: previous)
+                        previous = name
+                    }
+                    // The batch's hashes were counted for its entity: it must be the schema's.
+                    guard let known = schema.entity(name), known == batch.entity else {
+                        throw StoreFileError(.unknownEntity, "the snapshot's schema has no entity \(name) with these attributes")
                     }
                     let statement = try writer.statement(for: known)
                     let attributes = known.attributes.count
-                    var sum = DigestSum.empty
                     for record in batch.records {
                         guard record.values.count == attributes else {
                             throw StoreFileError(.unknownEntity, "a record of \(name) without a value for each of its attributes")
                         }
                         try writer.insert(record.values, id: record.id, revision: record.revision, with: statement)
-                        sum.add(hasher.hash(id: record.id, revision: record.revision, values: record.values))
                     }
-                    digest[name].add(sum)
+                    digest[name].add(batch.hash())
                     count += batch.records.count
                 }
-                for statement in indexes { try db.execute(sql: statement) }
+                // The last entity's, and those of the entities without records.
+                for entity in schema.entities { try buildIndexes(of: entity.name) }
                 let state = StoreStateTable(db: db)
                 try state.set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
                 try state.set(.maxRevision, String(revision))
