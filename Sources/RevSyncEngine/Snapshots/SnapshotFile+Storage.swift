@@ -31,12 +31,10 @@ extension SnapshotFile {
             let kept = try reader.keptDigests()?[version]
             let proof = SnapshotProof(secret: try reader.snapshotSecret(), dataset: dataset, revision: revision).description
             // Two stages on two cores: this thread reads the records (the reader's connection
-            // is its own), a thread started for the file inserts them and builds each entity's
-            // indexes once its records are in. Hashing them, the largest part, goes to whichever
-            // has the time: this thread while batches wait, the writer when it would wait.
-            // 64 batches between them (32,768 records) let the reading go on while an index is
-            // built, and bound the memory (docs/performance-log.md, "The snapshot's records on
-            // two threads").
+            // is its own), a thread started for the file inserts them. Hashing them, the largest
+            // part, goes to whichever has the time: this thread while batches wait, the writer
+            // when it would wait. 64 batches between them (32,768 records) bound the memory
+            // (docs/performance-log.md, "The snapshot's records on two threads").
             let handoff = Handoff<Batch>(capacity: 64)
             let written = Locked<Result<Info, any Error>?>(nil)
             let done = DispatchSemaphore(value: 0)

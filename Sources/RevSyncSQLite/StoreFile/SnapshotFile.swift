@@ -109,34 +109,20 @@ package enum SnapshotFile {
             }
             try StoreMigrations.run(in: queue)
             try queue.write { db in
-                // Each entity's indexes, built once its records are in.
-                var indexes: [String: [String]] = [:]
+                // The indexes, built once the records are in (sorted, not one entry at a time),
+                // after every table: the tables' pages stay together, as devices read them.
+                var indexes: [String] = []
                 for entity in schema.entities {
                     for statement in StoreTables.createStatements(entity) {
-                        if statement.hasPrefix("CREATE INDEX") {
-                            indexes[entity.name, default: []].append(statement)
-                        } else {
-                            try db.execute(sql: statement)
-                        }
+                        if statement.hasPrefix("CREATE INDEX") { indexes.append(statement) } else { try db.execute(sql: statement) }
                     }
                 }
-                func buildIndexes(of entity: String?) throws {
-                    guard let entity, let statements = indexes.removeValue(forKey: entity) else { return }
-                    for statement in statements { try db.execute(sql: statement) }
-                }
                 var writer = SnapshotRecordWriter(db: db)
-                var previous: String?
                 // The entity and its statement are found once per batch, and the batch's sum
                 // added once (hashed here if the caller did not): nothing is looked up by name
                 // per record.
                 while var batch = try next() {
                     let name = batch.entity.name
-                    // An entity's batches come together: once the next one's begin, its
-                    // indexes are built, while the caller reads on.
-                    if name != previous {
-                        try buildIndexes(of: previous)
-                        previous = name
-                    }
                     // The batch's hashes were counted for its entity: it must be the schema's.
                     guard let known = schema.entity(name), known == batch.entity else {
                         throw StoreFileError(.unknownEntity, "the snapshot's schema has no entity \(name) with these attributes")
@@ -152,8 +138,7 @@ package enum SnapshotFile {
                     digest[name].add(batch.hash())
                     count += batch.records.count
                 }
-                // The last entity's, and those of the entities without records.
-                for entity in schema.entities { try buildIndexes(of: entity.name) }
+                for statement in indexes { try db.execute(sql: statement) }
                 let state = StoreStateTable(db: db)
                 try state.set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
                 try state.set(.maxRevision, String(revision))
