@@ -19,9 +19,15 @@ postgres_bindir() {
 }
 
 postgres_free_port() {
-    local port
+    # Below the kernel's ephemeral range: a port in it can be handed to an outgoing connection
+    # or to a server bound to port 0 (every test's HTTP server) while a paused cluster is down,
+    # and its restart then fails with "Address already in use" (seen under CI's load).
+    local port low=32768 high
+    read -r low high < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    local first=10000 span=$((low - 10000))
+    [ "$span" -ge 1000 ] || { first=20000; span=20000; }
     for _ in $(seq 1 50); do
-        port=$((20000 + RANDOM % 20000))
+        port=$((first + RANDOM % span))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
     done
     return 1
