@@ -18,6 +18,32 @@ import Testing
         #expect(met, "\(count) blocking calls were not all running at once")
     }
 
+    /// The work and the caller's part run at once (each waits for the other, which one thread
+    /// doing both in turn never sees), and `run` returns only once the work has ended, with
+    /// its value or its error.
+    @Test func runAlongsideRunsBothAtOnceAndReturnsOnlyOnceTheWorkEnded() throws {
+        let barrier = Barrier(2)
+        var callerMet = false
+        let value = try BlockingWork.run {
+            barrier.arrive(timeout: 10) ? 7 : -1
+        } alongside: {
+            callerMet = barrier.arrive(timeout: 10)
+        }
+        #expect(value == 7 && callerMet, "the work and the caller's part did not run at once")
+
+        struct Failed: Error {}
+        let ended = Locked(false)
+        #expect(throws: Failed.self) {
+            try BlockingWork.run { () throws -> Int in
+                Thread.sleep(forTimeInterval: 0.2)
+                ended.withLock { $0 = true }
+                throw Failed()
+            } alongside: {
+            }
+        }
+        #expect(ended.current, "run returned before its work ended")
+    }
+
     /// Every index once, on as many threads at once as asked (the caller's among them), and
     /// only once all have returned does `perform` return.
     @Test(arguments: [0, 1, 3, 100])

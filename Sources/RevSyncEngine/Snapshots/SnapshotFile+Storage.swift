@@ -1,5 +1,3 @@
-import Dispatch
-import Foundation
 package import RevSyncProtocol
 package import RevSyncSQLite
 
@@ -36,30 +34,28 @@ extension SnapshotFile {
             // when it would wait. 64 batches between them (32,768 records) bound the memory
             // (docs/performance-log.md, "The snapshot's records on two threads").
             let handoff = Handoff<Batch>(capacity: 64)
-            let written = Locked<Result<Info, any Error>?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            Thread {
-                let result = Result {
-                    try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof) { try handoff.take() }
+            let info = try BlockingWork.run {
+                do {
+                    return try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof) {
+                        try handoff.take()
+                    }
+                } catch {
+                    // The writer's failure stops the reader too (its next `put` throws): this error is the one reported.
+                    handoff.stop()
+                    throw error
                 }
-                if case .failure = result { handoff.stop() }
-                written.withLock { $0 = result }
-                done.signal()
-            }.start()
-            do {
-                try readBatches(reader, lineage: lineage, schema: schema, lens: lens, cancelled: cancelled) { batch in
-                    var batch = batch
-                    if handoff.queued > 1 { batch.hash() }
-                    try handoff.put(batch)
+            } alongside: {
+                do {
+                    try readBatches(reader, lineage: lineage, schema: schema, lens: lens, cancelled: cancelled) { batch in
+                        var batch = batch
+                        if handoff.queued > 1 { batch.hash() }
+                        try handoff.put(batch)
+                    }
+                    handoff.finish()
+                } catch {
+                    handoff.finish(throwing: error)
                 }
-                handoff.finish()
-            } catch {
-                // The writer's failure stops the reader too (`put` throws): its error is the one reported.
-                handoff.finish(throwing: error)
             }
-            done.wait()
-            guard let result = written.current else { preconditionFailure("the snapshot's writer ended without a result") }
-            let info = try result.get()
             if cancelled() { throw CancellationError() }
             return Written(info: info, kept: kept)
         }

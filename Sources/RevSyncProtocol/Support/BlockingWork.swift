@@ -18,6 +18,27 @@ package enum BlockingWork {
         }
     }
 
+    /// Runs `work` on a new thread while the calling thread runs `alongside`, then waits for
+    /// `work` and returns its result (or throws its error): two stages of one job on two cores,
+    /// the caller's being one that must stay on its thread (a database connection's reads).
+    /// `alongside` throws nothing: what it must report, it hands to `work` (through a
+    /// ``Handoff``, say).
+    package static func run<T: Sendable>(
+        _ work: @escaping @Sendable () throws -> T, alongside: () -> Void
+    ) throws -> T {
+        let result = Locked<Result<T, any Error>?>(nil)
+        let ended = DispatchSemaphore(value: 0)
+        Thread {
+            let outcome = Result { try work() }
+            result.withLock { $0 = outcome }
+            ended.signal()
+        }.start()
+        alongside()
+        ended.wait()
+        guard let outcome = result.current else { preconditionFailure("the work's thread ended without a result") }
+        return try outcome.get()
+    }
+
     /// Calls `body` with every index of `0..<iterations`, on up to `threads` threads at once
     /// (the calling one among them, the others started for the call), and returns once every
     /// call returned. What `concurrentPerform` does, without waiting for a shared pool.
