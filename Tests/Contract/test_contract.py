@@ -9,7 +9,7 @@ Run by scripts/test (scripts/contract-tests); alone:
     swift build && .build/contract-venv/bin/python -m unittest discover -s Tests/Contract -v
 
 PostgreSQL runs when REVSYNC_POSTGRES_URL names a server (scripts/test starts one) and
-POSTGRES_BINDIR holds its createdb; REVSYNC_REQUIRE_POSTGRES=1 makes its absence a failure, and
+POSTGRES_BINDIR holds its createdb (without it, the club schema's run is skipped too); REVSYNC_REQUIRE_POSTGRES=1 makes its absence a failure, and
 REVSYNC_REQUIRE_CONTRACT=1 (as in CI) makes a missing schemathesis one.
 REVSYNC_CONTRACT_EXAMPLES sets the examples per operation (default 60). Each run's report is in
 .build/contract-reports/.
