@@ -93,7 +93,10 @@ import Testing
                 #expect(started.revision == 1 && started.records == 12 && started.gzipBytes > 0)
                 #expect(!report.snapshot && report.received == 0 && report.maxRevision == 1)
                 #expect(try await newcomer.store.contents() == server.contents())
-                #expect(!FileManager.default.fileExists(atPath: newcomer.store.path + ".snapshot.gz"))
+                // The download's files (the compressed file, its state, the decompressed copy of
+                // the data set) are removed alongside the exchange, and gone when the sync returns.
+                let left = try Self.downloadLeftovers(of: newcomer.store, in: directory)
+                #expect(left.isEmpty, "\(left)")
 
                 // Later commits come as usual, and the device works as any other.
                 try await Self.work(maker, "B")
@@ -103,6 +106,37 @@ import Testing
                 #expect(try await newcomer.sync().committed.count == 1)
                 #expect(try await newcomer.store.contents() == server.contents())
             }
+        }
+    }
+
+    /// The answer to the request after the import is lost: the sync fails, and the download's
+    /// files are gone all the same when it does; the next sync brings the answer (the store
+    /// starts from the snapshot only once).
+    @Test func theDownloadsFilesAreRemovedWhenTheSyncAfterTheImportFails() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                let maker = try await server.clientDevice("maker", in: directory)
+                try await Self.work(maker, "A")
+                let lossy = LossyTransport()
+                let newcomer = try await server.clientDevice("newcomer", in: directory, transport: lossy)
+                try await newcomer.table("venues").insert(["name": "Offline pitch"])
+                lossy.dropNextResponse()
+                await #expect(throws: (any Error).self) { try await newcomer.sync() }
+                let left = try Self.downloadLeftovers(of: newcomer.store, in: directory)
+                #expect(left.isEmpty, "\(left)")
+                let next = try await newcomer.sync()
+                #expect(next.startedFromSnapshot == nil && next.committed.count == 1)
+                #expect(try await newcomer.store.contents() == server.contents())
+            }
+        }
+    }
+
+    /// The files next to `store` that are not its own (the database, its WAL and shared memory,
+    /// its attachments): what a start from the snapshot left.
+    static func downloadLeftovers(of store: LocalStore, in directory: TemporaryDirectory) throws -> [String] {
+        let name = URL(fileURLWithPath: store.path).lastPathComponent
+        return try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix(name) && ![name, name + "-wal", name + "-shm", name + "-attachments"].contains($0)
         }
     }
 

@@ -47,7 +47,11 @@ extension LocalStore {
         let path = self.path
         return try await ownWriteWithoutTransaction { db in
             guard try Self.holdsNothingOfTheServer(db, schema: schema) else { return false }
-            let snapshot = try DatabaseQueue(path: file)
+            // The snapshot file is read once, into the store, and shredded: what is written into
+            // it first need not reach the disk (a crash leaves it to be deleted, the store as it was).
+            var configuration = Configuration()
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
+            let snapshot = try DatabaseQueue(path: file, configuration: configuration)
             defer { try? snapshot.close() }
             // A snapshot of an older RevSync's format is brought to this one's first.
             try StoreMigrations.run(in: snapshot)

@@ -13,15 +13,21 @@ extension Synchronizer {
     /// says not to, or the server offers no usable snapshot (then the sync is a JSON full sync
     /// as before).
     ///
+    /// The files the download left (the compressed file, its state, the decompressed copy of
+    /// the whole data set) are overwritten and deleted on a thread of their own while the sync
+    /// that follows travels: ``SnapshotStart/leftoversRemoved()`` waits for it. What a crash
+    /// keeps from it is named by the store's files (``StoreFiles/dataPaths()``) and goes with a wipe.
+    ///
     /// - Throws: ``SyncFailure`` when the network fails (the download resumes on the next call).
-    func startFromServerSnapshot(_ server: LocalStore.ServerConnection) async throws -> SnapshotDownloadReport? {
+    func startFromServerSnapshot(_ server: LocalStore.ServerConnection) async throws -> SnapshotStart? {
         guard configuration.startFromSnapshot, try await store.holdsNothingOfTheServer() else { return nil }
         let download = SnapshotDownload(
             path: store.files.snapshotDownload, server: server, transport: transport, schemaVersion: store.schema.version,
             protection: store.fileProtection)
         // The whole data set, decompressed: overwritten and deleted once imported (or refused).
         let candidate = store.files.newStartCandidate()
-        defer { StoreFiles.shredDatabase(candidate) }
+        var imported = false
+        defer { if !imported { StoreFiles.shredDatabase(candidate) } }
         let identity: ServerIdentity
         let announced: SnapshotDownload.Announced
         let receipt: SnapshotDownload.Receipt
@@ -62,9 +68,27 @@ extension Synchronizer {
             download.discard()
             return nil
         }
-        download.discard()
-        return SnapshotDownloadReport(
-            revision: announced.revision, records: announced.records, gzipBytes: announced.gzipBytes, receivedBytes: receipt.received,
-            resumedAt: receipt.resumedAt)
+        imported = true
+        let (downloaded, downloadState) = (download.path, download.statePath)
+        let leftovers = Task.detached(priority: .utility) {
+            StoreFiles.shredDatabase(candidate)
+            try? StoreFiles.shred(downloaded)
+            try? StoreFiles.shred(downloadState)
+        }
+        return SnapshotStart(
+            report: SnapshotDownloadReport(
+                revision: announced.revision, records: announced.records, gzipBytes: announced.gzipBytes,
+                receivedBytes: receipt.received, resumedAt: receipt.resumedAt),
+            leftovers: leftovers)
     }
+}
+
+/// A store filled from the server's snapshot: what the download was, and the removal of the
+/// files it left, under way.
+struct SnapshotStart: Sendable {
+    var report: SnapshotDownloadReport
+    fileprivate var leftovers: Task<Void, Never>
+
+    /// Waits until the download's files are overwritten and deleted.
+    func leftoversRemoved() async { await leftovers.value }
 }

@@ -248,7 +248,25 @@ public actor Synchronizer {
         }
         try await store.setPinAheadOfServer(false)
         let pendingCheckpoint = await store.retryPendingCheckpoint()
-        let started = try await startFromServerSnapshot(server)
+        let start = try await startFromServerSnapshot(server)
+        do {
+            let report = try await exchange(
+                with: server, target: target, upgrades: upgrades, started: start?.report, pendingCheckpoint: pendingCheckpoint)
+            await start?.leftoversRemoved()
+            return report
+        } catch {
+            await start?.leftoversRemoved()
+            throw error
+        }
+    }
+
+    /// The exchange after the store is ready for it (its schema followed, its snapshot imported
+    /// when it `started` from one): the request and what follows from its answer.
+    private func exchange(
+        with server: LocalStore.ServerConnection, target: SchemaTarget, upgrades: [SchemaUpgradeReport],
+        started: SnapshotDownloadReport?, pendingCheckpoint: Bool?
+    ) async throws -> SyncReport {
+        var upgrades = upgrades
         var report: SyncReport
         do {
             // Not on a start from the snapshot: the syncs after it begin the audit's cycle, so

@@ -326,7 +326,9 @@ public actor SnapshotCache {
         try PrivateFiles.createDirectory(work)
         defer { try? FileManager.default.removeItem(atPath: work) }
         let store = (work as NSString).appendingPathComponent("snapshot.revsync")
-        let written = try await SnapshotFile.write(from: storage, lineage: lineage, version: version, to: store, cancelled: cancelled)
+        // Read once, by the compression below, and deleted: only the compressed file is synced.
+        let written = try await SnapshotFile.write(
+            from: storage, lineage: lineage, version: version, to: store, durable: false, cancelled: cancelled)
         let info = written.info
         if !written.agreesWithKept {
             // The snapshot's records are the database's; the kept digest is not theirs (the

@@ -14,10 +14,12 @@ extension SnapshotFile {
     /// same revision, which it must equal (the snapshot is checked against the server's own
     /// bookkeeping as it is made).
     ///
-    /// - Parameter cancelled: asked every 1,024 records; when it says yes, the write stops
-    ///   with `CancellationError` (the caller deletes what was written).
+    /// - Parameters:
+    ///   - durable: whether the file is synced to disk (``write(to:schema:revision:dataset:proof:durable:next:)``).
+    ///   - cancelled: asked every 1,024 records; when it says yes, the write stops with
+    ///     `CancellationError` (the caller deletes what was written).
     package static func write(
-        from storage: any SyncStorage, lineage: SchemaLineage, version: Int, to path: String,
+        from storage: any SyncStorage, lineage: SchemaLineage, version: Int, to path: String, durable: Bool = true,
         cancelled: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Written {
         guard let schema = lineage.schema(version: version) else {
@@ -36,7 +38,7 @@ extension SnapshotFile {
             let handoff = Handoff<Batch>(capacity: 64)
             let info = try BlockingWork.run {
                 do {
-                    return try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof) {
+                    return try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof, durable: durable) {
                         try handoff.take()
                     }
                 } catch {

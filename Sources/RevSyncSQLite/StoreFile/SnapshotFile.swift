@@ -21,15 +21,15 @@ package enum SnapshotFile {
         package var bytes: Int
         /// Lowercase hexadecimal.
         package var sha256: String
-        /// The digest of the records written, from their batches' sums (``write(to:schema:revision:dataset:proof:next:)``
+        /// The digest of the records written, from their batches' sums (``write(to:schema:revision:dataset:proof:durable:next:)``
         /// only; `nil` for a file inspected).
         package var digest: DataSetDigest?
     }
 
     /// Records of one entity on their way into a snapshot, in ID order, and the sum of their
-    /// hashes: what ``write(to:schema:revision:dataset:proof:next:)`` takes, a batch at a time.
+    /// hashes: what ``write(to:schema:revision:dataset:proof:durable:next:)`` takes, a batch at a time.
     /// The records are hashed by ``hash()``, on whichever thread has the time: the one that
-    /// reads them, or ``write(to:schema:revision:dataset:proof:next:)`` when the batch comes
+    /// reads them, or ``write(to:schema:revision:dataset:proof:durable:next:)`` when the batch comes
     /// unhashed. The sum is the same either way.
     package struct Batch: Sendable {
         /// One of the snapshot schema's entities.
@@ -80,15 +80,17 @@ package enum SnapshotFile {
     /// the records inserted into tables without indexes, the reference indexes built once they
     /// are in (sorted, not one entry at a time). The file needs no `VACUUM`: written once in ID
     /// order, it has no free pages. It is a WAL database like every store, synced to disk before
-    /// it takes its name.
+    /// it takes its name (unless it is only `durable: false`).
     ///
     /// - Parameters:
     ///   - proof: the server's proof of the data set at this revision, kept for the first sync.
+    ///   - durable: whether the file is synced to disk; `false` for a file read once and deleted
+    ///     (the server's cache compresses it into a file that is synced).
     ///   - next: the next batch of records (its entity one of `schema`'s); `nil` after the last.
     ///     Called on the calling thread; it may wait for another thread that reads them.
     /// - Throws: ``StoreFileError`` `storeExists`, `unknownEntity`; what `next` throws.
     package static func write(
-        to path: String, schema: Schema, revision: Revision, dataset: String, proof: String? = nil,
+        to path: String, schema: Schema, revision: Revision, dataset: String, proof: String? = nil, durable: Bool = true,
         next: () throws -> Batch?
     ) throws -> Info {
         guard !FileManager.default.fileExists(atPath: path) else {
@@ -154,7 +156,7 @@ package enum SnapshotFile {
             try? queue.close()  // closing after a failure: the partial file is deleted either way
             throw error
         }
-        try PrivateFiles.synchronize(partial)
+        if durable { try PrivateFiles.synchronize(partial) }
         try FileManager.default.moveItem(atPath: partial, toPath: path)
         let sha256 = try sha256(ofFile: path)
         try PrivateFiles.write(Array("\(sha256)  \(URL(fileURLWithPath: path).lastPathComponent)\n".utf8), to: path + ".sha256")
