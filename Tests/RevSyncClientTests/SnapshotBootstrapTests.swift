@@ -109,6 +109,24 @@ import Testing
         }
     }
 
+    /// A snapshot of several mebibytes (its records committed before its indexes are built,
+    /// while the server may compress their pieces ahead, `Gzip.PiecesAhead`; which pieces serve
+    /// is `GzipFileCompressionTests`'): the device that starts from it holds the server's
+    /// records, proven.
+    @Test func aSnapshotOfSeveralMebibytesStartsADeviceProven() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer { server in
+                _ = try await DataSeeder(schema: server.schema).seed(records: 80_000, into: server.storage)
+                let newcomer = try await server.clientDevice("newcomer", in: directory)
+                let report = try await newcomer.sync()
+                let started = try #require(report.startedFromSnapshot)
+                #expect(started.records == 80_000 && started.gzipBytes > 1 << 20)
+                #expect(report.verified == true)
+                #expect(try await newcomer.store.contents() == server.contents())
+            }
+        }
+    }
+
     /// The answer to the request after the import is lost: the sync fails, and the download's
     /// files are gone all the same when it does; the next sync brings the answer (the store
     /// starts from the snapshot only once).

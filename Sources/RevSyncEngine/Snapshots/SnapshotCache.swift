@@ -316,6 +316,10 @@ public actor SnapshotCache {
 
     // MARK: Building
 
+    /// Level 5: 1 % more bytes than level 6 for a third less time (docs/performance-log.md,
+    /// "The snapshot's records on two threads").
+    private static let gzipLevel: Int32 = 5
+
     private static func build(
         in directory: String, storage: any SyncStorage, lineage: SchemaLineage, version: Int, logger: Logger,
         cancelled: @escaping @Sendable () -> Bool
@@ -327,8 +331,17 @@ public actor SnapshotCache {
         defer { try? FileManager.default.removeItem(atPath: work) }
         let store = (work as NSString).appendingPathComponent("snapshot.revsync")
         // Read once, by the compression below, and deleted: only the compressed file is synced.
-        let written = try await SnapshotFile.write(
-            from: storage, lineage: lineage, version: version, to: store, durable: false, cancelled: cancelled)
+        // While its indexes are built (one core), the other compresses the records' pages.
+        let ahead = Gzip.PiecesAhead(level: Self.gzipLevel)
+        let written: SnapshotFile.Written
+        do {
+            written = try await SnapshotFile.write(
+                from: storage, lineage: lineage, version: version, to: store, durable: false, recordsWritten: { ahead.start(file: $0) },
+                cancelled: cancelled)
+        } catch {
+            ahead.stop()
+            throw error
+        }
         let info = written.info
         if !written.agreesWithKept {
             // The snapshot's records are the database's; the kept digest is not theirs (the
@@ -342,10 +355,9 @@ public actor SnapshotCache {
         let name = "snapshot-\(info.revision)-v\(version)-\(id)"
         let gzipInWork = (work as NSString).appendingPathComponent("\(name).revsync.gz")
         // Seconds of every core at a million records: on threads of their own, never on the
-        // pool the server's requests run on. Level 5: 1 % more bytes than level 6 for a third
-        // less time (docs/performance-log.md, "The snapshot's records on two threads").
+        // pool the server's requests run on.
         let gzipSHA256 = try await BlockingWork.run {
-            try Gzip.compressFile(at: store, to: gzipInWork, level: 5)
+            try Gzip.compressFile(at: store, to: gzipInWork, level: Self.gzipLevel, ahead: ahead)
             return try SnapshotFile.sha256(ofFile: gzipInWork)
         }
         let file = "\(name).revsync.gz"

@@ -15,12 +15,13 @@ extension SnapshotFile {
     /// bookkeeping as it is made).
     ///
     /// - Parameters:
-    ///   - durable: whether the file is synced to disk (``write(to:schema:revision:dataset:proof:durable:next:)``).
+    ///   - durable: whether the file is synced to disk, and `recordsWritten` called once the
+    ///     records are in it (``write(to:schema:revision:dataset:proof:durable:recordsWritten:next:)``).
     ///   - cancelled: asked every 1,024 records; when it says yes, the write stops with
     ///     `CancellationError` (the caller deletes what was written).
     package static func write(
         from storage: any SyncStorage, lineage: SchemaLineage, version: Int, to path: String, durable: Bool = true,
-        cancelled: @escaping @Sendable () -> Bool = { false }
+        recordsWritten: (@Sendable (_ file: String) -> Void)? = nil, cancelled: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Written {
         guard let schema = lineage.schema(version: version) else {
             throw StoreFileError(.unknownEntity, "the data set never served schema version \(version)")
@@ -38,7 +39,10 @@ extension SnapshotFile {
             let handoff = Handoff<Batch>(capacity: 64)
             let info = try BlockingWork.run {
                 do {
-                    return try write(to: path, schema: schema, revision: revision, dataset: dataset, proof: proof, durable: durable) {
+                    return try write(
+                        to: path, schema: schema, revision: revision, dataset: dataset, proof: proof, durable: durable,
+                        recordsWritten: recordsWritten
+                    ) {
                         try handoff.take()
                     }
                 } catch {

@@ -75,7 +75,7 @@ public enum Gzip {
         do {
             try body(
                 {
-                    guard let data = try reader.read(upToCount: 1 << 20), !data.isEmpty else { return nil }
+                    guard let data = try reader.read(upToCount: pieceSize), !data.isEmpty else { return nil }
                     return [UInt8](data)
                 },
                 { bytes in

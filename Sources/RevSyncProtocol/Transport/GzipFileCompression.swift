@@ -1,4 +1,5 @@
 import CZlib
+import Crypto
 import Foundation
 
 /// A file compressed on every core into one ordinary gzip member.
@@ -13,16 +14,24 @@ import Foundation
 /// fraction of a percent of its size (measured in docs/performance-log.md).
 extension Gzip {
     /// deflate's window: the most of the previous piece a piece may refer back into.
-    private static let window = 1 << 15
+    static let window = 1 << 15
+    /// The pieces a file is read and compressed in (``Gzip/streamFile(at:to:durable:_:)`` reads this much at a time).
+    static let pieceSize = 1 << 20
 
     /// Compresses the file at `source` into a new gzip file at `destination` (private to its
     /// owner, on disk when this returns), on every core, a batch of pieces at a time (a
     /// snapshot of a million records never sits in memory whole). The calling thread and threads
     /// started for the call do it (``BlockingWork/perform(iterations:threads:)``): it blocks the
     /// caller, and waits for no shared pool.
-    public static func compressFile(at source: String, to destination: String, level: Int32 = 6) throws {
+    ///
+    /// - Parameter ahead: pieces of the file compressed while it was still being written
+    ///   (``PiecesAhead``): each is used where the file ended the same, and stopped first.
+    public static func compressFile(at source: String, to destination: String, level: Int32 = 6, ahead: PiecesAhead? = nil) throws {
         let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
         let batch = cores * 4
+        let early = ahead?.finish() ?? []
+        var index = 0  // of the next piece in the file
+        var previousMatched = true  // whether the piece before the next one is as it was read ahead
         try streamFile(at: source, to: destination) { input, write in
             try write(memberHeader)
             var crc: uLong = 0
@@ -38,9 +47,20 @@ extension Gzip {
                     }
                     pieces.append(piece)
                 }
-                let made = Locked<[(deflated: [UInt8], crc: uLong)?]>(Array(repeating: nil, count: pieces.count))
+                // A piece read ahead serves when it and the piece before it (its window) are unchanged.
+                var reused = [(deflated: [UInt8], crc: uLong)?](repeating: nil, count: pieces.count)
+                for (offset, piece) in pieces.enumerated() {
+                    let matched = index < early.count && early[index].sha256 == Array(SHA256.hash(data: piece))
+                    if matched, previousMatched { reused[offset] = (early[index].deflated, early[index].crc) }
+                    previousMatched = matched
+                    index += 1
+                }
+                ahead?.count(used: reused.count { $0 != nil })
+                let made = Locked<[(deflated: [UInt8], crc: uLong)?]>(reused)
                 let (batchPieces, before) = (pieces, tail)
-                BlockingWork.perform(iterations: batchPieces.count, threads: cores) { index in
+                let missing = reused.indices.filter { reused[$0] == nil }
+                BlockingWork.perform(iterations: missing.count, threads: cores) { position in
+                    let index = missing[position]
                     let piece = batchPieces[index]
                     let previous = index == 0 ? before : Array(batchPieces[index - 1].suffix(window))
                     let deflated = deflatePiece(piece, after: previous.isEmpty ? nil : previous, level: level)

@@ -21,15 +21,15 @@ package enum SnapshotFile {
         package var bytes: Int
         /// Lowercase hexadecimal.
         package var sha256: String
-        /// The digest of the records written, from their batches' sums (``write(to:schema:revision:dataset:proof:durable:next:)``
+        /// The digest of the records written, from their batches' sums (``write(to:schema:revision:dataset:proof:durable:recordsWritten:next:)``
         /// only; `nil` for a file inspected).
         package var digest: DataSetDigest?
     }
 
     /// Records of one entity on their way into a snapshot, in ID order, and the sum of their
-    /// hashes: what ``write(to:schema:revision:dataset:proof:durable:next:)`` takes, a batch at a time.
+    /// hashes: what ``write(to:schema:revision:dataset:proof:durable:recordsWritten:next:)`` takes, a batch at a time.
     /// The records are hashed by ``hash()``, on whichever thread has the time: the one that
-    /// reads them, or ``write(to:schema:revision:dataset:proof:durable:next:)`` when the batch comes
+    /// reads them, or ``write(to:schema:revision:dataset:proof:durable:recordsWritten:next:)`` when the batch comes
     /// unhashed. The sum is the same either way.
     package struct Batch: Sendable {
         /// One of the snapshot schema's entities.
@@ -86,12 +86,15 @@ package enum SnapshotFile {
     ///   - proof: the server's proof of the data set at this revision, kept for the first sync.
     ///   - durable: whether the file is synced to disk; `false` for a file read once and deleted
     ///     (the server's cache compresses it into a file that is synced).
+    ///   - recordsWritten: called (on the calling thread) with the file being written (it takes
+    ///     `path` as its name once whole) once the records are in it, before the indexes are
+    ///     built: the file's first pages are mostly as they will end.
     ///   - next: the next batch of records (its entity one of `schema`'s); `nil` after the last.
     ///     Called on the calling thread; it may wait for another thread that reads them.
     /// - Throws: ``StoreFileError`` `storeExists`, `unknownEntity`; what `next` throws.
     package static func write(
         to path: String, schema: Schema, revision: Revision, dataset: String, proof: String? = nil, durable: Bool = true,
-        next: () throws -> Batch?
+        recordsWritten: ((_ file: String) -> Void)? = nil, next: () throws -> Batch?
     ) throws -> Info {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw StoreFileError(.storeExists, "\(path) already exists; a snapshot is never written over a file")
@@ -110,7 +113,7 @@ package enum SnapshotFile {
                 try db.execute(sql: "PRAGMA synchronous = OFF")
             }
             try StoreMigrations.run(in: queue)
-            try queue.write { db in
+            let indexes = try queue.write { db -> [String] in
                 // The indexes, built once the records are in (sorted, not one entry at a time),
                 // after every table: the tables' pages stay together, as devices read them.
                 var indexes: [String] = []
@@ -140,6 +143,12 @@ package enum SnapshotFile {
                     digest[name].add(batch.hash())
                     count += batch.records.count
                 }
+                return indexes
+            }
+            // The records' pages are in the file (committed; no journal): what follows adds pages
+            // after them and changes a few before (the schema's, the state's).
+            recordsWritten?(partial)
+            try queue.write { db in
                 for statement in indexes { try db.execute(sql: statement) }
                 let state = StoreStateTable(db: db)
                 try state.set(.schema, String(decoding: schema.jsonBytes(), as: UTF8.self))
