@@ -23,10 +23,13 @@ extension Gzip {
     /// snapshot of a million records never sits in memory whole). The calling thread and threads
     /// started for the call do it (``BlockingWork/perform(iterations:threads:)``): it blocks the
     /// caller, and waits for no shared pool.
-    ///
-    /// - Parameter ahead: pieces of the file compressed while it was still being written
-    ///   (``PiecesAhead``): each is used where the file ended the same, and stopped first.
-    public static func compressFile(at source: String, to destination: String, level: Int32 = 6, ahead: PiecesAhead? = nil) throws {
+    public static func compressFile(at source: String, to destination: String, level: Int32 = 6) throws {
+        try compressFile(at: source, to: destination, level: level, ahead: nil)
+    }
+
+    /// ``compressFile(at:to:level:)``, using `ahead`: pieces of the file compressed while it
+    /// was still being written (``PiecesAhead``), each where the file ended the same (stopped first).
+    package static func compressFile(at source: String, to destination: String, level: Int32, ahead: PiecesAhead?) throws {
         let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
         let batch = cores * 4
         let early = ahead?.finish() ?? []

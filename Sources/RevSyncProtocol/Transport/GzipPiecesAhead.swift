@@ -5,15 +5,15 @@ import Foundation
 extension Gzip {
     /// Pieces of a file compressed ahead, on a thread of their own, while whoever writes the file
     /// is still at work on it and leaves a core idle (a snapshot's index builds, after its
-    /// records). ``compressFile(at:to:level:ahead:)`` then uses a piece only where the file
+    /// records). ``Gzip/compressFile(at:to:level:ahead:)`` then uses a piece only where the file
     /// ended the same: the piece and the one before it (the window its back references reach
     /// into) have the SHA-256 they had when the piece was compressed. Any other piece is
     /// compressed again, so a file changed anywhere after ``start(file:)`` is still compressed
     /// exactly. At most ``limit`` pieces are read ahead (their deflated bytes wait in memory:
     /// about 55 MB for 128 pieces of a snapshot), however large the file.
-    public final class PiecesAhead: Sendable {
+    package final class PiecesAhead: Sendable {
         /// The most pieces read ahead.
-        public let limit: Int
+        package let limit: Int
 
         /// One piece as it was read ahead.
         struct Piece: Sendable {
@@ -30,9 +30,9 @@ extension Gzip {
         }
 
         /// How many pieces were read ahead so far.
-        public var piecesRead: Int { state.withLock { $0.pieces.count } }
-        /// How many of them ``compressFile(at:to:level:ahead:)`` used (the others were compressed again).
-        public var piecesUsed: Int { state.withLock { $0.used } }
+        package var piecesRead: Int { state.withLock { $0.pieces.count } }
+        /// How many of them ``Gzip/compressFile(at:to:level:ahead:)`` used (the others were compressed again).
+        package var piecesUsed: Int { state.withLock { $0.used } }
 
         func count(used: Int) { state.withLock { $0.used += used } }
 
@@ -43,14 +43,14 @@ extension Gzip {
 
         /// Pieces to be compressed at `level` (the level the whole file is then compressed at),
         /// `limit` at most.
-        public init(level: Int32, limit: Int = 128) {
+        package init(level: Int32, limit: Int = 128) {
             self.level = level
             self.limit = limit
         }
 
         /// Starts compressing the pieces of the file at `path` that are there now, in order,
         /// until ``finish()`` (once at most; the file may be renamed meanwhile).
-        public func start(file path: String) {
+        package func start(file path: String) {
             let first = started.withLock { started -> Bool in
                 defer { started = true }
                 return !started
@@ -80,7 +80,7 @@ extension Gzip {
         }
 
         /// Stops and waits for the piece under way (what a failed write does: nothing is used).
-        public func stop() { _ = finish() }
+        package func stop() { _ = finish() }
 
         /// Stops, waits for the piece under way, and returns the pieces read ahead, in order
         /// from the file's start.
