@@ -113,9 +113,10 @@ import Testing
     /// while the server may compress their pieces ahead, `Gzip.PiecesAhead`; which pieces serve
     /// is `GzipFileCompressionTests`'): the device that starts from it holds the server's
     /// records, proven.
-    @Test func aSnapshotOfSeveralMebibytesStartsADeviceProven() async throws {
+    @Test(arguments: StoreKind.all)
+    func aSnapshotOfSeveralMebibytesStartsADeviceProven(store: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withLiveServer { server in
+            try await withLiveServer(store: store) { server in
                 _ = try await DataSeeder(schema: server.schema).seed(records: 80_000, into: server.storage)
                 let newcomer = try await server.clientDevice("newcomer", in: directory)
                 let report = try await newcomer.sync()

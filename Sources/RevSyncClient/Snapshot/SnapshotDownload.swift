@@ -144,7 +144,7 @@ struct SnapshotDownload {
     var schemaVersion: Int
     /// The data-protection class of the store it is for (none yet: the platform's default).
     var protection: StoreFileProtection? = nil
-    var statePath: String { path + ".json" }
+    var statePath: String { path + ".json" }  // ``discard(at:)`` names it too
 
     /// The snapshot decompressed while it arrived (``run(inflatingInto:durable:)``).
     struct Inflated {
@@ -212,10 +212,13 @@ struct SnapshotDownload {
 
     /// Forgets the download (file and what the server announced): overwritten with zeros and
     /// deleted, as a wipe does, for the file holds the whole data set.
-    func discard() {
+    func discard() { Self.discard(at: path) }
+
+    /// Overwrites and deletes the download at `path` and its state, from any thread.
+    static func discard(at path: String) {
         // Best effort: what cannot be deleted now is named by the store's files and goes with a wipe.
         try? StoreFiles.shred(path)
-        try? StoreFiles.shred(statePath)
+        try? StoreFiles.shred(path + ".json")
     }
 
     fileprivate func record(_ announced: Announced) throws {

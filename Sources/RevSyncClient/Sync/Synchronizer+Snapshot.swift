@@ -69,11 +69,10 @@ extension Synchronizer {
             return nil
         }
         imported = true
-        let (downloaded, downloadState) = (download.path, download.statePath)
+        let downloaded = download.path
         let leftovers = Task.detached(priority: .utility) {
             StoreFiles.shredDatabase(candidate)
-            try? StoreFiles.shred(downloaded)
-            try? StoreFiles.shred(downloadState)
+            SnapshotDownload.discard(at: downloaded)
         }
         return SnapshotStart(
             report: SnapshotDownloadReport(

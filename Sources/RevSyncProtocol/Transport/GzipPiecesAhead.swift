@@ -24,6 +24,7 @@ extension Gzip {
 
         private struct State {
             var pieces: [Piece] = []
+            var started = false
             var stopped = false
             var waited = false
             var used = 0
@@ -39,7 +40,6 @@ extension Gzip {
         private let level: Int32
         private let state = Locked(State())
         private let ended = DispatchSemaphore(value: 0)
-        private let started = Locked(false)
 
         /// Pieces to be compressed at `level` (the level the whole file is then compressed at),
         /// `limit` at most.
@@ -51,9 +51,9 @@ extension Gzip {
         /// Starts compressing the pieces of the file at `path` that are there now, in order,
         /// until ``finish()`` (once at most; the file may be renamed meanwhile).
         package func start(file path: String) {
-            let first = started.withLock { started -> Bool in
-                defer { started = true }
-                return !started
+            let first = state.withLock { state -> Bool in
+                defer { state.started = true }
+                return !state.started
             }
             guard first else { return }
             let written = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
@@ -87,9 +87,9 @@ extension Gzip {
         func finish() -> [Piece] {
             let wait = state.withLock { state -> Bool in
                 defer { (state.stopped, state.waited) = (true, true) }
-                return !state.waited
+                return state.started && !state.waited
             }
-            if wait, started.current { ended.wait() }
+            if wait { ended.wait() }
             return state.withLock { $0.pieces }
         }
     }
